@@ -1,0 +1,142 @@
+# m0serve — one non-recursive GNU Makefile.
+#
+#   make deps        install the Debian packages the build, tests, demo and bench need
+#   make             build ./m0serve (release, -O2)
+#   make test        C unit tests (cmocka) + pytest end-to-end suite
+#   make sanitize    build/sanitize/m0serve with ASan+UBSan; run the e2e suite
+#                    against it with: M0SERVE=build/sanitize/m0serve make e2e
+#   make demo        serve the Django example on http://127.0.0.1:8000
+#   make bench       hello-world benchmark against gunicorn, uWSGI and nginx
+#   make install PREFIX=/usr/local
+
+PYTHON   ?= /usr/bin/python3
+PREFIX   ?= /usr/local
+VERSION  := 0.1.0
+LLHTTP_SRC ?= /usr/share/llhttp
+LLHTTP_INC ?= /usr/share/include/llhttp
+
+CC       ?= cc
+STD      := -std=gnu11
+WARN     := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes \
+            -Wundef -Wshadow -Wformat=2 -Wnull-dereference
+OPT      ?= -O2 -g
+PY_CFLAGS  = $(shell $(PYTHON)-config --includes 2>/dev/null)
+PY_LDFLAGS = $(shell $(PYTHON)-config --embed --ldflags 2>/dev/null)
+DEFS     := -DM0_VERSION='"$(VERSION)"' -DM0_PYTHONDIR='"$(PREFIX)/share/m0serve/python"' \
+            -DM0_PYTHON_EXE='"$(PYTHON)"' -D_GNU_SOURCE
+CPPFLAGS := -Iinclude -I$(LLHTTP_INC) $(DEFS)
+LDLIBS   := $(PY_LDFLAGS) -lcrypto -lpthread
+
+SRCS     := $(wildcard src/*.c)
+# Modules with no Python in them: linked into the C unit tests.
+PURE     := src/buf.c src/http.c src/response.c src/log.c src/timer.c src/cli.c
+LLHTTP   := api.c http.c llhttp.c
+
+BUILD    ?= build/release
+OBJS     := $(SRCS:src/%.c=$(BUILD)/%.o)
+LLOBJS   := $(LLHTTP:%.c=$(BUILD)/llhttp/%.o)
+
+ifeq ($(V),)
+Q := @
+else
+Q :=
+endif
+
+.PHONY: all deps test unit e2e sanitize demo bench install clean smoke-core check-deps
+
+all: m0serve
+
+m0serve: $(BUILD)/m0serve
+	$(Q)cp $< $@
+
+$(BUILD)/m0serve: $(OBJS) $(LLOBJS)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/%.o: src/%.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(STD) $(WARN) $(OPT) $(M0_CFLAGS) $(CFLAGS) $(PY_CFLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
+
+# Vendored parser: compiled with its own relaxed flags, never our -Werror.
+$(BUILD)/llhttp/%.o: $(LLHTTP_SRC)/%.c
+	@mkdir -p $(@D)
+	@echo "  CC      llhttp/$(<F)"
+	$(Q)$(CC) -O2 -g -w $(M0_CFLAGS) -I$(LLHTTP_INC) -c -o $@ $<
+
+-include $(OBJS:.o=.d)
+
+# ---------------------------------------------------------------- sanitize
+SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+sanitize:
+	$(Q)$(MAKE) --no-print-directory BUILD=build/sanitize OPT="-O1 -g" \
+	    M0_CFLAGS="$(SAN)" LDFLAGS="$(SAN)" build/sanitize/m0serve
+
+# ------------------------------------------------------------------- tests
+UNIT_TESTS := $(patsubst tests/unit/%.c,build/unit/%,$(wildcard tests/unit/test_*.c))
+UNIT_OBJS  := $(PURE:src/%.c=build/unit/obj/%.o) $(LLHTTP:%.c=build/unit/llhttp/%.o)
+
+build/unit/obj/%.o: src/%.c
+	@mkdir -p $(@D)
+	@echo "  CC      $< (unit)"
+	$(Q)$(CC) $(STD) $(WARN) -O1 -g $(SAN) $(CPPFLAGS) -MMD -MP -c -o $@ $<
+
+build/unit/llhttp/%.o: $(LLHTTP_SRC)/%.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) -O1 -g -w $(SAN) -I$(LLHTTP_INC) -c -o $@ $<
+
+build/unit/%: tests/unit/%.c $(UNIT_OBJS)
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -o $@ $^ -lcmocka
+
+-include $(wildcard build/unit/obj/*.d)
+
+unit: $(UNIT_TESTS)
+	$(Q)set -e; for t in $(UNIT_TESTS); do echo "  UNIT    $$t"; (cd tests/unit && ../../$$t); done
+
+E2E_ARGS ?=
+e2e: m0serve
+	$(Q)$(PYTHON) -m pytest tests/e2e -q $(E2E_ARGS)
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory m0serve unit
+	$(Q)$(MAKE) --no-print-directory e2e
+
+smoke-core: m0serve
+	$(Q)$(PYTHON) -m pytest tests/e2e -q -k "conformance or malformed or django or flask"
+
+# -------------------------------------------------------------------- deps
+# Every Debian package the build, the tests, the demo and the benchmarks use.
+DEB_PKGS := gcc make python3-dev node-llhttp libssl-dev libcmocka-dev \
+            python3-pytest python3-django python3-flask python3-requests \
+            gunicorn uwsgi-core uwsgi-plugin-python3 nginx-light wrk procps util-linux curl
+
+deps:
+	$(Q)missing=; for p in $(DEB_PKGS); do \
+	    dpkg-query -W -f='$${db:Status-Status}' $$p 2>/dev/null | grep -qx installed || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	    echo "  DEPS   $$missing"; \
+	    SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	    $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+# -------------------------------------------------------------------- demo
+demo: deps m0serve
+	./m0serve djangosite.wsgi:application --app-dir examples/django_site \
+	    --bind 127.0.0.1:8000 --workers 2 --access-log
+
+bench: deps m0serve
+	bash bench/run.sh
+
+# ----------------------------------------------------------------- install
+install: m0serve
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/m0serve/python/m0serve
+	install -m 755 m0serve $(DESTDIR)$(PREFIX)/bin/m0serve
+	install -m 644 python/*.py $(DESTDIR)$(PREFIX)/share/m0serve/python/ 2>/dev/null || true
+	install -m 644 python/m0serve/*.py $(DESTDIR)$(PREFIX)/share/m0serve/python/m0serve/
+
+clean:
+	rm -rf build m0serve

@@ -1,0 +1,53 @@
+/*
+ * config.h — struct m0_config and the CLI/environment parser.
+ *
+ * Every flag has an M0_* environment twin (--max-body ↔ M0_MAX_BODY);
+ * the command line wins over the environment. Parsing never exits: it
+ * returns M0_ERR with one line in err naming the offending flag, and the
+ * caller exits 2.
+ */
+#ifndef M0_CONFIG_H
+#define M0_CONFIG_H
+
+#include "m0/types.h"
+#include "m0/http.h"
+
+enum m0_protocol { M0_PROTO_AUTO, M0_PROTO_WSGI, M0_PROTO_ASGI };
+
+struct m0_config {
+    const char *app;            /* MODULE[:ATTR] */
+    const char *bind;           /* "HOST:PORT" or "unix:PATH" (after host/port folding) */
+    const char *host;           /* --host, default 127.0.0.1 */
+    long port;                  /* --port, default 8000 */
+    long workers;               /* processes, >= 1 */
+    const char *app_dir;        /* put first on sys.path; default "." */
+    enum m0_protocol protocol;
+    double graceful_timeout;    /* seconds */
+    double keepalive_timeout;   /* seconds an idle keep-alive connection lives */
+    double header_timeout;      /* seconds to receive a complete request head */
+    int access_log;             /* bool */
+    const char *log_level;
+    long backlog;               /* listen(2) backlog */
+    long max_connections;       /* connection slots per worker */
+    struct m0_limits limits;
+    int show_help, show_version;
+    int workers_explicit;       /* a topology flag or variable was given */
+};
+
+/* Fill defaults. */
+void m0_config_defaults(struct m0_config *cfg);
+
+/* Parse environment then argv. Returns M0_OK, or M0_ERR with a one-line
+ * message in err (cap bytes) naming the flag. */
+int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, size_t cap);
+
+/* Print usage to stdout. */
+void m0_config_usage(void);
+
+/* Split cfg->bind into a host and port, or a unix path. Returns M0_OK or
+ * M0_ERR with a message in err. *path is NULL for TCP. host/path point
+ * into an internal copy owned by cfg for the process lifetime. */
+int m0_config_bind_parts(const struct m0_config *cfg, char **host, int *port, char **path,
+                         char *err, size_t cap);
+
+#endif

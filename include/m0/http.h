@@ -1,0 +1,126 @@
+/*
+ * http.h — the parsed request and the llhttp glue (RFC 9112).
+ *
+ * m0_http_feed() runs llhttp over bytes the connection read and fills a
+ * struct m0_req. It pauses twice per message — once when the header section
+ * is complete (so the caller can answer 100-continue or refuse a body early)
+ * and once when the message is complete (so pipelined requests wait their
+ * turn). Every rejection carries a status code and a static reason string;
+ * llhttp errors are sticky, so any error ends the connection.
+ *
+ * Pure logic: no sockets, no Python. Callers own both structs. A request is
+ * touched by one thread at a time: the loop while reading, the runner while
+ * dispatched (see job.h).
+ */
+#ifndef M0_HTTP_H
+#define M0_HTTP_H
+
+#include <llhttp.h>
+#include "m0/types.h"
+#include "m0/buf.h"
+
+/* Limits enforced while parsing. Sizes in bytes. */
+struct m0_limits {
+    size_t max_target;        /* request-target length; over → 414 */
+    size_t max_header_bytes;  /* request line + header section; over → 431 */
+    unsigned max_headers;     /* header field lines; over → 431 */
+    uint64_t max_body;        /* decoded body; over → 413 */
+    size_t body_mem;          /* body bytes kept in memory before spilling to a temp file */
+};
+
+/* One header field line, as received: name case preserved; value with
+ * surrounding whitespace trimmed (RFC 9110 §5.5). NUL-terminated copies
+ * in the request arena. */
+struct m0_hdr {
+    const char *name;
+    const char *value;
+    uint32_t name_len;
+    uint32_t value_len;
+};
+
+#define M0_REQ_KEEPALIVE  0x01u   /* connection persists after this response */
+#define M0_REQ_HEAD       0x02u   /* method is HEAD: no response body */
+#define M0_REQ_EXPECT100  0x04u   /* Expect: 100-continue was sent */
+#define M0_REQ_CHUNKED    0x08u   /* body uses chunked transfer coding */
+#define M0_REQ_UPGRADE    0x10u   /* Connection: upgrade + Upgrade header */
+
+struct m0_req {
+    struct m0_arena arena;    /* method, target, headers; reset per request */
+    const char *method;       /* NUL-terminated */
+    const char *target;       /* raw request-target, NUL-terminated */
+    uint32_t method_len, target_len;
+    const char *path;         /* target up to '?' (raw, not decoded), in arena */
+    const char *query;        /* after '?', or "" */
+    uint32_t path_len, query_len;
+    uint8_t http_major, http_minor;
+    unsigned flags;           /* M0_REQ_* */
+    struct m0_hdr *hdrs;      /* arena array of nhdrs entries */
+    unsigned nhdrs, hdrs_cap;
+    int64_t content_length;   /* -1 when absent */
+    /* Decoded body: the first limits.body_mem bytes in memory, the rest
+     * (if any) spills to an unlinked temporary file body_fd. */
+    struct m0_buf body;
+    int body_fd;              /* -1 when the body is entirely in memory */
+    uint64_t body_len;        /* total decoded body bytes */
+};
+
+/* Parser state for one connection. */
+struct m0_http {
+    llhttp_t parser;
+    struct m0_req *req;
+    const struct m0_limits *lim;
+    struct m0_buf field;      /* span accumulators across reads */
+    struct m0_buf value;
+    size_t head_bytes;        /* bytes of the current head fed so far */
+    int status;               /* on M0_ERR: the HTTP status to answer */
+    const char *reason;       /* on M0_ERR: static reason string */
+    uint8_t in_message;       /* first byte of a message seen */
+    uint8_t headers_done;
+    uint8_t message_done;
+    uint8_t host_seen;
+    uint8_t head_scanned;     /* obs-fold scan finished for this head */
+    uint8_t last_was_lf;      /* obs-fold scan state across feeds */
+};
+
+/* Set up h for a new connection; req must outlive it. */
+void m0_http_init(struct m0_http *h, struct m0_req *req, const struct m0_limits *lim);
+/* Prepare for the next message on the same connection (keep-alive): resets
+ * the request and its arena but keeps allocations. */
+void m0_http_next(struct m0_http *h);
+/* Release parser temporaries (not the request). */
+void m0_http_free(struct m0_http *h);
+
+/*
+ * Parse up to n bytes at p. *used receives how many were consumed.
+ * Returns:
+ *   M0_AGAIN  all n consumed, the message is not complete yet;
+ *   M0_OK     the header section just completed (paused; call again with
+ *             the rest — the caller may first send 100 Continue);
+ *   M0_DONE   the message is complete (paused; bytes after *used belong to
+ *             the next pipelined request — call m0_http_next() first);
+ *   M0_ERR    malformed or over a limit: h->status and h->reason say why;
+ *             the connection must answer and close.
+ */
+int m0_http_feed(struct m0_http *h, const char *p, size_t n, size_t *used);
+
+/* The peer closed its side mid-message: returns M0_OK if nothing of a
+ * message was seen, M0_ERR (status 400) for a truncated message. */
+int m0_http_eof(struct m0_http *h);
+
+/* First header named name (case-insensitive), or NULL. */
+const struct m0_hdr *m0_req_header(const struct m0_req *r, const char *name);
+
+/* Initialise / release a request. */
+void m0_req_init(struct m0_req *r);
+void m0_req_reset(struct m0_req *r);
+void m0_req_free(struct m0_req *r);
+
+/* Copy up to n body bytes starting at offset off into dst; returns bytes
+ * copied (0 at end of body) or M0_ERR with errno set. */
+ssize_t m0_req_body_read(const struct m0_req *r, uint64_t off, void *dst, size_t n);
+
+/* Is [p, p+n) a token (RFC 9110 §5.6.2)? A valid field value (no CR, LF, NUL)? */
+int m0_http_is_token(const char *p, size_t n);
+int m0_http_is_field_value(const char *p, size_t n);
+
+#endif

@@ -1,0 +1,40 @@
+/*
+ * job.h — one request in flight, as handed from the loop to a runner.
+ *
+ * Ownership moves, it is never shared: the loop owns a job while it reads
+ * the request and while it writes the response; a runner (the WSGI bridge,
+ * on the loop thread or on a pool thread) owns it between dispatch and
+ * completion. A job names its connection only by slot and generation, so
+ * a runner never touches a struct m0_conn, and a completion for a slot
+ * that has since been reused is recognised and dropped.
+ */
+#ifndef M0_JOB_H
+#define M0_JOB_H
+
+#include <netinet/in.h>
+#include "m0/types.h"
+#include "m0/http.h"
+#include "m0/response.h"
+
+struct m0_job {
+    struct m0_req req;          /* parsed request (owned by the job) */
+    struct m0_resp resp;        /* produced response (owned by the job) */
+    uint32_t slot;              /* connection slot this job answers */
+    uint32_t gen;               /* slot generation at dispatch */
+    int draining;               /* server is shutting down: answer Connection: close */
+    char remote_addr[INET6_ADDRSTRLEN];
+    uint16_t remote_port;
+    /* Runner state between start and completion (PyObject * in wsgi.c;
+     * opaque here so the loop needs no Python headers). */
+    void *app_iter;             /* the iterator being drained, or NULL */
+    void *app_result;           /* the iterable whose close() is owed, or NULL */
+    void *start_response;       /* the per-request start_response object */
+    void *input;                /* the wsgi.input object */
+    struct m0_buf pending;      /* body bytes held back until the head commits */
+    int64_t app_length;         /* the application's Content-Length, or -1 */
+    uint64_t produced;          /* body bytes produced so far */
+    int framing;                /* enum m0_framing once the head is committed */
+    int keep;                   /* connection persists after this response */
+};
+
+#endif

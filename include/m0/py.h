@@ -1,0 +1,36 @@
+/*
+ * py.h — the CPython host: one interpreter per worker process, initialised
+ * after fork (PyPreConfig, PyConfig, Py_InitializeFromConfig), the "m0"
+ * built-in module, application discovery and protocol detection, and the
+ * attach/detach pair for the loop thread.
+ */
+#ifndef M0_PY_H
+#define M0_PY_H
+
+#include "m0/types.h"
+
+struct m0_config;
+
+/* Initialise Python in this (worker) process. app_dir goes first on
+ * sys.path, m0serve's python/ directory last. On failure prints why to the
+ * error log and returns M0_ERR. The calling thread is left detached. */
+int m0_py_init(const struct m0_config *cfg);
+
+/* Import the application named by cfg->app (MODULE[:ATTR], with bare
+ * MODULE discovery) and set up the bridge. On failure the traceback is
+ * printed and M0_ERR returned. Leaves the thread detached. */
+int m0_py_load_app(const struct m0_config *cfg, int multithread);
+
+/* Attach / detach the loop thread (the GIL around a runner call). The pair
+ * asserts it is used in order. */
+void m0_py_attach(void);
+void m0_py_detach(void);
+
+/* Finalize the interpreter (attaches first). */
+void m0_py_finalize(void);
+
+/* "3.11.2" and whether the GIL is enabled in this build, for the banner. */
+const char *m0_py_version(void);
+int m0_py_gil_enabled(void);
+
+#endif

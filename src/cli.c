@@ -1,0 +1,336 @@
+/*
+ * cli.c — argv and M0_* environment parsing into struct m0_config.
+ *
+ * One table describes every option once: its flag, its variable, its type
+ * and where it lands. A bad value or an unknown flag produces one line
+ * naming it; main() prints it and exits 2 (EX_USAGE-like, as gunicorn and
+ * uvicorn do).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "m0/config.h"
+#include "m0/log.h"
+
+enum opt_type { T_STR, T_LONG, T_SECONDS, T_BYTES, T_BOOL, T_PROTOCOL, T_LOGLEVEL };
+
+struct opt {
+    const char *flag;
+    const char *env;
+    enum opt_type type;
+    size_t off;
+    long min, max;
+    const char *metavar;
+    const char *help;
+};
+
+#define O(f) offsetof(struct m0_config, f)
+
+static const struct opt opts[] = {
+    {"--bind", "M0_BIND", T_STR, O(bind), 0, 0, "ADDR", "HOST:PORT or unix:PATH to listen on (default 127.0.0.1:8000)"},
+    {"--host", "M0_HOST", T_STR, O(host), 0, 0, "HOST", "interface to bind (default 127.0.0.1)"},
+    {"--port", "M0_PORT", T_LONG, O(port), 0, 65535, "PORT", "TCP port to bind (default 8000; 0 picks a free one)"},
+    {"--workers", "M0_WORKERS", T_LONG, O(workers), 1, 1024, "N", "worker processes (default 1)"},
+    {"--app-dir", "M0_APP_DIR", T_STR, O(app_dir), 0, 0, "DIR", "directory put first on sys.path (default .)"},
+    {"--protocol", "M0_PROTOCOL", T_PROTOCOL, O(protocol), 0, 0, "P", "auto|wsgi|asgi (default auto: detect from the callable)"},
+    {"--graceful-timeout", "M0_GRACEFUL_TIMEOUT", T_SECONDS, O(graceful_timeout), 0, 0, "S", "seconds to finish in-flight requests on SIGTERM (default 30)"},
+    {"--max-body", "M0_MAX_BODY", T_BYTES, O(limits.max_body), 0, 0, "BYTES", "largest request body accepted, else 413 (default 1073741824)"},
+    {"--timeout-keep-alive", "M0_TIMEOUT_KEEP_ALIVE", T_SECONDS, O(keepalive_timeout), 0, 0, "S", "close idle keep-alive connections after S seconds (default 5)"},
+    {"--header-timeout", "M0_HEADER_TIMEOUT", T_SECONDS, O(header_timeout), 0, 0, "S", "answer 408 when a request head takes longer (default 10)"},
+    {"--max-header-size", "M0_MAX_HEADER_SIZE", T_BYTES, O(limits.max_header_bytes), 0, 0, "BYTES", "request header section limit, else 431 (default 16384)"},
+    {"--max-headers", "M0_MAX_HEADERS", T_LONG, O(limits.max_headers), 1, 10000, "N", "request header field limit, else 431 (default 100)"},
+    {"--backlog", "M0_BACKLOG", T_LONG, O(backlog), 1, 65535, "N", "listen backlog (default 2048)"},
+    {"--max-connections", "M0_MAX_CONNECTIONS", T_LONG, O(max_connections), 16, 1000000, "N", "connection slots per worker (default 16384)"},
+    {"--access-log", "M0_ACCESS_LOG", T_BOOL, O(access_log), 0, 0, NULL, "log one line per request to stdout"},
+    {"--log-level", "M0_LOG_LEVEL", T_LOGLEVEL, O(log_level), 0, 0, "L", "debug|info|warning|error|critical (default info)"},
+};
+
+void m0_config_defaults(struct m0_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->host = "127.0.0.1";
+    cfg->port = 8000;
+    cfg->workers = 1;
+    cfg->app_dir = ".";
+    cfg->protocol = M0_PROTO_AUTO;
+    cfg->graceful_timeout = 30;
+    cfg->keepalive_timeout = 5;
+    cfg->header_timeout = 10;
+    cfg->log_level = "info";
+    cfg->backlog = 2048;
+    cfg->max_connections = 16384;
+    cfg->limits.max_target = 8192;
+    cfg->limits.max_header_bytes = 16384;
+    cfg->limits.max_headers = 100;
+    cfg->limits.max_body = 1073741824ull;
+    cfg->limits.body_mem = 1024 * 1024;
+}
+
+void m0_config_usage(void)
+{
+    printf("usage: m0serve MODULE[:ATTR] [options]\n\n"
+           "Serve a WSGI application (PEP 3333) over HTTP/1.1 with prefork workers.\n"
+           "A bare MODULE tries MODULE.asgi:application, MODULE.wsgi:application,\n"
+           "MODULE:app and MODULE.main:app, in that order.\n\noptions:\n");
+    for (size_t i = 0; i < M0_ARRAY_LEN(opts); i++) {
+        char left[64];
+        snprintf(left, sizeof left, "%s%s%s", opts[i].flag, opts[i].metavar ? " " : "",
+                 opts[i].metavar ? opts[i].metavar : "");
+        printf("  %-26s %s [%s]\n", left, opts[i].help, opts[i].env);
+    }
+    printf("  %-26s %s\n  %-26s %s\n", "-h, --help", "show this help and exit",
+           "--version", "print the version and exit");
+}
+
+static int parse_long(const char *s, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0')
+        return M0_ERR;
+    *out = v;
+    return M0_OK;
+}
+
+static int parse_bytes(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (!isdigit((unsigned char)s[0]))
+        return M0_ERR;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s)
+        return M0_ERR;
+    unsigned long long mul = 1;
+    if (*end != '\0') {
+        switch (tolower((unsigned char)*end)) {
+        case 'k': mul = 1024ull; break;
+        case 'm': mul = 1024ull * 1024; break;
+        case 'g': mul = 1024ull * 1024 * 1024; break;
+        default: return M0_ERR;
+        }
+        end++;
+        if (*end == 'b' || *end == 'B')
+            end++;
+        if (*end != '\0')
+            return M0_ERR;
+    }
+    if (v > UINT64_MAX / mul)
+        return M0_ERR;
+    *out = v * mul;
+    return M0_OK;
+}
+
+static int apply(struct m0_config *cfg, const struct opt *o, const char *val, const char *who,
+                 char *err, size_t cap)
+{
+    char *dst = (char *)cfg + o->off;
+    switch (o->type) {
+    case T_STR:
+        if (val[0] == '\0')
+            goto bad;
+        *(const char **)dst = val;
+        break;
+    case T_LONG: {
+        long v;
+        if (parse_long(val, &v) != M0_OK || v < o->min || v > o->max)
+            goto bad;
+        if (o->off == O(limits.max_headers))
+            cfg->limits.max_headers = (unsigned)v;
+        else
+            *(long *)dst = v;
+        break;
+    }
+    case T_SECONDS: {
+        char *end;
+        errno = 0;
+        double v = strtod(val, &end);
+        if (errno != 0 || end == val || *end != '\0' || !isfinite(v) || v < 0 || v > 86400 * 365)
+            goto bad;
+        *(double *)dst = v;
+        break;
+    }
+    case T_BYTES: {
+        uint64_t v;
+        if (parse_bytes(val, &v) != M0_OK)
+            goto bad;
+        if (o->off == O(limits.max_header_bytes)) {
+            if (v < 256 || v > 1024 * 1024)
+                goto bad;
+            cfg->limits.max_header_bytes = (size_t)v;
+        } else {
+            *(uint64_t *)dst = v;
+        }
+        break;
+    }
+    case T_BOOL:
+        if (strcmp(val, "1") == 0 || strcasecmp(val, "true") == 0 || strcasecmp(val, "yes") == 0)
+            *(int *)dst = 1;
+        else if (strcmp(val, "0") == 0 || strcasecmp(val, "false") == 0 || strcasecmp(val, "no") == 0)
+            *(int *)dst = 0;
+        else
+            goto bad;
+        break;
+    case T_PROTOCOL:
+        if (strcmp(val, "auto") == 0)
+            cfg->protocol = M0_PROTO_AUTO;
+        else if (strcmp(val, "wsgi") == 0)
+            cfg->protocol = M0_PROTO_WSGI;
+        else if (strcmp(val, "asgi") == 0)
+            cfg->protocol = M0_PROTO_ASGI;
+        else
+            goto bad;
+        break;
+    case T_LOGLEVEL: {
+        enum m0_log_level lvl;
+        if (m0_log_parse_level(val, &lvl) != M0_OK)
+            goto bad;
+        *(const char **)dst = val;
+        m0_log_threshold = lvl;
+        break;
+    }
+    }
+    if (o->off == O(workers))
+        cfg->workers_explicit = 1;
+    return M0_OK;
+bad:
+    snprintf(err, cap, "m0serve: error: %s: invalid value '%s'", who, val);
+    return M0_ERR;
+}
+
+int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, size_t cap)
+{
+    int host_port_given = 0;
+
+    for (size_t i = 0; i < M0_ARRAY_LEN(opts); i++) {
+        const char *v = getenv(opts[i].env);
+        if (v == NULL)
+            continue;
+        if (apply(cfg, &opts[i], v, opts[i].env, err, cap) != M0_OK)
+            return M0_ERR;
+        if (opts[i].off == O(host) || opts[i].off == O(port))
+            host_port_given = 1;
+    }
+    const char *app_env = getenv("M0_APP");
+    if (app_env != NULL && app_env[0] != '\0')
+        cfg->app = app_env;
+
+    const char *positional = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            cfg->show_help = 1;
+            return M0_OK;
+        }
+        if (strcmp(a, "--version") == 0) {
+            cfg->show_version = 1;
+            return M0_OK;
+        }
+        if (strcmp(a, "--") == 0) {
+            if (i + 1 < argc && positional == NULL)
+                positional = argv[++i];
+            continue;
+        }
+        if (a[0] != '-' || a[1] == '\0') {
+            if (positional != NULL) {
+                snprintf(err, cap, "m0serve: error: unexpected argument '%s' (the app is already '%s')", a, positional);
+                return M0_ERR;
+            }
+            positional = a;
+            continue;
+        }
+        const char *eq = strchr(a, '=');
+        size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
+        const struct opt *o = NULL;
+        for (size_t k = 0; k < M0_ARRAY_LEN(opts); k++) {
+            if (strlen(opts[k].flag) == nlen && strncmp(opts[k].flag, a, nlen) == 0) {
+                o = &opts[k];
+                break;
+            }
+        }
+        if (o == NULL) {
+            snprintf(err, cap, "m0serve: error: unrecognized option '%.*s' (see --help)", (int)nlen, a);
+            return M0_ERR;
+        }
+        const char *val;
+        if (o->type == T_BOOL && eq == NULL) {
+            val = "1";
+        } else if (eq != NULL) {
+            val = eq + 1;
+        } else if (i + 1 < argc) {
+            val = argv[++i];
+        } else {
+            snprintf(err, cap, "m0serve: error: %s: expected a value", o->flag);
+            return M0_ERR;
+        }
+        if (apply(cfg, o, val, o->flag, err, cap) != M0_OK)
+            return M0_ERR;
+        if (o->off == O(host) || o->off == O(port))
+            host_port_given = 1;
+    }
+    if (positional != NULL)
+        cfg->app = positional;
+    if (cfg->app == NULL) {
+        snprintf(err, cap, "m0serve: error: MODULE[:ATTR]: the application is required (see --help)");
+        return M0_ERR;
+    }
+    if (cfg->bind != NULL && host_port_given) {
+        snprintf(err, cap, "m0serve: error: --bind: cannot be combined with --host/--port");
+        return M0_ERR;
+    }
+    if (cfg->bind == NULL) {
+        static char folded[300];
+        int ipv6 = strchr(cfg->host, ':') != NULL;
+        snprintf(folded, sizeof folded, ipv6 ? "[%s]:%ld" : "%s:%ld", cfg->host, cfg->port);
+        cfg->bind = folded;
+    }
+    char *h, *p;
+    int port;
+    if (m0_config_bind_parts(cfg, &h, &port, &p, err, cap) != M0_OK)
+        return M0_ERR;
+    return M0_OK;
+}
+
+int m0_config_bind_parts(const struct m0_config *cfg, char **host, int *port, char **path,
+                         char *err, size_t cap)
+{
+    static char copy[4096];
+    snprintf(copy, sizeof copy, "%s", cfg->bind);
+    *host = NULL;
+    *path = NULL;
+    *port = 0;
+    if (strncmp(copy, "unix:", 5) == 0) {
+        if (copy[5] == '\0' || strlen(copy + 5) >= 108)
+            goto bad;
+        *path = copy + 5;
+        return M0_OK;
+    }
+    char *colon = strrchr(copy, ':');
+    if (colon == NULL)
+        goto bad;
+    *colon = '\0';
+    long v;
+    if (parse_long(colon + 1, &v) != M0_OK || v < 0 || v > 65535)
+        goto bad;
+    *port = (int)v;
+    char *h = copy;
+    if (h[0] == '[') {
+        size_t n = strlen(h);
+        if (n < 3 || h[n - 1] != ']')
+            goto bad;
+        h[n - 1] = '\0';
+        h++;
+    }
+    *host = h[0] ? h : (char *)"0.0.0.0";
+    return M0_OK;
+bad:
+    snprintf(err, cap, "m0serve: error: --bind: invalid address '%s' (want HOST:PORT or unix:PATH)", cfg->bind);
+    return M0_ERR;
+}

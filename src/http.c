@@ -1,0 +1,483 @@
+/*
+ * http.c — llhttp glue: spans into the request arena, limits, smuggling
+ * defences, the two pause points (head complete, message complete).
+ *
+ * Implements the request side of RFC 9112: message framing (§6), the
+ * Content-Length/Transfer-Encoding rules that defend against request
+ * smuggling (§6.1, §6.3, §11.2), the Host requirement (RFC 9110 §7.2,
+ * RFC 9112 §3.2), obs-fold rejection (§5.2) and 100-continue (RFC 9110
+ * §10.1.1). Owned by whichever thread owns the request (the loop while
+ * reading); pure logic with one exception: a large body spills to an
+ * unlinked temporary file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "m0/http.h"
+
+#define H(p) ((struct m0_http *)(p)->data)
+
+/* Record a rejection; llhttp stops with HPE_USER and the error is sticky. */
+static int reject(struct m0_http *h, int status, const char *reason)
+{
+    if (h->status == 0) {
+        h->status = status;
+        h->reason = reason;
+    }
+    return HPE_USER;
+}
+
+static int over_head_limit(struct m0_http *h, size_t more)
+{
+    return h->field.len + h->value.len + more > h->lim->max_header_bytes;
+}
+
+static int on_message_begin(llhttp_t *p)
+{
+    H(p)->in_message = 1;
+    return 0;
+}
+
+static int on_url(llhttp_t *p, const char *at, size_t n)
+{
+    struct m0_http *h = H(p);
+    if (h->field.len + n > h->lim->max_target)
+        return reject(h, 414, "Request-target too long");
+    m0_buf_append(&h->field, at, n);
+    return 0;
+}
+
+static int on_url_complete(llhttp_t *p)
+{
+    struct m0_http *h = H(p);
+    struct m0_req *r = h->req;
+    size_t n = h->field.len;
+    const char *t = h->field.data ? h->field.data : "";
+
+    r->target = m0_arena_strndup(&r->arena, t, n);
+    r->target_len = (uint32_t)n;
+    /* Origin-form is the norm; absolute-form (RFC 9112 §3.2.2) is accepted
+     * by reducing it to its path. */
+    const char *path = r->target;
+    if (path[0] != '/' && path[0] != '*') {
+        const char *scheme = strstr(path, "://");
+        if (scheme == NULL)
+            return reject(h, 400, "Invalid request-target");
+        const char *slash = strchr(scheme + 3, '/');
+        path = slash ? slash : "/";
+    }
+    const char *q = strchr(path, '?');
+    size_t plen = q ? (size_t)(q - path) : strlen(path);
+    r->path = m0_arena_strndup(&r->arena, path, plen);
+    r->path_len = (uint32_t)plen;
+    r->query = q ? m0_arena_strndup(&r->arena, q + 1, strlen(q + 1)) : "";
+    r->query_len = (uint32_t)strlen(r->query);
+    m0_buf_reset(&h->field);
+    return 0;
+}
+
+static int on_version_complete(llhttp_t *p)
+{
+    struct m0_http *h = H(p);
+    if (llhttp_get_http_major(p) != 1 || llhttp_get_http_minor(p) > 1)
+        return reject(h, 505, "HTTP version not supported");
+    return 0;
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t n)
+{
+    struct m0_http *h = H(p);
+    if (over_head_limit(h, n))
+        return reject(h, 431, "Request header fields too large");
+    m0_buf_append(&h->field, at, n);
+    return 0;
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t n)
+{
+    struct m0_http *h = H(p);
+    if (over_head_limit(h, n))
+        return reject(h, 431, "Request header fields too large");
+    m0_buf_append(&h->value, at, n);
+    return 0;
+}
+
+static int on_header_value_complete(llhttp_t *p)
+{
+    struct m0_http *h = H(p);
+    struct m0_req *r = h->req;
+    const char *v = h->value.data ? h->value.data : "";
+    size_t vn = h->value.len;
+
+    if (r->nhdrs >= h->lim->max_headers)
+        return reject(h, 431, "Too many request header fields");
+    if (!m0_http_is_token(h->field.data, h->field.len))
+        return reject(h, 400, "Invalid header field name");
+    /* Trim optional whitespace; anything else that is not a field-value
+     * byte (CR or LF left by an obs-fold, NUL) rejects the request. */
+    while (vn > 0 && (v[0] == ' ' || v[0] == '\t')) {
+        v++;
+        vn--;
+    }
+    while (vn > 0 && (v[vn - 1] == ' ' || v[vn - 1] == '\t'))
+        vn--;
+    if (!m0_http_is_field_value(v, vn))
+        return reject(h, 400, "Invalid header field value (obs-fold or control byte)");
+
+    if (h->field.len == 4 && strncasecmp(h->field.data, "host", 4) == 0) {
+        if (h->host_seen)
+            return reject(h, 400, "Duplicate Host header");
+        h->host_seen = 1;
+    }
+    if (r->nhdrs == r->hdrs_cap) {
+        unsigned cap = r->hdrs_cap ? r->hdrs_cap * 2 : 16;
+        struct m0_hdr *n = m0_arena_alloc(&r->arena, cap * sizeof *n);
+        if (r->nhdrs)
+            memcpy(n, r->hdrs, r->nhdrs * sizeof *n);
+        r->hdrs = n;
+        r->hdrs_cap = cap;
+    }
+    struct m0_hdr *hd = &r->hdrs[r->nhdrs++];
+    hd->name = m0_arena_strndup(&r->arena, h->field.data, h->field.len);
+    hd->name_len = (uint32_t)h->field.len;
+    hd->value = m0_arena_strndup(&r->arena, v, vn);
+    hd->value_len = (uint32_t)vn;
+    m0_buf_reset(&h->field);
+    m0_buf_reset(&h->value);
+    return 0;
+}
+
+static int on_headers_complete(llhttp_t *p)
+{
+    struct m0_http *h = H(p);
+    struct m0_req *r = h->req;
+
+    r->http_major = (uint8_t)llhttp_get_http_major(p);
+    r->http_minor = (uint8_t)llhttp_get_http_minor(p);
+    r->method = llhttp_method_name((llhttp_method_t)llhttp_get_method(p));
+    r->method_len = (uint32_t)strlen(r->method);
+    if (r->target == NULL)
+        return reject(h, 400, "Missing request-target");
+    if (r->http_minor >= 1 && !h->host_seen)
+        return reject(h, 400, "Missing Host header");
+
+    const struct m0_hdr *te = m0_req_header(r, "transfer-encoding");
+    if (te != NULL && r->http_minor == 0)
+        return reject(h, 400, "Transfer-Encoding in an HTTP/1.0 request");
+    if (p->flags & F_CHUNKED)
+        r->flags |= M0_REQ_CHUNKED;
+    else if (te != NULL)   /* llhttp catches this too; belt and braces */
+        return reject(h, 400, "Transfer-Encoding must end with chunked");
+
+    if (p->flags & F_CONTENT_LENGTH) {
+        r->content_length = (int64_t)p->content_length;
+        if ((uint64_t)r->content_length > h->lim->max_body)
+            return reject(h, 413, "Content too large");
+    }
+
+    const struct m0_hdr *ex = m0_req_header(r, "expect");
+    if (ex != NULL) {
+        if (strcasecmp(ex->value, "100-continue") != 0)
+            return reject(h, 417, "Unsupported Expect value");
+        if (r->http_minor >= 1)
+            r->flags |= M0_REQ_EXPECT100;
+    }
+    if (llhttp_should_keep_alive(p))
+        r->flags |= M0_REQ_KEEPALIVE;
+    if (p->method == HTTP_HEAD)
+        r->flags |= M0_REQ_HEAD;
+    if (p->upgrade)
+        r->flags |= M0_REQ_UPGRADE;
+    h->headers_done = 1;
+    return HPE_PAUSED;
+}
+
+static int spill_open(void)
+{
+    const char *dir = getenv("TMPDIR");
+    if (dir == NULL || dir[0] == '\0')
+        dir = "/tmp";
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd == -1) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/m0serve-body-XXXXXX", dir);
+        fd = mkostemp(path, O_CLOEXEC);
+        if (fd != -1)
+            unlink(path);
+    }
+    return fd;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t n)
+{
+    struct m0_http *h = H(p);
+    struct m0_req *r = h->req;
+
+    if (r->body_len + n > h->lim->max_body)
+        return reject(h, 413, "Content too large");
+    size_t mem_room = r->body_len < h->lim->body_mem ? h->lim->body_mem - (size_t)r->body_len : 0;
+    size_t to_mem = n < mem_room ? n : mem_room;
+    m0_buf_append(&r->body, at, to_mem);
+    if (to_mem < n) {
+        if (r->body_fd == -1 && (r->body_fd = spill_open()) == -1)
+            return reject(h, 500, "Cannot buffer the request body");
+        const char *q = at + to_mem;
+        size_t left = n - to_mem;
+        while (left > 0) {
+            ssize_t w = write(r->body_fd, q, left);
+            if (w == -1) {
+                if (errno == EINTR)
+                    continue;
+                return reject(h, 500, "Cannot buffer the request body");
+            }
+            q += w;
+            left -= (size_t)w;
+        }
+    }
+    r->body_len += n;
+    return 0;
+}
+
+static int on_message_complete(llhttp_t *p)
+{
+    struct m0_http *h = H(p);
+    h->message_done = 1;
+    return HPE_PAUSED;
+}
+
+static const llhttp_settings_t settings = {
+    .on_message_begin = on_message_begin,
+    .on_url = on_url,
+    .on_url_complete = on_url_complete,
+    .on_version_complete = on_version_complete,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_header_value_complete = on_header_value_complete,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
+void m0_http_init(struct m0_http *h, struct m0_req *req, const struct m0_limits *lim)
+{
+    memset(h, 0, sizeof *h);
+    h->req = req;
+    h->lim = lim;
+    llhttp_init(&h->parser, HTTP_REQUEST, &settings);
+    h->parser.data = h;
+}
+
+void m0_http_next(struct m0_http *h)
+{
+    /* A fresh parser per message also clears an upgrade pause. */
+    llhttp_init(&h->parser, HTTP_REQUEST, &settings);
+    h->parser.data = h;
+    m0_buf_reset(&h->field);
+    m0_buf_reset(&h->value);
+    h->head_bytes = 0;
+    h->status = 0;
+    h->reason = NULL;
+    h->in_message = h->headers_done = h->message_done = h->host_seen = 0;
+    h->head_scanned = h->last_was_lf = 0;
+    m0_req_reset(h->req);
+}
+
+void m0_http_free(struct m0_http *h)
+{
+    m0_buf_free(&h->field);
+    m0_buf_free(&h->value);
+}
+
+static int map_error(struct m0_http *h, llhttp_errno_t e)
+{
+    if (e == HPE_USER && h->status != 0)
+        return M0_ERR;
+    switch (e) {
+    case HPE_INVALID_VERSION:
+        return reject(h, 505, "HTTP version not supported"), M0_ERR;
+    case HPE_INVALID_METHOD:
+        return reject(h, 400, "Invalid method"), M0_ERR;
+    case HPE_INVALID_URL:
+        return reject(h, 400, "Invalid request-target"), M0_ERR;
+    case HPE_UNEXPECTED_CONTENT_LENGTH:
+        return reject(h, 400, "Content-Length conflicts with Transfer-Encoding or repeats"), M0_ERR;
+    case HPE_INVALID_CONTENT_LENGTH:
+        return reject(h, 400, "Invalid Content-Length"), M0_ERR;
+    case HPE_INVALID_TRANSFER_ENCODING:
+        return reject(h, 400, "Invalid Transfer-Encoding"), M0_ERR;
+    case HPE_INVALID_CHUNK_SIZE:
+        return reject(h, 400, "Invalid chunk size"), M0_ERR;
+    case HPE_INVALID_HEADER_TOKEN:
+        return reject(h, 400, "Invalid header field"), M0_ERR;
+    default:
+        return reject(h, 400, "Malformed request"), M0_ERR;
+    }
+}
+
+/* RFC 9112 §5.2: a line of the header section that starts with SP or HTAB
+ * continues the previous one (obs-fold); llhttp folds it silently, we
+ * reject it. Scans only head bytes: feed pauses when the head completes. */
+static int has_obs_fold(struct m0_http *h, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if ((p[i] == ' ' || p[i] == '\t') && h->last_was_lf)
+            return 1;
+        h->last_was_lf = (p[i] == '\n');
+    }
+    return 0;
+}
+
+int m0_http_feed(struct m0_http *h, const char *p, size_t n, size_t *used)
+{
+    llhttp_errno_t e;
+
+    *used = 0;
+    if (h->status != 0)
+        return M0_ERR;
+    if (llhttp_get_errno(&h->parser) == HPE_PAUSED)
+        llhttp_resume(&h->parser);
+    e = llhttp_execute(&h->parser, p, n);
+    size_t consumed = n;
+    if (e != HPE_OK) {
+        const char *pos = llhttp_get_error_pos(&h->parser);
+        if (pos != NULL && pos >= p && pos <= p + n)
+            consumed = (size_t)(pos - p);
+    }
+    if (h->in_message && !h->head_scanned && has_obs_fold(h, p, consumed))
+        return reject(h, 400, "obs-fold or whitespace before a header field"), *used = consumed, M0_ERR;
+    if (h->headers_done)
+        h->head_scanned = 1;
+    if (!h->headers_done) {
+        h->head_bytes += consumed;
+        if (h->head_bytes > h->lim->max_header_bytes + h->lim->max_target)
+            return reject(h, 431, "Request header fields too large"), *used = consumed, M0_ERR;
+    }
+    *used = consumed;
+    switch (e) {
+    case HPE_OK:
+        return M0_AGAIN;
+    case HPE_PAUSED:
+        return h->message_done ? M0_DONE : M0_OK;
+    case HPE_PAUSED_UPGRADE:
+        h->message_done = 1;
+        return M0_DONE;
+    default:
+        return map_error(h, e);
+    }
+}
+
+int m0_http_eof(struct m0_http *h)
+{
+    if (!h->in_message)
+        return M0_OK;
+    reject(h, 400, "Truncated request");
+    return M0_ERR;
+}
+
+const struct m0_hdr *m0_req_header(const struct m0_req *r, const char *name)
+{
+    size_t n = strlen(name);
+    for (unsigned i = 0; i < r->nhdrs; i++) {
+        if (r->hdrs[i].name_len == n && strncasecmp(r->hdrs[i].name, name, n) == 0)
+            return &r->hdrs[i];
+    }
+    return NULL;
+}
+
+void m0_req_init(struct m0_req *r)
+{
+    memset(r, 0, sizeof *r);
+    r->content_length = -1;
+    r->body_fd = -1;
+}
+
+void m0_req_reset(struct m0_req *r)
+{
+    struct m0_arena arena = r->arena;
+    struct m0_buf body = r->body;
+
+    m0_arena_reset(&arena);
+    m0_buf_reset(&body);
+    /* A large body's buffer is not kept on an idle connection. */
+    if (body.cap > 64 * 1024)
+        m0_buf_free(&body);
+    if (r->body_fd != -1)
+        close(r->body_fd);
+    memset(r, 0, sizeof *r);
+    r->arena = arena;
+    r->body = body;
+    r->content_length = -1;
+    r->body_fd = -1;
+}
+
+void m0_req_free(struct m0_req *r)
+{
+    m0_arena_free(&r->arena);
+    m0_buf_free(&r->body);
+    if (r->body_fd != -1)
+        close(r->body_fd);
+    r->body_fd = -1;
+}
+
+ssize_t m0_req_body_read(const struct m0_req *r, uint64_t off, void *dst, size_t n)
+{
+    if (off >= r->body_len || n == 0)
+        return 0;
+    if (n > r->body_len - off)
+        n = (size_t)(r->body_len - off);
+    size_t done = 0;
+    if (off < r->body.len) {
+        size_t k = r->body.len - (size_t)off;
+        if (k > n)
+            k = n;
+        memcpy(dst, r->body.data + off, k);
+        done = k;
+        off += k;
+    }
+    while (done < n) {
+        ssize_t got = pread(r->body_fd, (char *)dst + done, n - done, (off_t)(off - r->body.len));
+        if (got == -1) {
+            if (errno == EINTR)
+                continue;
+            return M0_ERR;
+        }
+        if (got == 0)
+            break;
+        done += (size_t)got;
+        off += (uint64_t)got;
+    }
+    return (ssize_t)done;
+}
+
+int m0_http_is_token(const char *p, size_t n)
+{
+    /* tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." /
+     *         "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA */
+    static const char extra[] = "!#$%&'*+-.^_`|~";
+    if (n == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+            continue;
+        if (c != 0 && strchr(extra, c) != NULL)
+            continue;
+        return 0;
+    }
+    return 1;
+}
+
+int m0_http_is_field_value(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c == '\r' || c == '\n' || c == '\0' || (c < 0x20 && c != '\t') || c == 0x7f)
+            return 0;
+    }
+    return 1;
+}

@@ -1,0 +1,764 @@
+/*
+ * loop.c — the worker's event loop and its HTTP/1.1 connections.
+ *
+ * One epoll instance, level-triggered, owned by the loop thread. Every
+ * connection is a slot in a table allocated at start; epoll data carries
+ * (generation << 32 | slot), so an event for a slot that was closed and
+ * reused within the same batch is recognised as stale and dropped (the
+ * nginx "instance bit", widened). Jobs name connections the same way.
+ *
+ * A connection's life (enum m0_conn_state):
+ *
+ *   READ_HEAD ──head──▶ READ_BODY ──message──▶ DISPATCHED ──runner──▶ WRITE
+ *       ▲                                                               │
+ *       └───────────── keep-alive (pipelined bytes parsed at once) ◀────┤
+ *                                                     close ──▶ LINGER ─┴─▶ CLOSING
+ *
+ * Rules that keep it correct:
+ *   - Only READ_* states read from the socket; while a request is being
+ *     served, further pipelined bytes wait in the kernel, so a client that
+ *     pipelines without reading cannot grow our buffers (RFC 9112 §9.3.2:
+ *     responses go out in request order because requests are taken one at
+ *     a time).
+ *   - Responses are written directly; EPOLLOUT is armed only for leftovers.
+ *   - A runner streams a long body in credit-sized pieces: it is resumed only
+ *     once what it queued has been written.
+ *   - Closing never frees under our feet: the slot's generation is bumped
+ *     at once (stale events drop) and the slot returns to the free list at
+ *     the end of the event batch.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "m0/config.h"
+#include "m0/http.h"
+#include "m0/job.h"
+#include "m0/log.h"
+#include "m0/loop.h"
+#include "m0/py.h"
+#include "m0/response.h"
+#include "m0/timer.h"
+#include "m0/wsgi.h"
+
+enum m0_conn_state {
+    M0_CONN_FREE,        /* slot unused, on the free list */
+    M0_CONN_READ_HEAD,   /* idle keep-alive, or reading a request head */
+    M0_CONN_READ_BODY,   /* head parsed; reading the body */
+    M0_CONN_DISPATCHED,  /* the job belongs to a runner */
+    M0_CONN_WRITE,       /* writing the response; the runner may owe more */
+    M0_CONN_LINGER,      /* response sent; discarding input before closing */
+    M0_CONN_CLOSING,     /* fd closed; slot released at the end of the batch */
+};
+
+#define C_PEER_GONE   0x01u  /* the peer hung up or a write failed */
+#define C_MORE        0x02u  /* the runner owes more body once out drains */
+#define C_CLOSE_AFTER 0x04u  /* close once the queued bytes are written */
+
+struct m0_conn {
+    int fd;
+    uint32_t gen;
+    uint8_t state;           /* enum m0_conn_state */
+    unsigned flags;          /* C_* */
+    uint32_t events;         /* epoll interest currently registered */
+    uint64_t deadline;       /* ms on the loop clock; 0 = none */
+    uint64_t started_us;     /* request start, for the access log */
+    struct m0_buf in;        /* bytes read, not yet parsed */
+    struct m0_http http;
+    struct m0_job *job;      /* allocated on first use, kept for the slot */
+    struct m0_conn *prev, *next;   /* active list, for timeout sweeps */
+    struct m0_conn *next_free;     /* free list / release list */
+};
+
+struct m0_loop {
+    const struct m0_config *cfg;
+    int ep;
+    int listen_fd;
+    int sig_fd;
+    int reserve_fd;          /* spare descriptor for the EMFILE trick */
+    struct m0_conn *conns;
+    uint32_t nconns;
+    struct m0_conn *free_list;
+    struct m0_conn *release_list;
+    struct m0_conn active;   /* sentinel of the active list */
+    uint32_t nactive;
+    uint64_t now;            /* cached loop clock, ms */
+    uint64_t next_sweep;
+    uint64_t drain_deadline; /* 0 unless draining */
+    int draining;
+    int stop_now;
+    uint64_t keepalive_ms, header_ms, body_ms, write_ms;
+};
+
+#define TAG_LISTEN 0xffffffffu
+#define TAG_SIGNAL 0xfffffffeu
+#define READ_CHUNK (16 * 1024)
+#define READS_PER_WAKEUP 8
+#define SWEEP_MS 200
+#define OUT_HIGH_WATER (64 * 1024)
+
+static void conn_process(struct m0_loop *l, struct m0_conn *c);
+static void conn_parse(struct m0_loop *l, struct m0_conn *c);
+static void conn_flush(struct m0_loop *l, struct m0_conn *c);
+
+static uint64_t tag(uint32_t slot, uint32_t gen)
+{
+    return ((uint64_t)gen << 32) | slot;
+}
+
+static uint32_t slot_of(struct m0_loop *l, struct m0_conn *c)
+{
+    return (uint32_t)(c - l->conns);
+}
+
+static void set_interest(struct m0_loop *l, struct m0_conn *c, uint32_t events)
+{
+    if (c->events == events)
+        return;
+    struct epoll_event ev = {.events = events, .data.u64 = tag(slot_of(l, c), c->gen)};
+    if (epoll_ctl(l->ep, EPOLL_CTL_MOD, c->fd, &ev) == -1)
+        m0_log_errno("epoll_ctl(MOD, fd %d)", c->fd);
+    c->events = events;
+}
+
+static void active_add(struct m0_loop *l, struct m0_conn *c)
+{
+    c->next = l->active.next;
+    c->prev = &l->active;
+    l->active.next->prev = c;
+    l->active.next = c;
+    l->nactive++;
+}
+
+static void active_del(struct m0_loop *l, struct m0_conn *c)
+{
+    c->prev->next = c->next;
+    c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+    l->nactive--;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+static void conn_close(struct m0_loop *l, struct m0_conn *c)
+{
+    if (c->state == M0_CONN_CLOSING || c->state == M0_CONN_FREE)
+        return;
+    if (c->state == M0_CONN_DISPATCHED || (c->flags & C_MORE)) {
+        /* The runner still holds Python state for this job. On the loop
+         * thread it is ours to release now. */
+        m0_py_attach();
+        m0_wsgi_abandon(c->job);
+        m0_py_detach();
+        c->flags &= ~C_MORE;
+    }
+    close(c->fd);      /* also removes it from the epoll set */
+    c->fd = -1;
+    c->gen++;          /* every queued event for this slot is now stale */
+    c->state = M0_CONN_CLOSING;
+    active_del(l, c);
+    c->next_free = l->release_list;
+    l->release_list = c;
+}
+
+/* Return closed slots to the free list; runs after each event batch. */
+static void release_closed(struct m0_loop *l)
+{
+    while (l->release_list != NULL) {
+        struct m0_conn *c = l->release_list;
+        l->release_list = c->next_free;
+        m0_buf_free(&c->in);
+        m0_http_next(&c->http);          /* resets the request too */
+        m0_resp_reset(&c->job->resp);
+        c->state = M0_CONN_FREE;
+        c->flags = 0;
+        c->deadline = 0;
+        c->next_free = l->free_list;
+        l->free_list = c;
+    }
+}
+
+static void conn_go_idle(struct m0_loop *l, struct m0_conn *c)
+{
+    c->state = M0_CONN_READ_HEAD;
+    c->deadline = l->now + l->keepalive_ms;
+    set_interest(l, c, EPOLLIN | EPOLLRDHUP);
+}
+
+static void on_accept(struct m0_loop *l)
+{
+    for (int i = 0; i < 64; i++) {
+        union {
+            struct sockaddr sa;
+            struct sockaddr_in in4;
+            struct sockaddr_in6 in6;
+            struct sockaddr_un un;
+        } addr;
+        socklen_t alen = sizeof addr;
+        int fd = accept4(l->listen_fd, &addr.sa, &alen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd == -1) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED)
+                return;
+            if ((errno == EMFILE || errno == ENFILE) && l->reserve_fd != -1) {
+                /* Out of descriptors: free the spare one, take the pending
+                 * connection and close it, so the client gets a prompt
+                 * close instead of waiting in the backlog forever. */
+                close(l->reserve_fd);
+                int tmp = accept4(l->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+                if (tmp != -1)
+                    close(tmp);
+                l->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                m0_warn("out of file descriptors: refused a connection (raise ulimit -n)");
+                return;
+            }
+            m0_log_errno("accept4");
+            return;
+        }
+        struct m0_conn *c = l->free_list;
+        if (c == NULL) {
+            m0_warn("all %u connection slots busy: refused a connection (see --max-connections)", l->nconns);
+            close(fd);
+            continue;
+        }
+        l->free_list = c->next_free;
+        c->fd = fd;
+        c->flags = 0;
+        c->events = EPOLLIN | EPOLLRDHUP;
+        struct m0_job *job = c->job;
+        if (job == NULL) {
+            job = c->job = m0_xmalloc(sizeof *job);
+            memset(job, 0, sizeof *job);
+            m0_req_init(&job->req);
+            m0_resp_init(&job->resp);
+            m0_http_init(&c->http, &job->req, &l->cfg->limits);
+        }
+        job->slot = slot_of(l, c);
+        job->gen = c->gen;
+        if (addr.sa.sa_family == AF_INET) {
+            inet_ntop(AF_INET, &addr.in4.sin_addr, job->remote_addr, sizeof job->remote_addr);
+            job->remote_port = ntohs(addr.in4.sin_port);
+            int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        } else if (addr.sa.sa_family == AF_INET6) {
+            inet_ntop(AF_INET6, &addr.in6.sin6_addr, job->remote_addr, sizeof job->remote_addr);
+            job->remote_port = ntohs(addr.in6.sin6_port);
+            int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        } else {
+            job->remote_addr[0] = '\0';
+            job->remote_port = 0;
+        }
+        struct epoll_event ev = {.events = c->events, .data.u64 = tag(job->slot, c->gen)};
+        if (epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &ev) == -1) {
+            m0_log_errno("epoll_ctl(ADD)");
+            close(fd);
+            c->next_free = l->free_list;
+            l->free_list = c;
+            continue;
+        }
+        active_add(l, c);
+        c->state = M0_CONN_READ_HEAD;
+        c->deadline = l->now + l->header_ms;
+        /* Optimistic read: the request usually arrives with the SYN's ACK. */
+        conn_process(l, c);
+    }
+}
+
+/* ------------------------------------------------------------ responses */
+
+/* Queue a C-generated error and close after it is written. */
+static void conn_error(struct m0_loop *l, struct m0_conn *c, int status, const char *reason)
+{
+    struct m0_job *job = c->job;
+    m0_debug("slot %u: %d %s", job->slot, status, reason);
+    m0_error_response(&job->resp.out, status, reason, 1, 0);
+    job->resp.status = status;
+    job->resp.flags |= M0_RESP_HEAD_SENT | M0_RESP_DONE | M0_RESP_CLOSE;
+    c->state = M0_CONN_WRITE;
+    c->deadline = l->now + l->write_ms;
+    if (l->cfg->access_log)
+        m0_log_access(job->remote_addr[0] ? job->remote_addr : "-", job->req.method ? job->req.method : "-",
+                      job->req.target ? job->req.target : "-", job->req.http_minor, status, 0, NULL, NULL, 0);
+    conn_flush(l, c);
+}
+
+static void access_log(struct m0_loop *l, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    const struct m0_hdr *ref = m0_req_header(&job->req, "referer");
+    const struct m0_hdr *ua = m0_req_header(&job->req, "user-agent");
+    uint64_t now_us = m0_clock_ms() * 1000;
+    (void)l;
+    m0_log_access(job->remote_addr[0] ? job->remote_addr : "-", job->req.method, job->req.target,
+                  job->req.http_minor, job->resp.status, job->resp.body_bytes,
+                  ref ? ref->value : NULL, ua ? ua->value : NULL,
+                  now_us > c->started_us ? now_us - c->started_us : 0);
+}
+
+/* The response is fully written: keep the connection for the next request
+ * (parsing any pipelined bytes at once) or close it. */
+static void conn_finish(struct m0_loop *l, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    int keep = !(job->resp.flags & (M0_RESP_CLOSE | M0_RESP_ABORT)) && !(c->flags & C_CLOSE_AFTER) && !l->draining;
+
+    if (l->cfg->access_log && job->req.method != NULL && job->resp.status != 0)
+        access_log(l, c);
+    if (!keep) {
+        /* Unread request bytes would turn our close into an RST that can
+         * destroy the response in flight: shut down our side and discard
+         * input briefly first (lingering close). */
+        shutdown(c->fd, SHUT_WR);
+        if (job->resp.flags & M0_RESP_ABORT) {
+            conn_close(l, c);
+            return;
+        }
+        c->state = M0_CONN_LINGER;
+        c->deadline = l->now + 2000;
+        m0_buf_free(&c->in);
+        set_interest(l, c, EPOLLIN | EPOLLRDHUP);
+        return;
+    }
+    m0_resp_reset(&job->resp);
+    m0_http_next(&c->http);
+    if (m0_buf_unread(&c->in) == 0) {
+        /* Idle connections shed their read buffer. */
+        m0_buf_free(&c->in);
+        conn_go_idle(l, c);
+        return;
+    }
+    /* Pipelined bytes are waiting in c->in: the caller parses them
+     * (conn_parse loops; the EPOLLOUT path calls it). */
+    c->state = M0_CONN_READ_HEAD;
+    c->deadline = l->now + l->header_ms;
+    set_interest(l, c, EPOLLIN | EPOLLRDHUP);
+}
+
+/* Run the application for the parsed request. No pool yet: the runner is
+ * called on the loop thread, attached to the interpreter only for the call. */
+static int run_job(struct m0_loop *l, struct m0_conn *c, int resume)
+{
+    int rc;
+    c->job->draining = l->draining;
+    m0_py_attach();
+    rc = resume ? m0_wsgi_resume(c->job) : m0_wsgi_start(c->job);
+    m0_py_detach();
+    return rc;
+}
+
+static void conn_dispatch(struct m0_loop *l, struct m0_conn *c)
+{
+    c->state = M0_CONN_DISPATCHED;
+    c->started_us = m0_clock_ms() * 1000;
+    set_interest(l, c, 0);
+    int rc = run_job(l, c, 0);
+    c->state = M0_CONN_WRITE;
+    c->deadline = l->now + l->write_ms;
+    if (rc == M0_AGAIN)
+        c->flags |= C_MORE;
+    conn_flush(l, c);
+}
+
+/*
+ * Write what the job queued: bytes first, then a file range by sendfile.
+ * When everything is out, resume a streaming runner or finish.
+ */
+static void conn_flush(struct m0_loop *l, struct m0_conn *c)
+{
+    struct m0_resp *rs = &c->job->resp;
+
+    for (;;) {
+        while (m0_buf_unread(&rs->out) > 0) {
+            ssize_t w = send(c->fd, rs->out.data + rs->out.off, m0_buf_unread(&rs->out), MSG_NOSIGNAL);
+            if (w == -1) {
+                if (errno == EINTR)
+                    continue;
+                if (errno == EAGAIN || errno == EWOULDBLOCK)
+                    goto wait_writable;
+                c->flags |= C_PEER_GONE;
+                conn_close(l, c);
+                return;
+            }
+            m0_buf_consume(&rs->out, (size_t)w);
+            c->deadline = l->now + l->write_ms;
+        }
+        while (rs->file_left > 0) {
+            size_t want = rs->file_left > (1u << 30) ? (1u << 30) : (size_t)rs->file_left;
+            ssize_t w = sendfile(c->fd, rs->file_fd, &rs->file_off, want);
+            if (w == -1) {
+                if (errno == EINTR)
+                    continue;
+                if (errno == EAGAIN || errno == EWOULDBLOCK)
+                    goto wait_writable;
+                if (errno != EPIPE && errno != ECONNRESET)
+                    m0_log_errno("sendfile");
+                conn_close(l, c);
+                return;
+            }
+            if (w == 0) {
+                /* The file shrank under us: the promised length cannot be met. */
+                m0_error("sendfile: file ended %llu bytes early; aborting the response",
+                         (unsigned long long)rs->file_left);
+                conn_close(l, c);
+                return;
+            }
+            rs->file_left -= (uint64_t)w;
+            c->deadline = l->now + l->write_ms;
+        }
+        if (c->flags & C_MORE) {
+            /* Credit returned: ask the runner for the next piece. */
+            int rc = run_job(l, c, 1);
+            if (rc != M0_AGAIN)
+                c->flags &= ~C_MORE;
+            continue;
+        }
+        if (rs->flags & M0_RESP_ABORT) {
+            conn_close(l, c);
+            return;
+        }
+        set_interest(l, c, 0);
+        conn_finish(l, c);
+        return;
+    }
+wait_writable:
+    set_interest(l, c, EPOLLOUT);
+}
+
+/* ------------------------------------------------------------- requests */
+
+static void conn_read(struct m0_conn *c)
+{
+    for (int i = 0; i < READS_PER_WAKEUP; i++) {
+        char *dst = m0_buf_reserve(&c->in, READ_CHUNK);
+        ssize_t n = recv(c->fd, dst, c->in.cap - c->in.len, 0);
+        if (n > 0) {
+            c->in.len += (size_t)n;
+            if ((size_t)n < READ_CHUNK)
+                break;
+            continue;
+        }
+        if (n == 0) {
+            c->flags |= C_PEER_GONE;
+            return;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            c->flags |= C_PEER_GONE;
+        return;
+    }
+}
+
+/* Parse buffered bytes as far as they go, serving each complete request
+ * in turn (pipelining) while responses complete synchronously. */
+static void conn_parse(struct m0_loop *l, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    int head_paused = 0;
+
+    /* After the head pause the parser needs one more call even with no new
+     * bytes: a request without a body completes on it. */
+    while (m0_buf_unread(&c->in) > 0 || head_paused) {
+        size_t used = 0;
+        const char *p = c->in.data ? c->in.data + c->in.off : "";
+        head_paused = 0;
+        int rc = m0_http_feed(&c->http, p, m0_buf_unread(&c->in), &used);
+        m0_buf_consume(&c->in, used);
+        if (rc == M0_AGAIN)
+            break;
+        if (rc == M0_ERR) {
+            conn_error(l, c, c->http.status, c->http.reason);
+            return;
+        }
+        if (rc == M0_OK) {
+            /* Head complete: decide about the body before reading it. */
+            c->state = M0_CONN_READ_BODY;
+            c->deadline = l->now + l->body_ms;
+            if ((job->req.flags & M0_REQ_EXPECT100) &&
+                (job->req.content_length > 0 || (job->req.flags & M0_REQ_CHUNKED))) {
+                static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+                /* Small and first on the wire: a direct send; if the socket
+                 * cannot take it, it is queued ahead of the response. */
+                ssize_t w = send(c->fd, cont, sizeof cont - 1, MSG_NOSIGNAL);
+                if (w < (ssize_t)(sizeof cont - 1))
+                    m0_buf_append(&job->resp.out, cont + (w > 0 ? w : 0),
+                                  sizeof cont - 1 - (size_t)(w > 0 ? w : 0));
+            }
+            head_paused = 1;
+            continue;
+        }
+        /* M0_DONE: one whole request. Pipelined bytes stay in c->in. */
+        m0_buf_compact(&c->in);
+        conn_dispatch(l, c);
+        if (c->state != M0_CONN_READ_HEAD)
+            return;     /* still writing, lingering or closed */
+    }
+    if (c->flags & C_PEER_GONE) {
+        if (c->state == M0_CONN_READ_BODY || c->http.in_message) {
+            /* A truncated request: there is nobody to answer. */
+            m0_debug("slot %u: peer closed mid-request", job->slot);
+        }
+        conn_close(l, c);
+        return;
+    }
+    if (c->state == M0_CONN_READ_HEAD && c->http.in_message && c->deadline > l->now + l->header_ms)
+        c->deadline = l->now + l->header_ms;
+    if (c->state == M0_CONN_READ_HEAD && c->http.in_message && c->events != (EPOLLIN | EPOLLRDHUP))
+        set_interest(l, c, EPOLLIN | EPOLLRDHUP);
+    if (m0_buf_unread(&c->in) == 0 && c->in.cap > READ_CHUNK * 2)
+        m0_buf_free(&c->in);
+}
+
+/* Read what is available, then parse it. */
+static void conn_process(struct m0_loop *l, struct m0_conn *c)
+{
+    conn_read(c);
+    conn_parse(l, c);
+}
+
+static void conn_linger(struct m0_loop *l, struct m0_conn *c)
+{
+    char sink[4096];
+    for (int i = 0; i < READS_PER_WAKEUP; i++) {
+        ssize_t n = recv(c->fd, sink, sizeof sink, 0);
+        if (n > 0)
+            continue;
+        if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        break;
+    }
+    conn_close(l, c);
+}
+
+static void on_conn_event(struct m0_loop *l, struct m0_conn *c, uint32_t ev)
+{
+    switch (c->state) {
+    case M0_CONN_READ_HEAD:
+    case M0_CONN_READ_BODY:
+        if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+            conn_process(l, c);
+        break;
+    case M0_CONN_DISPATCHED:
+        if (ev & (EPOLLHUP | EPOLLERR))
+            c->flags |= C_PEER_GONE;
+        break;
+    case M0_CONN_WRITE:
+        if (ev & EPOLLERR) {
+            conn_close(l, c);
+            break;
+        }
+        if (ev & (EPOLLOUT | EPOLLHUP)) {
+            conn_flush(l, c);
+            if (c->state == M0_CONN_READ_HEAD && m0_buf_unread(&c->in) > 0)
+                conn_parse(l, c);
+        }
+        break;
+    case M0_CONN_LINGER:
+        conn_linger(l, c);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ------------------------------------------------------------- timeouts */
+
+static void sweep(struct m0_loop *l)
+{
+    struct m0_conn *c = l->active.next;
+    while (c != &l->active) {
+        struct m0_conn *next = c->next;
+        if (c->deadline != 0 && c->deadline <= l->now) {
+            switch (c->state) {
+            case M0_CONN_READ_HEAD:
+                if (c->http.in_message || m0_buf_unread(&c->in) > 0)
+                    conn_error(l, c, 408, "Request head not received in time");
+                else
+                    conn_close(l, c);      /* idle keep-alive expired */
+                break;
+            case M0_CONN_READ_BODY:
+                conn_error(l, c, 408, "Request body not received in time");
+                break;
+            case M0_CONN_WRITE:
+                m0_info("closing a connection whose client stopped reading");
+                conn_close(l, c);
+                break;
+            case M0_CONN_LINGER:
+                conn_close(l, c);
+                break;
+            default:
+                break;
+            }
+        }
+        c = next;
+    }
+}
+
+/* ---------------------------------------------------------------- drain */
+
+static void start_drain(struct m0_loop *l)
+{
+    if (l->draining)
+        return;
+    l->draining = 1;
+    l->drain_deadline = l->now + (uint64_t)(l->cfg->graceful_timeout * 1000);
+    if (l->listen_fd != -1) {
+        epoll_ctl(l->ep, EPOLL_CTL_DEL, l->listen_fd, NULL);
+        close(l->listen_fd);
+        l->listen_fd = -1;
+    }
+    /* Idle keep-alive connections have nothing in flight: close them now. */
+    struct m0_conn *c = l->active.next;
+    while (c != &l->active) {
+        struct m0_conn *next = c->next;
+        if (c->state == M0_CONN_READ_HEAD && !c->http.in_message && m0_buf_unread(&c->in) == 0)
+            conn_close(l, c);
+        c = next;
+    }
+    m0_info("worker draining: %u connection(s) in flight", l->nactive);
+}
+
+/* Signals arrive as bytes on the worker's self-pipe (worker.c): one byte,
+ * the signal number, per delivery. */
+static void on_signal(struct m0_loop *l)
+{
+    unsigned char sigs[64];
+    ssize_t n;
+    while ((n = read(l->sig_fd, sigs, sizeof sigs)) > 0) {
+        for (ssize_t i = 0; i < n; i++) {
+        switch (sigs[i]) {
+        case SIGTERM:
+        case SIGINT:
+            start_drain(l);
+            break;
+        case SIGQUIT:
+            l->stop_now = 1;
+            break;
+        default:
+            break;
+        }
+        }
+    }
+}
+
+/* ----------------------------------------------------------------- run */
+
+int m0_loop_run(const struct m0_config *cfg, int listen_fd, int sig_fd)
+{
+    struct m0_loop loop;
+    struct m0_loop *l = &loop;
+    struct epoll_event events[256];
+
+    memset(l, 0, sizeof *l);
+    l->cfg = cfg;
+    l->listen_fd = listen_fd;
+    l->sig_fd = sig_fd;
+    l->keepalive_ms = (uint64_t)(cfg->keepalive_timeout * 1000);
+    l->header_ms = (uint64_t)(cfg->header_timeout * 1000);
+    l->body_ms = l->header_ms > 30000 ? l->header_ms : 30000;
+    l->write_ms = 60000;
+    l->active.next = l->active.prev = &l->active;
+    l->nconns = (uint32_t)cfg->max_connections;
+    l->conns = calloc(l->nconns, sizeof *l->conns);
+    if (l->conns == NULL) {
+        m0_log_errno("cannot allocate %u connection slots", l->nconns);
+        return M0_EXIT_FAIL;
+    }
+    for (uint32_t i = l->nconns; i-- > 0;) {
+        l->conns[i].fd = -1;
+        l->conns[i].next_free = l->free_list;
+        l->free_list = &l->conns[i];
+    }
+    l->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    l->ep = epoll_create1(EPOLL_CLOEXEC);
+    if (l->ep == -1) {
+        m0_log_errno("epoll_create1");
+        return M0_EXIT_FAIL;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_LISTEN};
+    if (epoll_ctl(l->ep, EPOLL_CTL_ADD, listen_fd, &ev) == -1) {
+        m0_log_errno("epoll_ctl(listener)");
+        return M0_EXIT_FAIL;
+    }
+    ev.data.u64 = TAG_SIGNAL;
+    if (epoll_ctl(l->ep, EPOLL_CTL_ADD, sig_fd, &ev) == -1) {
+        m0_log_errno("epoll_ctl(signalfd)");
+        return M0_EXIT_FAIL;
+    }
+    l->now = m0_clock_ms();
+    l->next_sweep = l->now + SWEEP_MS;
+
+    while (!l->stop_now) {
+        int timeout = l->next_sweep > l->now ? (int)(l->next_sweep - l->now) : 0;
+        int n = epoll_wait(l->ep, events, (int)M0_ARRAY_LEN(events), timeout);
+        if (n == -1 && errno != EINTR) {
+            m0_log_errno("epoll_wait");
+            break;
+        }
+        l->now = m0_clock_ms();
+        for (int i = 0; i < n; i++) {
+            uint64_t t = events[i].data.u64;
+            uint32_t slot = (uint32_t)t;
+            if (slot == TAG_LISTEN) {
+                if (l->listen_fd != -1)
+                    on_accept(l);
+                continue;
+            }
+            if (slot == TAG_SIGNAL) {
+                on_signal(l);
+                continue;
+            }
+            if (slot >= l->nconns)
+                continue;
+            struct m0_conn *c = &l->conns[slot];
+            if (c->gen != (uint32_t)(t >> 32) || c->state == M0_CONN_FREE || c->state == M0_CONN_CLOSING)
+                continue;   /* stale: the slot was closed (and maybe reused) */
+            on_conn_event(l, c, events[i].events);
+        }
+        if (l->now >= l->next_sweep) {
+            sweep(l);
+            l->next_sweep = l->now + SWEEP_MS;
+        }
+        release_closed(l);
+        if (l->draining) {
+            if (l->nactive == 0)
+                break;
+            if (l->now >= l->drain_deadline) {
+                m0_warn("graceful timeout: closing %u connection(s) still in flight", l->nactive);
+                break;
+            }
+        }
+    }
+
+    struct m0_conn *c = l->active.next;
+    while (c != &l->active) {
+        struct m0_conn *next = c->next;
+        conn_close(l, c);
+        c = next;
+    }
+    release_closed(l);
+    for (uint32_t i = 0; i < l->nconns; i++) {
+        if (l->conns[i].job != NULL) {
+            m0_req_free(&l->conns[i].job->req);
+            m0_resp_free(&l->conns[i].job->resp);
+            m0_buf_free(&l->conns[i].job->pending);
+            m0_http_free(&l->conns[i].http);
+            free(l->conns[i].job);
+        }
+    }
+    free(l->conns);
+    close(l->ep);
+    if (l->reserve_fd != -1)
+        close(l->reserve_fd);
+    return M0_EXIT_OK;
+}

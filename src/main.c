@@ -1,0 +1,34 @@
+/*
+ * main.c — parse the configuration, then run the master.
+ * Exit statuses: 0 clean stop, 1 failure (including an application that
+ * cannot be loaded), 2 a bad flag or value.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "m0/config.h"
+#include "m0/log.h"
+#include "m0/master.h"
+#include "m0/py.h"
+
+int main(int argc, char **argv)
+{
+    struct m0_config cfg;
+    char err[512];
+
+    m0_config_defaults(&cfg);
+    if (m0_config_parse(&cfg, argc, argv, err, sizeof err) != M0_OK) {
+        fprintf(stderr, "%s\n", err);
+        return M0_EXIT_USAGE;
+    }
+    if (cfg.show_help) {
+        m0_config_usage();
+        return M0_EXIT_OK;
+    }
+    if (cfg.show_version) {
+        printf("m0serve %s (Python %s)\n", M0_VERSION, m0_py_version());
+        return M0_EXIT_OK;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    return m0_master_run(&cfg);
+}

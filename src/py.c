@@ -1,0 +1,232 @@
+/*
+ * py.c — the CPython host.
+ *
+ * One interpreter per worker, initialised after fork and never in the
+ * master (DESIGN: "fork before Py_Initialize"). Initialisation follows
+ * the documented path only: PyPreConfig, then PyConfig with the Python
+ * (not isolated) configuration so PYTHONPATH and a virtualenv behave as
+ * under gunicorn, then Py_InitializeFromConfig. C owns the signals
+ * (install_signal_handlers = 0).
+ *
+ * The loop thread is detached from the interpreter except inside
+ * m0_py_attach()/m0_py_detach(), so threads the application starts keep
+ * running while the loop sleeps in epoll_wait.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "m0/config.h"
+#include "m0/log.h"
+#include "m0/py.h"
+#include "m0/wsgi.h"
+
+static PyThreadState *main_tstate;   /* the loop thread's state while detached */
+static PyObject *the_app;            /* strong reference for the process lifetime */
+
+static PyObject *init_m0_module(void)
+{
+    return (PyObject *)m0_wsgi_module_init();
+}
+
+/* Where m0serve's own Python files live: beside the binary in a build tree
+ * (./python), else the installed share directory. */
+static void python_dir(char *out, size_t cap)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash != NULL) {
+            *slash = '\0';
+            static const char *const rel[] = {"/python", "/../../python"};
+            for (size_t i = 0; i < M0_ARRAY_LEN(rel); i++) {
+                char cand[PATH_MAX + 32];
+                snprintf(cand, sizeof cand, "%s%s/m0serve/_boot.py", exe, rel[i]);
+                if (access(cand, R_OK) == 0) {
+                    cand[strlen(cand) - strlen("/m0serve/_boot.py")] = '\0';
+                    char *real = realpath(cand, NULL);
+                    snprintf(out, cap, "%s", real != NULL ? real : cand);
+                    free(real);
+                    return;
+                }
+            }
+        }
+    }
+    snprintf(out, cap, "%s", M0_PYTHONDIR);
+}
+
+static int check(PyStatus st, PyConfig *config)
+{
+    if (!PyStatus_Exception(st))
+        return M0_OK;
+    m0_error("python: %s%s%s", st.func ? st.func : "", st.func ? ": " : "",
+             st.err_msg ? st.err_msg : "initialisation failed");
+    if (config != NULL)
+        PyConfig_Clear(config);
+    return M0_ERR;
+}
+
+int m0_py_init(const struct m0_config *cfg)
+{
+    PyPreConfig pre;
+    PyConfig config;
+
+    if (PyImport_AppendInittab("m0", init_m0_module) == -1) {
+        m0_error("python: cannot register the m0 module");
+        return M0_ERR;
+    }
+    PyPreConfig_InitPythonConfig(&pre);
+    if (check(Py_PreInitialize(&pre), NULL) != M0_OK)
+        return M0_ERR;
+
+    PyConfig_InitPythonConfig(&config);
+    config.install_signal_handlers = 0;
+    config.parse_argv = 0;
+    /* The program name decides where the standard library and a virtualenv
+     * (pyvenv.cfg beside it) are found: use the interpreter we were built
+     * against, or the active virtualenv's python, as gunicorn would run. */
+    char prog[PATH_MAX];
+    const char *venv = getenv("VIRTUAL_ENV");
+    if (venv != NULL && venv[0] != '\0')
+        snprintf(prog, sizeof prog, "%s/bin/python3", venv);
+    else
+        snprintf(prog, sizeof prog, "%s", M0_PYTHON_EXE);
+    if (check(PyConfig_SetBytesString(&config, &config.program_name, prog), &config) != M0_OK)
+        return M0_ERR;
+    char *argv0[] = {(char *)"m0serve", (char *)cfg->app};
+    if (check(PyConfig_SetBytesArgv(&config, 2, argv0), &config) != M0_OK)
+        return M0_ERR;
+    if (check(Py_InitializeFromConfig(&config), &config) != M0_OK)
+        return M0_ERR;
+    PyConfig_Clear(&config);
+
+    /* sys.path: the app directory first (as gunicorn's --chdir/cwd), our
+     * own package last so it can never shadow the application's modules. */
+    int rc = M0_ERR;
+    char appdir[PATH_MAX], pydir[PATH_MAX];
+    if (realpath(cfg->app_dir, appdir) == NULL) {
+        m0_log_errno("--app-dir %s", cfg->app_dir);
+        goto out;
+    }
+    python_dir(pydir, sizeof pydir);
+    PyObject *path = PySys_GetObject("path");    /* borrowed */
+    PyObject *a = PyUnicode_DecodeFSDefault(appdir);
+    PyObject *p = PyUnicode_DecodeFSDefault(pydir);
+    if (path == NULL || a == NULL || p == NULL || PyList_Insert(path, 0, a) == -1 ||
+        PyList_Append(path, p) == -1) {
+        PyErr_Print();
+        Py_XDECREF(a);
+        Py_XDECREF(p);
+        goto out;
+    }
+    Py_DECREF(a);
+    Py_DECREF(p);
+    rc = M0_OK;
+out:
+    main_tstate = PyEval_SaveThread();
+    return rc;
+}
+
+int m0_py_load_app(const struct m0_config *cfg, int multithread)
+{
+    int rc = M0_ERR;
+    PyObject *boot = NULL, *res = NULL;
+    static const char *const protos[] = {"auto", "wsgi", "asgi"};
+
+    m0_py_attach();
+    boot = PyImport_ImportModule("m0serve._boot");
+    if (boot == NULL) {
+        PyErr_Print();
+        goto out;
+    }
+    res = PyObject_CallMethod(boot, "load", "ss", cfg->app, protos[cfg->protocol]);
+    if (res == NULL) {
+        PyObject *load_error = PyObject_GetAttrString(boot, "LoadError");
+        if (load_error != NULL && PyErr_ExceptionMatches(load_error)) {
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            PyObject *msg = value ? PyObject_Str(value) : NULL;
+            m0_error("cannot load the application: %s", msg ? PyUnicode_AsUTF8(msg) : "?");
+            PyErr_Clear();
+            Py_XDECREF(msg);
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+        } else {
+            m0_error("cannot load the application %s; traceback follows", cfg->app);
+            PyErr_Print();
+        }
+        Py_XDECREF(load_error);
+        goto out;
+    }
+    PyObject *app = PyTuple_GetItem(res, 0);     /* borrowed */
+    const char *kind = PyUnicode_AsUTF8(PyTuple_GetItem(res, 1));
+    if (app == NULL || kind == NULL) {
+        PyErr_Print();
+        goto out;
+    }
+    if (strcmp(kind, "asgi") == 0) {
+        m0_error("%s is an ASGI application: ASGI is not supported yet by this build of m0serve "
+                 "(serve a WSGI callable, or force --protocol wsgi)", cfg->app);
+        goto out;
+    }
+    Py_INCREF(app);
+    the_app = app;
+    if (m0_wsgi_setup(app, cfg, multithread) != M0_OK) {
+        PyErr_Print();
+        goto out;
+    }
+    rc = M0_OK;
+out:
+    Py_XDECREF(res);
+    Py_XDECREF(boot);
+    m0_py_detach();
+    return rc;
+}
+
+void m0_py_attach(void)
+{
+    if (main_tstate == NULL) {
+        m0_error("BUG: m0_py_attach while attached");
+        abort();
+    }
+    PyEval_RestoreThread(main_tstate);
+    main_tstate = NULL;
+}
+
+void m0_py_detach(void)
+{
+    if (main_tstate != NULL) {
+        m0_error("BUG: m0_py_detach while detached");
+        abort();
+    }
+    main_tstate = PyEval_SaveThread();
+}
+
+void m0_py_finalize(void)
+{
+    m0_py_attach();
+    Py_CLEAR(the_app);
+    if (Py_FinalizeEx() < 0)
+        m0_warn("python: errors while finalizing");
+}
+
+const char *m0_py_version(void)
+{
+    return PY_VERSION;
+}
+
+int m0_py_gil_enabled(void)
+{
+#ifdef Py_GIL_DISABLED
+    return 0;
+#else
+    return 1;
+#endif
+}
