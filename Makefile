@@ -42,6 +42,7 @@ else
 Q :=
 endif
 
+.SECONDARY:
 .PHONY: all deps test unit e2e sanitize demo bench install clean smoke-core check-deps
 
 all: m0serve
@@ -74,12 +75,16 @@ sanitize:
 
 # ------------------------------------------------------------------- tests
 UNIT_TESTS := $(patsubst tests/unit/%.c,build/unit/%,$(wildcard tests/unit/test_*.c))
-UNIT_OBJS  := $(PURE:src/%.c=build/unit/obj/%.o) $(LLHTTP:%.c=build/unit/llhttp/%.o)
+UNIT_OBJS  := $(PURE:src/%.c=build/unit/obj/%.o) $(LLHTTP:%.c=build/unit/llhttp/%.o) build/unit/obj/cases.o
 
 build/unit/obj/%.o: src/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $< (unit)"
 	$(Q)$(CC) $(STD) $(WARN) -O1 -g $(SAN) $(CPPFLAGS) -MMD -MP -c -o $@ $<
+
+build/unit/obj/cases.o: tests/unit/cases.c tests/unit/cases.h
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) -Itests/unit -c -o $@ $<
 
 build/unit/llhttp/%.o: $(LLHTTP_SRC)/%.c
 	@mkdir -p $(@D)
@@ -88,7 +93,7 @@ build/unit/llhttp/%.o: $(LLHTTP_SRC)/%.c
 build/unit/%: tests/unit/%.c $(UNIT_OBJS)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -o $@ $^ -lcmocka
+	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -Itests/unit -o $@ $^ -lcmocka
 
 -include $(wildcard build/unit/obj/*.d)
 

@@ -152,6 +152,42 @@ static int on_header_value_complete(llhttp_t *p)
     return 0;
 }
 
+/* RFC 9112 §6.1, §7: the only transfer coding we decode is chunked; it
+ * must come last and only once. Every Transfer-Encoding line counts.
+ * Returns 0 (valid), 400 (chunked missing, repeated or not last) or 501
+ * (a coding we do not implement before a final chunked). */
+static int check_transfer_coding(const struct m0_req *r)
+{
+    int chunked = 0, unknown = 0, last_chunked = 0;
+    for (unsigned i = 0; i < r->nhdrs; i++) {
+        const struct m0_hdr *hd = &r->hdrs[i];
+        if (hd->name_len != 17 || strncasecmp(hd->name, "transfer-encoding", 17) != 0)
+            continue;
+        const char *p = hd->value, *end = hd->value + hd->value_len;
+        while (p < end) {
+            while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+                p++;
+            const char *q = p;
+            while (q < end && *q != ',')
+                q++;
+            const char *e = q;
+            while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
+                e--;
+            if (e > p) {
+                last_chunked = (size_t)(e - p) == 7 && strncasecmp(p, "chunked", 7) == 0;
+                if (last_chunked)
+                    chunked++;
+                else
+                    unknown = 1;
+            }
+            p = q;
+        }
+    }
+    if (chunked != 1 || !last_chunked)
+        return 400;
+    return unknown ? 501 : 0;
+}
+
 static int on_headers_complete(llhttp_t *p)
 {
     struct m0_http *h = H(p);
@@ -169,6 +205,13 @@ static int on_headers_complete(llhttp_t *p)
     const struct m0_hdr *te = m0_req_header(r, "transfer-encoding");
     if (te != NULL && r->http_minor == 0)
         return reject(h, 400, "Transfer-Encoding in an HTTP/1.0 request");
+    if (te != NULL) {
+        int status = check_transfer_coding(r);
+        if (status == 501)
+            return reject(h, 501, "Unsupported transfer coding");
+        if (status != 0)
+            return reject(h, 400, "Transfer-Encoding must end with chunked, once");
+    }
     if (p->flags & F_CHUNKED)
         r->flags |= M0_REQ_CHUNKED;
     else if (te != NULL)   /* llhttp catches this too; belt and braces */
@@ -283,7 +326,7 @@ void m0_http_next(struct m0_http *h)
     h->status = 0;
     h->reason = NULL;
     h->in_message = h->headers_done = h->message_done = h->host_seen = 0;
-    h->head_scanned = h->last_was_lf = 0;
+    h->head_scanned = h->last_was_lf = h->last_was_sp = h->start_line_done = 0;
     m0_req_reset(h->req);
 }
 
@@ -319,14 +362,26 @@ static int map_error(struct m0_http *h, llhttp_errno_t e)
     }
 }
 
-/* RFC 9112 §5.2: a line of the header section that starts with SP or HTAB
- * continues the previous one (obs-fold); llhttp folds it silently, we
- * reject it. Scans only head bytes: feed pauses when the head completes. */
-static int has_obs_fold(struct m0_http *h, const char *p, size_t n)
+/* Whitespace llhttp tolerates and we do not, checked over head bytes only
+ * (feed pauses when the head completes):
+ *  - RFC 9112 §5.2: a header line that starts with SP or HTAB continues the
+ *    previous one (obs-fold); llhttp folds it silently;
+ *  - RFC 9112 §3: the request-line's elements are separated by a single SP;
+ *    llhttp skips runs of them. We take the strict reading the RFC allows. */
+static int bad_whitespace(struct m0_http *h, const char *p, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        if ((p[i] == ' ' || p[i] == '\t') && h->last_was_lf)
+        int sp = p[i] == ' ' || p[i] == '\t';
+        if (sp && h->last_was_lf)
             return 1;
+        if (!h->start_line_done) {
+            if (p[i] == ' ' && h->last_was_sp)
+                return 1;
+            h->last_was_sp = p[i] == ' ';
+            if (p[i] == '\n')
+                h->start_line_done = 1;
+            continue;      /* a leading CRLF is not a fold */
+        }
         h->last_was_lf = (p[i] == '\n');
     }
     return 0;
@@ -348,8 +403,8 @@ int m0_http_feed(struct m0_http *h, const char *p, size_t n, size_t *used)
         if (pos != NULL && pos >= p && pos <= p + n)
             consumed = (size_t)(pos - p);
     }
-    if (h->in_message && !h->head_scanned && has_obs_fold(h, p, consumed))
-        return reject(h, 400, "obs-fold or whitespace before a header field"), *used = consumed, M0_ERR;
+    if (h->in_message && !h->head_scanned && bad_whitespace(h, p, consumed))
+        return reject(h, 400, "Invalid whitespace in the request head (obs-fold)"), *used = consumed, M0_ERR;
     if (h->headers_done)
         h->head_scanned = 1;
     if (!h->headers_done) {

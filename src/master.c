@@ -182,7 +182,7 @@ static void banner(const struct master *m, const char *host, int port)
             m->nworkers, protos[m->cfg->protocol], m->cfg->app);
 }
 
-int m0_master_run(const struct m0_config *cfg)
+int m0_master_run(struct m0_config *cfg)
 {
     struct master mst;
     struct master *m = &mst;
@@ -234,6 +234,7 @@ int m0_master_run(const struct m0_config *cfg)
     sigprocmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    cfg->bound_port = bound;
     banner(m, host, bound);
     for (int idx = 0; idx < m->nworkers; idx++)
         spawn(m, idx);

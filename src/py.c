@@ -133,6 +133,21 @@ out:
     return rc;
 }
 
+/* The worker leaves with _exit on boot failure: flush Python's own
+ * sys.stderr/sys.stdout buffers first so the traceback is not lost. */
+static void flush_std(void)
+{
+    static const char *const names[] = {"stderr", "stdout"};
+    for (size_t i = 0; i < M0_ARRAY_LEN(names); i++) {
+        PyObject *f = PySys_GetObject(names[i]);   /* borrowed */
+        if (f != NULL && f != Py_None) {
+            PyObject *r = PyObject_CallMethod(f, "flush", NULL);
+            Py_XDECREF(r);
+        }
+        PyErr_Clear();
+    }
+}
+
 int m0_py_load_app(const struct m0_config *cfg, int multithread)
 {
     int rc = M0_ERR;
@@ -147,11 +162,14 @@ int m0_py_load_app(const struct m0_config *cfg, int multithread)
     }
     res = PyObject_CallMethod(boot, "load", "ss", cfg->app, protos[cfg->protocol]);
     if (res == NULL) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
         PyObject *load_error = PyObject_GetAttrString(boot, "LoadError");
-        if (load_error != NULL && PyErr_ExceptionMatches(load_error)) {
-            PyObject *type, *value, *tb;
-            PyErr_Fetch(&type, &value, &tb);
-            PyObject *msg = value ? PyObject_Str(value) : NULL;
+        PyErr_Clear();
+        if (load_error != NULL && value != NULL && PyObject_IsInstance(value, load_error) == 1) {
+            /* Nothing was found: a clear line, no traceback. */
+            PyObject *msg = PyObject_Str(value);
             m0_error("cannot load the application: %s", msg ? PyUnicode_AsUTF8(msg) : "?");
             PyErr_Clear();
             Py_XDECREF(msg);
@@ -160,15 +178,18 @@ int m0_py_load_app(const struct m0_config *cfg, int multithread)
             Py_XDECREF(tb);
         } else {
             m0_error("cannot load the application %s; traceback follows", cfg->app);
+            PyErr_Restore(type, value, tb);
             PyErr_Print();
         }
         Py_XDECREF(load_error);
+        flush_std();
         goto out;
     }
     PyObject *app = PyTuple_GetItem(res, 0);     /* borrowed */
     const char *kind = PyUnicode_AsUTF8(PyTuple_GetItem(res, 1));
     if (app == NULL || kind == NULL) {
         PyErr_Print();
+        flush_std();
         goto out;
     }
     if (strcmp(kind, "asgi") == 0) {
@@ -180,6 +201,7 @@ int m0_py_load_app(const struct m0_config *cfg, int multithread)
     the_app = app;
     if (m0_wsgi_setup(app, cfg, multithread) != M0_OK) {
         PyErr_Print();
+        flush_std();
         goto out;
     }
     rc = M0_OK;

@@ -403,6 +403,14 @@ typedef struct {
     int has_date, has_server, app_close;
 } StartResponseObject;
 
+/* Has the head been "sent" in PEP 3333's sense? It has once a non-empty
+ * body string was produced, even while we still hold it back to learn the
+ * body's length. */
+static int head_sent(const StartResponseObject *sr)
+{
+    return sr->committed || (sr->job != NULL && sr->job->produced > 0);
+}
+
 static void start_response_dealloc(PyObject *self)
 {
     StartResponseObject *sr = (StartResponseObject *)self;
@@ -526,7 +534,7 @@ static PyObject *start_response_call(PyObject *self, PyObject *args, PyObject *k
             PyErr_SetString(PyExc_TypeError, "exc_info must be a (type, value, traceback) tuple");
             return NULL;
         }
-        if (sr->committed) {
+        if (head_sent(sr)) {
             /* Too late to change the head: re-raise the application's error
              * (PEP 3333), which aborts the response. */
             PyObject *type = PyTuple_GET_ITEM(exc_info, 0), *value = PyTuple_GET_ITEM(exc_info, 1),
@@ -743,11 +751,16 @@ static void finish(struct m0_job *job)
         m0_buf_free(&job->pending);
 }
 
-/* An application error: 500 when nothing was committed, else abort. */
+/* An application error: 500 when the head was not sent, else abort. */
 static int fail(struct m0_job *job, size_t out_mark, const char *when)
 {
     StartResponseObject *sr = job->start_response;
     log_app_error(job, when);
+    if (sr != NULL && !sr->committed && head_sent(sr)) {
+        /* Send what the application produced, then abort: the client sees
+         * a truncated response, never one passed off as complete. */
+        commit_head(job, sr, -1);
+    }
     if (sr == NULL || !sr->committed) {
         job->resp.out.len = out_mark;     /* keep only a queued 100 Continue */
         m0_error_response(&job->resp.out, 500, "the application raised an error; see the server log",
@@ -1133,7 +1146,7 @@ int m0_wsgi_setup(void *app, const struct m0_config *cfg, int multithread)
     if (errors == NULL)
         return M0_ERR;
     char portstr[8];
-    snprintf(portstr, sizeof portstr, "%d", port);
+    snprintf(portstr, sizeof portstr, "%d", cfg->bound_port ? cfg->bound_port : port);
     Py_CLEAR(environ_template);
     environ_template = Py_BuildValue(
         "{s:(ii),s:s,s:O,s:O,s:O,s:O,s:O,s:s,s:s,s:s}",

@@ -32,6 +32,7 @@ struct m0_config {
     struct m0_limits limits;
     int show_help, show_version;
     int workers_explicit;       /* a topology flag or variable was given */
+    int bound_port;             /* set by the master after binding (port 0 resolved) */
 };
 
 /* Fill defaults. */

@@ -79,7 +79,9 @@ struct m0_http {
     uint8_t message_done;
     uint8_t host_seen;
     uint8_t head_scanned;     /* obs-fold scan finished for this head */
-    uint8_t last_was_lf;      /* obs-fold scan state across feeds */
+    uint8_t last_was_lf;      /* whitespace scan state across feeds */
+    uint8_t last_was_sp;
+    uint8_t start_line_done;
 };
 
 /* Set up h for a new connection; req must outlive it. */

@@ -13,6 +13,6 @@ struct m0_config;
  * workers gracefully. Returns the process exit status: 0 after a clean
  * stop, 1 when a worker could not load the application, 2 for a bind
  * error. */
-int m0_master_run(const struct m0_config *cfg);
+int m0_master_run(struct m0_config *cfg);
 
 #endif
