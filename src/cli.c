@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "m0/config.h"
 #include "m0/log.h"
@@ -37,6 +38,8 @@ static const struct opt opts[] = {
     {"--host", "M0_HOST", T_STR, O(host), 0, 0, "HOST", "interface to bind (default 127.0.0.1)"},
     {"--port", "M0_PORT", T_LONG, O(port), 0, 65535, "PORT", "TCP port to bind (default 8000; 0 picks a free one)"},
     {"--workers", "M0_WORKERS", T_LONG, O(workers), 1, 1024, "N", "worker processes (default 1)"},
+    {"--blocking-threads", "M0_BLOCKING_THREADS", T_LONG, O(blocking_threads), 0, 1024, "N", "handler threads per worker so slow views never stall the loop (default min(cores, 8); 0 runs views on the loop thread)"},
+    {"--request-timeout", "M0_REQUEST_TIMEOUT", T_SECONDS, O(request_timeout), 0, 0, "S", "503 for a request still queued after S seconds; log views running longer (default 0: off)"},
     {"--app-dir", "M0_APP_DIR", T_STR, O(app_dir), 0, 0, "DIR", "directory put first on sys.path (default .)"},
     {"--protocol", "M0_PROTOCOL", T_PROTOCOL, O(protocol), 0, 0, "P", "auto|wsgi|asgi (default auto: detect from the callable)"},
     {"--graceful-timeout", "M0_GRACEFUL_TIMEOUT", T_SECONDS, O(graceful_timeout), 0, 0, "S", "seconds to finish in-flight requests on SIGTERM (default 30)"},
@@ -57,6 +60,7 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->host = "127.0.0.1";
     cfg->port = 8000;
     cfg->workers = 1;
+    cfg->blocking_threads = -1;
     cfg->app_dir = ".";
     cfg->protocol = M0_PROTO_AUTO;
     cfg->graceful_timeout = 30;
@@ -70,6 +74,14 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->limits.max_headers = 100;
     cfg->limits.max_body = 1073741824ull;
     cfg->limits.body_mem = 1024 * 1024;
+}
+
+void m0_config_resolve(struct m0_config *cfg)
+{
+    if (cfg->blocking_threads < 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        cfg->blocking_threads = cores < 1 ? 1 : cores > 8 ? 8 : cores;
+    }
 }
 
 void m0_config_usage(void)
@@ -199,6 +211,8 @@ static int apply(struct m0_config *cfg, const struct opt *o, const char *val, co
     }
     if (o->off == O(workers))
         cfg->workers_explicit = 1;
+    if (o->off == O(blocking_threads))
+        cfg->threads_explicit = 1;
     return M0_OK;
 bad:
     snprintf(err, cap, "m0serve: error: %s: invalid value '%s'", who, val);

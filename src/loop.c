@@ -46,6 +46,7 @@
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/loop.h"
+#include "m0/pool.h"
 #include "m0/py.h"
 #include "m0/response.h"
 #include "m0/timer.h"
@@ -59,11 +60,14 @@ enum m0_conn_state {
     M0_CONN_WRITE,       /* writing the response; the runner may owe more */
     M0_CONN_LINGER,      /* response sent; discarding input before closing */
     M0_CONN_CLOSING,     /* fd closed; slot released at the end of the batch */
+    M0_CONN_ORPHAN,      /* fd closed while a runner holds the job: released on completion */
 };
 
 #define C_PEER_GONE   0x01u  /* the peer hung up or a write failed */
 #define C_MORE        0x02u  /* the runner owes more body once out drains */
 #define C_CLOSE_AFTER 0x04u  /* close once the queued bytes are written */
+#define C_IN_RUNNER   0x08u  /* a record for this job is on the lane or running */
+#define C_SLOW_LOGGED 0x10u  /* --request-timeout already reported this view */
 
 struct m0_conn {
     int fd;
@@ -87,7 +91,9 @@ struct m0_loop {
     int sig_fd;
     int reserve_fd;          /* spare descriptor for the EMFILE trick */
     struct m0_conn *conns;
+    struct m0_job **jobs;    /* slot → job, shared read-only with the pool */
     uint32_t nconns;
+    struct m0_pool *pool;    /* NULL: the application runs on this thread */
     struct m0_conn *free_list;
     struct m0_conn *release_list;
     struct m0_conn active;   /* sentinel of the active list */
@@ -97,11 +103,12 @@ struct m0_loop {
     uint64_t drain_deadline; /* 0 unless draining */
     int draining;
     int stop_now;
-    uint64_t keepalive_ms, header_ms, body_ms, write_ms;
+    uint64_t keepalive_ms, header_ms, body_ms, write_ms, request_ms;
 };
 
 #define TAG_LISTEN 0xffffffffu
 #define TAG_SIGNAL 0xfffffffeu
+#define TAG_POOL   0xfffffffdu
 #define READ_CHUNK (16 * 1024)
 #define READS_PER_WAKEUP 8
 #define SWEEP_MS 200
@@ -150,23 +157,40 @@ static void active_del(struct m0_loop *l, struct m0_conn *c)
 
 /* ------------------------------------------------------------ lifecycle */
 
+/* Release the runner's Python state for a job whose connection is gone.
+ * Returns 1 if that happens asynchronously (the slot must wait). */
+static int abandon_job(struct m0_loop *l, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    if (!(c->flags & C_MORE) && job->app_result == NULL && job->app_iter == NULL)
+        return 0;
+    c->flags &= ~C_MORE;
+    if (l->pool != NULL) {
+        c->flags |= C_IN_RUNNER;
+        m0_pool_submit(l->pool, slot_of(l, c), c->gen, M0_RUN_ABANDON);
+        return 1;
+    }
+    m0_py_attach();
+    m0_wsgi_abandon(job);
+    m0_py_detach();
+    return 0;
+}
+
 static void conn_close(struct m0_loop *l, struct m0_conn *c)
 {
-    if (c->state == M0_CONN_CLOSING || c->state == M0_CONN_FREE)
+    if (c->state == M0_CONN_CLOSING || c->state == M0_CONN_FREE || c->state == M0_CONN_ORPHAN)
         return;
-    if (c->state == M0_CONN_DISPATCHED || (c->flags & C_MORE)) {
-        /* The runner still holds Python state for this job. On the loop
-         * thread it is ours to release now. */
-        m0_py_attach();
-        m0_wsgi_abandon(c->job);
-        m0_py_detach();
-        c->flags &= ~C_MORE;
-    }
     close(c->fd);      /* also removes it from the epoll set */
     c->fd = -1;
     c->gen++;          /* every queued event for this slot is now stale */
-    c->state = M0_CONN_CLOSING;
     active_del(l, c);
+    /* A job on the lane or in a pool thread keeps its slot until it comes
+     * back: the slot is never reused under a runner's feet. */
+    if ((c->flags & C_IN_RUNNER) || abandon_job(l, c)) {
+        c->state = M0_CONN_ORPHAN;
+        return;
+    }
+    c->state = M0_CONN_CLOSING;
     c->next_free = l->release_list;
     l->release_list = c;
 }
@@ -241,6 +265,7 @@ static void on_accept(struct m0_loop *l)
             m0_req_init(&job->req);
             m0_resp_init(&job->resp);
             m0_http_init(&c->http, &job->req, &l->cfg->limits);
+            l->jobs[slot_of(l, c)] = job;
         }
         job->slot = slot_of(l, c);
         job->gen = c->gen;
@@ -344,29 +369,82 @@ static void conn_finish(struct m0_loop *l, struct m0_conn *c)
     set_interest(l, c, EPOLLIN | EPOLLRDHUP);
 }
 
-/* Run the application for the parsed request. No pool yet: the runner is
- * called on the loop thread, attached to the interpreter only for the call. */
-static int run_job(struct m0_loop *l, struct m0_conn *c, int resume)
+/* Run a job step on this thread (no pool), attached to the interpreter
+ * only for the call. Returns the runner's M0_DONE or M0_AGAIN. */
+static int run_inline(struct m0_conn *c, enum m0_run_kind kind)
 {
     int rc;
-    c->job->draining = l->draining;
     m0_py_attach();
-    rc = resume ? m0_wsgi_resume(c->job) : m0_wsgi_start(c->job);
+    rc = kind == M0_RUN_RESUME ? m0_wsgi_resume(c->job) : m0_wsgi_start(c->job);
     m0_py_detach();
     return rc;
 }
 
-static void conn_dispatch(struct m0_loop *l, struct m0_conn *c)
+/* A runner produced (part of) the response: write it. */
+static void after_run(struct m0_loop *l, struct m0_conn *c, int rc)
 {
-    c->state = M0_CONN_DISPATCHED;
-    c->started_us = m0_clock_ms() * 1000;
-    set_interest(l, c, 0);
-    int rc = run_job(l, c, 0);
     c->state = M0_CONN_WRITE;
     c->deadline = l->now + l->write_ms;
     if (rc == M0_AGAIN)
         c->flags |= C_MORE;
+    else
+        c->flags &= ~C_MORE;
     conn_flush(l, c);
+}
+
+static void conn_dispatch(struct m0_loop *l, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    c->state = M0_CONN_DISPATCHED;
+    c->started_us = m0_clock_ms() * 1000;
+    c->deadline = 0;
+    c->flags &= ~C_SLOW_LOGGED;
+    set_interest(l, c, 0);
+    job->draining = l->draining;
+    if (l->pool != NULL) {
+        /* Park the slot; a pool thread takes it from the lane. */
+        job->queued_ms = l->now;
+        atomic_store(&job->run_state, M0_JOB_QUEUED);
+        c->flags |= C_IN_RUNNER;
+        m0_pool_submit(l->pool, slot_of(l, c), c->gen, M0_RUN_START);
+        return;
+    }
+    after_run(l, c, run_inline(c, M0_RUN_START));
+    if (l->request_ms && m0_clock_ms() * 1000 - c->started_us > l->request_ms * 1000)
+        m0_warn("view ran %.1f s (over --request-timeout): %s %s",
+                (double)(m0_clock_ms() * 1000 - c->started_us) / 1e6, job->req.method, job->req.target);
+}
+
+/* A pool thread finished a step of the slot's job. */
+static void on_complete(struct m0_loop *l, const struct m0_completion *done)
+{
+    if (done->slot >= l->nconns)
+        return;
+    struct m0_conn *c = &l->conns[done->slot];
+    struct m0_job *job = c->job;
+    c->flags &= ~C_IN_RUNNER;
+    if (c->state == M0_CONN_ORPHAN) {
+        /* The client left while the job ran: finish the runner's business,
+         * then free the slot. The completion never reaches a new client. */
+        if (done->rc == M0_AGAIN || job->app_result != NULL || job->app_iter != NULL) {
+            c->flags |= C_IN_RUNNER;
+            m0_pool_submit(l->pool, done->slot, done->gen, M0_RUN_ABANDON);
+            return;
+        }
+        c->state = M0_CONN_CLOSING;
+        c->next_free = l->release_list;
+        l->release_list = c;
+        return;
+    }
+    if (done->kind == M0_RUN_START && atomic_load(&job->run_state) == M0_JOB_CANCELLED)
+        return;   /* answered 503 by the loop; the thread never started it */
+    if (done->kind == M0_RUN_ABANDON)
+        return;
+    after_run(l, c, done->rc);
+    if (c->state == M0_CONN_WRITE || c->state == M0_CONN_READ_HEAD || c->state == M0_CONN_LINGER) {
+        if (c->state == M0_CONN_READ_HEAD && m0_buf_unread(&c->in) > 0)
+            conn_parse(l, c);   /* pipelined requests waited their turn */
+    }
 }
 
 /*
@@ -417,8 +495,13 @@ static void conn_flush(struct m0_loop *l, struct m0_conn *c)
         }
         if (c->flags & C_MORE) {
             /* Credit returned: ask the runner for the next piece. */
-            int rc = run_job(l, c, 1);
-            if (rc != M0_AGAIN)
+            if (l->pool != NULL) {
+                c->flags |= C_IN_RUNNER;
+                m0_pool_submit(l->pool, slot_of(l, c), c->gen, M0_RUN_RESUME);
+                set_interest(l, c, 0);
+                return;
+            }
+            if (run_inline(c, M0_RUN_RESUME) != M0_AGAIN)
                 c->flags &= ~C_MORE;
             continue;
         }
@@ -549,13 +632,20 @@ static void on_conn_event(struct m0_loop *l, struct m0_conn *c, uint32_t ev)
             conn_process(l, c);
         break;
     case M0_CONN_DISPATCHED:
+        /* Reported whatever the interest: the client reset the connection
+         * while its view runs. Free the descriptor now; the slot waits. */
         if (ev & (EPOLLHUP | EPOLLERR))
-            c->flags |= C_PEER_GONE;
+            conn_close(l, c);
         break;
     case M0_CONN_WRITE:
         if (ev & EPOLLERR) {
             conn_close(l, c);
             break;
+        }
+        if ((c->flags & C_IN_RUNNER) && atomic_load(&c->job->run_state) != M0_JOB_CANCELLED) {
+            if (ev & EPOLLHUP)
+                conn_close(l, c);
+            break;          /* the next piece is being produced */
         }
         if (ev & (EPOLLOUT | EPOLLHUP)) {
             conn_flush(l, c);
@@ -573,11 +663,35 @@ static void on_conn_event(struct m0_loop *l, struct m0_conn *c, uint32_t ev)
 
 /* ------------------------------------------------------------- timeouts */
 
+/* --request-timeout on a pool: a request still queued after S seconds is
+ * answered 503 by the loop (if it wins the job from the pool); one already
+ * running is reported once with its path. */
+static void check_request_timeout(struct m0_loop *l, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    if (l->now - job->queued_ms < l->request_ms)
+        return;
+    int queued = M0_JOB_QUEUED;
+    if (atomic_compare_exchange_strong(&job->run_state, &queued, M0_JOB_CANCELLED)) {
+        m0_warn("503 for %s %s: still queued after %.1f s (all %u handler threads busy)", job->req.method,
+                job->req.target, (double)l->request_ms / 1000, m0_pool_size(l->pool));
+        conn_error(l, c, 503, "No handler thread became free in time (--request-timeout)");
+        return;
+    }
+    if (!(c->flags & C_SLOW_LOGGED)) {
+        c->flags |= C_SLOW_LOGGED;
+        m0_warn("view still running after %.1f s: %s %s", (double)(l->now - job->queued_ms) / 1000,
+                job->req.method, job->req.target);
+    }
+}
+
 static void sweep(struct m0_loop *l)
 {
     struct m0_conn *c = l->active.next;
     while (c != &l->active) {
         struct m0_conn *next = c->next;
+        if (c->state == M0_CONN_DISPATCHED && l->request_ms != 0 && l->pool != NULL)
+            check_request_timeout(l, c);
         if (c->deadline != 0 && c->deadline <= l->now) {
             switch (c->state) {
             case M0_CONN_READ_HEAD:
@@ -590,6 +704,8 @@ static void sweep(struct m0_loop *l)
                 conn_error(l, c, 408, "Request body not received in time");
                 break;
             case M0_CONN_WRITE:
+                if (c->flags & C_IN_RUNNER)
+                    break;
                 m0_info("closing a connection whose client stopped reading");
                 conn_close(l, c);
                 break;
@@ -668,9 +784,11 @@ int m0_loop_run(const struct m0_config *cfg, int listen_fd, int sig_fd)
     l->body_ms = l->header_ms > 30000 ? l->header_ms : 30000;
     l->write_ms = 60000;
     l->active.next = l->active.prev = &l->active;
+    l->request_ms = (uint64_t)(cfg->request_timeout * 1000);
     l->nconns = (uint32_t)cfg->max_connections;
     l->conns = calloc(l->nconns, sizeof *l->conns);
-    if (l->conns == NULL) {
+    l->jobs = calloc(l->nconns, sizeof *l->jobs);
+    if (l->conns == NULL || l->jobs == NULL) {
         m0_log_errno("cannot allocate %u connection slots", l->nconns);
         return M0_EXIT_FAIL;
     }
@@ -692,8 +810,21 @@ int m0_loop_run(const struct m0_config *cfg, int listen_fd, int sig_fd)
     }
     ev.data.u64 = TAG_SIGNAL;
     if (epoll_ctl(l->ep, EPOLL_CTL_ADD, sig_fd, &ev) == -1) {
-        m0_log_errno("epoll_ctl(signalfd)");
+        m0_log_errno("epoll_ctl(signal pipe)");
         return M0_EXIT_FAIL;
+    }
+    if (cfg->blocking_threads > 0) {
+        char err[256];
+        l->pool = m0_pool_start((unsigned)cfg->blocking_threads, l->jobs, l->nconns, err, sizeof err);
+        if (l->pool == NULL) {
+            m0_error("%s", err);
+            return M0_EXIT_FAIL;
+        }
+        ev.data.u64 = TAG_POOL;
+        if (epoll_ctl(l->ep, EPOLL_CTL_ADD, m0_pool_wake_fd(l->pool), &ev) == -1) {
+            m0_log_errno("epoll_ctl(pool)");
+            return M0_EXIT_FAIL;
+        }
     }
     l->now = m0_clock_ms();
     l->next_sweep = l->now + SWEEP_MS;
@@ -718,6 +849,16 @@ int m0_loop_run(const struct m0_config *cfg, int listen_fd, int sig_fd)
                 on_signal(l);
                 continue;
             }
+            if (slot == TAG_POOL) {
+                struct m0_completion done[64];
+                size_t nd;
+                do {
+                    nd = m0_pool_drain(l->pool, done, M0_ARRAY_LEN(done));
+                    for (size_t k = 0; k < nd; k++)
+                        on_complete(l, &done[k]);
+                } while (nd == M0_ARRAY_LEN(done));
+                continue;
+            }
             if (slot >= l->nconns)
                 continue;
             struct m0_conn *c = &l->conns[slot];
@@ -740,13 +881,23 @@ int m0_loop_run(const struct m0_config *cfg, int listen_fd, int sig_fd)
         }
     }
 
+    /* Whatever is still queued will not be started: its client is about
+     * to be disconnected. */
     struct m0_conn *c = l->active.next;
     while (c != &l->active) {
         struct m0_conn *next = c->next;
+        if (c->state == M0_CONN_DISPATCHED) {
+            int queued = M0_JOB_QUEUED;
+            atomic_compare_exchange_strong(&c->job->run_state, &queued, M0_JOB_CANCELLED);
+        }
         conn_close(l, c);
         c = next;
     }
     release_closed(l);
+    /* Threads finish their current job and any abandon records, then stop;
+     * only then may jobs be freed. */
+    m0_pool_stop(l->pool);
+    l->pool = NULL;
     for (uint32_t i = 0; i < l->nconns; i++) {
         if (l->conns[i].job != NULL) {
             m0_req_free(&l->conns[i].job->req);
@@ -757,6 +908,7 @@ int m0_loop_run(const struct m0_config *cfg, int listen_fd, int sig_fd)
         }
     }
     free(l->conns);
+    free(l->jobs);
     close(l->ep);
     if (l->reserve_fd != -1)
         close(l->reserve_fd);

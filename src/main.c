@@ -29,6 +29,7 @@ int main(int argc, char **argv)
         printf("m0serve %s (Python %s)\n", M0_VERSION, m0_py_version());
         return M0_EXIT_OK;
     }
+    m0_config_resolve(&cfg);
     setvbuf(stdout, NULL, _IOLBF, 0);
     return m0_master_run(&cfg);
 }

@@ -177,9 +177,14 @@ static void banner(const struct master *m, const char *host, int port)
     else
         snprintf(where, sizeof where, strchr(host, ':') ? "http://[%s]:%d" : "http://%s:%d", host, port);
     static const char *const protos[] = {"auto", "wsgi", "asgi"};
-    m0_info("m0serve %s (Python %s, GIL %s) listening on %s workers=%d protocol=%s app=%s",
+    const struct m0_config *cfg = m->cfg;
+    const char *why = cfg->threads_explicit ? "as configured"
+                      : cfg->workers_explicit ? "default blocking-threads min(cores, 8)"
+                                              : "default topology: 1 worker, min(cores, 8) threads";
+    m0_info("m0serve %s (Python %s, GIL %s) listening on %s workers=%d blocking-threads=%ld (%s) "
+            "protocol=%s app=%s",
             M0_VERSION, m0_py_version(), m0_py_gil_enabled() ? "enabled" : "disabled", where,
-            m->nworkers, protos[m->cfg->protocol], m->cfg->app);
+            m->nworkers, cfg->blocking_threads, why, protos[cfg->protocol], cfg->app);
 }
 
 int m0_master_run(struct m0_config *cfg)

@@ -44,14 +44,19 @@ static void python_dir(char *out, size_t cap)
         char *slash = strrchr(exe, '/');
         if (slash != NULL) {
             *slash = '\0';
-            static const char *const rel[] = {"/python", "/../../python"};
+            static const char *const rel[] = {"/python", "/../../python", "/../share/m0serve/python"};
             for (size_t i = 0; i < M0_ARRAY_LEN(rel); i++) {
-                char cand[PATH_MAX + 32];
-                snprintf(cand, sizeof cand, "%s%s/m0serve/_boot.py", exe, rel[i]);
-                if (access(cand, R_OK) == 0) {
+                char cand[PATH_MAX + 64];
+                int len = snprintf(cand, sizeof cand, "%s%s/m0serve/_boot.py", exe, rel[i]);
+                if (len > 0 && (size_t)len < sizeof cand && (size_t)len < cap && access(cand, R_OK) == 0) {
                     cand[strlen(cand) - strlen("/m0serve/_boot.py")] = '\0';
                     char *real = realpath(cand, NULL);
-                    snprintf(out, cap, "%s", real != NULL ? real : cand);
+                    const char *found = real != NULL ? real : cand;
+                    size_t fl = strlen(found);
+                    if (fl >= cap)
+                        fl = cap - 1;
+                    memcpy(out, found, fl);
+                    out[fl] = '\0';
                     free(real);
                     return;
                 }
@@ -229,6 +234,37 @@ void m0_py_detach(void)
         abort();
     }
     main_tstate = PyEval_SaveThread();
+}
+
+void *m0_py_thread_new(void)
+{
+    PyThreadState *ts = PyThreadState_New(PyInterpreterState_Main());
+    if (ts == NULL) {
+        m0_error("python: cannot create a thread state");
+        abort();
+    }
+    return ts;
+}
+
+void m0_py_thread_attach(void *ts)
+{
+    PyEval_RestoreThread(ts);
+}
+
+void m0_py_thread_detach(void *ts)
+{
+    PyThreadState *saved = PyEval_SaveThread();
+    if (saved != ts) {
+        m0_error("BUG: detached a thread state that was not attached here");
+        abort();
+    }
+}
+
+void m0_py_thread_free(void *ts)
+{
+    PyEval_RestoreThread(ts);
+    PyThreadState_Clear(ts);
+    PyThreadState_DeleteCurrent();
 }
 
 void m0_py_finalize(void)

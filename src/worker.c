@@ -56,7 +56,7 @@ void m0_worker_main(const struct m0_config *cfg, int listen_fd)
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);   /* the master blocks these for sigtimedwait */
 
-    if (m0_py_init(cfg) != M0_OK || m0_py_load_app(cfg, 0) != M0_OK)
+    if (m0_py_init(cfg) != M0_OK || m0_py_load_app(cfg, cfg->blocking_threads > 0) != M0_OK)
         _exit(M0_EXIT_BOOT);
     m0_info("worker booted (pid %d)", (int)getpid());
 

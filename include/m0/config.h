@@ -20,6 +20,8 @@ struct m0_config {
     const char *host;           /* --host, default 127.0.0.1 */
     long port;                  /* --port, default 8000 */
     long workers;               /* processes, >= 1 */
+    long blocking_threads;      /* handler threads per loop; -1 until resolved */
+    double request_timeout;     /* seconds; 0 = off */
     const char *app_dir;        /* put first on sys.path; default "." */
     enum m0_protocol protocol;
     double graceful_timeout;    /* seconds */
@@ -31,7 +33,8 @@ struct m0_config {
     long max_connections;       /* connection slots per worker */
     struct m0_limits limits;
     int show_help, show_version;
-    int workers_explicit;       /* a topology flag or variable was given */
+    int workers_explicit;       /* --workers or M0_WORKERS was given */
+    int threads_explicit;       /* --blocking-threads or M0_BLOCKING_THREADS was given */
     int bound_port;             /* set by the master after binding (port 0 resolved) */
 };
 
@@ -41,6 +44,10 @@ void m0_config_defaults(struct m0_config *cfg);
 /* Parse environment then argv. Returns M0_OK, or M0_ERR with a one-line
  * message in err (cap bytes) naming the flag. */
 int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, size_t cap);
+
+/* Resolve defaults that depend on the machine: --blocking-threads
+ * defaults to min(cores, 8) unless given explicitly (0 included). */
+void m0_config_resolve(struct m0_config *cfg);
 
 /* Print usage to stdout. */
 void m0_config_usage(void);

@@ -12,9 +12,15 @@
 #define M0_JOB_H
 
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include "m0/types.h"
 #include "m0/http.h"
 #include "m0/response.h"
+
+/* Who may start the job: the loop submits it QUEUED; a pool thread moves it
+ * to RUNNING, or the loop to CANCELLED when --request-timeout answers 503
+ * first. The compare-and-swap decides; the loser leaves the job alone. */
+enum m0_job_state { M0_JOB_IDLE, M0_JOB_QUEUED, M0_JOB_RUNNING, M0_JOB_CANCELLED };
 
 struct m0_job {
     struct m0_req req;          /* parsed request (owned by the job) */
@@ -22,6 +28,8 @@ struct m0_job {
     uint32_t slot;              /* connection slot this job answers */
     uint32_t gen;               /* slot generation at dispatch */
     int draining;               /* server is shutting down: answer Connection: close */
+    atomic_int run_state;       /* enum m0_job_state */
+    uint64_t queued_ms;         /* loop clock at submission */
     char remote_addr[INET6_ADDRSTRLEN];
     uint16_t remote_port;
     /* Runner state between start and completion (PyObject * in wsgi.c;

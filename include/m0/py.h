@@ -26,6 +26,14 @@ int m0_py_load_app(const struct m0_config *cfg, int multithread);
 void m0_py_attach(void);
 void m0_py_detach(void);
 
+/* A pool thread's own Python thread state, created once for the thread's
+ * life (detached), attached only around Python work. Opaque to callers. */
+void *m0_py_thread_new(void);
+void m0_py_thread_attach(void *ts);
+void m0_py_thread_detach(void *ts);
+/* Delete the state; call on the thread that owns it, detached. */
+void m0_py_thread_free(void *ts);
+
 /* Finalize the interpreter (attaches first). */
 void m0_py_finalize(void);
 

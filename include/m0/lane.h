@@ -1,0 +1,43 @@
+/*
+ * lane.h — submit lanes: SOCK_DGRAM socketpairs that carry job records
+ * from a loop to the threads that run them (DESIGN: "Process and thread
+ * shape"). One datagram is one record, so several reader threads can share
+ * a lane and each record reaches exactly one of them, in FIFO order.
+ */
+#ifndef M0_LANE_H
+#define M0_LANE_H
+
+#include "m0/types.h"
+
+/* What a record asks the runner to do with the job of its slot. */
+enum m0_run_kind {
+    M0_RUN_START = 1,    /* call the application */
+    M0_RUN_RESUME,       /* produce the next piece of a streamed body */
+    M0_RUN_ABANDON,      /* the connection is gone: close the iterable */
+    M0_RUN_STOP,         /* the reading thread exits */
+};
+
+struct m0_lane_rec {
+    uint32_t slot;
+    uint32_t gen;
+    uint32_t kind;       /* enum m0_run_kind */
+};
+
+struct m0_lane {
+    int submit_fd;       /* loop side: non-blocking, send only */
+    int take_fd;         /* thread side: blocking, recv only */
+};
+
+/* Create a lane. sndbuf_bytes enlarges the socket buffer so bursts of
+ * records queue in the kernel. Returns M0_OK or M0_ERR (errno set). */
+int m0_lane_open(struct m0_lane *lane, int sndbuf_bytes);
+void m0_lane_close(struct m0_lane *lane);
+
+/* Send one record without blocking. Returns M0_OK, M0_AGAIN when the lane
+ * is full (retry later), or M0_ERR. */
+int m0_lane_send(const struct m0_lane *lane, const struct m0_lane_rec *rec);
+
+/* Block until a record arrives (EINTR retried). Returns M0_OK or M0_ERR. */
+int m0_lane_take(const struct m0_lane *lane, struct m0_lane_rec *rec);
+
+#endif

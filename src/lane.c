@@ -1,0 +1,64 @@
+/*
+ * lane.c — the submit-lane record codec over a SOCK_DGRAM socketpair.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "m0/lane.h"
+
+int m0_lane_open(struct m0_lane *lane, int sndbuf_bytes)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) == -1)
+        return M0_ERR;
+    if (sndbuf_bytes > 0) {
+        setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf_bytes, sizeof sndbuf_bytes);
+        setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &sndbuf_bytes, sizeof sndbuf_bytes);
+    }
+    int fl = fcntl(sv[0], F_GETFL);
+    if (fl == -1 || fcntl(sv[0], F_SETFL, fl | O_NONBLOCK) == -1) {
+        close(sv[0]);
+        close(sv[1]);
+        return M0_ERR;
+    }
+    lane->submit_fd = sv[0];
+    lane->take_fd = sv[1];
+    return M0_OK;
+}
+
+void m0_lane_close(struct m0_lane *lane)
+{
+    if (lane->submit_fd != -1)
+        close(lane->submit_fd);
+    if (lane->take_fd != -1)
+        close(lane->take_fd);
+    lane->submit_fd = lane->take_fd = -1;
+}
+
+int m0_lane_send(const struct m0_lane *lane, const struct m0_lane_rec *rec)
+{
+    for (;;) {
+        ssize_t n = send(lane->submit_fd, rec, sizeof *rec, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n == (ssize_t)sizeof *rec)
+            return M0_OK;
+        if (n == -1 && errno == EINTR)
+            continue;
+        if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS))
+            return M0_AGAIN;
+        return M0_ERR;
+    }
+}
+
+int m0_lane_take(const struct m0_lane *lane, struct m0_lane_rec *rec)
+{
+    for (;;) {
+        ssize_t n = recv(lane->take_fd, rec, sizeof *rec, 0);
+        if (n == (ssize_t)sizeof *rec)
+            return M0_OK;
+        if (n == -1 && errno == EINTR)
+            continue;
+        return M0_ERR;
+    }
+}

@@ -1,0 +1,237 @@
+/*
+ * pool.c — the handler-thread pool: threads on a submit lane, completions
+ * back through a mutex-guarded queue and one coalesced eventfd wakeup
+ * (nginx's thread-pool done queue + notify, in our shape).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "m0/buf.h"
+#include "m0/job.h"
+#include "m0/log.h"
+#include "m0/pool.h"
+#include "m0/py.h"
+#include "m0/wsgi.h"
+
+struct m0_pool {
+    struct m0_lane lane;
+    struct m0_job *const *jobs;
+    uint32_t njobs;
+    unsigned nthreads;
+    pthread_t *threads;
+    atomic_uint busy;
+
+    /* Completions, threads → loop. */
+    pthread_mutex_t lock;
+    struct m0_completion *done;     /* growable array, guarded by lock */
+    size_t ndone, cap_done;
+    int wake_pending;               /* guarded by lock: an eventfd write is outstanding */
+    int wake_fd;
+
+    /* Loop-only: records the lane could not take yet. */
+    struct m0_lane_rec *backlog;
+    size_t nbacklog, cap_backlog, backlog_head;
+};
+
+static void post(struct m0_pool *p, const struct m0_completion *c)
+{
+    int wake;
+    pthread_mutex_lock(&p->lock);
+    if (p->ndone == p->cap_done) {
+        p->cap_done = p->cap_done ? p->cap_done * 2 : 64;
+        p->done = m0_xrealloc(p->done, p->cap_done * sizeof *p->done);
+    }
+    p->done[p->ndone++] = *c;
+    wake = !p->wake_pending;
+    p->wake_pending = 1;
+    pthread_mutex_unlock(&p->lock);
+    if (wake) {
+        uint64_t one = 1;
+        while (write(p->wake_fd, &one, sizeof one) == -1 && errno == EINTR) {
+        }
+    }
+}
+
+static void *thread_main(void *arg)
+{
+    struct m0_pool *p = arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);   /* signals are the loop's */
+
+    void *ts = m0_py_thread_new();
+    struct m0_lane_rec rec;
+    while (m0_lane_take(&p->lane, &rec) == M0_OK) {
+        if (rec.kind == M0_RUN_STOP)
+            break;
+        if (rec.slot >= p->njobs || p->jobs[rec.slot] == NULL)
+            continue;
+        struct m0_job *job = p->jobs[rec.slot];
+        struct m0_completion c = {.slot = rec.slot, .gen = rec.gen, .kind = rec.kind, .rc = M0_DONE};
+        atomic_fetch_add(&p->busy, 1);
+        switch (rec.kind) {
+        case M0_RUN_START: {
+            int queued = M0_JOB_QUEUED;
+            /* The loop may have answered 503 already (--request-timeout):
+             * whoever moves the job out of QUEUED owns it. */
+            if (atomic_compare_exchange_strong(&job->run_state, &queued, M0_JOB_RUNNING)) {
+                m0_py_thread_attach(ts);
+                c.rc = m0_wsgi_start(job);
+                m0_py_thread_detach(ts);
+            }
+            break;
+        }
+        case M0_RUN_RESUME:
+            m0_py_thread_attach(ts);
+            c.rc = m0_wsgi_resume(job);
+            m0_py_thread_detach(ts);
+            break;
+        case M0_RUN_ABANDON:
+            m0_py_thread_attach(ts);
+            m0_wsgi_abandon(job);
+            m0_py_thread_detach(ts);
+            break;
+        default:
+            break;
+        }
+        atomic_fetch_sub(&p->busy, 1);
+        post(p, &c);
+    }
+    m0_py_thread_free(ts);
+    return NULL;
+}
+
+struct m0_pool *m0_pool_start(unsigned nthreads, struct m0_job *const *jobs, uint32_t njobs,
+                              char *err, size_t cap)
+{
+    struct m0_pool *p = m0_xmalloc(sizeof *p);
+    memset(p, 0, sizeof *p);
+    p->jobs = jobs;
+    p->njobs = njobs;
+    p->lane.submit_fd = p->lane.take_fd = -1;
+    pthread_mutex_init(&p->lock, NULL);
+    p->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (p->wake_fd == -1 || m0_lane_open(&p->lane, 4 * 1024 * 1024) != M0_OK) {
+        snprintf(err, cap, "cannot create the pool's channels: %s", strerror(errno));
+        goto fail;
+    }
+    p->threads = m0_xmalloc(nthreads * sizeof *p->threads);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 8u << 20);   /* Python recursion wants room */
+    for (unsigned i = 0; i < nthreads; i++) {
+        int rc = pthread_create(&p->threads[i], &attr, thread_main, p);
+        if (rc != 0) {
+            snprintf(err, cap, "cannot start handler thread %u: %s", i, strerror(rc));
+            pthread_attr_destroy(&attr);
+            p->nthreads = i;
+            m0_pool_stop(p);
+            return NULL;
+        }
+        p->nthreads = i + 1;
+    }
+    pthread_attr_destroy(&attr);
+    return p;
+fail:
+    if (p->wake_fd != -1)
+        close(p->wake_fd);
+    m0_lane_close(&p->lane);
+    free(p);
+    return NULL;
+}
+
+static void backlog_push(struct m0_pool *p, const struct m0_lane_rec *rec)
+{
+    if (p->backlog_head > 0 && p->backlog_head == p->nbacklog) {
+        p->backlog_head = p->nbacklog = 0;
+    }
+    if (p->nbacklog == p->cap_backlog) {
+        p->cap_backlog = p->cap_backlog ? p->cap_backlog * 2 : 256;
+        p->backlog = m0_xrealloc(p->backlog, p->cap_backlog * sizeof *p->backlog);
+    }
+    p->backlog[p->nbacklog++] = *rec;
+}
+
+/* Re-send what the lane refused earlier, oldest first, until it refuses
+ * again. Keeps submission order. */
+static void backlog_flush(struct m0_pool *p)
+{
+    while (p->backlog_head < p->nbacklog) {
+        if (m0_lane_send(&p->lane, &p->backlog[p->backlog_head]) != M0_OK)
+            return;
+        p->backlog_head++;
+    }
+    p->backlog_head = p->nbacklog = 0;
+}
+
+void m0_pool_submit(struct m0_pool *p, uint32_t slot, uint32_t gen, enum m0_run_kind kind)
+{
+    struct m0_lane_rec rec = {.slot = slot, .gen = gen, .kind = kind};
+    if (p->backlog_head < p->nbacklog || m0_lane_send(&p->lane, &rec) != M0_OK)
+        backlog_push(p, &rec);
+}
+
+int m0_pool_wake_fd(const struct m0_pool *p)
+{
+    return p->wake_fd;
+}
+
+size_t m0_pool_drain(struct m0_pool *p, struct m0_completion *out, size_t max)
+{
+    uint64_t v;
+    while (read(p->wake_fd, &v, sizeof v) == -1 && errno == EINTR) {
+    }
+    pthread_mutex_lock(&p->lock);
+    size_t n = p->ndone < max ? p->ndone : max;
+    memcpy(out, p->done, n * sizeof *out);
+    memmove(p->done, p->done + n, (p->ndone - n) * sizeof *out);
+    p->ndone -= n;
+    /* Anything left (more than max) keeps the wakeup armed. */
+    p->wake_pending = p->ndone > 0;
+    pthread_mutex_unlock(&p->lock);
+    if (p->ndone > 0) {
+        uint64_t one = 1;
+        while (write(p->wake_fd, &one, sizeof one) == -1 && errno == EINTR) {
+        }
+    }
+    backlog_flush(p);
+    return n;
+}
+
+unsigned m0_pool_busy(const struct m0_pool *p)
+{
+    return atomic_load(&p->busy);
+}
+
+unsigned m0_pool_size(const struct m0_pool *p)
+{
+    return p->nthreads;
+}
+
+void m0_pool_stop(struct m0_pool *p)
+{
+    if (p == NULL)
+        return;
+    /* The lane is FIFO: stop records queue behind any remaining work. */
+    for (unsigned i = 0; i < p->nthreads; i++) {
+        struct m0_lane_rec rec = {.kind = M0_RUN_STOP};
+        while (m0_lane_send(&p->lane, &rec) == M0_AGAIN)
+            usleep(1000);
+    }
+    for (unsigned i = 0; i < p->nthreads; i++)
+        pthread_join(p->threads[i], NULL);
+    m0_lane_close(&p->lane);
+    close(p->wake_fd);
+    pthread_mutex_destroy(&p->lock);
+    free(p->threads);
+    free(p->done);
+    free(p->backlog);
+    free(p);
+}
