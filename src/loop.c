@@ -101,6 +101,7 @@ struct m0_loop {
     uint64_t now;            /* cached loop clock, ms */
     uint64_t next_sweep;
     uint64_t drain_deadline; /* 0 unless draining */
+    uint64_t next_refusal_log;
     int draining;
     int stop_now;
     uint64_t keepalive_ms, header_ms, body_ms, write_ms, request_ms;
@@ -250,8 +251,11 @@ static void on_accept(struct m0_loop *l)
         }
         struct m0_conn *c = l->free_list;
         if (c == NULL) {
-            m0_warn("all %u connection slots busy: refused a connection (see --max-connections)", l->nconns);
             close(fd);
+            if (l->now >= l->next_refusal_log) {   /* at most one line a second */
+                m0_warn("all %u connection slots busy: refusing connections (see --max-connections)", l->nconns);
+                l->next_refusal_log = l->now + 1000;
+            }
             continue;
         }
         l->free_list = c->next_free;
