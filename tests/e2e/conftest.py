@@ -1,0 +1,42 @@
+"""Fixtures for the m0serve end-to-end suite.
+
+``start_server(app, *args, app_dir=..., workers=N)`` starts an m0serve
+(``serverproc.Server``) and returns it once it answers HTTP; every server a
+test started is stopped at teardown (SIGTERM, then SIGKILL of its process
+group).  ``start_module_server`` is the same with module scope, for servers
+shared by a whole test module.
+
+The binary is $M0SERVE, default <repo>/m0serve.
+"""
+
+import pytest
+
+from serverproc import Server
+
+
+class _Pool:
+    def __init__(self):
+        self.servers = []
+
+    def __call__(self, app, *args, **kwargs):
+        server = Server(app, *args, **kwargs)
+        self.servers.append(server)
+        return server.start()
+
+    def stop_all(self):
+        for server in reversed(self.servers):
+            server.stop()
+
+
+@pytest.fixture
+def start_server():
+    pool = _Pool()
+    yield pool
+    pool.stop_all()
+
+
+@pytest.fixture(scope="module")
+def start_module_server():
+    pool = _Pool()
+    yield pool
+    pool.stop_all()
