@@ -19,7 +19,7 @@
 #include "m0/config.h"
 #include "m0/log.h"
 
-enum opt_type { T_STR, T_LONG, T_SECONDS, T_BYTES, T_BOOL, T_PROTOCOL, T_LOGLEVEL };
+enum opt_type { T_STR, T_STR0, T_LONG, T_SECONDS, T_BYTES, T_BOOL, T_PROTOCOL, T_LOGLEVEL };
 
 struct opt {
     const char *flag;
@@ -50,6 +50,12 @@ static const struct opt opts[] = {
     {"--max-headers", "M0_MAX_HEADERS", T_LONG, O(limits.max_headers), 1, 10000, "N", "request header field limit, else 431 (default 100)"},
     {"--backlog", "M0_BACKLOG", T_LONG, O(backlog), 1, 65535, "N", "listen backlog (default 2048)"},
     {"--max-connections", "M0_MAX_CONNECTIONS", T_LONG, O(max_connections), 16, 1000000, "N", "connection slots per worker (default 16384)"},
+    {"--realtime", "M0_REALTIME", T_BOOL, O(realtime), 0, 0, NULL, "enable held SSE streams (M0-Hold), the broadcast bus for m0pub.publish and /health"},
+    {"--heartbeat", "M0_HEARTBEAT", T_SECONDS, O(heartbeat), 0, 0, "S", "comment line on idle held streams every S seconds (default 15)"},
+    {"--replay", "M0_REPLAY", T_LONG, O(replay), 0, 1000000, "N", "events kept per channel for Last-Event-ID resume (default 100)"},
+    {"--replay-bytes", "M0_REPLAY_BYTES", T_BYTES, O(replay_bytes), 0, 0, "BYTES", "journal bytes kept per channel (default 1m)"},
+    {"--outbox-limit", "M0_OUTBOX_LIMIT", T_BYTES, O(outbox_limit), 0, 0, "BYTES", "bytes queued for a slow held stream before it is closed (default 256k)"},
+    {"--health-path", "M0_HEALTH_PATH", T_STR0, O(health_path), 0, 0, "PATH", "path answered in C with worker health as JSON (default /health with --realtime; '' disables)"},
     {"--access-log", "M0_ACCESS_LOG", T_BOOL, O(access_log), 0, 0, NULL, "log one line per request to stdout"},
     {"--log-level", "M0_LOG_LEVEL", T_LOGLEVEL, O(log_level), 0, 0, "L", "debug|info|warning|error|critical (default info)"},
 };
@@ -67,6 +73,10 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->keepalive_timeout = 5;
     cfg->header_timeout = 10;
     cfg->log_level = "info";
+    cfg->heartbeat = 15;
+    cfg->replay = 100;
+    cfg->replay_bytes = 1024 * 1024;
+    cfg->outbox_limit = 256 * 1024;
     cfg->backlog = 2048;
     cfg->max_connections = 16384;
     cfg->limits.max_target = 8192;
@@ -78,6 +88,10 @@ void m0_config_defaults(struct m0_config *cfg)
 
 void m0_config_resolve(struct m0_config *cfg)
 {
+    /* /health is the realtime mode's, unless asked for: a plain WSGI site
+     * keeps its own /health route. */
+    if (!cfg->health_explicit)
+        cfg->health_path = cfg->realtime ? "/health" : "";
     if (cfg->blocking_threads < 0) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         cfg->blocking_threads = cores < 1 ? 1 : cores > 8 ? 8 : cores;
@@ -150,6 +164,9 @@ static int apply(struct m0_config *cfg, const struct opt *o, const char *val, co
             goto bad;
         *(const char **)dst = val;
         break;
+    case T_STR0:             /* may be empty */
+        *(const char **)dst = val;
+        break;
     case T_LONG: {
         long v;
         if (parse_long(val, &v) != M0_OK || v < o->min || v > o->max)
@@ -213,6 +230,8 @@ static int apply(struct m0_config *cfg, const struct opt *o, const char *val, co
         cfg->workers_explicit = 1;
     if (o->off == O(blocking_threads))
         cfg->threads_explicit = 1;
+    if (o->off == O(health_path))
+        cfg->health_explicit = 1;
     return M0_OK;
 bad:
     snprintf(err, cap, "m0serve: error: %s: invalid value '%s'", who, val);

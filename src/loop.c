@@ -41,14 +41,18 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "m0/bus.h"
 #include "m0/config.h"
+#include "m0/health.h"
 #include "m0/http.h"
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/loop.h"
 #include "m0/pool.h"
 #include "m0/py.h"
+#include "m0/registry.h"
 #include "m0/response.h"
+#include "m0/sse.h"
 #include "m0/timer.h"
 #include "m0/wsgi.h"
 
@@ -58,6 +62,7 @@ enum m0_conn_state {
     M0_CONN_READ_BODY,   /* head parsed; reading the body */
     M0_CONN_DISPATCHED,  /* the job belongs to a runner */
     M0_CONN_WRITE,       /* writing the response; the runner may owe more */
+    M0_CONN_HELD_SSE,    /* an SSE stream held by the loop: fed by the registry */
     M0_CONN_LINGER,      /* response sent; discarding input before closing */
     M0_CONN_CLOSING,     /* fd closed; slot released at the end of the batch */
     M0_CONN_ORPHAN,      /* fd closed while a runner holds the job: released on completion */
@@ -68,6 +73,7 @@ enum m0_conn_state {
 #define C_CLOSE_AFTER 0x04u  /* close once the queued bytes are written */
 #define C_IN_RUNNER   0x08u  /* a record for this job is on the lane or running */
 #define C_SLOW_LOGGED 0x10u  /* --request-timeout already reported this view */
+#define C_DOOMED      0x20u  /* to be closed after the current fan-out */
 
 struct m0_conn {
     int fd;
@@ -80,6 +86,8 @@ struct m0_conn {
     struct m0_buf in;        /* bytes read, not yet parsed */
     struct m0_http http;
     struct m0_job *job;      /* allocated on first use, kept for the slot */
+    struct m0_buf outbox;    /* held stream: event bytes not yet written */
+    uint64_t last_write;     /* held stream: loop clock of the last write (heartbeats) */
     struct m0_conn *prev, *next;   /* active list, for timeout sweeps */
     struct m0_conn *next_free;     /* free list / release list */
 };
@@ -105,11 +113,24 @@ struct m0_loop {
     int draining;
     int stop_now;
     uint64_t keepalive_ms, header_ms, body_ms, write_ms, request_ms;
+
+    /* --realtime */
+    struct m0_registry *reg;
+    int bus_fd;              /* this worker's bus read end, or -1 */
+    char *bus_buf;           /* one datagram */
+    uint64_t heartbeat_ms;
+    size_t outbox_limit;
+    struct m0_conn *doomed;  /* closed after the current fan-out */
+    uint32_t nheld;
+    uint64_t published, delivered, slow_closed, next_slow_log;
+    const char *health_path;
+    size_t health_len;
 };
 
 #define TAG_LISTEN 0xffffffffu
 #define TAG_SIGNAL 0xfffffffeu
 #define TAG_POOL   0xfffffffdu
+#define TAG_BUS    0xfffffffcu
 #define READ_CHUNK (16 * 1024)
 #define READS_PER_WAKEUP 8
 #define SWEEP_MS 200
@@ -118,6 +139,7 @@ struct m0_loop {
 static void conn_process(struct m0_loop *l, struct m0_conn *c);
 static void conn_parse(struct m0_loop *l, struct m0_conn *c);
 static void conn_flush(struct m0_loop *l, struct m0_conn *c);
+static void access_log(struct m0_loop *l, struct m0_conn *c);
 
 static uint64_t tag(uint32_t slot, uint32_t gen)
 {
@@ -181,6 +203,11 @@ static void conn_close(struct m0_loop *l, struct m0_conn *c)
 {
     if (c->state == M0_CONN_CLOSING || c->state == M0_CONN_FREE || c->state == M0_CONN_ORPHAN)
         return;
+    if (l->reg != NULL)
+        m0_registry_unsubscribe(l->reg, slot_of(l, c));
+    if (c->state == M0_CONN_HELD_SSE)
+        l->nheld--;
+    m0_buf_free(&c->outbox);
     close(c->fd);      /* also removes it from the epoll set */
     c->fd = -1;
     c->gen++;          /* every queued event for this slot is now stale */
@@ -203,6 +230,7 @@ static void release_closed(struct m0_loop *l)
         struct m0_conn *c = l->release_list;
         l->release_list = c->next_free;
         m0_buf_free(&c->in);
+        m0_buf_free(&c->outbox);
         m0_http_next(&c->http);          /* resets the request too */
         m0_resp_reset(&c->job->resp);
         c->state = M0_CONN_FREE;
@@ -303,6 +331,175 @@ static void on_accept(struct m0_loop *l)
     }
 }
 
+/* ---------------------------------------------------------- held streams */
+
+/* Write a held stream's outbox. Returns M0_OK (all out), M0_AGAIN (EPOLLOUT
+ * armed) or M0_ERR (the client is gone). */
+static int held_flush(struct m0_loop *l, struct m0_conn *c)
+{
+    while (m0_buf_unread(&c->outbox) > 0) {
+        ssize_t w = send(c->fd, c->outbox.data + c->outbox.off, m0_buf_unread(&c->outbox),
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w == -1) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                set_interest(l, c, EPOLLIN | EPOLLRDHUP | EPOLLOUT);
+                return M0_AGAIN;
+            }
+            return M0_ERR;
+        }
+        m0_buf_consume(&c->outbox, (size_t)w);
+        c->last_write = l->now;
+    }
+    if (c->outbox.cap > 16 * 1024)
+        m0_buf_free(&c->outbox);     /* a burst's buffer is not kept idle */
+    set_interest(l, c, EPOLLIN | EPOLLRDHUP);
+    return M0_OK;
+}
+
+static void doom(struct m0_loop *l, struct m0_conn *c)
+{
+    if (c->flags & C_DOOMED)
+        return;
+    c->flags |= C_DOOMED;
+    c->next_free = l->doomed;
+    l->doomed = c;
+}
+
+static void close_doomed(struct m0_loop *l)
+{
+    while (l->doomed != NULL) {
+        struct m0_conn *c = l->doomed;
+        l->doomed = c->next_free;
+        c->flags &= ~C_DOOMED;
+        conn_close(l, c);
+    }
+}
+
+/* Queue bytes on a held (or about to be held) stream: written at once when
+ * nothing is waiting, else appended to a bounded outbox. A subscriber that
+ * falls more than --outbox-limit behind is closed; it reconnects and
+ * resumes with Last-Event-ID, and the worker's memory stays bounded. */
+static void held_send(struct m0_loop *l, struct m0_conn *c, const char *p, size_t n)
+{
+    if (c->flags & C_DOOMED)
+        return;
+    if (c->state == M0_CONN_HELD_SSE && m0_buf_unread(&c->outbox) == 0) {
+        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w == (ssize_t)n) {
+            c->last_write = l->now;
+            return;
+        }
+        if (w == -1 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            doom(l, c);
+            return;
+        }
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+            c->last_write = l->now;
+        }
+        m0_buf_append(&c->outbox, p, n);
+        set_interest(l, c, EPOLLIN | EPOLLRDHUP | EPOLLOUT);
+        return;
+    }
+    if (m0_buf_unread(&c->outbox) + n > l->outbox_limit) {
+        l->slow_closed++;
+        if (l->now >= l->next_slow_log) {
+            m0_warn("closing a held stream more than %zu bytes behind (slow subscriber)", l->outbox_limit);
+            l->next_slow_log = l->now + 1000;
+        }
+        doom(l, c);
+        return;
+    }
+    m0_buf_append(&c->outbox, p, n);
+}
+
+/* Registry delivery callback. */
+static void deliver(void *ctx, uint32_t slot, const char *p, size_t n)
+{
+    struct m0_loop *l = ctx;
+    l->delivered++;
+    held_send(l, &l->conns[slot], p, n);
+}
+
+/* The head and the view's body are out: the slot becomes a held stream.
+ * Everything per-request is released — a held stream costs the slot, its
+ * job struct and a registry link, and no Python object at all. */
+static void enter_held(struct m0_loop *l, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    if (l->cfg->access_log)
+        access_log(l, c);
+    c->state = M0_CONN_HELD_SSE;
+    c->deadline = 0;
+    c->last_write = l->now;
+    l->nheld++;
+    m0_req_free(&job->req);
+    m0_req_init(&job->req);
+    m0_http_free(&c->http);
+    m0_buf_free(&c->in);
+    m0_resp_reset(&job->resp);
+    m0_buf_free(&job->resp.out);
+    m0_buf_free(&job->pending);
+    if (held_flush(l, c) == M0_ERR)
+        conn_close(l, c);
+}
+
+static void held_read(struct m0_loop *l, struct m0_conn *c)
+{
+    char sink[512];
+    for (;;) {
+        ssize_t n = recv(c->fd, sink, sizeof sink, MSG_DONTWAIT);
+        if (n > 0)
+            continue;      /* an event stream has no inbound traffic: discard */
+        if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n == -1 && errno == EINTR)
+            continue;
+        conn_close(l, c);  /* EOF or error: the client left; unsubscribe now */
+        return;
+    }
+}
+
+/* A pool thread's hold frame: subscribe the slot it names, if that request
+ * is still the one in flight there. */
+static void on_hold_frame(struct m0_loop *l, const struct m0_bus_msg *m)
+{
+    if (m->slot >= l->nconns)
+        return;
+    struct m0_conn *c = &l->conns[m->slot];
+    if (c->gen != m->gen || c->state != M0_CONN_DISPATCHED || m0_registry_is_subscribed(l->reg, m->slot))
+        return;
+    m0_registry_subscribe(l->reg, m->slot, m->channel, m->channel_len, m->id, deliver, l);
+}
+
+static void bus_drain(struct m0_loop *l)
+{
+    if (l->bus_fd == -1)
+        return;
+    for (int i = 0; i < 512; i++) {
+        ssize_t n = recv(l->bus_fd, l->bus_buf, M0_BUS_MAX_DGRAM, MSG_DONTWAIT | MSG_TRUNC);
+        if (n == -1) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        struct m0_bus_msg m;
+        if (n > M0_BUS_MAX_DGRAM || m0_bus_decode(l->bus_buf, (size_t)n, &m) != M0_OK ||
+            m0_sse_channel_error(m.channel, m.channel_len) != NULL)
+            continue;      /* malformed, oversized or a reserved name: drop */
+        if (m.kind == 'h') {
+            on_hold_frame(l, &m);
+            continue;
+        }
+        l->published++;
+        m0_registry_publish(l->reg, m.channel, m.channel_len, m.id, m.payload, m.payload_len, deliver, l);
+    }
+    close_doomed(l);
+}
+
 /* ------------------------------------------------------------ responses */
 
 /* Queue a C-generated error and close after it is written. */
@@ -387,6 +584,25 @@ static int run_inline(struct m0_conn *c, enum m0_run_kind kind)
 /* A runner produced (part of) the response: write it. */
 static void after_run(struct m0_loop *l, struct m0_conn *c, int rc)
 {
+    struct m0_job *job = c->job;
+    if ((job->resp.flags & M0_RESP_HOLD) && !m0_registry_is_subscribed(l->reg, slot_of(l, c))) {
+        if (l->pool == NULL) {
+            m0_registry_subscribe(l->reg, slot_of(l, c), job->hold_channel, job->hold_channel_len,
+                                  job->hold_last_id, deliver, l);
+        } else {
+            /* The pool thread sent its hold frame before this completion:
+             * drain the bus so the subscription precedes the head. */
+            bus_drain(l);
+        }
+        if (!m0_registry_is_subscribed(l->reg, slot_of(l, c))) {
+            m0_error("hold on %s not registered: answering 503", job->hold_channel);
+            m0_resp_reset(&job->resp);
+            m0_buf_reset(&c->outbox);
+            m0_error_response(&job->resp.out, 503, "The stream could not be held; retry", 1, 0);
+            job->resp.status = 503;
+            job->resp.flags |= M0_RESP_HEAD_SENT | M0_RESP_DONE | M0_RESP_CLOSE;
+        }
+    }
     c->state = M0_CONN_WRITE;
     c->deadline = l->now + l->write_ms;
     if (rc == M0_AGAIN)
@@ -513,6 +729,10 @@ static void conn_flush(struct m0_loop *l, struct m0_conn *c)
             conn_close(l, c);
             return;
         }
+        if (rs->flags & M0_RESP_HOLD) {
+            enter_held(l, c);
+            return;
+        }
         set_interest(l, c, 0);
         conn_finish(l, c);
         return;
@@ -544,6 +764,50 @@ static void conn_read(struct m0_conn *c)
             c->flags |= C_PEER_GONE;
         return;
     }
+}
+
+/* /health, answered here in C: it must stay readable while every Python
+ * thread is busy. */
+static void answer_health(struct m0_loop *l, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    struct m0_channel_stat top[20];
+    size_t ntop = l->reg ? m0_registry_top(l->reg, top, M0_ARRAY_LEN(top)) : 0;
+    struct m0_health h = {
+        .pid = (int)getpid(),
+        .worker = m0_bus_index,
+        .connections = l->nactive,
+        .held_streams = l->nheld,
+        .events_published = l->published,
+        .events_delivered = l->delivered,
+        .slow_closed = l->slow_closed,
+        .pool_threads = l->pool ? m0_pool_size(l->pool) : 0,
+        .pool_busy = l->pool ? m0_pool_busy(l->pool) : 0,
+        .draining = l->draining,
+    };
+    struct m0_buf body = {0};
+    m0_health_render(&body, &h, top, ntop);
+    int head = (job->req.flags & M0_REQ_HEAD) != 0;
+    struct m0_head_info hi = {
+        .status = 200, .http_minor = job->req.http_minor,
+        .keepalive = (job->req.flags & M0_REQ_KEEPALIVE) && !l->draining,
+        .head = head, .content_length = -1, .body_len = (int64_t)body.len,
+    };
+    struct m0_buf *out = &job->resp.out;
+    m0_buf_puts(out, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nCache-Control: no-store\r\n");
+    m0_head_finish(out, &hi, &job->keep);
+    if (!job->keep)
+        job->resp.flags |= M0_RESP_CLOSE;
+    if (!head)
+        m0_buf_append(out, body.data, body.len);
+    m0_buf_free(&body);
+    job->resp.status = 200;
+    job->resp.body_bytes = head ? 0 : body.len;
+    job->resp.flags |= M0_RESP_HEAD_SENT | M0_RESP_DONE;
+    c->started_us = m0_clock_ms() * 1000;
+    c->state = M0_CONN_WRITE;
+    c->deadline = l->now + l->write_ms;
+    conn_flush(l, c);
 }
 
 /* Parse buffered bytes as far as they go, serving each complete request
@@ -586,7 +850,11 @@ static void conn_parse(struct m0_loop *l, struct m0_conn *c)
         }
         /* M0_DONE: one whole request. Pipelined bytes stay in c->in. */
         m0_buf_compact(&c->in);
-        conn_dispatch(l, c);
+        if (l->health_len != 0 && job->req.path_len == l->health_len &&
+            memcmp(job->req.path, l->health_path, l->health_len) == 0)
+            answer_health(l, c);
+        else
+            conn_dispatch(l, c);
         if (c->state != M0_CONN_READ_HEAD)
             return;     /* still writing, lingering or closed */
     }
@@ -660,6 +928,14 @@ static void on_conn_event(struct m0_loop *l, struct m0_conn *c, uint32_t ev)
     case M0_CONN_LINGER:
         conn_linger(l, c);
         break;
+    case M0_CONN_HELD_SSE:
+        if ((ev & EPOLLOUT) && held_flush(l, c) == M0_ERR) {
+            conn_close(l, c);
+            break;
+        }
+        if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+            held_read(l, c);
+        break;
     default:
         break;
     }
@@ -696,6 +972,13 @@ static void sweep(struct m0_loop *l)
         struct m0_conn *next = c->next;
         if (c->state == M0_CONN_DISPATCHED && l->request_ms != 0 && l->pool != NULL)
             check_request_timeout(l, c);
+        if (c->state == M0_CONN_HELD_SSE && l->heartbeat_ms != 0 &&
+            l->now - c->last_write >= l->heartbeat_ms && m0_buf_unread(&c->outbox) == 0) {
+            /* A comment line: ignored by EventSource, keeps proxies from
+             * timing out an idle stream (WHATWG SSE §9.2.7). */
+            held_send(l, c, M0_SSE_HEARTBEAT, sizeof M0_SSE_HEARTBEAT - 1);
+            c->last_write = l->now;
+        }
         if (c->deadline != 0 && c->deadline <= l->now) {
             switch (c->state) {
             case M0_CONN_READ_HEAD:
@@ -722,6 +1005,7 @@ static void sweep(struct m0_loop *l)
         }
         c = next;
     }
+    close_doomed(l);
 }
 
 /* ---------------------------------------------------------------- drain */
@@ -737,12 +1021,24 @@ static void start_drain(struct m0_loop *l)
         close(l->listen_fd);
         l->listen_fd = -1;
     }
-    /* Idle keep-alive connections have nothing in flight: close them now. */
+    if (l->bus_fd != -1) {
+        /* A replacement worker (SIGHUP) shares this bus: leave it the events. */
+        epoll_ctl(l->ep, EPOLL_CTL_DEL, l->bus_fd, NULL);
+    }
+    /* Idle keep-alive connections have nothing in flight, and held streams
+     * never end on their own: close both now. A held stream gets what is
+     * queued and a clean FIN; its client reconnects (to another worker, or
+     * after the restart) and resumes with Last-Event-ID. */
     struct m0_conn *c = l->active.next;
     while (c != &l->active) {
         struct m0_conn *next = c->next;
-        if (c->state == M0_CONN_READ_HEAD && !c->http.in_message && m0_buf_unread(&c->in) == 0)
+        if (c->state == M0_CONN_READ_HEAD && !c->http.in_message && m0_buf_unread(&c->in) == 0) {
             conn_close(l, c);
+        } else if (c->state == M0_CONN_HELD_SSE) {
+            held_flush(l, c);
+            shutdown(c->fd, SHUT_WR);
+            conn_close(l, c);
+        }
         c = next;
     }
     m0_info("worker draining: %u connection(s) in flight", l->nactive);
@@ -817,9 +1113,30 @@ int m0_loop_run(const struct m0_config *cfg, int listen_fd, int sig_fd)
         m0_log_errno("epoll_ctl(signal pipe)");
         return M0_EXIT_FAIL;
     }
+    l->bus_fd = -1;
+    l->health_path = cfg->health_path;
+    l->health_len = cfg->health_path ? strlen(cfg->health_path) : 0;
+    int hold_fd = -1;
+    if (cfg->realtime && m0_bus_current != NULL) {
+        l->bus_fd = m0_bus_current->read_fds[m0_bus_index];
+        hold_fd = m0_bus_current->write_fds[m0_bus_index];
+        l->bus_buf = m0_xmalloc(M0_BUS_MAX_DGRAM + 1);
+        l->heartbeat_ms = (uint64_t)(cfg->heartbeat * 1000);
+        l->outbox_limit = (size_t)cfg->outbox_limit;
+        /* Events numbered up to now were published before this worker
+         * could journal them: a resume from below is not provably whole. */
+        l->reg = m0_registry_new(l->nconns, (unsigned)cfg->replay, (size_t)cfg->replay_bytes, m0_bus_last_id());
+        ev.data.u64 = TAG_BUS;
+        if (epoll_ctl(l->ep, EPOLL_CTL_ADD, l->bus_fd, &ev) == -1) {
+            m0_log_errno("epoll_ctl(bus)");
+            return M0_EXIT_FAIL;
+        }
+    } else {
+        l->reg = m0_registry_new(l->nconns, 0, 0, 0);   /* empty: holds degrade */
+    }
     if (cfg->blocking_threads > 0) {
         char err[256];
-        l->pool = m0_pool_start((unsigned)cfg->blocking_threads, l->jobs, l->nconns, err, sizeof err);
+        l->pool = m0_pool_start((unsigned)cfg->blocking_threads, l->jobs, l->nconns, hold_fd, err, sizeof err);
         if (l->pool == NULL) {
             m0_error("%s", err);
             return M0_EXIT_FAIL;
@@ -851,6 +1168,10 @@ int m0_loop_run(const struct m0_config *cfg, int listen_fd, int sig_fd)
             }
             if (slot == TAG_SIGNAL) {
                 on_signal(l);
+                continue;
+            }
+            if (slot == TAG_BUS) {
+                bus_drain(l);
                 continue;
             }
             if (slot == TAG_POOL) {
@@ -913,6 +1234,8 @@ int m0_loop_run(const struct m0_config *cfg, int listen_fd, int sig_fd)
     }
     free(l->conns);
     free(l->jobs);
+    m0_registry_free(l->reg);
+    free(l->bus_buf);
     close(l->ep);
     if (l->reserve_fd != -1)
         close(l->reserve_fd);

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/listen.h"
 #include "m0/log.h"
@@ -53,6 +54,7 @@ struct master {
     int exit_code;
     uint64_t kill_at;        /* SIGKILL stragglers at this time when stopping */
     const char *unix_path;
+    struct m0_bus bus;       /* with --realtime */
 };
 
 static int live_count(const struct master *m)
@@ -87,6 +89,16 @@ static void spawn(struct master *m, int idx)
         for (int i = 0; i < m->nsock; i++) {
             if (m->socks[i] != fd)
                 close(m->socks[i]);
+        }
+        if (m->cfg->realtime) {
+            /* Keep every write end (publishers reach every worker) and only
+             * this worker's read end. */
+            for (int i = 0; i < m->bus.nworkers; i++) {
+                if (i != idx)
+                    close(m->bus.read_fds[i]);
+            }
+            m0_bus_current = &m->bus;
+            m0_bus_index = idx;
         }
         m0_worker_main(m->cfg, fd);
     }
@@ -182,9 +194,10 @@ static void banner(const struct master *m, const char *host, int port)
                       : cfg->workers_explicit ? "default blocking-threads min(cores, 8)"
                                               : "default topology: 1 worker, min(cores, 8) threads";
     m0_info("m0serve %s (Python %s, GIL %s) listening on %s workers=%d blocking-threads=%ld (%s) "
-            "protocol=%s app=%s",
+            "protocol=%s realtime=%s app=%s",
             M0_VERSION, m0_py_version(), m0_py_gil_enabled() ? "enabled" : "disabled", where,
-            m->nworkers, cfg->blocking_threads, why, protos[cfg->protocol], cfg->app);
+            m->nworkers, cfg->blocking_threads, why, protos[cfg->protocol], cfg->realtime ? "on" : "off",
+            cfg->app);
 }
 
 int m0_master_run(struct m0_config *cfg)
@@ -222,6 +235,10 @@ int m0_master_run(struct m0_config *cfg)
         }
     }
 
+    if (cfg->realtime && m0_bus_create(&m->bus, m->nworkers) != M0_OK) {
+        m0_log_errno("cannot create the broadcast bus");
+        return M0_EXIT_FAIL;
+    }
     m->cap = m->nworkers * 2;
     m->w = calloc((size_t)m->cap, sizeof *m->w);
     m->fails = calloc((size_t)m->nworkers, sizeof *m->fails);

@@ -11,9 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "m0/buf.h"
+#include "m0/bus.h"
+#include "m0/response.h"
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/pool.h"
@@ -27,6 +30,7 @@ struct m0_pool {
     unsigned nthreads;
     pthread_t *threads;
     atomic_uint busy;
+    int hold_fd;                    /* this loop's bus write end, or -1 */
 
     /* Completions, threads → loop. */
     pthread_mutex_t lock;
@@ -59,6 +63,30 @@ static void post(struct m0_pool *p, const struct m0_completion *c)
     }
 }
 
+/*
+ * The view took a hold on this thread, but subscriptions live in the loop's
+ * registry. Tell the loop on its own bus channel BEFORE posting the
+ * completion: the loop drains its bus before it writes a held head, so the
+ * subscription is in place before the client can see the stream begin, and
+ * publishes queued behind this frame on the same FIFO reach it. A frame the
+ * channel will not take turns the response into a 503 — never a head with
+ * no subscription behind it.
+ */
+static void forward_hold(struct m0_pool *p, struct m0_job *job, const struct m0_lane_rec *rec)
+{
+    char frame[M0_BUS_HDR + 256];
+    size_t n = m0_bus_encode_hold(frame, rec->slot, rec->gen, job->hold_last_id, job->hold_channel,
+                                  job->hold_channel_len);
+    ssize_t w = p->hold_fd == -1 ? -1 : send(p->hold_fd, frame, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (w == (ssize_t)n)
+        return;
+    m0_warn("hold on %s refused (bus full or closed): answering 503", job->hold_channel);
+    m0_resp_reset(&job->resp);
+    m0_error_response(&job->resp.out, 503, "The stream could not be held; retry", 1, 0);
+    job->resp.status = 503;
+    job->resp.flags |= M0_RESP_HEAD_SENT | M0_RESP_DONE | M0_RESP_CLOSE;
+}
+
 static void *thread_main(void *arg)
 {
     struct m0_pool *p = arg;
@@ -85,6 +113,8 @@ static void *thread_main(void *arg)
                 m0_py_thread_attach(ts);
                 c.rc = m0_wsgi_start(job);
                 m0_py_thread_detach(ts);
+                if (job->resp.flags & M0_RESP_HOLD)
+                    forward_hold(p, job, &rec);
             }
             break;
         }
@@ -109,10 +139,11 @@ static void *thread_main(void *arg)
 }
 
 struct m0_pool *m0_pool_start(unsigned nthreads, struct m0_job *const *jobs, uint32_t njobs,
-                              char *err, size_t cap)
+                              int hold_fd, char *err, size_t cap)
 {
     struct m0_pool *p = m0_xmalloc(sizeof *p);
     memset(p, 0, sizeof *p);
+    p->hold_fd = hold_fd;
     p->jobs = jobs;
     p->njobs = njobs;
     p->lane.submit_fd = p->lane.take_fd = -1;

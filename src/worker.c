@@ -5,11 +5,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/log.h"
 #include "m0/loop.h"
@@ -56,6 +58,16 @@ void m0_worker_main(const struct m0_config *cfg, int listen_fd)
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);   /* the master blocks these for sigtimedwait */
 
+    if (m0_bus_current != NULL) {
+        /* m0pub.publish() writes one datagram to each of these. */
+        char fds[4096];
+        size_t n = 0;
+        for (int i = 0; i < m0_bus_current->nworkers && n + 12 < sizeof fds; i++)
+            n += (size_t)snprintf(fds + n, sizeof fds - n, i ? ",%d" : "%d", m0_bus_current->write_fds[i]);
+        setenv("M0_BUS_WRITE_FDS", fds, 1);
+    } else {
+        unsetenv("M0_BUS_WRITE_FDS");
+    }
     if (m0_py_init(cfg) != M0_OK || m0_py_load_app(cfg, cfg->blocking_threads > 0) != M0_OK)
         _exit(M0_EXIT_BOOT);
     m0_info("worker booted (pid %d)", (int)getpid());

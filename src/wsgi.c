@@ -37,7 +37,9 @@
 #include "m0/config.h"
 #include "m0/job.h"
 #include "m0/log.h"
+#include "m0/bus.h"
 #include "m0/response.h"
+#include "m0/sse.h"
 #include "m0/wsgi.h"
 
 /* Body bytes held back before the head commits, and queued per resume:
@@ -67,6 +69,7 @@ static const struct {
 };
 
 static PyObject *the_app;       /* borrowed: py.c keeps it alive */
+static int realtime;            /* --realtime: M0-Hold responses become held streams */
 static PyObject *environ_template;
 
 /* Environ keys for header names seen before: "user-agent" → HTTP_USER_AGENT.
@@ -401,6 +404,9 @@ typedef struct {
     int committed;        /* the head is in resp.out */
     int64_t content_length;
     int has_date, has_server, app_close;
+    int hold;             /* M0-Hold: 0 none, 1 stream, 2 something we do not hold */
+    size_t channel_len;   /* M0-Channel, validated */
+    char channel[M0_CHANNEL_MAX + 1];
 } StartResponseObject;
 
 /* Has the head been "sent" in PEP 3333's sense? It has once a non-empty
@@ -417,6 +423,17 @@ static void start_response_dealloc(PyObject *self)
     Py_CLEAR(sr->status);
     Py_CLEAR(sr->headers);
     Py_TYPE(self)->tp_free(self);
+}
+
+/* Headers the server owns on a held stream's head. */
+static int is_stream_owned(const char *n, Py_ssize_t len)
+{
+    static const char *const own[] = {"content-type", "content-length", "cache-control", "x-accel-buffering"};
+    for (size_t i = 0; i < M0_ARRAY_LEN(own); i++) {
+        if ((Py_ssize_t)strlen(own[i]) == len && strncasecmp(n, own[i], (size_t)len) == 0)
+            return 1;
+    }
+    return 0;
 }
 
 static int is_hop_by_hop(const char *n, Py_ssize_t len)
@@ -470,6 +487,8 @@ static int check_head(StartResponseObject *sr, PyObject *status, PyObject *heade
     sr->status_code = (st[0] - '0') * 100 + (st[1] - '0') * 10 + (st[2] - '0');
     sr->content_length = -1;
     sr->has_date = sr->has_server = sr->app_close = 0;
+    sr->hold = 0;
+    sr->channel_len = 0;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(headers); i++) {
         PyObject *t = PyList_GET_ITEM(headers, i);
         if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(t, 0)) ||
@@ -506,6 +525,18 @@ static int check_head(StartResponseObject *sr, PyObject *status, PyObject *heade
             sr->has_server = 1;
         } else if (nl == 10 && strncasecmp(n, "connection", 10) == 0) {
             sr->app_close = vl == 5 && strncasecmp(v, "close", 5) == 0;
+        } else if (nl == 7 && strncasecmp(n, "m0-hold", 7) == 0) {
+            sr->hold = (vl == 6 && strncasecmp(v, "stream", 6) == 0) ? 1 : 2;
+        } else if (ok && nl == 10 && strncasecmp(n, "m0-channel", 10) == 0) {
+            const char *why = m0_sse_channel_error(v, (size_t)vl);
+            if (why != NULL) {
+                Py_XDECREF(own_n);
+                Py_XDECREF(own_v);
+                PyErr_Format(PyExc_ValueError, "invalid M0-Channel %R: %s", PyTuple_GET_ITEM(t, 1), why);
+                return -1;
+            }
+            memcpy(sr->channel, v, (size_t)vl);
+            sr->channel_len = (size_t)vl;
         }
         Py_XDECREF(own_n);
         Py_XDECREF(own_v);
@@ -551,6 +582,10 @@ static PyObject *start_response_call(PyObject *self, PyObject *args, PyObject *k
     }
     if (check_head(sr, status, headers) == -1)
         return NULL;
+    if (sr->hold == 1 && sr->channel_len == 0) {
+        PyErr_SetString(PyExc_ValueError, "M0-Hold: stream needs an M0-Channel header");
+        return NULL;
+    }
     Py_INCREF(status);
     Py_XSETREF(sr->status, status);
     Py_INCREF(headers);
@@ -614,6 +649,10 @@ static void commit_head(struct m0_job *job, StartResponseObject *sr, int64_t bod
     const struct m0_req *r = &job->req;
     Py_ssize_t slen;
     const char *st = PyUnicode_AsUTF8AndSize(sr->status, &slen);
+    /* A hold is taken only where it can be kept: --realtime, a 2xx, a GET
+     * (not HEAD). Anywhere else the same response goes out as an ordinary
+     * short one — the property that lets hold views run under any server. */
+    int hold = realtime && sr->hold == 1 && sr->status_code / 100 == 2 && !(r->flags & M0_REQ_HEAD);
 
     m0_buf_puts(b, "HTTP/1.1 ");
     m0_buf_append(b, st, (size_t)slen);
@@ -626,7 +665,10 @@ static void commit_head(struct m0_job *job, StartResponseObject *sr, int64_t bod
         /* Validated in start_response; hop-by-hop fields are the server's
          * business (PEP 3333 §"Other HTTP Features"), Connection: close is
          * honoured through app_close. */
-        if (n != NULL && v != NULL && !is_hop_by_hop(n, nl) &&
+        /* M0-* instruct this server and never reach the client. */
+        int internal = nl >= 3 && strncasecmp(n, "m0-", 3) == 0;
+        if (n != NULL && v != NULL && !internal && !is_hop_by_hop(n, nl) &&
+            !(hold && is_stream_owned(n, nl)) &&
             !(nl == 14 && strncasecmp(n, "content-length", 14) == 0)) {
             m0_buf_append(b, n, (size_t)nl);
             m0_buf_puts(b, ": ");
@@ -637,6 +679,41 @@ static void commit_head(struct m0_job *job, StartResponseObject *sr, int64_t bod
         Py_XDECREF(own_v);
     }
     PyErr_Clear();
+
+    if (hold) {
+        /* The head of a Server-Sent-Events stream (WHATWG SSE §9.2): no
+         * length, no chunking — close-delimited; proxies told not to buffer.
+         * The view's body follows as the stream's first bytes. */
+        m0_buf_puts(b, "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                       "X-Accel-Buffering: no\r\n");
+        if (!sr->has_date) {
+            m0_buf_puts(b, "Date: ");
+            m0_buf_append(b, m0_http_date(), 29);
+            m0_buf_puts(b, "\r\n");
+        }
+        if (!sr->has_server)
+            m0_buf_puts(b, "Server: m0serve\r\n");
+        m0_buf_puts(b, "Connection: close\r\n\r\n");
+        job->framing = M0_FRAME_CLOSE;
+        job->keep = 0;
+        job->app_length = -1;
+        job->resp.status = sr->status_code;
+        job->resp.flags |= M0_RESP_HEAD_SENT | M0_RESP_CLOSE | M0_RESP_HOLD;
+        memcpy(job->hold_channel, sr->channel, sr->channel_len);
+        job->hold_channel[sr->channel_len] = '\0';
+        job->hold_channel_len = (uint16_t)sr->channel_len;
+        const struct m0_hdr *lei = m0_req_header(r, "last-event-id");
+        job->hold_last_id = lei ? m0_sse_parse_last_id(lei->value, lei->value_len) : 0;
+        sr->committed = 1;
+        if (job->pending.len > 0) {
+            size_t n = job->pending.len;
+            job->pending.len = 0;
+            job->produced -= n;
+            emit(job, sr, job->pending.data, n);
+        }
+        m0_buf_reset(&job->pending);
+        return;
+    }
 
     int head = (r->flags & M0_REQ_HEAD) != 0;
     int bodiless = m0_status_bodiless(sr->status_code);
@@ -1127,6 +1204,7 @@ void m0_wsgi_abandon(struct m0_job *job)
 int m0_wsgi_setup(void *app, const struct m0_config *cfg, int multithread)
 {
     the_app = app;
+    realtime = cfg->realtime;
     for (size_t i = 0; i < M0_ARRAY_LEN(interned); i++) {
         if (*interned[i].slot == NULL && (*interned[i].slot = PyUnicode_InternFromString(interned[i].text)) == NULL)
             return M0_ERR;
@@ -1164,11 +1242,38 @@ int m0_wsgi_setup(void *app, const struct m0_config *cfg, int multithread)
     return environ_template ? M0_OK : M0_ERR;
 }
 
+static PyObject *py_next_event_id(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    uint64_t id = m0_bus_next_id();
+    if (id == 0)
+        Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(id);
+}
+
+static PyObject *py_worker_index(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyLong_FromLong(m0_bus_index);
+}
+
+static PyMethodDef m0_functions[] = {
+    {"next_event_id", py_next_event_id, METH_NOARGS,
+     "next_event_id() -> int | None: the next global SSE event id (an atomic fetch-add on the "
+     "counter page shared by every worker); None without --realtime."},
+    {"worker_index", py_worker_index, METH_NOARGS,
+     "worker_index() -> int: this worker's position in M0_BUS_WRITE_FDS, or -1."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef m0_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "m0",
-    .m_doc = "m0serve's built-in module: the WSGI bridge's types.",
+    .m_doc = "m0serve's built-in module: the WSGI bridge's types and the bus's event counter.",
     .m_size = -1,
+    .m_methods = m0_functions,
 };
 
 void *m0_wsgi_module_init(void)

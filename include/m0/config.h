@@ -30,6 +30,13 @@ struct m0_config {
     int access_log;             /* bool */
     const char *log_level;
     long backlog;               /* listen(2) backlog */
+    int realtime;               /* --realtime: the bus, holds, /health */
+    double heartbeat;           /* seconds between comment lines on idle held streams */
+    long replay;                /* journaled events per channel for Last-Event-ID resume */
+    uint64_t replay_bytes;      /* journal bytes per channel */
+    uint64_t outbox_limit;      /* bytes queued for one held stream before it is closed */
+    const char *health_path;    /* answered in C; "" disables */
+    int health_explicit;
     long max_connections;       /* connection slots per worker */
     struct m0_limits limits;
     int show_help, show_version;

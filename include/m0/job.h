@@ -43,6 +43,10 @@ struct m0_job {
     uint64_t produced;          /* body bytes produced so far */
     int framing;                /* enum m0_framing once the head is committed */
     int keep;                   /* connection persists after this response */
+    /* Set with M0_RESP_HOLD: the stream's channel and resume point. */
+    uint64_t hold_last_id;      /* the request's Last-Event-ID, or 0 */
+    uint16_t hold_channel_len;
+    char hold_channel[201];     /* M0_CHANNEL_MAX + 1 */
 };
 
 #endif

@@ -29,10 +29,12 @@ struct m0_completion {
 
 /* Start nthreads threads reading one submit lane. jobs is the loop's
  * slot → job table (njobs entries); entries are created by the loop before
- * a slot is first submitted and never move. The caller must be detached
- * from the interpreter. Returns NULL with a reason in err. */
+ * a slot is first submitted and never move. hold_fd is the loop's own bus
+ * write end (holds taken on pool threads are forwarded there), or -1.
+ * The caller must be detached from the interpreter. Returns NULL with a
+ * reason in err. */
 struct m0_pool *m0_pool_start(unsigned nthreads, struct m0_job *const *jobs, uint32_t njobs,
-                              char *err, size_t cap);
+                              int hold_fd, char *err, size_t cap);
 
 /* Loop thread: hand (slot, gen, kind) to the pool. Never blocks: records
  * the lane cannot take yet wait in a loop-side FIFO and are re-sent on the

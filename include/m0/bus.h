@@ -1,0 +1,71 @@
+/*
+ * bus.h — the broadcast bus: one SOCK_DGRAM socketpair per worker, made by
+ * the master before it forks, and a MAP_SHARED page holding the global
+ * event-id counter (DESIGN capability 5).
+ *
+ * Every worker reads its own pair's read end in its loop; every process
+ * holds every write end, exported to Python as M0_BUS_WRITE_FDS
+ * ("fd,fd,...", worker order), so m0pub.publish() on any thread of any
+ * worker writes one datagram per worker.
+ *
+ * Datagram layout (little-endian), then the channel name, then the payload:
+ *   0  "M0"      magic
+ *   2  kind      'p' publish (payload: one framed SSE event)
+ *                'h' hold from a pool thread (no payload; id = Last-Event-ID)
+ *   3  0
+ *   4  u16       channel length
+ *   6  u16       0
+ *   8  u64       event id ('p') or Last-Event-ID ('h')
+ *   16 u32 slot, 20 u32 gen   (hold only)
+ */
+#ifndef M0_BUS_H
+#define M0_BUS_H
+
+#include "m0/types.h"
+
+#define M0_BUS_HDR 24
+#define M0_BUS_MAX_PAYLOAD 65536             /* one event's frame, bytes */
+#define M0_BUS_MAX_DGRAM (M0_BUS_HDR + 256 + M0_BUS_MAX_PAYLOAD)
+
+struct m0_bus_msg {
+    char kind;                 /* 'p' or 'h' */
+    uint64_t id;
+    uint32_t slot, gen;
+    const char *channel;       /* points into the datagram; not NUL-terminated */
+    size_t channel_len;
+    const char *payload;
+    size_t payload_len;
+};
+
+/* Decode a datagram. Returns M0_OK or M0_ERR (malformed: drop it). */
+int m0_bus_decode(const char *p, size_t n, struct m0_bus_msg *msg);
+
+/* Encode a hold frame into out (M0_BUS_HDR + channel_len bytes).
+ * Returns the length. */
+size_t m0_bus_encode_hold(char *out, uint32_t slot, uint32_t gen, uint64_t last_id,
+                          const char *channel, size_t channel_len);
+
+/* The shared event-id counter. Set up by the master (m0_bus_create) and
+ * inherited by the workers. */
+struct m0_bus {
+    int nworkers;
+    int *read_fds;             /* one per worker: its loop reads it */
+    int *write_fds;            /* one per worker: anyone publishes to it */
+    uint64_t *counter;         /* MAP_SHARED */
+};
+
+/* Create n pairs and the counter page. Returns M0_OK or M0_ERR (errno). */
+int m0_bus_create(struct m0_bus *bus, int n);
+
+/* Next global event id: an atomic fetch-add on the shared page (ids start
+ * at 1). 0 when there is no bus (not under m0serve --realtime). */
+uint64_t m0_bus_next_id(void);
+/* The last id handed out so far (0 before the first). */
+uint64_t m0_bus_last_id(void);
+
+/* The process-wide bus this worker uses (NULL without --realtime). */
+extern struct m0_bus *m0_bus_current;
+/* This worker's index in the bus. */
+extern int m0_bus_index;
+
+#endif

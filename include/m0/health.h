@@ -1,0 +1,30 @@
+/*
+ * health.h — the /health document, rendered in C by the loop so it stays
+ * readable while every Python thread is busy (DESIGN capability 11).
+ */
+#ifndef M0_HEALTH_H
+#define M0_HEALTH_H
+
+#include "m0/types.h"
+#include "m0/buf.h"
+#include "m0/registry.h"
+
+struct m0_health {
+    int pid;
+    int worker;                    /* bus index, -1 without --realtime */
+    uint32_t connections;          /* open client connections */
+    uint32_t held_streams;         /* connections held as SSE streams */
+    uint64_t events_published;     /* bus events received by this worker */
+    uint64_t events_delivered;     /* event copies queued to held streams */
+    uint64_t slow_closed;          /* held streams closed for exceeding --outbox-limit */
+    unsigned pool_threads;         /* 0: views run on the loop thread */
+    unsigned pool_busy;
+    int draining;
+};
+
+/* Append the JSON body: the fields above plus "channels", the busiest
+ * channels with their subscriber counts (up to ntop). */
+void m0_health_render(struct m0_buf *b, const struct m0_health *h, const struct m0_channel_stat *top,
+                      size_t ntop);
+
+#endif

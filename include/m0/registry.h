@@ -1,0 +1,59 @@
+/*
+ * registry.h — a loop's subscriptions and journals: channel → held slots,
+ * each slot's delivery filter (the last event id it has), and per channel a
+ * bounded journal of recent events for Last-Event-ID resume.
+ *
+ * Owned by the loop thread. Delivery goes through a callback so the
+ * registry stays pure: the callback queues bytes on the slot's connection
+ * and must not subscribe or unsubscribe during a publish (the loop defers
+ * closes to after the fan-out).
+ */
+#ifndef M0_REGISTRY_H
+#define M0_REGISTRY_H
+
+#include "m0/types.h"
+
+struct m0_registry;
+
+/* Queue n bytes for slot. */
+typedef void (*m0_deliver_cb)(void *ctx, uint32_t slot, const char *p, size_t n);
+
+/*
+ * nslots: connection slots of the loop. replay_events / replay_bytes: the
+ * per-channel journal bounds (0 events disables journaling). floor: the
+ * newest event id that may have been published before this registry
+ * existed (the shared counter at worker start): a resume from below it
+ * cannot be proven gap-free.
+ */
+struct m0_registry *m0_registry_new(uint32_t nslots, unsigned replay_events, size_t replay_bytes,
+                                    uint64_t floor);
+void m0_registry_free(struct m0_registry *r);
+
+/*
+ * Subscribe slot (not already subscribed) to channel with filter last_id:
+ * only events with a greater id reach it. When last_id != 0, first deliver
+ * the journaled events after it; if the journal cannot prove it holds all of
+ * them, an "event: m0-gap" comes first, telling the client to resync.
+ */
+void m0_registry_subscribe(struct m0_registry *r, uint32_t slot, const char *channel, size_t len,
+                           uint64_t last_id, m0_deliver_cb cb, void *ctx);
+/* Forget slot's subscription (no-op when it has none). */
+void m0_registry_unsubscribe(struct m0_registry *r, uint32_t slot);
+int m0_registry_is_subscribed(const struct m0_registry *r, uint32_t slot);
+
+/* Journal one event (its SSE frame, id) on channel and deliver it to every
+ * subscriber whose filter is below id. Returns the number of deliveries. */
+size_t m0_registry_publish(struct m0_registry *r, const char *channel, size_t len, uint64_t id,
+                           const char *frame, size_t flen, m0_deliver_cb cb, void *ctx);
+
+struct m0_channel_stat {
+    const char *name;          /* valid until the registry changes */
+    size_t len;
+    uint32_t subscribers;
+};
+/* Held slots in total; and the top channels by subscribers into out
+ * (up to max, busiest first). Returns how many were written. */
+uint32_t m0_registry_subscribers(const struct m0_registry *r);
+size_t m0_registry_top(const struct m0_registry *r, struct m0_channel_stat *out, size_t max);
+
+#endif

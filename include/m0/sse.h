@@ -1,0 +1,32 @@
+/*
+ * sse.h — the WHATWG Server-Sent Events wire format (HTML Living Standard,
+ * "Server-sent events", §9.2.5 "Parsing an event stream"), and the rules for
+ * channel names. Pure functions.
+ */
+#ifndef M0_SSE_H
+#define M0_SSE_H
+
+#include "m0/types.h"
+#include "m0/buf.h"
+
+#define M0_CHANNEL_MAX 200            /* bytes */
+#define M0_SSE_HEARTBEAT ": heartbeat\n\n"
+
+/* NULL when name (len bytes) is an acceptable channel name, else a static
+ * reason. Accepted: 1..M0_CHANNEL_MAX bytes, no control bytes (0x00-0x1f,
+ * 0x7f), not in the reserved "m0." namespace that internal frames use. */
+const char *m0_sse_channel_error(const char *name, size_t len);
+
+/*
+ * Append one event to b: "id: ID\n" (when id != 0), "event: NAME\n" (when
+ * event != NULL), one "data: " line per line of data (split on CRLF, LF or
+ * CR, as the parser splits them), then the blank line that dispatches it.
+ * event must hold no CR or LF (the caller validates).
+ */
+void m0_sse_frame(struct m0_buf *b, uint64_t id, const char *event, const char *data, size_t len);
+
+/* The Last-Event-ID request header as a number: 0 when absent or not a
+ * decimal number (ids this server issues start at 1). */
+uint64_t m0_sse_parse_last_id(const char *v, size_t len);
+
+#endif

@@ -1,0 +1,39 @@
+/*
+ * health.c — /health as JSON, without Python.
+ */
+#include "m0/health.h"
+
+static void json_string(struct m0_buf *b, const char *s, size_t n)
+{
+    m0_buf_puts(b, "\"");
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            m0_buf_printf(b, "\\%c", c);
+        else if (c < 0x20)
+            m0_buf_printf(b, "\\u%04x", c);
+        else
+            m0_buf_append(b, &s[i], 1);
+    }
+    m0_buf_puts(b, "\"");
+}
+
+void m0_health_render(struct m0_buf *b, const struct m0_health *h, const struct m0_channel_stat *top,
+                      size_t ntop)
+{
+    m0_buf_printf(b,
+                  "{\"status\": \"%s\", \"pid\": %d, \"worker\": %d, \"connections\": %u, "
+                  "\"held_streams\": %u, \"events_published\": %llu, \"events_delivered\": %llu, "
+                  "\"slow_subscribers_closed\": %llu, \"pool\": {\"threads\": %u, \"busy\": %u, \"idle\": %u}, "
+                  "\"channels\": [",
+                  h->draining ? "draining" : "ok", h->pid, h->worker, h->connections, h->held_streams,
+                  (unsigned long long)h->events_published, (unsigned long long)h->events_delivered,
+                  (unsigned long long)h->slow_closed, h->pool_threads, h->pool_busy,
+                  h->pool_threads - (h->pool_busy < h->pool_threads ? h->pool_busy : h->pool_threads));
+    for (size_t i = 0; i < ntop; i++) {
+        m0_buf_puts(b, i ? ", {\"channel\": " : "{\"channel\": ");
+        json_string(b, top[i].name, top[i].len);
+        m0_buf_printf(b, ", \"subscribers\": %u}", top[i].subscribers);
+    }
+    m0_buf_puts(b, "]}\n");
+}

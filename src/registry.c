@@ -1,0 +1,347 @@
+/*
+ * registry.c — channel → subscriber lists and per-channel journals.
+ *
+ * Subscribers are slots linked through per-slot arrays (next/prev by slot
+ * number), so a held stream costs the registry 24 bytes, not an allocation.
+ * Channels are hashed by name (FNV-1a, chained) and kept on an activity
+ * list; past a global cap the least recently active channel without
+ * subscribers is forgotten, and its newest id raises the floor below which
+ * resumes are reported as gaps.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "m0/buf.h"
+#include "m0/registry.h"
+
+#define NONE 0xffffffffu
+#define MAX_CHANNELS 65536
+
+struct jentry {
+    struct jentry *next;
+    uint64_t id;
+    size_t len;
+    char data[];
+};
+
+struct chan {
+    struct chan *hnext;              /* hash chain */
+    struct chan *aprev, *anext;      /* activity list, most recent first */
+    char *name;
+    size_t len;
+    uint32_t nsubs;
+    uint32_t first;                  /* first subscriber slot or NONE */
+    struct jentry *jhead, *jtail;    /* journal, oldest first */
+    unsigned jcount;
+    size_t jbytes;
+    uint64_t evicted_max;            /* newest id dropped from the journal */
+};
+
+struct m0_registry {
+    uint32_t nslots;
+    struct chan **of;                /* slot → channel or NULL */
+    uint32_t *next, *prev;           /* subscriber links by slot */
+    uint64_t *last;                  /* slot → last event id it has */
+    struct chan **buckets;
+    size_t nbuckets, nchans;
+    struct chan *active_head, *active_tail;
+    unsigned replay_events;
+    size_t replay_bytes;
+    uint64_t floor;                  /* resumes below this are not provable */
+    uint32_t held;
+};
+
+static uint64_t hash(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+struct m0_registry *m0_registry_new(uint32_t nslots, unsigned replay_events, size_t replay_bytes,
+                                    uint64_t floor)
+{
+    struct m0_registry *r = m0_xmalloc(sizeof *r);
+    memset(r, 0, sizeof *r);
+    r->nslots = nslots;
+    r->of = calloc(nslots, sizeof *r->of);
+    r->next = m0_xmalloc(nslots * sizeof *r->next);
+    r->prev = m0_xmalloc(nslots * sizeof *r->prev);
+    r->last = calloc(nslots, sizeof *r->last);
+    r->nbuckets = 1024;
+    r->buckets = calloc(r->nbuckets, sizeof *r->buckets);
+    if (r->of == NULL || r->last == NULL || r->buckets == NULL)
+        abort();
+    r->replay_events = replay_events;
+    r->replay_bytes = replay_bytes;
+    r->floor = floor;
+    return r;
+}
+
+static void journal_drop_head(struct chan *c)
+{
+    struct jentry *e = c->jhead;
+    c->jhead = e->next;
+    if (c->jhead == NULL)
+        c->jtail = NULL;
+    c->jcount--;
+    c->jbytes -= e->len;
+    if (e->id > c->evicted_max)
+        c->evicted_max = e->id;
+    free(e);
+}
+
+static void chan_free(struct chan *c)
+{
+    while (c->jhead != NULL)
+        journal_drop_head(c);
+    free(c->name);
+    free(c);
+}
+
+void m0_registry_free(struct m0_registry *r)
+{
+    if (r == NULL)
+        return;
+    for (size_t i = 0; i < r->nbuckets; i++) {
+        struct chan *c = r->buckets[i];
+        while (c != NULL) {
+            struct chan *n = c->hnext;
+            chan_free(c);
+            c = n;
+        }
+    }
+    free(r->buckets);
+    free(r->of);
+    free(r->next);
+    free(r->prev);
+    free(r->last);
+    free(r);
+}
+
+static struct chan *find(const struct m0_registry *r, const char *name, size_t len)
+{
+    struct chan *c = r->buckets[hash(name, len) & (r->nbuckets - 1)];
+    while (c != NULL && !(c->len == len && memcmp(c->name, name, len) == 0))
+        c = c->hnext;
+    return c;
+}
+
+static void active_unlink(struct m0_registry *r, struct chan *c)
+{
+    if (c->aprev)
+        c->aprev->anext = c->anext;
+    else
+        r->active_head = c->anext;
+    if (c->anext)
+        c->anext->aprev = c->aprev;
+    else
+        r->active_tail = c->aprev;
+    c->aprev = c->anext = NULL;
+}
+
+static void touch(struct m0_registry *r, struct chan *c)
+{
+    if (r->active_head == c)
+        return;
+    if (c->aprev || c->anext || r->active_tail == c)
+        active_unlink(r, c);
+    c->anext = r->active_head;
+    if (r->active_head)
+        r->active_head->aprev = c;
+    r->active_head = c;
+    if (r->active_tail == NULL)
+        r->active_tail = c;
+}
+
+static void forget(struct m0_registry *r, struct chan *c)
+{
+    struct chan **pp = &r->buckets[hash(c->name, c->len) & (r->nbuckets - 1)];
+    while (*pp != c)
+        pp = &(*pp)->hnext;
+    *pp = c->hnext;
+    active_unlink(r, c);
+    uint64_t newest = c->jtail ? c->jtail->id : 0;
+    if (c->evicted_max > newest)
+        newest = c->evicted_max;
+    if (newest > r->floor)
+        r->floor = newest;
+    r->nchans--;
+    chan_free(c);
+}
+
+static void grow(struct m0_registry *r)
+{
+    size_t nb = r->nbuckets * 2;
+    struct chan **b = calloc(nb, sizeof *b);
+    if (b == NULL)
+        abort();
+    for (size_t i = 0; i < r->nbuckets; i++) {
+        struct chan *c = r->buckets[i];
+        while (c != NULL) {
+            struct chan *n = c->hnext;
+            size_t k = hash(c->name, c->len) & (nb - 1);
+            c->hnext = b[k];
+            b[k] = c;
+            c = n;
+        }
+    }
+    free(r->buckets);
+    r->buckets = b;
+    r->nbuckets = nb;
+}
+
+static struct chan *find_or_add(struct m0_registry *r, const char *name, size_t len)
+{
+    struct chan *c = find(r, name, len);
+    if (c != NULL)
+        return c;
+    if (r->nchans >= MAX_CHANNELS) {
+        /* Forget the least recently active channel nobody holds. */
+        struct chan *v = r->active_tail;
+        while (v != NULL && v->nsubs > 0)
+            v = v->aprev;
+        if (v != NULL)
+            forget(r, v);
+    }
+    if (r->nchans >= r->nbuckets * 2)
+        grow(r);
+    c = m0_xmalloc(sizeof *c);
+    memset(c, 0, sizeof *c);
+    c->name = m0_xstrndup(name, len);
+    c->len = len;
+    c->first = NONE;
+    size_t k = hash(name, len) & (r->nbuckets - 1);
+    c->hnext = r->buckets[k];
+    r->buckets[k] = c;
+    r->nchans++;
+    return c;
+}
+
+static void deliver_gap(uint32_t slot, uint64_t last_id, uint64_t floor, m0_deliver_cb cb, void *ctx)
+{
+    char gap[160];
+    int n = snprintf(gap, sizeof gap,
+                     "event: m0-gap\ndata: {\"last_event_id\": %llu, \"replay_from\": %llu}\n\n",
+                     (unsigned long long)last_id, (unsigned long long)floor + 1);
+    cb(ctx, slot, gap, (size_t)n);
+}
+
+void m0_registry_subscribe(struct m0_registry *r, uint32_t slot, const char *channel, size_t len,
+                           uint64_t last_id, m0_deliver_cb cb, void *ctx)
+{
+    if (slot >= r->nslots || r->of[slot] != NULL)
+        return;
+    struct chan *c = find_or_add(r, channel, len);
+    touch(r, c);
+    r->of[slot] = c;
+    r->prev[slot] = NONE;
+    r->next[slot] = c->first;
+    if (c->first != NONE)
+        r->prev[c->first] = slot;
+    c->first = slot;
+    c->nsubs++;
+    r->held++;
+    r->last[slot] = last_id;
+    if (last_id == 0)
+        return;
+    /* Resume: everything after last_id that we still have, and a gap marker
+     * when something after it may be gone. */
+    uint64_t proven = r->floor > c->evicted_max ? r->floor : c->evicted_max;
+    if (last_id < proven)
+        deliver_gap(slot, last_id, proven, cb, ctx);
+    for (struct jentry *e = c->jhead; e != NULL; e = e->next) {
+        if (e->id > last_id) {
+            cb(ctx, slot, e->data, e->len);
+            r->last[slot] = e->id;
+        }
+    }
+}
+
+void m0_registry_unsubscribe(struct m0_registry *r, uint32_t slot)
+{
+    if (slot >= r->nslots || r->of[slot] == NULL)
+        return;
+    struct chan *c = r->of[slot];
+    uint32_t p = r->prev[slot], n = r->next[slot];
+    if (p != NONE)
+        r->next[p] = n;
+    else
+        c->first = n;
+    if (n != NONE)
+        r->prev[n] = p;
+    c->nsubs--;
+    r->held--;
+    r->of[slot] = NULL;
+}
+
+int m0_registry_is_subscribed(const struct m0_registry *r, uint32_t slot)
+{
+    return slot < r->nslots && r->of[slot] != NULL;
+}
+
+size_t m0_registry_publish(struct m0_registry *r, const char *channel, size_t len, uint64_t id,
+                           const char *frame, size_t flen, m0_deliver_cb cb, void *ctx)
+{
+    struct chan *c = r->replay_events ? find_or_add(r, channel, len) : find(r, channel, len);
+    if (c == NULL)
+        return 0;
+    touch(r, c);
+    if (r->replay_events && flen <= r->replay_bytes) {
+        struct jentry *e = m0_xmalloc(sizeof *e + flen);
+        e->next = NULL;
+        e->id = id;
+        e->len = flen;
+        memcpy(e->data, frame, flen);
+        if (c->jtail)
+            c->jtail->next = e;
+        else
+            c->jhead = e;
+        c->jtail = e;
+        c->jcount++;
+        c->jbytes += flen;
+        while (c->jcount > r->replay_events || c->jbytes > r->replay_bytes)
+            journal_drop_head(c);
+    } else if (id > c->evicted_max) {
+        c->evicted_max = id;       /* not journaled: a resume across it is a gap */
+    }
+    size_t delivered = 0;
+    for (uint32_t s = c->first; s != NONE; s = r->next[s]) {
+        if (id <= r->last[s])
+            continue;              /* it has this one already (resume filter) */
+        r->last[s] = id;
+        cb(ctx, s, frame, flen);
+        delivered++;
+    }
+    return delivered;
+}
+
+uint32_t m0_registry_subscribers(const struct m0_registry *r)
+{
+    return r->held;
+}
+
+size_t m0_registry_top(const struct m0_registry *r, struct m0_channel_stat *out, size_t max)
+{
+    size_t n = 0;
+    for (struct chan *c = r->active_head; c != NULL; c = c->anext) {
+        if (c->nsubs == 0)
+            continue;
+        /* Insertion into a small sorted array, busiest first. */
+        size_t i = n < max ? n++ : max;
+        if (i == max && (max == 0 || out[max - 1].subscribers >= c->nsubs))
+            continue;
+        if (i == max)
+            i = max - 1;
+        while (i > 0 && out[i - 1].subscribers < c->nsubs) {
+            out[i] = out[i - 1];
+            i--;
+        }
+        out[i] = (struct m0_channel_stat){.name = c->name, .len = c->len, .subscribers = c->nsubs};
+    }
+    return n;
+}
