@@ -43,7 +43,7 @@ Q :=
 endif
 
 .SECONDARY:
-.PHONY: all deps test unit e2e sanitize demo bench install clean smoke-core check-deps
+.PHONY: all deps test unit e2e e2e-sanitize sanitize demo bench install clean smoke-core smoke-pool smoke-django-realtime
 
 all: m0serve
 
@@ -111,6 +111,12 @@ test: deps
 smoke-core: m0serve
 	$(Q)$(PYTHON) -m pytest tests/e2e -q -k "conformance or malformed or django or flask"
 
+smoke-pool: m0serve
+	$(Q)$(PYTHON) -m pytest tests/e2e/test_pool.py tests/e2e/test_matrix.py -q
+
+smoke-django-realtime: m0serve
+	$(Q)$(PYTHON) -m pytest tests/e2e/test_realtime.py tests/e2e/test_realtime_edges.py -q
+
 # -------------------------------------------------------------------- deps
 # Every Debian package the build, the tests, the demo and the benchmarks use.
 DEB_PKGS := gcc make python3-dev node-llhttp libssl-dev libcmocka-dev \
@@ -130,8 +136,8 @@ deps:
 
 # -------------------------------------------------------------------- demo
 demo: deps m0serve
-	./m0serve djangosite.wsgi:application --app-dir examples/django_site \
-	    --bind 127.0.0.1:8000 --workers 2 --access-log
+	./m0serve rtsite.wsgi:application --app-dir examples/django_realtime \
+	    --bind 127.0.0.1:8000 --workers 2 --realtime --access-log
 
 bench: deps m0serve
 	bash bench/run.sh

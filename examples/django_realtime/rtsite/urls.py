@@ -1,0 +1,11 @@
+from django.urls import path
+
+from rtsite import views
+
+urlpatterns = [
+    path("", views.index),
+    path("events", views.events),
+    path("publish", views.publish),
+    path("pid", views.pid),
+    path("slow", views.slow),
+]

@@ -1,0 +1,55 @@
+"""Realtime edges on a plain WSGI app: the GRIP-style degrade without
+--realtime, channel validation, slow subscribers, m0pub outside m0serve."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from rawhttp import request
+from serverproc import REPO, rss_kb
+from sse import SSEStream
+
+
+def test_without_realtime_a_hold_degrades_to_a_short_response(start_server):
+    server = start_server("realtime_app:application")
+    response = request(server.port, "GET", "/events")
+    assert response.status == 200
+    assert response.body.startswith(b": connected")
+    assert response.header("content-length") == str(len(response.body))
+    assert not any(name.startswith("m0-") for name in response.header_names())
+    assert request(server.port, "GET", "/publish").body == b"None"
+    assert request(server.port, "GET", "/health").body != b""   # the app's own route, not ours
+
+
+def test_reserved_or_invalid_channel_names_are_refused(start_server):
+    server = start_server("realtime_app:application", "--realtime")
+    for bad in ("m0.internal", "a%01b", "x" * 201):
+        assert request(server.port, "GET", "/events?channel=" + bad).status == 500
+    assert "invalid M0-Channel" in server.stderr.text()
+
+
+def test_a_subscriber_that_stops_reading_is_closed_not_buffered(start_server):
+    server = start_server("realtime_app:application", "--realtime", "--outbox-limit", "65536",
+                          "--blocking-threads", "0")
+    (worker,) = server.wait_workers(lambda pids: len(pids) == 1)
+    stalled = SSEStream(server.port, "/events", rcvbuf=4096)     # never reads again
+    before = rss_kb(worker)
+    # ~16 MB of events: far more than kernel buffers and the outbox can take.
+    for _ in range(8):
+        assert request(server.port, "GET", "/publish?n=32&size=60000").status == 200
+    h = json.loads(request(server.port, "GET", "/health").body)
+    assert h["slow_subscribers_closed"] == 1 and h["held_streams"] == 0
+    assert rss_kb(worker) - before < 8 * 1024
+    stalled.close()
+
+
+def test_publish_outside_m0serve_is_a_noop():
+    code = ("import m0pub, logging; logging.basicConfig(); "
+            "print(m0pub.publish('news', 'x'), m0pub.enabled()); print(m0pub.publish('news', 'y'))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=str(REPO / "python"), capture_output=True,
+                         text=True, timeout=30, env=dict(os.environ, PYTHONPATH=str(REPO / "python")))
+    assert out.returncode == 0
+    assert out.stdout.split() == ["None", "False", "None"]
+    assert out.stderr.count("not running under m0serve") == 1   # logs once
