@@ -619,7 +619,9 @@ static void conn_dispatch(struct m0_loop *l, struct m0_conn *c)
     c->started_us = m0_clock_ms() * 1000;
     c->deadline = 0;
     c->flags &= ~C_SLOW_LOGGED;
-    set_interest(l, c, 0);
+    /* EPOLLIN stays armed while the request is served: a client that waits
+     * for its answer sends nothing, so no epoll_ctl is spent here. If bytes
+     * do arrive (pipelining, a half-close), the event handler disarms then. */
     job->draining = l->draining;
     if (l->pool != NULL) {
         /* Park the slot; a pool thread takes it from the lane. */
@@ -718,7 +720,8 @@ static void conn_flush(struct m0_loop *l, struct m0_conn *c)
             if (l->pool != NULL) {
                 c->flags |= C_IN_RUNNER;
                 m0_pool_submit(l->pool, slot_of(l, c), c->gen, M0_RUN_RESUME);
-                set_interest(l, c, 0);
+                if (c->events & EPOLLOUT)
+                    set_interest(l, c, 0);
                 return;
             }
             if (run_inline(c, M0_RUN_RESUME) != M0_AGAIN)
@@ -733,7 +736,6 @@ static void conn_flush(struct m0_loop *l, struct m0_conn *c)
             enter_held(l, c);
             return;
         }
-        set_interest(l, c, 0);
         conn_finish(l, c);
         return;
     }
@@ -908,6 +910,8 @@ static void on_conn_event(struct m0_loop *l, struct m0_conn *c, uint32_t ev)
          * while its view runs. Free the descriptor now; the slot waits. */
         if (ev & (EPOLLHUP | EPOLLERR))
             conn_close(l, c);
+        else
+            set_interest(l, c, 0);   /* input waits its turn (lazy disarm) */
         break;
     case M0_CONN_WRITE:
         if (ev & EPOLLERR) {
@@ -917,7 +921,13 @@ static void on_conn_event(struct m0_loop *l, struct m0_conn *c, uint32_t ev)
         if ((c->flags & C_IN_RUNNER) && atomic_load(&c->job->run_state) != M0_JOB_CANCELLED) {
             if (ev & EPOLLHUP)
                 conn_close(l, c);
+            else
+                set_interest(l, c, 0);
             break;          /* the next piece is being produced */
+        }
+        if (!(ev & (EPOLLOUT | EPOLLHUP))) {
+            set_interest(l, c, c->events & EPOLLOUT);   /* input waits its turn */
+            break;
         }
         if (ev & (EPOLLOUT | EPOLLHUP)) {
             conn_flush(l, c);

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -93,6 +94,11 @@ static void *thread_main(void *arg)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);   /* signals are the loop's */
+    /* Handler threads do batch work for the loop: their wakeups should not
+     * preempt the loop thread while it is still dispatching a batch
+     * (sched(7), SCHED_BATCH). Best effort. */
+    struct sched_param sp = {0};
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
 
     void *ts = m0_py_thread_new();
     struct m0_lane_rec rec;

@@ -1,0 +1,213 @@
+/*
+ * test_realtime.c — the SSE framer, the channel-name rules, the bus
+ * datagram codec and the registry: subscriptions, resume filter, journal
+ * replay and the m0-gap marker.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "m0/buf.h"
+#include "m0/bus.h"
+#include "m0/health.h"
+#include "m0/registry.h"
+#include "m0/sse.h"
+
+static char *framed(uint64_t id, const char *event, const char *data)
+{
+    static struct m0_buf b;
+    m0_buf_reset(&b);
+    m0_sse_frame(&b, id, event, data, strlen(data));
+    m0_buf_append(&b, "", 1);
+    return b.data;
+}
+
+static void test_frame_splits_lines_like_eventsource(void **state)
+{
+    (void)state;
+    assert_string_equal(framed(7, "message", "hello"), "id: 7\nevent: message\ndata: hello\n\n");
+    assert_string_equal(framed(0, NULL, "a\nb\r\nc\rd"), "data: a\ndata: b\ndata: c\ndata: d\n\n");
+    assert_string_equal(framed(1, NULL, ""), "id: 1\ndata: \n\n");
+    assert_string_equal(framed(2, NULL, "trailing\n"), "id: 2\ndata: trailing\ndata: \n\n");
+}
+
+static void test_channel_rules(void **state)
+{
+    (void)state;
+    char long_name[M0_CHANNEL_MAX + 2];
+    memset(long_name, 'x', sizeof long_name);
+    assert_null(m0_sse_channel_error("user_42", 7));
+    assert_null(m0_sse_channel_error("caf\xc3\xa9", 5));
+    assert_null(m0_sse_channel_error(long_name, M0_CHANNEL_MAX));
+    assert_non_null(m0_sse_channel_error(long_name, M0_CHANNEL_MAX + 1));
+    assert_non_null(m0_sse_channel_error("", 0));
+    assert_non_null(m0_sse_channel_error("a\nb", 3));
+    assert_non_null(m0_sse_channel_error("a\x7f", 2));
+    assert_non_null(m0_sse_channel_error("m0.internal", 11));
+    assert_null(m0_sse_channel_error("m0internal", 10));
+}
+
+static void test_last_event_id_parsing(void **state)
+{
+    (void)state;
+    assert_int_equal(m0_sse_parse_last_id("12", 2), 12);
+    assert_int_equal(m0_sse_parse_last_id("", 0), 0);
+    assert_int_equal(m0_sse_parse_last_id("12a", 3), 0);
+    assert_int_equal(m0_sse_parse_last_id("99999999999999999999", 20), 0);   /* overflow */
+}
+
+static void test_bus_codec_round_trip_and_rejects(void **state)
+{
+    (void)state;
+    char buf[M0_BUS_HDR + 64];
+    size_t n = m0_bus_encode_hold(buf, 17, 3, 42, "news", 4);
+    struct m0_bus_msg m;
+    assert_int_equal(m0_bus_decode(buf, n, &m), M0_OK);
+    assert_int_equal(m.kind, 'h');
+    assert_int_equal(m.slot, 17);
+    assert_int_equal(m.gen, 3);
+    assert_int_equal(m.id, 42);
+    assert_int_equal(m.channel_len, 4);
+    assert_memory_equal(m.channel, "news", 4);
+    assert_int_equal(m.payload_len, 0);
+    assert_int_equal(m0_bus_decode(buf, M0_BUS_HDR - 1, &m), M0_ERR);   /* short */
+    assert_int_equal(m0_bus_decode(buf, M0_BUS_HDR + 2, &m), M0_ERR);   /* channel cut */
+    buf[2] = 'x';
+    assert_int_equal(m0_bus_decode(buf, n, &m), M0_ERR);                /* unknown kind */
+    buf[0] = 'X';
+    assert_int_equal(m0_bus_decode(buf, n, &m), M0_ERR);                /* bad magic */
+}
+
+/* Delivery log for registry tests. */
+static char delivered[8][512];
+
+static void collect(void *ctx, uint32_t slot, const char *p, size_t n)
+{
+    (void)ctx;
+    size_t have = strlen(delivered[slot]);
+    if (have + n < sizeof delivered[slot]) {
+        memcpy(delivered[slot] + have, p, n);
+        delivered[slot][have + n] = '\0';
+    }
+}
+
+static void publish(struct m0_registry *r, const char *ch, uint64_t id)
+{
+    char frame[64];
+    int n = snprintf(frame, sizeof frame, "id: %llu\ndata: e%llu\n\n", (unsigned long long)id,
+                     (unsigned long long)id);
+    m0_registry_publish(r, ch, strlen(ch), id, frame, (size_t)n, collect, NULL);
+}
+
+static void test_registry_fans_out_per_channel(void **state)
+{
+    (void)state;
+    memset(delivered, 0, sizeof delivered);
+    struct m0_registry *r = m0_registry_new(8, 100, 1 << 20, 0);
+    m0_registry_subscribe(r, 1, "a", 1, 0, collect, NULL);
+    m0_registry_subscribe(r, 2, "a", 1, 0, collect, NULL);
+    m0_registry_subscribe(r, 3, "b", 1, 0, collect, NULL);
+    publish(r, "a", 1);
+    assert_string_equal(delivered[1], "id: 1\ndata: e1\n\n");
+    assert_string_equal(delivered[2], "id: 1\ndata: e1\n\n");
+    assert_string_equal(delivered[3], "");
+    assert_int_equal(m0_registry_subscribers(r), 3);
+    struct m0_channel_stat top[4];
+    assert_int_equal(m0_registry_top(r, top, 4), 2);
+    assert_int_equal(top[0].subscribers, 2);
+    assert_memory_equal(top[0].name, "a", 1);
+    m0_registry_unsubscribe(r, 1);
+    publish(r, "a", 2);
+    assert_string_equal(delivered[1], "id: 1\ndata: e1\n\n");
+    assert_string_equal(delivered[2], "id: 1\ndata: e1\n\nid: 2\ndata: e2\n\n");
+    assert_false(m0_registry_is_subscribed(r, 1));
+    m0_registry_free(r);
+}
+
+static void test_resume_replays_then_filters_duplicates(void **state)
+{
+    (void)state;
+    memset(delivered, 0, sizeof delivered);
+    struct m0_registry *r = m0_registry_new(8, 100, 1 << 20, 0);
+    for (uint64_t id = 1; id <= 5; id++)
+        publish(r, "a", id);
+    m0_registry_subscribe(r, 4, "a", 1, 2, collect, NULL);
+    assert_string_equal(delivered[4], "id: 3\ndata: e3\n\nid: 4\ndata: e4\n\nid: 5\ndata: e5\n\n");
+    publish(r, "a", 5);   /* a duplicate id is not sent again */
+    publish(r, "a", 6);
+    assert_non_null(strstr(delivered[4], "id: 6\n"));
+    assert_null(strstr(strstr(delivered[4], "id: 5\n") + 1, "id: 5\n"));
+    m0_registry_free(r);
+}
+
+static void test_gap_marker_when_journal_is_short(void **state)
+{
+    (void)state;
+    memset(delivered, 0, sizeof delivered);
+    struct m0_registry *r = m0_registry_new(8, 2, 1 << 20, 0);
+    for (uint64_t id = 1; id <= 5; id++)
+        publish(r, "a", id);   /* the journal keeps 4 and 5 only */
+    m0_registry_subscribe(r, 5, "a", 1, 1, collect, NULL);
+    assert_true(strncmp(delivered[5], "event: m0-gap\n", 14) == 0);
+    assert_non_null(strstr(delivered[5], "id: 4\n"));
+    assert_null(strstr(delivered[5], "id: 3\n"));
+    /* Covered resume: no marker. */
+    m0_registry_subscribe(r, 6, "a", 1, 3, collect, NULL);
+    assert_string_equal(delivered[6], "id: 4\ndata: e4\n\nid: 5\ndata: e5\n\n");
+    /* Events before the registry existed cannot be proven. */
+    struct m0_registry *late = m0_registry_new(8, 100, 1 << 20, 10);
+    m0_registry_subscribe(late, 7, "a", 1, 5, collect, NULL);
+    assert_true(strncmp(delivered[7], "event: m0-gap\n", 14) == 0);
+    m0_registry_free(late);
+    m0_registry_free(r);
+}
+
+static void test_journal_byte_cap(void **state)
+{
+    (void)state;
+    memset(delivered, 0, sizeof delivered);
+    struct m0_registry *r = m0_registry_new(8, 100, 40, 0);   /* ~2 frames of 17 bytes */
+    for (uint64_t id = 1; id <= 4; id++)
+        publish(r, "a", id);
+    m0_registry_subscribe(r, 1, "a", 1, 1, collect, NULL);
+    assert_true(strncmp(delivered[1], "event: m0-gap\n", 14) == 0);   /* 2 was evicted */
+    assert_non_null(strstr(delivered[1], "id: 3\n"));
+    m0_registry_subscribe(r, 2, "a", 1, 2, collect, NULL);             /* 3 and 4 kept: covered */
+    assert_string_equal(delivered[2], "id: 3\ndata: e3\n\nid: 4\ndata: e4\n\n");
+    m0_registry_free(r);
+}
+
+static void test_health_json(void **state)
+{
+    (void)state;
+    struct m0_buf b = {0};
+    struct m0_health h = {.pid = 9, .worker = 1, .connections = 3, .held_streams = 2,
+                          .pool_threads = 4, .pool_busy = 1};
+    struct m0_channel_stat top[] = {{.name = "a\"b", .len = 3, .subscribers = 2}};
+    m0_health_render(&b, &h, top, 1);
+    m0_buf_append(&b, "", 1);
+    assert_non_null(strstr(b.data, "\"held_streams\": 2"));
+    assert_non_null(strstr(b.data, "\"idle\": 3"));
+    assert_non_null(strstr(b.data, "{\"channel\": \"a\\\"b\", \"subscribers\": 2}"));
+    m0_buf_free(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_frame_splits_lines_like_eventsource),
+        cmocka_unit_test(test_channel_rules),
+        cmocka_unit_test(test_last_event_id_parsing),
+        cmocka_unit_test(test_bus_codec_round_trip_and_rejects),
+        cmocka_unit_test(test_registry_fans_out_per_channel),
+        cmocka_unit_test(test_resume_replays_then_filters_duplicates),
+        cmocka_unit_test(test_gap_marker_when_journal_is_short),
+        cmocka_unit_test(test_journal_byte_cap),
+        cmocka_unit_test(test_health_json),
+    };
+    return cmocka_run_group_tests_name("realtime", tests, NULL, NULL);
+}
