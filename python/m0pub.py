@@ -15,7 +15,9 @@ Standard library only; safe to call from any thread.
 
 import logging
 import os
+import select
 import struct
+import time
 
 __all__ = ["publish", "MAX_FRAME", "enabled"]
 
@@ -26,15 +28,17 @@ _log = logging.getLogger("m0pub")
 _warned = False
 _fds = None
 _counter = None
+_m0 = None
 
 
 def _setup():
     """The bus write ends and the id counter, or None when not under m0serve."""
-    global _fds, _counter
+    global _fds, _counter, _m0
     if _fds is None:
         raw = os.environ.get("M0_BUS_WRITE_FDS", "")
         try:
             import m0                       # the server's built-in module
+            _m0 = m0
             _counter = m0.next_event_id
             _fds = [int(x) for x in raw.split(",") if x] if raw else []
         except (ImportError, ValueError):
@@ -91,9 +95,11 @@ def publish(channel, data, event=None):
     their next resume)."""
     global _warned
     name = _check_channel(channel)
+    size = len(frame(data, event, 2 ** 63))   # validates data and event too
+    if size > MAX_FRAME:
+        raise ValueError("event of %d bytes exceeds the %d-byte frame limit" % (size, MAX_FRAME))
     fds = _setup()
     if fds is None:
-        frame(data, event)                  # still validate the arguments
         if not _warned:
             _warned = True
             _log.warning("m0pub.publish(%r): not running under m0serve --realtime; events are dropped",
@@ -103,12 +109,35 @@ def publish(channel, data, event=None):
     if event_id is None:
         return None
     body = frame(data, event, event_id)
-    if len(body) > MAX_FRAME:
-        raise ValueError("event of %d bytes exceeds the %d-byte frame limit" % (len(body), MAX_FRAME))
     datagram = _HEADER.pack(b"M0", ord("p"), 0, len(name), 0, event_id, 0, 0) + name + body
-    for fd in fds:
+    for worker, fd in enumerate(fds):
+        if not _write(worker, fd, datagram):
+            # That worker never sees this event: record it so a resume across
+            # it there gets the m0-gap marker rather than a silent hole.
+            _m0.mark_lost(worker, event_id)
+            _log.warning("m0pub: the bus of worker %d is full; event %d dropped there", worker, event_id)
+    return event_id
+
+
+def _write(worker, fd, datagram):
+    """One datagram to one worker's bus; waits up to 50 ms for room unless
+    that wait could never end (our own worker's loop is this thread)."""
+    try:
+        os.write(fd, datagram)
+        return True
+    except BlockingIOError:
+        pass
+    if worker == _m0.worker_index() and _m0.on_loop_thread():
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    deadline = time.monotonic() + 0.05
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not poller.poll(remaining * 1000):
+            return False
         try:
             os.write(fd, datagram)
+            return True
         except BlockingIOError:
-            _log.warning("m0pub: bus to a worker is full; event %d dropped there", event_id)
-    return event_id
+            continue

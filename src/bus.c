@@ -87,11 +87,12 @@ int m0_bus_create(struct m0_bus *bus, int n)
     bus->write_fds = calloc((size_t)n, sizeof *bus->write_fds);
     if (bus->read_fds == NULL || bus->write_fds == NULL)
         return M0_ERR;
-    void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    size_t bytes = ((size_t)(n + 1) * sizeof(uint64_t) + 4095) & ~(size_t)4095;
+    void *page = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (page == MAP_FAILED)
         return M0_ERR;
     bus->counter = page;
-    *bus->counter = 0;
+    bus->lost = bus->counter + 1;     /* zero-filled by mmap */
     for (int i = 0; i < n; i++) {
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) == -1)
@@ -99,8 +100,12 @@ int m0_bus_create(struct m0_bus *bus, int n)
         /* Room for bursts: a few hundred full-size frames queue per worker
          * before publishers start dropping (fan-out is best effort). */
         int size = 8 * 1024 * 1024;
-        setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
-        setsockopt(sv[0], SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+        /* net.core.wmem_max caps SO_SNDBUF (often at ~200 KB, a handful of
+         * large events); the FORCE variants pass it when we may. */
+        if (setsockopt(sv[1], SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size) == -1)
+            setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+        if (setsockopt(sv[0], SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) == -1)
+            setsockopt(sv[0], SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
         bus->read_fds[i] = sv[0];
         bus->write_fds[i] = sv[1];
     }
@@ -119,4 +124,21 @@ uint64_t m0_bus_last_id(void)
     if (m0_bus_current == NULL)
         return 0;
     return __atomic_load_n(m0_bus_current->counter, __ATOMIC_SEQ_CST);
+}
+
+void m0_bus_mark_lost(int worker, uint64_t id)
+{
+    if (m0_bus_current == NULL || worker < 0 || worker >= m0_bus_current->nworkers)
+        return;
+    uint64_t *slot = &m0_bus_current->lost[worker];
+    uint64_t seen = __atomic_load_n(slot, __ATOMIC_RELAXED);
+    while (seen < id && !__atomic_compare_exchange_n(slot, &seen, id, 1, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+    }
+}
+
+uint64_t m0_bus_lost(int worker)
+{
+    if (m0_bus_current == NULL || worker < 0 || worker >= m0_bus_current->nworkers)
+        return 0;
+    return __atomic_load_n(&m0_bus_current->lost[worker], __ATOMIC_SEQ_CST);
 }

@@ -28,6 +28,7 @@
  *     the end of the event batch.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -472,6 +473,7 @@ static void on_hold_frame(struct m0_loop *l, const struct m0_bus_msg *m)
     struct m0_conn *c = &l->conns[m->slot];
     if (c->gen != m->gen || c->state != M0_CONN_DISPATCHED || m0_registry_is_subscribed(l->reg, m->slot))
         return;
+    m0_registry_raise_floor(l->reg, m0_bus_lost(m0_bus_index));
     m0_registry_subscribe(l->reg, m->slot, m->channel, m->channel_len, m->id, deliver, l);
 }
 
@@ -587,6 +589,7 @@ static void after_run(struct m0_loop *l, struct m0_conn *c, int rc)
     struct m0_job *job = c->job;
     if ((job->resp.flags & M0_RESP_HOLD) && !m0_registry_is_subscribed(l->reg, slot_of(l, c))) {
         if (l->pool == NULL) {
+            m0_registry_raise_floor(l->reg, m0_bus_lost(m0_bus_index));
             m0_registry_subscribe(l->reg, slot_of(l, c), job->hold_channel, job->hold_channel_len,
                                   job->hold_last_id, deliver, l);
         } else {
@@ -1079,6 +1082,8 @@ static void on_signal(struct m0_loop *l)
 
 /* ----------------------------------------------------------------- run */
 
+pthread_t m0_loop_thread;
+
 int m0_loop_run(const struct m0_config *cfg, int listen_fd, int sig_fd)
 {
     struct m0_loop loop;
@@ -1086,6 +1091,7 @@ int m0_loop_run(const struct m0_config *cfg, int listen_fd, int sig_fd)
     struct epoll_event events[256];
 
     memset(l, 0, sizeof *l);
+    m0_loop_thread = pthread_self();
     l->cfg = cfg;
     l->listen_fd = listen_fd;
     l->sig_fd = sig_fd;

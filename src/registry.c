@@ -262,6 +262,12 @@ void m0_registry_subscribe(struct m0_registry *r, uint32_t slot, const char *cha
     }
 }
 
+void m0_registry_raise_floor(struct m0_registry *r, uint64_t id)
+{
+    if (id > r->floor)
+        r->floor = id;
+}
+
 void m0_registry_unsubscribe(struct m0_registry *r, uint32_t slot)
 {
     if (slot >= r->nslots || r->of[slot] == NULL)

@@ -37,6 +37,7 @@
 #include "m0/config.h"
 #include "m0/job.h"
 #include "m0/log.h"
+#include "m0/loop.h"
 #include "m0/bus.h"
 #include "m0/response.h"
 #include "m0/sse.h"
@@ -1259,7 +1260,30 @@ static PyObject *py_worker_index(PyObject *self, PyObject *unused)
     return PyLong_FromLong(m0_bus_index);
 }
 
+static PyObject *py_mark_lost(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int worker;
+    unsigned long long id;
+    if (!PyArg_ParseTuple(args, "iK:mark_lost", &worker, &id))
+        return NULL;
+    m0_bus_mark_lost(worker, id);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_on_loop_thread(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(pthread_equal(pthread_self(), m0_loop_thread));
+}
+
 static PyMethodDef m0_functions[] = {
+    {"mark_lost", py_mark_lost, METH_VARARGS,
+     "mark_lost(worker, id): event id could not be written to worker's bus; that worker "
+     "then reports resumes across it as a gap (m0-gap)."},
+    {"on_loop_thread", py_on_loop_thread, METH_NOARGS,
+     "on_loop_thread() -> bool: True when called from the event-loop thread (--blocking-threads 0)."},
     {"next_event_id", py_next_event_id, METH_NOARGS,
      "next_event_id() -> int | None: the next global SSE event id (an atomic fetch-add on the "
      "counter page shared by every worker); None without --realtime."},

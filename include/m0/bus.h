@@ -51,7 +51,9 @@ struct m0_bus {
     int nworkers;
     int *read_fds;             /* one per worker: its loop reads it */
     int *write_fds;            /* one per worker: anyone publishes to it */
-    uint64_t *counter;         /* MAP_SHARED */
+    uint64_t *counter;         /* MAP_SHARED: the last event id handed out */
+    uint64_t *lost;            /* MAP_SHARED, per worker: newest id a publisher
+                                  could not deliver to that worker's bus */
 };
 
 /* Create n pairs and the counter page. Returns M0_OK or M0_ERR (errno). */
@@ -62,6 +64,13 @@ int m0_bus_create(struct m0_bus *bus, int n);
 uint64_t m0_bus_next_id(void);
 /* The last id handed out so far (0 before the first). */
 uint64_t m0_bus_last_id(void);
+
+/* A publisher could not write event id to worker's bus (it was full):
+ * record it, so that worker reports a resume across it as a gap instead of
+ * replaying a journal with a hole in it. Atomic max; any thread or process. */
+void m0_bus_mark_lost(int worker, uint64_t id);
+/* The newest id lost for worker (0: none). */
+uint64_t m0_bus_lost(int worker);
 
 /* The process-wide bus this worker uses (NULL without --realtime). */
 extern struct m0_bus *m0_bus_current;

@@ -6,6 +6,7 @@
 #ifndef M0_LOOP_H
 #define M0_LOOP_H
 
+#include <pthread.h>
 #include "m0/types.h"
 
 struct m0_config;
@@ -15,5 +16,8 @@ struct m0_config;
  * has drained every in-flight request, or the graceful timeout passes.
  * Returns the process exit status. */
 int m0_loop_run(const struct m0_config *cfg, int listen_fd, int sig_fd);
+
+/* The thread running the loop (valid once m0_loop_run started). */
+extern pthread_t m0_loop_thread;
 
 #endif

@@ -37,6 +37,10 @@ void m0_registry_free(struct m0_registry *r);
  */
 void m0_registry_subscribe(struct m0_registry *r, uint32_t slot, const char *channel, size_t len,
                            uint64_t last_id, m0_deliver_cb cb, void *ctx);
+/* Events up to id may be missing from this registry's journals (a
+ * publisher found the bus full): resumes from below it get the gap marker. */
+void m0_registry_raise_floor(struct m0_registry *r, uint64_t id);
+
 /* Forget slot's subscription (no-op when it has none). */
 void m0_registry_unsubscribe(struct m0_registry *r, uint32_t slot);
 int m0_registry_is_subscribed(const struct m0_registry *r, uint32_t slot);

@@ -31,8 +31,7 @@ def test_reserved_or_invalid_channel_names_are_refused(start_server):
 
 
 def test_a_subscriber_that_stops_reading_is_closed_not_buffered(start_server):
-    server = start_server("realtime_app:application", "--realtime", "--outbox-limit", "65536",
-                          "--blocking-threads", "0")
+    server = start_server("realtime_app:application", "--realtime", "--outbox-limit", "65536")
     (worker,) = server.wait_workers(lambda pids: len(pids) == 1)
     stalled = SSEStream(server.port, "/events", rcvbuf=4096)     # never reads again
     before = rss_kb(worker)
@@ -53,3 +52,9 @@ def test_publish_outside_m0serve_is_a_noop():
     assert out.returncode == 0
     assert out.stdout.split() == ["None", "False", "None"]
     assert out.stderr.count("not running under m0serve") == 1   # logs once
+
+
+def test_publishing_an_oversized_event_is_an_application_error(start_server):
+    server = start_server("realtime_app:application", "--realtime")
+    assert request(server.port, "GET", "/publish?size=70000").status == 500
+    assert server.stderr.wait_for(__import__("re").compile("exceeds the 65536-byte frame limit"), 5)

@@ -163,6 +163,11 @@ static void test_gap_marker_when_journal_is_short(void **state)
     m0_registry_subscribe(late, 7, "a", 1, 5, collect, NULL);
     assert_true(strncmp(delivered[7], "event: m0-gap\n", 14) == 0);
     m0_registry_free(late);
+    /* An event a publisher could not deliver here raises the floor. */
+    memset(delivered, 0, sizeof delivered);
+    m0_registry_raise_floor(r, 5);
+    m0_registry_subscribe(r, 1, "a", 1, 4, collect, NULL);
+    assert_true(strncmp(delivered[1], "event: m0-gap\n", 14) == 0);
     m0_registry_free(r);
 }
 
