@@ -105,6 +105,12 @@ E2E_ARGS ?=
 e2e: m0serve
 	$(Q)$(PYTHON) -m pytest tests/e2e -q $(E2E_ARGS)
 
+# The end-to-end suite against the ASan+UBSan binary (leak checks off: the
+# embedded interpreter keeps its objects until exit by design).
+e2e-sanitize: sanitize
+	$(Q)M0SERVE=$(CURDIR)/build/sanitize/m0serve ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+	    UBSAN_OPTIONS=print_stacktrace=1 $(PYTHON) -m pytest tests/e2e -q $(E2E_ARGS)
+
 test: deps
 	$(Q)$(MAKE) --no-print-directory m0serve unit
 	$(Q)$(MAKE) --no-print-directory e2e

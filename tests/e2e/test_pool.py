@@ -9,7 +9,7 @@ import time
 import pytest
 
 from rawhttp import Conn, request
-from serverproc import rss_kb, Server
+from serverproc import binary_is_sanitized, rss_kb, Server
 
 SLOW_START = re.compile(r"conformance: slow start tag=(\S+)")
 
@@ -131,7 +131,7 @@ def test_default_topology_is_one_worker_with_a_pool(start_server):
     assert "blocking-threads=0 (as configured)" in explicit.banner
 
 
-@pytest.mark.skipif(__import__("os").environ.get("M0_SANITIZE") == "1", reason="ASan quarantine inflates RSS")
+@pytest.mark.skipif(binary_is_sanitized(), reason="ASan's quarantine makes RSS growth meaningless")
 def test_rss_flat_over_10000_requests_with_the_pool(start_server):
     server = start_server("conformance:application", "--blocking-threads", "4", workers=1)
     (worker,) = server.wait_workers(lambda pids: len(pids) == 1)

@@ -8,7 +8,7 @@ import sys
 import time
 
 from rawhttp import request
-from serverproc import REPO, rss_kb
+from serverproc import REPO, binary_is_sanitized, rss_kb
 from sse import SSEStream
 
 
@@ -40,7 +40,8 @@ def test_a_subscriber_that_stops_reading_is_closed_not_buffered(start_server):
         assert request(server.port, "GET", "/publish?n=32&size=60000").status == 200
     h = json.loads(request(server.port, "GET", "/health").body)
     assert h["slow_subscribers_closed"] == 1 and h["held_streams"] == 0
-    assert rss_kb(worker) - before < 8 * 1024
+    if not binary_is_sanitized():            # ASan's quarantine keeps freed memory
+        assert rss_kb(worker) - before < 8 * 1024
     stalled.close()
 
 
