@@ -128,7 +128,8 @@ smoke-django-realtime: m0serve
 # Every Debian package the build, the tests, the demo and the benchmarks use.
 DEB_PKGS := gcc make python3-dev node-llhttp libssl-dev libcmocka-dev \
             python3-pytest python3-django python3-flask python3-requests \
-            gunicorn uwsgi-core uwsgi-plugin-python3 nginx-light wrk procps util-linux curl
+            gunicorn uwsgi-core uwsgi-plugin-python3 nginx-light wrk python3-uvicorn \
+            procps util-linux curl iproute2
 
 deps:
 	$(Q)missing=; for p in $(DEB_PKGS); do \
