@@ -272,7 +272,11 @@ static void on_accept(struct m0_loop *l)
                 if (tmp != -1)
                     close(tmp);
                 l->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                m0_warn("out of file descriptors: refused a connection (raise ulimit -n)");
+                if (l->now >= l->next_refusal_log) {
+                    m0_warn("out of file descriptors (%u connections open): refusing new connections "
+                            "(raise ulimit -n)", l->nactive);
+                    l->next_refusal_log = l->now + 1000;
+                }
                 return;
             }
             m0_log_errno("accept4");

@@ -94,3 +94,10 @@ def test_import_failure_prints_traceback_and_exits_1():
     assert status == 1
     assert "Traceback (most recent call last)" in stderr
     assert "RuntimeError: importfail: deliberate failure at import time" in stderr
+
+
+def test_an_asgi_callable_is_refused_with_one_clear_line():
+    status, stderr = run_to_exit(["asgi_only:app", "--bind", "127.0.0.1:0", "--app-dir", str(APPS_DIR)])
+    assert status == 1
+    assert "ASGI application: ASGI is not supported yet" in stderr
+    assert "Traceback" not in stderr
