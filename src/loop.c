@@ -1069,17 +1069,10 @@ static void on_signal(struct m0_loop *l)
     ssize_t n;
     while ((n = read(l->sig_fd, sigs, sizeof sigs)) > 0) {
         for (ssize_t i = 0; i < n; i++) {
-        switch (sigs[i]) {
-        case SIGTERM:
-        case SIGINT:
-            start_drain(l);
-            break;
-        case SIGQUIT:
-            l->stop_now = 1;
-            break;
-        default:
-            break;
-        }
+            if (sigs[i] == SIGTERM || sigs[i] == SIGINT)
+                start_drain(l);
+            else if (sigs[i] == SIGQUIT)
+                l->stop_now = 1;
         }
     }
 }

@@ -641,6 +641,18 @@ static PyTypeObject StartResponseType = {
 
 /* ------------------------------------------------------------- framing */
 
+/* The head is committed: frame the body bytes held back until now. */
+static void release_pending(struct m0_job *job, StartResponseObject *sr)
+{
+    if (job->pending.len > 0) {
+        size_t n = job->pending.len;
+        job->pending.len = 0;
+        job->produced -= n;
+        emit(job, sr, job->pending.data, n);
+    }
+    m0_buf_reset(&job->pending);
+}
+
 /* Serialize the status line and the application's headers, then let
  * m0_head_finish choose the framing. body_len is the whole body's size
  * when it is known (iteration is over), else -1. Called once per response. */
@@ -706,13 +718,7 @@ static void commit_head(struct m0_job *job, StartResponseObject *sr, int64_t bod
         const struct m0_hdr *lei = m0_req_header(r, "last-event-id");
         job->hold_last_id = lei ? m0_sse_parse_last_id(lei->value, lei->value_len) : 0;
         sr->committed = 1;
-        if (job->pending.len > 0) {
-            size_t n = job->pending.len;
-            job->pending.len = 0;
-            job->produced -= n;
-            emit(job, sr, job->pending.data, n);
-        }
-        m0_buf_reset(&job->pending);
+        release_pending(job, sr);
         return;
     }
 
@@ -740,15 +746,7 @@ static void commit_head(struct m0_job *job, StartResponseObject *sr, int64_t bod
     if (!job->keep)
         job->resp.flags |= M0_RESP_CLOSE;
     sr->committed = 1;
-
-    /* Release what was held back until now. */
-    if (job->pending.len > 0) {
-        size_t n = job->pending.len;
-        job->pending.len = 0;
-        job->produced -= n;
-        emit(job, sr, job->pending.data, n);
-    }
-    m0_buf_reset(&job->pending);
+    release_pending(job, sr);
 }
 
 /* One piece of body from the application. */
