@@ -48,8 +48,9 @@ endif
 
 all: m0serve
 
+# Replace by rename: a running ./m0serve never blocks a rebuild.
 m0serve: $(BUILD)/m0serve
-	$(Q)cp $< $@
+	$(Q)cp $< $@.tmp && mv -f $@.tmp $@
 
 $(BUILD)/m0serve: $(OBJS) $(LLOBJS)
 	@echo "  LD      $@"
@@ -61,10 +62,13 @@ $(BUILD)/%.o: src/%.c
 	$(Q)$(CC) $(STD) $(WARN) $(OPT) $(M0_CFLAGS) $(CFLAGS) $(PY_CFLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
 
 # Vendored parser: compiled with its own relaxed flags, never our -Werror.
+# Strict mode: CRLF after chunk data, no control bytes in the target
+# (request-smuggling primitives otherwise; RFC 9112 §7.1, §3.2).
+LLHTTP_FLAGS := -DLLHTTP_STRICT_MODE=1
 $(BUILD)/llhttp/%.o: $(LLHTTP_SRC)/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      llhttp/$(<F)"
-	$(Q)$(CC) -O2 -g -w $(M0_CFLAGS) -I$(LLHTTP_INC) -c -o $@ $<
+	$(Q)$(CC) -O2 -g -w $(LLHTTP_FLAGS) $(M0_CFLAGS) -I$(LLHTTP_INC) -c -o $@ $<
 
 -include $(OBJS:.o=.d)
 
@@ -89,7 +93,7 @@ build/unit/obj/cases.o: tests/unit/cases.c tests/unit/cases.h
 
 build/unit/llhttp/%.o: $(LLHTTP_SRC)/%.c
 	@mkdir -p $(@D)
-	$(Q)$(CC) -O1 -g -w $(SAN) -I$(LLHTTP_INC) -c -o $@ $<
+	$(Q)$(CC) -O1 -g -w $(LLHTTP_FLAGS) $(SAN) -I$(LLHTTP_INC) -c -o $@ $<
 
 build/unit/%: tests/unit/%.c $(UNIT_OBJS)
 	@mkdir -p $(@D)

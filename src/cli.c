@@ -46,6 +46,7 @@ static const struct opt opts[] = {
     {"--max-body", "M0_MAX_BODY", T_BYTES, O(limits.max_body), 0, 0, "BYTES", "largest request body accepted, else 413 (default 1073741824)"},
     {"--timeout-keep-alive", "M0_TIMEOUT_KEEP_ALIVE", T_SECONDS, O(keepalive_timeout), 0, 0, "S", "close idle keep-alive connections after S seconds (default 5)"},
     {"--header-timeout", "M0_HEADER_TIMEOUT", T_SECONDS, O(header_timeout), 0, 0, "S", "answer 408 when a request head takes longer (default 10)"},
+    {"--body-timeout", "M0_BODY_TIMEOUT", T_SECONDS, O(body_timeout), 0, 0, "S", "answer 408 when a request body makes no progress for S seconds (default 30)"},
     {"--max-header-size", "M0_MAX_HEADER_SIZE", T_BYTES, O(limits.max_header_bytes), 0, 0, "BYTES", "request header section limit, else 431 (default 16384)"},
     {"--max-headers", "M0_MAX_HEADERS", T_LONG, O(limits.max_headers), 1, 10000, "N", "request header field limit, else 431 (default 100)"},
     {"--backlog", "M0_BACKLOG", T_LONG, O(backlog), 1, 65535, "N", "listen backlog (default 2048)"},
@@ -72,6 +73,7 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->graceful_timeout = 30;
     cfg->keepalive_timeout = 5;
     cfg->header_timeout = 10;
+    cfg->body_timeout = 30;
     cfg->log_level = "info";
     cfg->heartbeat = 15;
     cfg->replay = 100;
@@ -83,7 +85,7 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->limits.max_header_bytes = 16384;
     cfg->limits.max_headers = 100;
     cfg->limits.max_body = 1073741824ull;
-    cfg->limits.body_mem = 1024 * 1024;
+    cfg->limits.body_mem = 256 * 1024;
 }
 
 void m0_config_resolve(struct m0_config *cfg)

@@ -61,15 +61,34 @@ static int on_url_complete(llhttp_t *p)
 
     r->target = m0_arena_strndup(&r->arena, t, n);
     r->target_len = (uint32_t)n;
-    /* Origin-form is the norm; absolute-form (RFC 9112 §3.2.2) is accepted
-     * by reducing it to its path. */
+    if (memchr(t, '#', n) != NULL)
+        return reject(h, 400, "Fragment in the request-target");
+    /* Origin-form is the norm. Absolute-form (RFC 9112 §3.2.2) is reduced to
+     * its path, and its authority replaces Host (checked at head end);
+     * asterisk-form is OPTIONS only. */
     const char *path = r->target;
-    if (path[0] != '/' && path[0] != '*') {
-        const char *scheme = strstr(path, "://");
-        if (scheme == NULL)
+    if (path[0] == '*') {
+        if (n != 1)
             return reject(h, 400, "Invalid request-target");
-        const char *slash = strchr(scheme + 3, '/');
-        path = slash ? slash : "/";
+        r->flags |= M0_REQ_ASTERISK;
+    } else if (path[0] != '/') {
+        size_t skip = strncasecmp(path, "http://", 7) == 0 ? 7 : strncasecmp(path, "https://", 8) == 0 ? 8 : 0;
+        if (skip == 0)
+            return reject(h, 400, "Invalid request-target");
+        const char *auth = path + skip;
+        size_t alen = strcspn(auth, "/?");
+        if (alen == 0)
+            return reject(h, 400, "Invalid request-target");
+        r->authority = m0_arena_strndup(&r->arena, auth, alen);
+        r->authority_len = (uint32_t)alen;
+        path = auth + alen;
+        if (*path != '/') {
+            /* "http://h?x=1": the path is "/", the query stays */
+            char *fixed = m0_arena_alloc(&r->arena, strlen(path) + 2);
+            fixed[0] = '/';
+            strcpy(fixed + 1, path);
+            path = fixed;
+        }
     }
     const char *q = strchr(path, '?');
     size_t plen = q ? (size_t)(q - path) : strlen(path);
@@ -114,6 +133,18 @@ static int on_header_value_complete(llhttp_t *p)
     const char *v = h->value.data ? h->value.data : "";
     size_t vn = h->value.len;
 
+    if (h->headers_done) {
+        /* A trailer field of a chunked body. RFC 9110 §6.5.1: never merged
+         * into the header section (a client could otherwise smuggle
+         * Content-Length or Authorization past a proxy that checked the
+         * head). We do not expose trailers: drop it. */
+        if (++h->trailers > h->lim->max_headers)
+            return reject(h, 431, "Too many trailer fields");
+        m0_buf_reset(&h->field);
+        m0_buf_reset(&h->value);
+        return 0;
+    }
+
     if (r->nhdrs >= h->lim->max_headers)
         return reject(h, 431, "Too many request header fields");
     if (!m0_http_is_token(h->field.data, h->field.len))
@@ -150,6 +181,23 @@ static int on_header_value_complete(llhttp_t *p)
     m0_buf_reset(&h->field);
     m0_buf_reset(&h->value);
     return 0;
+}
+
+/* RFC 9110 §7.2 / RFC 3986 §3.2: a Host value is a reg-name, an IPv4
+ * address or a bracketed IP literal, with an optional port. We accept the
+ * characters those allow, and nothing else (no space, '/', '@'). */
+static int valid_host(const char *v, size_t n)
+{
+    static const char allowed[] = "-._~!$&'()*+,;=:[]%";
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+            continue;
+        if (c != 0 && strchr(allowed, c) != NULL)
+            continue;
+        return 0;
+    }
+    return 1;
 }
 
 /* RFC 9112 §6.1, §7: the only transfer coding we decode is chunked; it
@@ -201,6 +249,13 @@ static int on_headers_complete(llhttp_t *p)
         return reject(h, 400, "Missing request-target");
     if (r->http_minor >= 1 && !h->host_seen)
         return reject(h, 400, "Missing Host header");
+    const struct m0_hdr *host = m0_req_header(r, "host");
+    if (host != NULL && !valid_host(host->value, host->value_len))
+        return reject(h, 400, "Invalid Host header");
+    if (r->authority != NULL && !valid_host(r->authority, r->authority_len))
+        return reject(h, 400, "Invalid authority in the request-target");
+    if ((r->flags & M0_REQ_ASTERISK) && p->method != HTTP_OPTIONS)
+        return reject(h, 400, "Asterisk-form is for OPTIONS only");
 
     const struct m0_hdr *te = m0_req_header(r, "transfer-encoding");
     if (te != NULL && r->http_minor == 0)
@@ -326,7 +381,8 @@ void m0_http_next(struct m0_http *h)
     h->status = 0;
     h->reason = NULL;
     h->in_message = h->headers_done = h->message_done = h->host_seen = 0;
-    h->head_scanned = h->last_was_lf = h->last_was_sp = h->start_line_done = 0;
+    h->head_scanned = h->last_was_lf = h->last_was_sp = h->start_line_done = h->start_seen = 0;
+    h->trailers = 0;
     m0_req_reset(h->req);
 }
 
@@ -342,7 +398,11 @@ static int map_error(struct m0_http *h, llhttp_errno_t e)
         return M0_ERR;
     switch (e) {
     case HPE_INVALID_VERSION:
-        return reject(h, 505, "HTTP version not supported"), M0_ERR;
+        /* A well-formed version we do not speak (HTTP/2.0, HTTP/3.1) is 505;
+         * anything else in that place is just malformed. */
+        if (llhttp_get_http_major(&h->parser) >= 2)
+            return reject(h, 505, "HTTP version not supported"), M0_ERR;
+        return reject(h, 400, "Malformed HTTP version"), M0_ERR;
     case HPE_INVALID_METHOD:
         return reject(h, 400, "Invalid method"), M0_ERR;
     case HPE_INVALID_URL:
@@ -378,9 +438,11 @@ static int bad_whitespace(struct m0_http *h, const char *p, size_t n)
             if (p[i] == ' ' && h->last_was_sp)
                 return 1;
             h->last_was_sp = p[i] == ' ';
-            if (p[i] == '\n')
+            if (p[i] != '\r' && p[i] != '\n')
+                h->start_seen = 1;     /* empty lines before it (§2.2) do not count */
+            else if (p[i] == '\n' && h->start_seen)
                 h->start_line_done = 1;
-            continue;      /* a leading CRLF is not a fold */
+            continue;
         }
         h->last_was_lf = (p[i] == '\n');
     }
@@ -404,14 +466,16 @@ int m0_http_feed(struct m0_http *h, const char *p, size_t n, size_t *used)
             consumed = (size_t)(pos - p);
     }
     if (h->in_message && !h->head_scanned && bad_whitespace(h, p, consumed))
-        return reject(h, 400, "Invalid whitespace in the request head (obs-fold)"), *used = consumed, M0_ERR;
-    if (h->headers_done)
-        h->head_scanned = 1;
-    if (!h->headers_done) {
+        return reject(h, 400, "Invalid whitespace in the request head"), *used = consumed, M0_ERR;
+    if (!h->head_scanned) {
+        /* Head bytes, counted on the read that completes the head too (feed
+         * pauses there, so consumed holds no body). */
         h->head_bytes += consumed;
         if (h->head_bytes > h->lim->max_header_bytes + h->lim->max_target)
             return reject(h, 431, "Request header fields too large"), *used = consumed, M0_ERR;
     }
+    if (h->headers_done)
+        h->head_scanned = 1;
     *used = consumed;
     switch (e) {
     case HPE_OK:

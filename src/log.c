@@ -102,16 +102,36 @@ void m0_log_raw(const char *p, size_t n)
     write_all(STDERR_FILENO, p, n);
 }
 
+/* Copy s into dst (cap bytes, NUL-terminated, truncated), escaping '"',
+ * '\\' and control bytes as \xHH so a client cannot forge log fields. */
+static const char *escape(char *dst, size_t cap, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (; *s && o + 5 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\' || c < 0x20 || c == 0x7f) {
+            dst[o++] = '\\';
+            dst[o++] = 'x';
+            dst[o++] = hex[c >> 4];
+            dst[o++] = hex[c & 15];
+        } else {
+            dst[o++] = (char)c;
+        }
+    }
+    dst[o] = '\0';
+    return dst;
+}
+
 void m0_log_access(const char *addr, const char *method, const char *target, int minor,
                    int status, uint64_t bytes, const char *referer, const char *ua,
                    uint64_t duration_us)
 {
-    char line[4096];
-    char when[40];
+    char line[4096], when[40], t[1200], r[600], u[600];
     stamp(when, sizeof when, 1);
-    int n = snprintf(line, sizeof line, "%s - - [%s] \"%s %.2000s HTTP/1.%d\" %d %llu \"%.500s\" \"%.500s\" %llu.%06llu\n",
-                     addr, when, method, target, minor, status, (unsigned long long)bytes,
-                     referer ? referer : "-", ua ? ua : "-",
+    int n = snprintf(line, sizeof line, "%s - - [%s] \"%s %s HTTP/1.%d\" %d %llu \"%s\" \"%s\" %llu.%06llu\n",
+                     addr, when, method, escape(t, sizeof t, target), minor, status, (unsigned long long)bytes,
+                     referer ? escape(r, sizeof r, referer) : "-", ua ? escape(u, sizeof u, ua) : "-",
                      (unsigned long long)(duration_us / 1000000), (unsigned long long)(duration_us % 1000000));
     if (n > 0)
         write_all(STDOUT_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);

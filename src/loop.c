@@ -75,6 +75,7 @@ enum m0_conn_state {
 #define C_IN_RUNNER   0x08u  /* a record for this job is on the lane or running */
 #define C_SLOW_LOGGED 0x10u  /* --request-timeout already reported this view */
 #define C_DOOMED      0x20u  /* to be closed after the current fan-out */
+#define C_HEAD_TIMER  0x40u  /* the current request's head timeout is running */
 
 struct m0_conn {
     int fd;
@@ -214,7 +215,12 @@ static void conn_close(struct m0_loop *l, struct m0_conn *c)
     c->gen++;          /* every queued event for this slot is now stale */
     active_del(l, c);
     /* A job on the lane or in a pool thread keeps its slot until it comes
-     * back: the slot is never reused under a runner's feet. */
+     * back: the slot is never reused under a runner's feet. One that has
+     * not started yet never will: nobody is left to answer. */
+    if (c->flags & C_IN_RUNNER) {
+        int queued = M0_JOB_QUEUED;
+        atomic_compare_exchange_strong(&c->job->run_state, &queued, M0_JOB_CANCELLED);
+    }
     if ((c->flags & C_IN_RUNNER) || abandon_job(l, c)) {
         c->state = M0_CONN_ORPHAN;
         return;
@@ -331,6 +337,7 @@ static void on_accept(struct m0_loop *l)
         active_add(l, c);
         c->state = M0_CONN_READ_HEAD;
         c->deadline = l->now + l->header_ms;
+        c->flags |= C_HEAD_TIMER;
         /* Optimistic read: the request usually arrives with the SYN's ACK. */
         conn_process(l, c);
     }
@@ -513,7 +520,7 @@ static void conn_error(struct m0_loop *l, struct m0_conn *c, int status, const c
 {
     struct m0_job *job = c->job;
     m0_debug("slot %u: %d %s", job->slot, status, reason);
-    m0_error_response(&job->resp.out, status, reason, 1, 0);
+    m0_error_response(&job->resp.out, status, reason, 1, (job->req.flags & M0_REQ_HEAD) != 0);
     job->resp.status = status;
     job->resp.flags |= M0_RESP_HEAD_SENT | M0_RESP_DONE | M0_RESP_CLOSE;
     c->state = M0_CONN_WRITE;
@@ -625,7 +632,7 @@ static void conn_dispatch(struct m0_loop *l, struct m0_conn *c)
     c->state = M0_CONN_DISPATCHED;
     c->started_us = m0_clock_ms() * 1000;
     c->deadline = 0;
-    c->flags &= ~C_SLOW_LOGGED;
+    c->flags &= ~(C_SLOW_LOGGED | C_HEAD_TIMER);
     /* EPOLLIN stays armed while the request is served: a client that waits
      * for its answer sends nothing, so no epoll_ctl is spent here. If bytes
      * do arrive (pipelining, a half-close), the event handler disarms then. */
@@ -825,6 +832,7 @@ static void conn_parse(struct m0_loop *l, struct m0_conn *c)
 {
     struct m0_job *job = c->job;
     int head_paused = 0;
+    int progressed = m0_buf_unread(&c->in) > 0;
 
     /* After the head pause the parser needs one more call even with no new
      * bytes: a request without a body completes on it. */
@@ -875,8 +883,14 @@ static void conn_parse(struct m0_loop *l, struct m0_conn *c)
         conn_close(l, c);
         return;
     }
-    if (c->state == M0_CONN_READ_HEAD && c->http.in_message && c->deadline > l->now + l->header_ms)
+    if (c->state == M0_CONN_READ_HEAD && c->http.in_message && !(c->flags & C_HEAD_TIMER)) {
+        /* The first bytes of a request: from now on the head timeout, not
+         * what was left of the keep-alive idle time, bounds it. */
+        c->flags |= C_HEAD_TIMER;
         c->deadline = l->now + l->header_ms;
+    }
+    if (c->state == M0_CONN_READ_BODY && progressed)
+        c->deadline = l->now + l->body_ms;   /* an idle timeout: any progress restarts it */
     if (c->state == M0_CONN_READ_HEAD && c->http.in_message && c->events != (EPOLLIN | EPOLLRDHUP))
         set_interest(l, c, EPOLLIN | EPOLLRDHUP);
     if (m0_buf_unread(&c->in) == 0 && c->in.cap > READ_CHUNK * 2)
@@ -1094,7 +1108,7 @@ int m0_loop_run(const struct m0_config *cfg, int listen_fd, int sig_fd)
     l->sig_fd = sig_fd;
     l->keepalive_ms = (uint64_t)(cfg->keepalive_timeout * 1000);
     l->header_ms = (uint64_t)(cfg->header_timeout * 1000);
-    l->body_ms = l->header_ms > 30000 ? l->header_ms : 30000;
+    l->body_ms = (uint64_t)(cfg->body_timeout * 1000);
     l->write_ms = 60000;
     l->active.next = l->active.prev = &l->active;
     l->request_ms = (uint64_t)(cfg->request_timeout * 1000);
@@ -1163,6 +1177,7 @@ int m0_loop_run(const struct m0_config *cfg, int listen_fd, int sig_fd)
     l->now = m0_clock_ms();
     l->next_sweep = l->now + SWEEP_MS;
 
+    int timed_out = 0;
     while (!l->stop_now) {
         int timeout = l->next_sweep > l->now ? (int)(l->next_sweep - l->now) : 0;
         int n = epoll_wait(l->ep, events, (int)M0_ARRAY_LEN(events), timeout);
@@ -1214,6 +1229,7 @@ int m0_loop_run(const struct m0_config *cfg, int listen_fd, int sig_fd)
                 break;
             if (l->now >= l->drain_deadline) {
                 m0_warn("graceful timeout: closing %u connection(s) still in flight", l->nactive);
+                timed_out = 1;
                 break;
             }
         }
@@ -1232,6 +1248,12 @@ int m0_loop_run(const struct m0_config *cfg, int listen_fd, int sig_fd)
         c = next;
     }
     release_closed(l);
+    if ((timed_out || l->stop_now) && l->pool != NULL && m0_pool_busy(l->pool) > 0) {
+        /* A view is still running past the deadline: joining it would only
+         * make the master kill us later. Leave now. */
+        m0_warn("leaving %u handler thread(s) mid-view", m0_pool_busy(l->pool));
+        return M0_EXIT_ABANDON;
+    }
     /* Threads finish their current job and any abandon records, then stop;
      * only then may jobs be freed. */
     m0_pool_stop(l->pool);

@@ -65,6 +65,16 @@ static int live_count(const struct master *m)
     return n;
 }
 
+/* Is a current (not retiring) worker serving listener slot idx? */
+static int serving(const struct master *m, int idx)
+{
+    for (int i = 0; i < m->cap; i++) {
+        if (m->w[i].pid != 0 && m->w[i].idx == idx && !m->w[i].retiring)
+            return 1;
+    }
+    return 0;
+}
+
 static void spawn(struct master *m, int idx)
 {
     int slot = -1;
@@ -75,8 +85,18 @@ static void spawn(struct master *m, int idx)
         }
     }
     if (slot == -1) {
-        m0_error("no room to spawn a worker");
-        return;
+        /* Old generations still draining (repeated SIGHUPs): grow the table. */
+        int cap = m->cap * 2;
+        struct worker *w = realloc(m->w, (size_t)cap * sizeof *w);
+        if (w == NULL) {
+            m0_error("no room to spawn a worker; retrying");
+            m->respawn_at[idx] = m0_clock_ms() + 1000;
+            return;
+        }
+        memset(w + m->cap, 0, (size_t)(cap - m->cap) * sizeof *w);
+        slot = m->cap;
+        m->w = w;
+        m->cap = cap;
     }
     int fd = m->socks[m->nsock == 1 ? 0 : idx];
     pid_t pid = fork();
@@ -276,6 +296,8 @@ int m0_master_run(struct m0_config *cfg)
             for (int idx = 0; idx < m->nworkers; idx++) {
                 if (m->respawn_at[idx] != 0 && now >= m->respawn_at[idx])
                     spawn(m, idx);
+                else if (m->respawn_at[idx] == 0 && !serving(m, idx))
+                    spawn(m, idx);   /* nothing serves this slot and nothing is scheduled */
             }
         }
         uint64_t wait_ms = 1000;

@@ -73,6 +73,8 @@ void m0_worker_main(const struct m0_config *cfg, int listen_fd)
     m0_info("worker booted (pid %d)", (int)getpid());
 
     int rc = m0_loop_run(cfg, listen_fd, sp[0]);
+    if (rc == M0_EXIT_ABANDON)
+        _exit(M0_EXIT_OK);     /* threads are inside Python: no finalize, no join */
     m0_py_finalize();
     m0_info("worker exiting (pid %d)", (int)getpid());
     exit(rc);

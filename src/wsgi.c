@@ -53,7 +53,7 @@
 static PyObject *s_REQUEST_METHOD, *s_SCRIPT_NAME, *s_PATH_INFO, *s_QUERY_STRING,
     *s_CONTENT_TYPE, *s_CONTENT_LENGTH, *s_SERVER_PROTOCOL, *s_REMOTE_ADDR,
     *s_REMOTE_PORT, *s_wsgi_input, *s_HTTP_1_1, *s_HTTP_1_0, *s_empty, *s_close,
-    *s_fileno, *s_tell, *s_read, *s_GET, *s_POST, *s_HEAD;
+    *s_fileno, *s_tell, *s_read, *s_GET, *s_POST, *s_HEAD, *s_HTTP_HOST;
 
 static const struct {
     PyObject **slot;
@@ -66,7 +66,7 @@ static const struct {
     {&s_REMOTE_PORT, "REMOTE_PORT"}, {&s_wsgi_input, "wsgi.input"},
     {&s_HTTP_1_1, "HTTP/1.1"}, {&s_HTTP_1_0, "HTTP/1.0"}, {&s_empty, ""},
     {&s_close, "close"}, {&s_fileno, "fileno"}, {&s_tell, "tell"}, {&s_read, "read"},
-    {&s_GET, "GET"}, {&s_POST, "POST"}, {&s_HEAD, "HEAD"},
+    {&s_GET, "GET"}, {&s_POST, "POST"}, {&s_HEAD, "HEAD"}, {&s_HTTP_HOST, "HTTP_HOST"},
 };
 
 static PyObject *the_app;       /* borrowed: py.c keeps it alive */
@@ -464,6 +464,27 @@ static const char *latin1(PyObject *s, Py_ssize_t *len, PyObject **owner)
     return PyBytes_AS_STRING(b);
 }
 
+/* Does the comma-separated list v contain token (case-insensitive)? */
+static int has_token(const char *v, size_t n, const char *token)
+{
+    size_t tl = strlen(token);
+    const char *p = v, *end = v + n;
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+            p++;
+        const char *e = p;
+        while (e < end && *e != ',')
+            e++;
+        const char *t = e;
+        while (t > p && (t[-1] == ' ' || t[-1] == '\t'))
+            t--;
+        if ((size_t)(t - p) == tl && strncasecmp(p, token, tl) == 0)
+            return 1;
+        p = e;
+    }
+    return 0;
+}
+
 /* Validate status and headers as PEP 3333 requires, recording what the
  * head's framing needs. Raises and returns -1 on a violation. */
 static int check_head(StartResponseObject *sr, PyObject *status, PyObject *headers)
@@ -476,9 +497,9 @@ static int check_head(StartResponseObject *sr, PyObject *status, PyObject *heade
     const char *st = PyUnicode_AsUTF8AndSize(status, &slen);
     if (st == NULL)
         return -1;
-    if (slen < 3 || st[0] < '1' || st[0] > '5' || st[1] < '0' || st[1] > '9' || st[2] < '0' ||
+    if (slen < 3 || st[0] < '2' || st[0] > '5' || st[1] < '0' || st[1] > '9' || st[2] < '0' ||
         st[2] > '9' || (slen > 3 && st[3] != ' ') || !m0_http_is_field_value(st, (size_t)slen)) {
-        PyErr_Format(PyExc_ValueError, "invalid status %R (want e.g. '200 OK')", status);
+        PyErr_Format(PyExc_ValueError, "invalid status %R (want e.g. '200 OK'; 1xx are the server's)", status);
         return -1;
     }
     if (!PyList_Check(headers)) {
@@ -525,7 +546,7 @@ static int check_head(StartResponseObject *sr, PyObject *status, PyObject *heade
         } else if (nl == 6 && strncasecmp(n, "server", 6) == 0) {
             sr->has_server = 1;
         } else if (nl == 10 && strncasecmp(n, "connection", 10) == 0) {
-            sr->app_close = vl == 5 && strncasecmp(v, "close", 5) == 0;
+            sr->app_close |= has_token(v, (size_t)vl, "close");
         } else if (nl == 7 && strncasecmp(n, "m0-hold", 7) == 0) {
             sr->hold = (vl == 6 && strncasecmp(v, "stream", 6) == 0) ? 1 : 2;
         } else if (ok && nl == 10 && strncasecmp(n, "m0-channel", 10) == 0) {
@@ -669,6 +690,10 @@ static void commit_head(struct m0_job *job, StartResponseObject *sr, int64_t bod
 
     m0_buf_puts(b, "HTTP/1.1 ");
     m0_buf_append(b, st, (size_t)slen);
+    if (slen == 3) {     /* RFC 9112 §4: the SP before the reason is not optional */
+        m0_buf_puts(b, " ");
+        m0_buf_puts(b, m0_status_reason(sr->status_code));
+    }
     m0_buf_puts(b, "\r\n");
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(sr->headers); i++) {
         PyObject *t = PyList_GET_ITEM(sr->headers, i), *own_n, *own_v;
@@ -805,6 +830,7 @@ static void finish(struct m0_job *job)
     PyObject *result = job->app_result;
     job->app_result = NULL;
     Py_CLEAR(job->app_iter);
+    Py_CLEAR(job->cur_item);
     if (result != NULL) {
         if (PyObject_HasAttr(result, s_close)) {
             PyObject *r = PyObject_CallMethodNoArgs(result, s_close);
@@ -857,6 +883,7 @@ static int complete(struct m0_job *job, size_t out_mark)
 {
     StartResponseObject *sr = job->start_response;
     Py_CLEAR(job->app_iter);
+    Py_CLEAR(job->cur_item);
     if (sr->status == NULL) {
         PyErr_SetString(PyExc_AssertionError, "the application returned without calling start_response()");
         return fail(job, out_mark, "in");
@@ -876,32 +903,77 @@ static int complete(struct m0_job *job, size_t out_mark)
     return M0_DONE;
 }
 
-/* Drain the iterator until it ends or a stream chunk is queued. */
+/* Is everything the client will get already produced? PEP 3333: "the
+ * server should stop iterating over the response when enough data has
+ * been sent" — the declared Content-Length is met, or nothing is sent at
+ * all (HEAD, 204, 304) once the head is committed. */
+static int enough(const struct m0_job *job, const StartResponseObject *sr)
+{
+    if (!sr->committed)
+        return 0;
+    if (job->framing == M0_FRAME_NONE)
+        return 1;
+    return job->framing == M0_FRAME_LENGTH && job->produced >= (uint64_t)job->app_length;
+}
+
+/* After producing body bytes: commit the head when waiting longer is
+ * pointless or impossible. */
+static void maybe_commit(struct m0_job *job, StartResponseObject *sr)
+{
+    if (sr->committed)
+        return;
+    int discard = (job->req.flags & M0_REQ_HEAD) || m0_status_bodiless(sr->status_code);
+    if (sr->content_length >= 0 && (discard || job->produced >= (uint64_t)sr->content_length))
+        commit_head(job, sr, (int64_t)job->produced);   /* the declared length decides */
+    else if (job->produced >= STREAM_CHUNK)
+        commit_head(job, sr, -1);   /* too long to hold: stream it (HEAD: no length) */
+}
+
+/*
+ * Drain the iterator until it ends, enough was sent, or a stream chunk is
+ * queued. A large item is produced in STREAM_CHUNK slices, one per resume,
+ * so a slow reader holds at most a chunk or two of copies, whatever the
+ * application hands over.
+ */
 static int pump(struct m0_job *job, size_t out_mark)
 {
     StartResponseObject *sr = job->start_response;
-    PyObject *item;
 
-    while ((item = PyIter_Next(job->app_iter)) != NULL) {
+    for (;;) {
+        if (job->cur_item != NULL) {
+            PyObject *item = job->cur_item;
+            size_t len = (size_t)PyBytes_GET_SIZE(item);
+            size_t n = len - job->cur_off < STREAM_CHUNK ? len - job->cur_off : STREAM_CHUNK;
+            emit(job, sr, PyBytes_AS_STRING(item) + job->cur_off, n);
+            job->cur_off += n;
+            if (job->cur_off == len)
+                Py_CLEAR(job->cur_item);
+            maybe_commit(job, sr);
+            if (enough(job, sr))
+                return complete(job, out_mark);
+            if (sr->committed && m0_buf_unread(&job->resp.out) >= STREAM_CHUNK)
+                return M0_AGAIN;            /* wait for the loop to write it */
+            continue;
+        }
+        PyObject *item = PyIter_Next(job->app_iter);
+        if (item == NULL)
+            break;
         if (!PyBytes_Check(item)) {
             PyErr_Format(PyExc_TypeError, "the response iterable yielded %.100s, not bytes", Py_TYPE(item)->tp_name);
             Py_DECREF(item);
             return fail(job, out_mark, "in the body of");
         }
-        Py_ssize_t n = PyBytes_GET_SIZE(item);
-        if (n > 0) {
-            if (!sr->committed && sr->status == NULL) {
-                Py_DECREF(item);
-                PyErr_SetString(PyExc_AssertionError, "body yielded before start_response()");
-                return fail(job, out_mark, "in");
-            }
-            emit(job, sr, PyBytes_AS_STRING(item), (size_t)n);
-            if (!sr->committed && job->pending.len >= STREAM_CHUNK)
-                commit_head(job, sr, -1);   /* too long to hold: stream it */
+        if (PyBytes_GET_SIZE(item) == 0) {
+            Py_DECREF(item);
+            continue;
         }
-        Py_DECREF(item);
-        if (sr->committed && m0_buf_unread(&job->resp.out) >= STREAM_CHUNK)
-            return M0_AGAIN;            /* wait for the loop to write it */
+        if (!sr->committed && sr->status == NULL) {
+            Py_DECREF(item);
+            PyErr_SetString(PyExc_AssertionError, "body yielded before start_response()");
+            return fail(job, out_mark, "in");
+        }
+        job->cur_item = item;
+        job->cur_off = 0;
     }
     if (PyErr_Occurred())
         return fail(job, out_mark, "in the body of");
@@ -989,15 +1061,16 @@ static PyObject *header_key(const struct m0_hdr *h)
             return key_cache[i].key;
         }
     }
-    char key[5 + 256];
-    if (h->name_len > 256)
-        return PyUnicode_FromFormat("HTTP_%s", h->name);   /* rare; not cached */
+    char small[5 + 256];
+    char *key = h->name_len <= 256 ? small : m0_xmalloc(5 + h->name_len);
     memcpy(key, "HTTP_", 5);
     for (uint32_t i = 0; i < h->name_len; i++) {
         char ch = h->name[i];
         key[5 + i] = ch == '-' ? '_' : (char)toupper((unsigned char)ch);
     }
     PyObject *k = PyUnicode_FromStringAndSize(key, 5 + h->name_len);
+    if (key != small)
+        free(key);
     if (k == NULL)
         return NULL;
     PyUnicode_InternInPlace(&k);
@@ -1103,6 +1176,9 @@ static PyObject *build_environ(struct m0_job *job, InputObject *input)
         if (set_str(env, s_CONTENT_LENGTH, small, (size_t)cn) == -1)
             goto fail;
     }
+    /* RFC 9112 §3.2.2: an absolute-form target's authority replaces Host. */
+    if (r->authority != NULL && set_str(env, s_HTTP_HOST, r->authority, r->authority_len) == -1)
+        goto fail;
     if (PyDict_SetItem(env, s_wsgi_input, (PyObject *)input) == -1)
         goto fail;
     return env;
@@ -1173,6 +1249,14 @@ int m0_wsgi_start(struct m0_job *job)
         }
         if (!sr->committed)
             commit_head(job, sr, (int64_t)total);
+        if (total > 4 * STREAM_CHUNK && !enough(job, sr)) {
+            /* Too big to copy whole for a reader of unknown speed: the
+             * length is known, the bytes go out in slices under credit. */
+            job->app_iter = PyObject_GetIter(result);
+            if (job->app_iter == NULL)
+                return fail(job, out_mark, "iterating the response of");
+            return pump(job, out_mark);
+        }
         for (Py_ssize_t i = 0; i < count; i++)
             emit(job, sr, PyBytes_AS_STRING(items[i]), (size_t)PyBytes_GET_SIZE(items[i]));
         if ((job->req.flags & M0_REQ_HEAD) || m0_status_bodiless(sr->status_code))
@@ -1194,7 +1278,7 @@ int m0_wsgi_resume(struct m0_job *job)
 
 void m0_wsgi_abandon(struct m0_job *job)
 {
-    if (job->app_result != NULL || job->app_iter != NULL || job->input != NULL)
+    if (job->app_result != NULL || job->app_iter != NULL || job->cur_item != NULL || job->input != NULL)
         finish(job);
 }
 

@@ -27,6 +27,7 @@ struct m0_config {
     double graceful_timeout;    /* seconds */
     double keepalive_timeout;   /* seconds an idle keep-alive connection lives */
     double header_timeout;      /* seconds to receive a complete request head */
+    double body_timeout;        /* seconds a request body may go without progress */
     int access_log;             /* bool */
     const char *log_level;
     long backlog;               /* listen(2) backlog */

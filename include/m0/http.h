@@ -43,6 +43,7 @@ struct m0_hdr {
 #define M0_REQ_EXPECT100  0x04u   /* Expect: 100-continue was sent */
 #define M0_REQ_CHUNKED    0x08u   /* body uses chunked transfer coding */
 #define M0_REQ_UPGRADE    0x10u   /* Connection: upgrade + Upgrade header */
+#define M0_REQ_ASTERISK   0x20u   /* request-target "*" (OPTIONS) */
 
 struct m0_req {
     struct m0_arena arena;    /* method, target, headers; reset per request */
@@ -52,6 +53,8 @@ struct m0_req {
     const char *path;         /* target up to '?' (raw, not decoded), in arena */
     const char *query;        /* after '?', or "" */
     uint32_t path_len, query_len;
+    const char *authority;    /* host[:port] of an absolute-form target, or NULL */
+    uint32_t authority_len;
     uint8_t http_major, http_minor;
     unsigned flags;           /* M0_REQ_* */
     struct m0_hdr *hdrs;      /* arena array of nhdrs entries */
@@ -82,6 +85,8 @@ struct m0_http {
     uint8_t last_was_lf;      /* whitespace scan state across feeds */
     uint8_t last_was_sp;
     uint8_t start_line_done;
+    uint8_t start_seen;       /* a byte of the request-line itself was seen */
+    unsigned trailers;        /* trailer fields seen (dropped) */
 };
 
 /* Set up h for a new connection; req must outlive it. */

@@ -35,6 +35,8 @@ struct m0_job {
     /* Runner state between start and completion (PyObject * in wsgi.c;
      * opaque here so the loop needs no Python headers). */
     void *app_iter;             /* the iterator being drained, or NULL */
+    void *cur_item;             /* a body item being sent in credit-sized slices, or NULL */
+    size_t cur_off;             /* bytes of cur_item already produced */
     void *app_result;           /* the iterable whose close() is owed, or NULL */
     void *start_response;       /* the per-request start_response object */
     void *input;                /* the wsgi.input object */

@@ -23,6 +23,7 @@
 #define M0_EXIT_USAGE     2   /* bad flag or value */
 #define M0_EXIT_BOOT      3   /* worker could not load the app: master stops */
 #define M0_EXIT_CONFIG   78   /* EX_CONFIG: a configuration conflict */
+#define M0_EXIT_ABANDON 100   /* internal: loop gave up on running views; worker _exit(0)s */
 
 #define M0_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define M0_UNLIKELY(x) __builtin_expect(!!(x), 0)
