@@ -62,3 +62,15 @@ int m0_lane_take(const struct m0_lane *lane, struct m0_lane_rec *rec)
         return M0_ERR;
     }
 }
+
+int m0_lane_poll(const struct m0_lane *lane, struct m0_lane_rec *rec)
+{
+    for (;;) {
+        ssize_t n = recv(lane->take_fd, rec, sizeof *rec, MSG_DONTWAIT);
+        if (n == (ssize_t)sizeof *rec)
+            return M0_OK;
+        if (n == -1 && errno == EINTR)
+            continue;
+        return M0_AGAIN;
+    }
+}

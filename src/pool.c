@@ -88,6 +88,40 @@ static void forward_hold(struct m0_pool *p, struct m0_job *job, const struct m0_
     job->resp.flags |= M0_RESP_HEAD_SENT | M0_RESP_DONE | M0_RESP_CLOSE;
 }
 
+/* Run one record's job step (attached to the interpreter) and post its
+ * completion. */
+static void run_record(struct m0_pool *p, const struct m0_lane_rec *rec)
+{
+    if (rec->slot >= p->njobs || p->jobs[rec->slot] == NULL)
+        return;
+    struct m0_job *job = p->jobs[rec->slot];
+    struct m0_completion c = {.slot = rec->slot, .gen = rec->gen, .kind = rec->kind, .rc = M0_DONE};
+    atomic_fetch_add(&p->busy, 1);
+    switch (rec->kind) {
+    case M0_RUN_START: {
+        int queued = M0_JOB_QUEUED;
+        /* The loop may have answered 503 already (--request-timeout) or
+         * seen the client leave: whoever moves the job out of QUEUED owns it. */
+        if (atomic_compare_exchange_strong(&job->run_state, &queued, M0_JOB_RUNNING)) {
+            c.rc = m0_wsgi_start(job);
+            if (job->resp.flags & M0_RESP_HOLD)
+                forward_hold(p, job, rec);
+        }
+        break;
+    }
+    case M0_RUN_RESUME:
+        c.rc = m0_wsgi_resume(job);
+        break;
+    case M0_RUN_ABANDON:
+        m0_wsgi_abandon(job);
+        break;
+    default:
+        break;
+    }
+    atomic_fetch_sub(&p->busy, 1);
+    post(p, &c);
+}
+
 static void *thread_main(void *arg)
 {
     struct m0_pool *p = arg;
@@ -102,43 +136,22 @@ static void *thread_main(void *arg)
 
     void *ts = m0_py_thread_new();
     struct m0_lane_rec rec;
-    while (m0_lane_take(&p->lane, &rec) == M0_OK) {
-        if (rec.kind == M0_RUN_STOP)
-            break;
-        if (rec.slot >= p->njobs || p->jobs[rec.slot] == NULL)
-            continue;
-        struct m0_job *job = p->jobs[rec.slot];
-        struct m0_completion c = {.slot = rec.slot, .gen = rec.gen, .kind = rec.kind, .rc = M0_DONE};
-        atomic_fetch_add(&p->busy, 1);
-        switch (rec.kind) {
-        case M0_RUN_START: {
-            int queued = M0_JOB_QUEUED;
-            /* The loop may have answered 503 already (--request-timeout):
-             * whoever moves the job out of QUEUED owns it. */
-            if (atomic_compare_exchange_strong(&job->run_state, &queued, M0_JOB_RUNNING)) {
-                m0_py_thread_attach(ts);
-                c.rc = m0_wsgi_start(job);
-                m0_py_thread_detach(ts);
-                if (job->resp.flags & M0_RESP_HOLD)
-                    forward_hold(p, job, &rec);
+    int stop = 0;
+    while (!stop && m0_lane_take(&p->lane, &rec) == M0_OK) {
+        /* Attached once per burst: a thread that finishes a job and finds
+         * the next one already queued runs it without handing the GIL
+         * around (another thread waking only to contend for it). The
+         * interpreter still switches threads every sys.getswitchinterval()
+         * inside Python code, so a long view cannot starve the others. */
+        m0_py_thread_attach(ts);
+        do {
+            if (rec.kind == M0_RUN_STOP) {
+                stop = 1;
+                break;
             }
-            break;
-        }
-        case M0_RUN_RESUME:
-            m0_py_thread_attach(ts);
-            c.rc = m0_wsgi_resume(job);
-            m0_py_thread_detach(ts);
-            break;
-        case M0_RUN_ABANDON:
-            m0_py_thread_attach(ts);
-            m0_wsgi_abandon(job);
-            m0_py_thread_detach(ts);
-            break;
-        default:
-            break;
-        }
-        atomic_fetch_sub(&p->busy, 1);
-        post(p, &c);
+            run_record(p, &rec);
+        } while (m0_lane_poll(&p->lane, &rec) == M0_OK);
+        m0_py_thread_detach(ts);
     }
     m0_py_thread_free(ts);
     return NULL;
