@@ -1,0 +1,371 @@
+#!/usr/bin/env bash
+# bench/realtime.sh — held SSE streams: memory per stream and publish->delivery
+# latency, m0serve --realtime vs uvicorn (raw ASGI).
+#
+# For each server and each stream count (1,000 and 10,000; --quick: 1,000)
+# a fresh server is started pinned to SERVER_CPU (default 0), with 1 worker:
+#   m0serve rt_app:application --realtime --workers 1 --blocking-threads 2
+#   python3 -m uvicorn --app-dir bench asgi_sse:app --workers 1 --no-access-log
+# and bench/sse_hold.py (pinned to CLIENT_CPU, default 1) opens N idle
+# streams, reads the worker's VmRSS before/after, then publishes 20 events
+# 200 ms apart through the app's /publish route and timestamps every
+# delivery.  See bench/README.md.
+set -euo pipefail
+
+usage() {
+    cat <<'EOF'
+Usage: bench/realtime.sh [options]
+
+Options:
+  --quick            1,000 streams only (default: 1,000 and 10,000)
+  --streams LIST     comma-separated stream counts (default 1000,10000)
+  --servers LIST     comma-separated subset/order of: m0serve,uvicorn (default both)
+  --markdown FILE    also write the results as a markdown report to FILE
+  --log-dir DIR      keep server logs and the raw client JSON in DIR
+  -h, --help         show this help
+
+Environment:
+  EVENTS=20                events published per run
+  INTERVAL=0.2             seconds between events
+  BLOCKING_THREADS=2       m0serve --blocking-threads
+  SERVER_CPU=0 CLIENT_CPU=1 STARTUP_TIMEOUT=15
+  CLIENT_TIMEOUT=240       bound on one client run (seconds)
+  NOFILE=65536             soft `ulimit -n` wanted (capped at the hard limit
+                           unless the hard limit can be raised)
+  M0SERVE=./m0serve PYTHON=/usr/bin/python3 (also runs uvicorn: $PYTHON -m uvicorn)
+EOF
+}
+
+INVOKE_DIR=$PWD
+SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd -- "$SCRIPT_DIR/.." && pwd)
+
+EVENTS=${EVENTS:-20}
+INTERVAL=${INTERVAL:-0.2}
+BLOCKING_THREADS=${BLOCKING_THREADS:-2}
+SERVER_CPU=${SERVER_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
+STARTUP_TIMEOUT=${STARTUP_TIMEOUT:-15}
+CLIENT_TIMEOUT=${CLIENT_TIMEOUT:-240}
+NOFILE=${NOFILE:-65536}
+PYTHON=${PYTHON:-/usr/bin/python3}
+STREAMS=1000,10000
+SERVERS=m0serve,uvicorn
+MARKDOWN=""
+LOG_DIR=""
+
+die() { printf 'realtime.sh: %s\n' "$*" >&2; exit 2; }
+((BASH_VERSINFO[0] >= 5)) || die "needs bash >= 5 (found $BASH_VERSION)"
+
+while (($#)); do
+    case $1 in
+        --quick) STREAMS=1000; shift ;;
+        --streams) (($# >= 2)) || die "--streams needs a LIST"; STREAMS=$2; shift 2 ;;
+        --streams=*) STREAMS=${1#*=}; shift ;;
+        --servers) (($# >= 2)) || die "--servers needs a LIST"; SERVERS=$2; shift 2 ;;
+        --servers=*) SERVERS=${1#*=}; shift ;;
+        --markdown) (($# >= 2)) || die "--markdown needs a FILE"; MARKDOWN=$2; shift 2 ;;
+        --markdown=*) MARKDOWN=${1#*=}; shift ;;
+        --log-dir) (($# >= 2)) || die "--log-dir needs a DIR"; LOG_DIR=$2; shift 2 ;;
+        --log-dir=*) LOG_DIR=${1#*=}; shift ;;
+        -h|--help) usage; exit 0 ;;
+        *) usage >&2; die "unknown argument: $1" ;;
+    esac
+done
+
+for v in EVENTS BLOCKING_THREADS SERVER_CPU CLIENT_CPU STARTUP_TIMEOUT CLIENT_TIMEOUT NOFILE; do
+    [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer (got '${!v}')"
+done
+[[ $INTERVAL =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "INTERVAL must be a number"
+IFS=, read -r -a COUNTS <<<"$STREAMS"
+for n in "${COUNTS[@]}"; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "bad stream count: $n"; done
+IFS=, read -r -a ORDER <<<"$SERVERS"
+for s in "${ORDER[@]}"; do case $s in m0serve|uvicorn) ;; *) die "unknown server: $s" ;; esac; done
+
+abs_from_invoke() { if [[ $1 == /* ]]; then printf '%s\n' "$1"; else printf '%s\n' "$INVOKE_DIR/$1"; fi; }
+if [[ -n $MARKDOWN ]]; then MARKDOWN=$(abs_from_invoke "$MARKDOWN"); fi
+if [[ -n $LOG_DIR ]]; then LOG_DIR=$(abs_from_invoke "$LOG_DIR"); fi
+if [[ -z ${M0SERVE:-} ]]; then
+    M0SERVE=./m0serve
+elif [[ $M0SERVE == */* && $M0SERVE != /* && -e $INVOKE_DIR/$M0SERVE ]]; then
+    M0SERVE=$INVOKE_DIR/$M0SERVE
+fi
+
+cd -- "$REPO_ROOT"
+# shellcheck source=bench/common.sh
+. bench/common.sh
+
+for tool in taskset setsid timeout curl ps "$PYTHON"; do
+    command -v "$tool" >/dev/null 2>&1 || die "required tool not found: $tool"
+done
+NCPU=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+((SERVER_CPU < NCPU && CLIENT_CPU < NCPU)) ||
+    die "SERVER_CPU=$SERVER_CPU / CLIENT_CPU=$CLIENT_CPU not valid on a $NCPU-CPU machine"
+
+# ---- file descriptors: both the server and the client hold one per stream.
+# Servers and the client are started from this shell, so they inherit it.
+MAXN=0
+for n in "${COUNTS[@]}"; do ((n > MAXN)) && MAXN=$n; done
+hard=$(ulimit -Hn)
+if [[ $hard != unlimited ]] && ((hard < NOFILE)); then
+    ulimit -Hn "$NOFILE" 2>/dev/null || true        # needs CAP_SYS_RESOURCE
+    hard=$(ulimit -Hn)
+fi
+if [[ $hard == unlimited ]] || ((hard >= NOFILE)); then ulimit -Sn "$NOFILE"; else ulimit -Sn "$hard"; fi
+SOFT=$(ulimit -Sn)
+FD_NOTE="ulimit -n: soft $SOFT, hard $(ulimit -Hn)"
+if [[ $SOFT != unlimited ]] && ((SOFT < MAXN + 256)); then
+    printf 'realtime.sh: warning: ulimit -n is %s, too low for %s streams; opens will fail\n' "$SOFT" "$MAXN" >&2
+    FD_NOTE+=" (too low for $MAXN streams)"
+fi
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/m0rt.XXXXXX")
+common_traps
+rt_cleanup() {
+    if [[ -n $LOG_DIR && -d $TMP ]]; then mkdir -p "$LOG_DIR"; cp -r "$TMP"/. "$LOG_DIR"/ 2>/dev/null || true; fi
+}
+trap 'rc=$?; rt_cleanup || true; common_cleanup "$rc"' EXIT
+
+# ---------------------------------------------------------------------------
+declare -A STATUS CMD CLIENTCMD NOTE RES WPID_DESC
+NOISY_RUNS=0
+
+server_cmd() {   # server_cmd NAME PORT -> SCMD, STOPSIG
+    case $1 in
+        m0serve)
+            SCMD=("$M0SERVE" rt_app:application --app-dir bench --bind "127.0.0.1:$2" --realtime
+                  --workers 1 --blocking-threads "$BLOCKING_THREADS")
+            STOPSIG=TERM ;;
+        uvicorn)
+            SCMD=("$PYTHON" -m uvicorn --app-dir bench asgi_sse:app --host 127.0.0.1 --port "$2"
+                  --workers 1 --no-access-log --log-level warning)
+            STOPSIG=TERM ;;
+    esac
+}
+
+# worker_pid: the master's only child (m0serve), else the server process itself.
+worker_pid() {
+    local kids
+    mapfile -t kids < <(ps -o pid= --ppid "$SERVER_SID" 2>/dev/null | tr -d ' ')
+    if ((${#kids[@]} == 1)) && [[ -n ${kids[0]} ]]; then printf '%s child\n' "${kids[0]}"; else printf '%s self\n' "$SERVER_SID"; fi
+}
+
+# summarize JSON -> tab-separated fields for the tables
+summarize() {
+    "$PYTHON" - "$1" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+def f(v, fmt="%.2f"):
+    return "-" if v is None else fmt % v
+lat = d.get("latency_ms", {})
+klat = d.get("kernel_latency_ms", {})
+mib = lambda kb: "-" if kb is None else "%.1f" % (kb / 1024.0)
+errs = d.get("errors", {})
+notes = []
+if errs:
+    notes.append("client errors: " + ", ".join("%s x%d" % kv for kv in sorted(errs.items())))
+pub = d.get("publish", {})
+if pub.get("errors"):
+    notes.append("publish errors: " + "; ".join(pub["errors"]))
+if d.get("streams_missing_events"):
+    notes.append("%d streams missed events" % d["streams_missing_events"])
+if d.get("streams_lost_during_events"):
+    notes.append("%d streams closed during the events" % d["streams_lost_during_events"])
+h = d.get("health")
+if isinstance(h, dict) and "held_streams" in h and h["held_streams"] != d.get("opened"):
+    notes.append("/health held_streams=%s but %s opened" % (h["held_streams"], d.get("opened")))
+print("\t".join([
+    "%d/%d" % (d.get("opened", 0), d.get("requested", 0)),
+    mib(d.get("rss_before_kb")), mib(d.get("rss_held_kb")), mib(d.get("rss_after_events_kb")),
+    f(d.get("rss_per_stream_bytes"), "%d"),
+    f(lat.get("p50")), f(lat.get("p99")), f(lat.get("max")),
+    f(klat.get("p50")), f(klat.get("p99")),
+    "%d/%d" % (d.get("deliveries", 0), d.get("deliveries_expected", 0)),
+    f(d.get("open_seconds")), f(d.get("fanout_span_ms_p50")),
+    f(pub.get("request_ms_p50")),
+    "; ".join(notes) or "",
+]))
+PY
+}
+
+run_one() {
+    local name=$1 n=$2 key="$1/$2" port base slog wp wdesc out cl_sid rc=0 h
+    local opened rb rh ra bps p50 p99 mx kp50 kp99 dlv opens span pubms notes
+    NOTE[$key]=""
+    printf '\n== %s, %s streams\n' "$name" "$n"
+    if [[ $name == m0serve && ! -x $M0SERVE ]]; then STATUS[$key]="missing: $M0SERVE (run make)"; printf '   skipped\n'; return; fi
+    if [[ $name == uvicorn ]] && ! "$PYTHON" -c 'import uvicorn' 2>/dev/null; then
+        STATUS[$key]="missing: uvicorn for $PYTHON"; printf '   skipped\n'; return
+    fi
+    port=$(free_port); base="http://127.0.0.1:$port"
+    server_cmd "$name" "$port"
+    CMD[$name]=$(q taskset -c "$SERVER_CPU" "${SCMD[@]}")
+    printf '$ %s\n' "${CMD[$name]}"
+    slog=$TMP/$name-$n.server.log
+    start_server "$name" "$STOPSIG" "$SERVER_CPU" "$slog" "${SCMD[@]}"
+    if ! wait_http "$base/ping" "$STARTUP_TIMEOUT"; then
+        STATUS[$key]="failed to start"; printf '   failed to start; log:\n'; tail -n 15 "$slog" | sed 's/^/   | /'
+        stop_server; return
+    fi
+    curl -s --max-time 5 -o /dev/null "$base/publish?n=1&seq=-1" || NOTE[$key]+="warm-up publish failed; "
+    read -r wp wdesc < <(worker_pid)
+    WPID_DESC[$name]=$([[ $wdesc == child ]] && echo "the master's child (worker)" || echo "the server process")
+    out=$TMP/$name-$n.client.json
+    local ccmd=("$PYTHON" bench/sse_hold.py --port "$port" -n "$n" --rss-pid "$wp" --events "$EVENTS" --interval "$INTERVAL")
+    if [[ $name == m0serve ]]; then ccmd+=(--health-path /health); fi
+    CLIENTCMD[$name]=$(q taskset -c "$CLIENT_CPU" "${ccmd[@]}")
+    printf '$ %s\n' "${CLIENTCMD[$name]}"
+    noise_begin
+    setsid timeout -k 5 "$CLIENT_TIMEOUT" taskset -c "$CLIENT_CPU" "${ccmd[@]}" >"$out" 2>"$TMP/$name-$n.client.err" </dev/null &
+    cl_sid=$!; track_session "$cl_sid" TERM
+    wait "$cl_sid" || rc=$?
+    untrack_session "$cl_sid"
+    noise_end "$SERVER_CPU" "$CLIENT_CPU"
+    noise_line "$SERVER_CPU" "$CLIENT_CPU"
+    if noisy; then
+        NOTE[$key]+="noisy run: $(noise_desc "$SERVER_CPU" "$CLIENT_CPU"); "
+        NOISY_RUNS=$((NOISY_RUNS + 1))
+    fi
+    if ((rc != 0)) || [[ ! -s $out ]]; then
+        STATUS[$key]="client failed (exit $rc)"
+        printf '   client failed (exit %s):\n' "$rc"; tail -n 10 "$TMP/$name-$n.client.err" | sed 's/^/   | /'
+    else
+        RES[$key]=$(summarize "$out")
+        STATUS[$key]=ok
+        IFS=$'\t' read -r opened rb rh ra bps p50 p99 mx kp50 kp99 dlv opens span pubms notes <<<"${RES[$key]}"
+        printf '   opened %s in %s s; RSS %s -> %s MiB (%s after events) = %s B/stream\n   latency (client read) p50 %s ms, p99 %s ms, max %s; (kernel rx) p50 %s ms, p99 %s ms; delivered %s; /publish answered in %s ms (p50)\n' \
+            "$opened" "$opens" "$rb" "$rh" "$ra" "$bps" "$p50" "$p99" "$mx" "$kp50" "$kp99" "$dlv" "$pubms"
+        [[ -z $notes ]] || { NOTE[$key]+="$notes; "; printf '   %s\n' "$notes"; }
+    fi
+    # The server must survive the clients going away, and (m0serve) drop them.
+    sleep 1
+    if ! session_alive "$SERVER_SID"; then
+        NOTE[$key]+="server died; "
+        printf '   server died; log tail:\n'; tail -n 15 "$slog" | sed 's/^/   | /'
+    elif ! curl -sf --max-time 5 -o /dev/null "$base/ping"; then
+        NOTE[$key]+="server did not answer /ping after the client left; "
+    elif [[ $name == m0serve ]]; then
+        h=$(curl -s --max-time 5 "$base/health" | "$PYTHON" -c 'import json,sys; d=json.load(sys.stdin); print(d.get("held_streams"), d.get("connections"))' 2>/dev/null || true)
+        [[ ${h%% *} == 0 ]] || NOTE[$key]+="/health after the client left: held_streams connections = $h; "
+    fi
+    if grep -qiE 'error|traceback|too many open files' "$slog"; then
+        NOTE[$key]+="server log has errors: $(grep -iE 'error|traceback|too many open files' "$slog" | head -n 3 | tr '\n' ' ' | cut -c1-300); "
+    fi
+    stop_server
+    if [[ $STOP_HOW != clean ]]; then NOTE[$key]+="did not exit on SIG$STOPSIG within 5 s ($STOP_HOW); "; fi
+}
+
+# ---------------------------------------------------------------------------
+CPU_MODEL=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null || true)
+HOST_INFO="${CPU_MODEL:-unknown CPU}, $NCPU CPUs, Linux $(uname -r)"
+M0_VERSION="git $(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null || echo '(no commit)')"
+if [[ -n $(git -C "$REPO_ROOT" status --porcelain -- src include Makefile 2>/dev/null) ]]; then M0_VERSION+=" + uncommitted changes"; fi
+if [[ -e $M0SERVE ]]; then M0_VERSION+=", binary $M0SERVE built $(date -u -r "$M0SERVE" '+%Y-%m-%d %H:%M:%S UTC' 2>/dev/null || echo '?')"; fi
+UVICORN_VERSION=$("$PYTHON" -c 'import uvicorn, h11, sys; print("uvicorn %s (h11 %s, asyncio; %s)" % (uvicorn.__version__, h11.__version__, sys.version.split()[0]))' 2>/dev/null || echo "uvicorn ?")
+printf 'm0serve realtime (held SSE streams) benchmark\nhost: %s\n' "$HOST_INFO"
+printf 'm0serve: %s; %s\n' "$M0_VERSION" "$UVICORN_VERSION"
+printf 'topology: server on CPU %s (1 worker), client bench/sse_hold.py on CPU %s; %s events %ss apart per run\n' \
+    "$SERVER_CPU" "$CLIENT_CPU" "$EVENTS" "$INTERVAL"
+printf '%s\n' "$FD_NOTE"
+background_load "$SERVER_CPU" "$CLIENT_CPU"
+printf 'background load: %s\n' "$BACKGROUND"
+
+for s in "${ORDER[@]}"; do
+    for n in "${COUNTS[@]}"; do run_one "$s" "$n"; done
+done
+
+# ---- report ---------------------------------------------------------------
+field() {   # field KEY INDEX (0-based)
+    local -a f
+    IFS=$'\t' read -r -a f <<<"${RES[$1]:-}"
+    printf '%s' "${f[$2]:--}"
+}
+printf '\n%-8s %7s %-11s %8s %8s %8s %8s | %7s %7s %7s | %7s %7s | %-13s %6s %6s\n' server streams opened "RSS0 MiB" "held MiB" "evts MiB" "B/strm" \
+    "p50 ms" "p99 ms" "max ms" "kp50 ms" "kp99 ms" delivered "open s" "span"
+for s in "${ORDER[@]}"; do
+    for n in "${COUNTS[@]}"; do
+        k=$s/$n
+        if [[ ${STATUS[$k]:-} != ok ]]; then printf '%-8s %7s %s\n' "$s" "$n" "${STATUS[$k]:-not run}"; continue; fi
+        printf '%-8s %7s %-11s %8s %8s %8s %8s | %7s %7s %7s | %7s %7s | %-13s %6s %6s\n' "$s" "$n" "$(field "$k" 0)" "$(field "$k" 1)" \
+            "$(field "$k" 2)" "$(field "$k" 3)" "$(field "$k" 4)" "$(field "$k" 5)" "$(field "$k" 6)" "$(field "$k" 7)" \
+            "$(field "$k" 8)" "$(field "$k" 9)" "$(field "$k" 10)" "$(field "$k" 11)" "$(field "$k" 12)"
+    done
+done
+printf '(RSS0/held/evts = worker VmRSS before opening, with the streams held, after the events; B/strm = (held - RSS0) / opened.\n'
+printf ' Latency over all (event, stream) deliveries: p50/p99/max = client read time - the time.time() the app put in the event;\n'
+printf ' kp50/kp99 = kernel receive timestamp (SO_TIMESTAMPNS) - that time: the server-side fan-out without the client'"'"'s read lag.\n'
+printf ' span = p50 over events of (last - first delivery read by the client).)\n'
+
+RATIO_LINES=()
+if [[ " ${ORDER[*]} " == *" m0serve "* && " ${ORDER[*]} " == *" uvicorn "* ]]; then
+    printf '\nratios (uvicorn / m0serve; > 1 means m0serve uses less / is faster):\n'
+    for n in "${COUNTS[@]}"; do
+        if [[ ${STATUS[m0serve/$n]:-} == ok && ${STATUS[uvicorn/$n]:-} == ok ]]; then
+            line="$n streams: bytes/stream $(ratio "$(field "uvicorn/$n" 4)" "$(field "m0serve/$n" 4)"), p50 $(ratio "$(field "uvicorn/$n" 5)" "$(field "m0serve/$n" 5)"), p99 $(ratio "$(field "uvicorn/$n" 6)" "$(field "m0serve/$n" 6)"), kernel-rx p50 $(ratio "$(field "uvicorn/$n" 8)" "$(field "m0serve/$n" 8)"), kernel-rx p99 $(ratio "$(field "uvicorn/$n" 9)" "$(field "m0serve/$n" 9)")"
+        else
+            line="$n streams: n/a (not measured on both)"
+        fi
+        RATIO_LINES+=("$line"); printf '  %s\n' "$line"
+    done
+fi
+
+if ((NOISY_RUNS)); then
+    printf '\nwarning: %s run(s) had other processes on the pinned cores (see notes); re-run on a quiet machine\n' "$NOISY_RUNS"
+fi
+notes=0
+for s in "${ORDER[@]}"; do
+    for n in "${COUNTS[@]}"; do
+        k=$s/$n
+        if [[ -n ${NOTE[$k]:-} ]]; then ((notes++)) || printf '\nnotes:\n'; printf '  %s: %s\n' "$k" "${NOTE[$k]%; }"; fi
+    done
+done
+printf '\ncommands (run from %s; PORT and PID differ per run; one fresh server per stream count):\n' "$REPO_ROOT"
+for s in "${ORDER[@]}"; do
+    [[ -z ${CMD[$s]:-} ]] || printf '  %s:\n    server: %s\n    client: %s\n    RSS of: %s\n' "$s" "${CMD[$s]}" "${CLIENTCMD[$s]}" "${WPID_DESC[$s]:-?}"
+done
+if [[ -n $LOG_DIR ]]; then printf '\nlogs and raw client JSON: %s\n' "$LOG_DIR"; fi
+
+if [[ -n $MARKDOWN ]]; then
+    mkdir -p "$(dirname -- "$MARKDOWN")"
+    # shellcheck disable=SC2016
+    {
+        printf '# m0serve realtime benchmark: held SSE streams\n\n'
+        printf -- '- date: %s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+        printf -- '- host: %s\n' "$HOST_INFO"
+        printf -- '- topology: server pinned to CPU %s (1 worker), client `bench/sse_hold.py` pinned to CPU %s, 127.0.0.1; %s\n' "$SERVER_CPU" "$CLIENT_CPU" "$FD_NOTE"
+        printf -- '- m0serve: %s; %s\n' "$M0_VERSION" "$UVICORN_VERSION"
+        printf -- '- per run: a fresh server; open N idle streams; RSS before/after; %s events published %ss apart via `/publish`\n' "$EVENTS" "$INTERVAL"
+        printf -- '- background load: %s\n' "$BACKGROUND"
+        if ((NOISY_RUNS)); then
+            printf -- '- **%s run(s) had other processes on the pinned cores** (see the notes); re-run on a quiet machine\n' "$NOISY_RUNS"
+        fi
+        printf '\n| server | streams | opened | RSS before (MiB) | RSS held (MiB) | RSS after events (MiB) | bytes/stream | p50 (ms) | p99 (ms) | max (ms) | kernel-rx p50 (ms) | kernel-rx p99 (ms) | delivered | open (s) | span p50 (ms) |\n'
+        printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
+        for s in "${ORDER[@]}"; do
+            for n in "${COUNTS[@]}"; do
+                k=$s/$n
+                if [[ ${STATUS[$k]:-} != ok ]]; then printf '| %s | %s | %s ||||||||||||\n' "$s" "$n" "${STATUS[$k]:-not run}"; continue; fi
+                printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" "$n" "$(field "$k" 0)" "$(field "$k" 1)" \
+                    "$(field "$k" 2)" "$(field "$k" 3)" "$(field "$k" 4)" "$(field "$k" 5)" "$(field "$k" 6)" "$(field "$k" 7)" \
+                    "$(field "$k" 8)" "$(field "$k" 9)" "$(field "$k" 10)" "$(field "$k" 11)" "$(field "$k" 12)"
+            done
+        done
+        printf '\nLatency = receive time - the `time.time()` the app wrote into the event when publishing, over all (event, stream) deliveries. p50/p99/max: read time in the client (includes the single-threaded Python client reading N sockets per event); kernel-rx: the kernel receive timestamp of the data (`SO_TIMESTAMPNS`), i.e. the server-side fan-out. Span: p50 over events of last minus first delivery read by the client. Bytes/stream = (RSS held - RSS before) / opened.\n'
+        if ((${#RATIO_LINES[@]})); then
+            printf '\nRatios, uvicorn / m0serve (> 1: m0serve uses less memory / delivers sooner):\n\n'
+            for l in "${RATIO_LINES[@]}"; do printf -- '- %s\n' "$l"; done
+        fi
+        if ((notes)); then
+            printf '\nNotes:\n\n'
+            for s in "${ORDER[@]}"; do for n in "${COUNTS[@]}"; do
+                k=$s/$n; [[ -z ${NOTE[$k]:-} ]] || printf -- '- %s: %s\n' "$k" "${NOTE[$k]%; }"
+            done; done
+        fi
+        printf '\nCommands (run from the repository root, after `ulimit -n %s`; PORT/PID per run):\n\n```sh\n' "$SOFT"
+        for s in "${ORDER[@]}"; do
+            [[ -z ${CMD[$s]:-} ]] || printf '# %s (RSS of %s)\n%s &\n%s\n' "$s" "${WPID_DESC[$s]:-?}" "${CMD[$s]}" "${CLIENTCMD[$s]}"
+        done
+        printf '```\n'
+    } >"$MARKDOWN"
+    printf 'markdown report: %s\n' "$MARKDOWN"
+fi
