@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -72,5 +73,30 @@ int m0_lane_poll(const struct m0_lane *lane, struct m0_lane_rec *rec)
         if (n == -1 && errno == EINTR)
             continue;
         return M0_AGAIN;
+    }
+}
+
+int m0_lane_send_many(const struct m0_lane *lane, const struct m0_lane_rec *recs, size_t n)
+{
+    struct mmsghdr msgs[64];
+    struct iovec iov[64];
+    if (n > 64)
+        n = 64;
+    for (size_t i = 0; i < n; i++) {
+        iov[i].iov_base = (void *)&recs[i];
+        iov[i].iov_len = sizeof recs[i];
+        memset(&msgs[i], 0, sizeof msgs[i]);
+        msgs[i].msg_hdr.msg_iov = &iov[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    for (;;) {
+        int sent = sendmmsg(lane->submit_fd, msgs, (unsigned)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (sent >= 0)
+            return sent;
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
+            return 0;
+        return -1;
     }
 }

@@ -1179,6 +1179,7 @@ int m0_loop_run(const struct m0_config *cfg, int listen_fd, int sig_fd)
 
     int timed_out = 0;
     while (!l->stop_now) {
+        m0_pool_flush(l->pool);     /* this pass's submissions, in one call */
         int timeout = l->next_sweep > l->now ? (int)(l->next_sweep - l->now) : 0;
         int n = epoll_wait(l->ep, events, (int)M0_ARRAY_LEN(events), timeout);
         if (n == -1 && errno != EINTR) {

@@ -209,23 +209,31 @@ static void backlog_push(struct m0_pool *p, const struct m0_lane_rec *rec)
     p->backlog[p->nbacklog++] = *rec;
 }
 
-/* Re-send what the lane refused earlier, oldest first, until it refuses
- * again. Keeps submission order. */
+/* Send queued records, oldest first, in sendmmsg batches, until the lane
+ * refuses (it is full: the rest wait for the next flush). Keeps order. */
 static void backlog_flush(struct m0_pool *p)
 {
     while (p->backlog_head < p->nbacklog) {
-        if (m0_lane_send(&p->lane, &p->backlog[p->backlog_head]) != M0_OK)
+        size_t n = p->nbacklog - p->backlog_head;
+        int sent = m0_lane_send_many(&p->lane, &p->backlog[p->backlog_head], n > 64 ? 64 : n);
+        if (sent <= 0)
             return;
-        p->backlog_head++;
+        p->backlog_head += (size_t)sent;
     }
     p->backlog_head = p->nbacklog = 0;
 }
 
 void m0_pool_submit(struct m0_pool *p, uint32_t slot, uint32_t gen, enum m0_run_kind kind)
 {
+    /* Queued loop-side; m0_pool_flush() sends the pass's records at once. */
     struct m0_lane_rec rec = {.slot = slot, .gen = gen, .kind = kind};
-    if (p->backlog_head < p->nbacklog || m0_lane_send(&p->lane, &rec) != M0_OK)
-        backlog_push(p, &rec);
+    backlog_push(p, &rec);
+}
+
+void m0_pool_flush(struct m0_pool *p)
+{
+    if (p != NULL)
+        backlog_flush(p);
 }
 
 int m0_pool_wake_fd(const struct m0_pool *p)
@@ -269,7 +277,13 @@ void m0_pool_stop(struct m0_pool *p)
 {
     if (p == NULL)
         return;
-    /* The lane is FIFO: stop records queue behind any remaining work. */
+    /* The lane is FIFO: stop records queue behind any remaining work,
+     * including records still waiting loop-side (bounded wait). */
+    for (int i = 0; i < 5000 && p->backlog_head < p->nbacklog; i++) {
+        backlog_flush(p);
+        if (p->backlog_head < p->nbacklog)
+            usleep(1000);
+    }
     for (unsigned i = 0; i < p->nthreads; i++) {
         struct m0_lane_rec rec = {.kind = M0_RUN_STOP};
         while (m0_lane_send(&p->lane, &rec) == M0_AGAIN)

@@ -37,6 +37,10 @@ void m0_lane_close(struct m0_lane *lane);
  * is full (retry later), or M0_ERR. */
 int m0_lane_send(const struct m0_lane *lane, const struct m0_lane_rec *rec);
 
+/* Send up to n records in one call (sendmmsg). Returns how many were sent
+ * (0 when the lane is full), or -1 on error. */
+int m0_lane_send_many(const struct m0_lane *lane, const struct m0_lane_rec *recs, size_t n);
+
 /* Take a record if one is queued, without blocking. Returns M0_OK or
  * M0_AGAIN (lane empty). */
 int m0_lane_poll(const struct m0_lane *lane, struct m0_lane_rec *rec);

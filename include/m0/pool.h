@@ -37,9 +37,12 @@ struct m0_pool *m0_pool_start(unsigned nthreads, struct m0_job *const *jobs, uin
                               int hold_fd, char *err, size_t cap);
 
 /* Loop thread: hand (slot, gen, kind) to the pool. Never blocks: records
- * the lane cannot take yet wait in a loop-side FIFO and are re-sent on the
- * next drain. */
+ * wait in a loop-side FIFO until m0_pool_flush(), which the loop calls once
+ * per pass before it sleeps (one sendmmsg for the pass's records). */
 void m0_pool_submit(struct m0_pool *p, uint32_t slot, uint32_t gen, enum m0_run_kind kind);
+/* Loop thread: send queued records; what the lane cannot take yet stays
+ * queued for the next flush (completions free room). NULL is a no-op. */
+void m0_pool_flush(struct m0_pool *p);
 
 /* The descriptor the loop polls for completions (readable = drain). */
 int m0_pool_wake_fd(const struct m0_pool *p);
