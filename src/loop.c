@@ -137,6 +137,7 @@ struct m0_loop {
 #define READS_PER_WAKEUP 8
 #define SWEEP_MS 200
 #define OUT_HIGH_WATER (64 * 1024)
+#define FANOUT_BUDGET 1024
 
 static void conn_process(struct m0_loop *l, struct m0_conn *c);
 static void conn_parse(struct m0_loop *l, struct m0_conn *c);
@@ -1153,6 +1154,9 @@ int m0_loop_run(const struct m0_config *cfg, int listen_fd, int sig_fd)
         /* Events numbered up to now were published before this worker
          * could journal them: a resume from below is not provably whole. */
         l->reg = m0_registry_new(l->nconns, (unsigned)cfg->replay, (size_t)cfg->replay_bytes, m0_bus_last_id());
+        /* ~1,000 sends (a few ms) per pass: other connections are served
+         * between the slices of a large fan-out. */
+        m0_registry_set_budget(l->reg, FANOUT_BUDGET);
         ev.data.u64 = TAG_BUS;
         if (epoll_ctl(l->ep, EPOLL_CTL_ADD, l->bus_fd, &ev) == -1) {
             m0_log_errno("epoll_ctl(bus)");
@@ -1181,6 +1185,12 @@ int m0_loop_run(const struct m0_config *cfg, int listen_fd, int sig_fd)
     while (!l->stop_now) {
         m0_pool_flush(l->pool);     /* this pass's submissions, in one call */
         int timeout = l->next_sweep > l->now ? (int)(l->next_sweep - l->now) : 0;
+        if (m0_registry_fanout_pending(l->reg)) {
+            m0_registry_fanout(l->reg, deliver, l);   /* the next slice */
+            close_doomed(l);
+            if (m0_registry_fanout_pending(l->reg))
+                timeout = 0;        /* more to send: only peek at other events */
+        }
         int n = epoll_wait(l->ep, events, (int)M0_ARRAY_LEN(events), timeout);
         if (n == -1 && errno != EINTR) {
             m0_log_errno("epoll_wait");

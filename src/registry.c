@@ -25,6 +25,8 @@ struct jentry {
     char data[];
 };
 
+struct fanout;
+
 struct chan {
     struct chan *hnext;              /* hash chain */
     struct chan *aprev, *anext;      /* activity list, most recent first */
@@ -36,6 +38,18 @@ struct chan {
     unsigned jcount;
     size_t jbytes;
     uint64_t evicted_max;            /* newest id dropped from the journal */
+    unsigned pending;                /* queued fan-outs pointing here (not evictable) */
+};
+
+/* An event still being delivered: its subscribers are visited in slices of
+ * the loop's budget, in publication order. */
+struct fanout {
+    struct fanout *next;
+    struct chan *chan;
+    uint32_t cursor;                 /* next subscriber slot to visit, or NONE */
+    uint64_t id;
+    size_t flen;
+    char frame[];
 };
 
 struct m0_registry {
@@ -50,6 +64,8 @@ struct m0_registry {
     size_t replay_bytes;
     uint64_t floor;                  /* resumes below this are not provable */
     uint32_t held;
+    size_t budget;                   /* deliveries per fan-out slice; 0: unlimited */
+    struct fanout *fhead, *ftail;    /* fan-outs in progress, oldest first */
 };
 
 static uint64_t hash(const char *p, size_t n)
@@ -107,6 +123,11 @@ void m0_registry_free(struct m0_registry *r)
 {
     if (r == NULL)
         return;
+    while (r->fhead != NULL) {
+        struct fanout *f = r->fhead;
+        r->fhead = f->next;
+        free(f);
+    }
     for (size_t i = 0; i < r->nbuckets; i++) {
         struct chan *c = r->buckets[i];
         while (c != NULL) {
@@ -203,7 +224,7 @@ static struct chan *find_or_add(struct m0_registry *r, const char *name, size_t 
     if (r->nchans >= MAX_CHANNELS) {
         /* Forget the least recently active channel nobody holds. */
         struct chan *v = r->active_tail;
-        while (v != NULL && v->nsubs > 0)
+        while (v != NULL && (v->nsubs > 0 || v->pending > 0))
             v = v->aprev;
         if (v != NULL)
             forget(r, v);
@@ -274,6 +295,13 @@ void m0_registry_unsubscribe(struct m0_registry *r, uint32_t slot)
         return;
     struct chan *c = r->of[slot];
     uint32_t p = r->prev[slot], n = r->next[slot];
+    if (c->pending > 0) {
+        /* A fan-out about to visit this slot moves on to its successor. */
+        for (struct fanout *f = r->fhead; f != NULL; f = f->next) {
+            if (f->chan == c && f->cursor == slot)
+                f->cursor = n;
+        }
+    }
     if (p != NONE)
         r->next[p] = n;
     else
@@ -315,15 +343,61 @@ size_t m0_registry_publish(struct m0_registry *r, const char *channel, size_t le
     } else if (id > c->evicted_max) {
         c->evicted_max = id;       /* not journaled: a resume across it is a gap */
     }
-    size_t delivered = 0;
-    for (uint32_t s = c->first; s != NONE; s = r->next[s]) {
-        if (id <= r->last[s])
-            continue;              /* it has this one already (resume filter) */
-        r->last[s] = id;
-        cb(ctx, s, frame, flen);
-        delivered++;
+    if (c->first == NONE)
+        return 0;
+    /* Queue the delivery; it starts now unless earlier ones are unfinished
+     * (per-stream order is publication order). */
+    struct fanout *f = m0_xmalloc(sizeof *f + flen);
+    f->next = NULL;
+    f->chan = c;
+    f->cursor = c->first;
+    f->id = id;
+    f->flen = flen;
+    memcpy(f->frame, frame, flen);
+    c->pending++;
+    int idle = r->fhead == NULL;
+    if (r->ftail)
+        r->ftail->next = f;
+    else
+        r->fhead = f;
+    r->ftail = f;
+    return idle ? m0_registry_fanout(r, cb, ctx) : 0;
+}
+
+size_t m0_registry_fanout(struct m0_registry *r, m0_deliver_cb cb, void *ctx)
+{
+    size_t delivered = 0, visited = 0;
+    while (r->fhead != NULL) {
+        struct fanout *f = r->fhead;
+        while (f->cursor != NONE) {
+            if (r->budget != 0 && visited >= r->budget)
+                return delivered;          /* the rest on the next pass */
+            uint32_t s = f->cursor;
+            f->cursor = r->next[s];
+            visited++;
+            if (f->id <= r->last[s])
+                continue;                  /* it has this one already (resume filter) */
+            r->last[s] = f->id;
+            cb(ctx, s, f->frame, f->flen);
+            delivered++;
+        }
+        r->fhead = f->next;
+        if (r->fhead == NULL)
+            r->ftail = NULL;
+        f->chan->pending--;
+        free(f);
     }
     return delivered;
+}
+
+int m0_registry_fanout_pending(const struct m0_registry *r)
+{
+    return r->fhead != NULL;
+}
+
+void m0_registry_set_budget(struct m0_registry *r, size_t budget)
+{
+    r->budget = budget;
 }
 
 uint32_t m0_registry_subscribers(const struct m0_registry *r)

@@ -45,10 +45,24 @@ void m0_registry_raise_floor(struct m0_registry *r, uint64_t id);
 void m0_registry_unsubscribe(struct m0_registry *r, uint32_t slot);
 int m0_registry_is_subscribed(const struct m0_registry *r, uint32_t slot);
 
-/* Journal one event (its SSE frame, id) on channel and deliver it to every
- * subscriber whose filter is below id. Returns the number of deliveries. */
+/* Journal one event (its SSE frame, id) on channel and queue its delivery
+ * to every subscriber whose filter is below id (subscribers joining later do
+ * not get it, except through replay). Delivery starts at once unless earlier
+ * fan-outs are unfinished; with a budget set it stops after that many
+ * subscribers and m0_registry_fanout() continues it. Returns the number of
+ * deliveries made now. */
 size_t m0_registry_publish(struct m0_registry *r, const char *channel, size_t len, uint64_t id,
                            const char *frame, size_t flen, m0_deliver_cb cb, void *ctx);
+
+/* Continue queued fan-outs, oldest first, visiting at most the budget's
+ * subscribers. Returns the deliveries made. */
+size_t m0_registry_fanout(struct m0_registry *r, m0_deliver_cb cb, void *ctx);
+int m0_registry_fanout_pending(const struct m0_registry *r);
+
+/* Subscribers visited per slice (0, the default: no limit). A loop sets it
+ * so that one event to many thousands of streams cannot hold the loop for
+ * the whole fan-out. */
+void m0_registry_set_budget(struct m0_registry *r, size_t budget);
 
 struct m0_channel_stat {
     const char *name;          /* valid until the registry changes */

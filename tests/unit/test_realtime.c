@@ -186,6 +186,33 @@ static void test_journal_byte_cap(void **state)
     m0_registry_free(r);
 }
 
+static void test_fanout_in_slices_keeps_order_and_survives_unsubscribe(void **state)
+{
+    (void)state;
+    memset(delivered, 0, sizeof delivered);
+    struct m0_registry *r = m0_registry_new(8, 100, 1 << 20, 0);
+    m0_registry_set_budget(r, 2);
+    for (uint32_t s = 1; s <= 5; s++)
+        m0_registry_subscribe(r, s, "a", 1, 0, collect, NULL);
+    publish(r, "a", 1);                 /* list order is 5,4,3,2,1: two visited */
+    assert_true(m0_registry_fanout_pending(r));
+    assert_string_equal(delivered[5], "id: 1\ndata: e1\n\n");
+    assert_string_equal(delivered[4], "id: 1\ndata: e1\n\n");
+    assert_string_equal(delivered[3], "");
+    publish(r, "a", 2);                 /* waits behind event 1 */
+    assert_string_equal(delivered[5], "id: 1\ndata: e1\n\n");
+    m0_registry_unsubscribe(r, 3);      /* the slot the cursor points at */
+    m0_registry_subscribe(r, 6, "a", 1, 0, collect, NULL);   /* joins after both publishes */
+    while (m0_registry_fanout_pending(r))
+        m0_registry_fanout(r, collect, NULL);
+    assert_string_equal(delivered[3], "");
+    assert_string_equal(delivered[2], "id: 1\ndata: e1\n\nid: 2\ndata: e2\n\n");
+    assert_string_equal(delivered[1], "id: 1\ndata: e1\n\nid: 2\ndata: e2\n\n");
+    assert_string_equal(delivered[5], "id: 1\ndata: e1\n\nid: 2\ndata: e2\n\n");
+    assert_string_equal(delivered[6], "");                  /* both were published before it joined */
+    m0_registry_free(r);
+}
+
 static void test_health_json(void **state)
 {
     (void)state;
@@ -212,6 +239,7 @@ int main(void)
         cmocka_unit_test(test_resume_replays_then_filters_duplicates),
         cmocka_unit_test(test_gap_marker_when_journal_is_short),
         cmocka_unit_test(test_journal_byte_cap),
+        cmocka_unit_test(test_fanout_in_slices_keeps_order_and_survives_unsubscribe),
         cmocka_unit_test(test_health_json),
     };
     return cmocka_run_group_tests_name("realtime", tests, NULL, NULL);
