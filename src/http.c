@@ -211,24 +211,14 @@ static int check_transfer_coding(const struct m0_req *r)
         const struct m0_hdr *hd = &r->hdrs[i];
         if (hd->name_len != 17 || strncasecmp(hd->name, "transfer-encoding", 17) != 0)
             continue;
-        const char *p = hd->value, *end = hd->value + hd->value_len;
-        while (p < end) {
-            while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
-                p++;
-            const char *q = p;
-            while (q < end && *q != ',')
-                q++;
-            const char *e = q;
-            while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
-                e--;
-            if (e > p) {
-                last_chunked = (size_t)(e - p) == 7 && strncasecmp(p, "chunked", 7) == 0;
-                if (last_chunked)
-                    chunked++;
-                else
-                    unknown = 1;
-            }
-            p = q;
+        const char *p = hd->value, *end = hd->value + hd->value_len, *item;
+        size_t len;
+        while (m0_http_list_next(&p, end, &item, &len)) {
+            last_chunked = len == 7 && strncasecmp(item, "chunked", 7) == 0;
+            if (last_chunked)
+                chunked++;
+            else
+                unknown = 1;
         }
     }
     if (chunked != 1 || !last_chunked)
@@ -571,6 +561,43 @@ ssize_t m0_req_body_read(const struct m0_req *r, uint64_t off, void *dst, size_t
         off += (uint64_t)got;
     }
     return (ssize_t)done;
+}
+
+int m0_http_list_next(const char **p, const char *end, const char **item, size_t *len)
+{
+    const char *s = *p;
+    for (;;) {
+        while (s < end && (*s == ' ' || *s == '\t' || *s == ','))
+            s++;
+        if (s >= end) {
+            *p = s;
+            return 0;
+        }
+        const char *e = s;
+        while (e < end && *e != ',')
+            e++;
+        const char *t = e;
+        while (t > s && (t[-1] == ' ' || t[-1] == '\t'))
+            t--;
+        *p = e;
+        if (t > s) {
+            *item = s;
+            *len = (size_t)(t - s);
+            return 1;
+        }
+        s = e;
+    }
+}
+
+int m0_http_list_has(const char *v, size_t n, const char *token)
+{
+    const char *p = v, *item;
+    size_t len, tl = strlen(token);
+    while (m0_http_list_next(&p, v + n, &item, &len)) {
+        if (len == tl && strncasecmp(item, token, tl) == 0)
+            return 1;
+    }
+    return 0;
 }
 
 int m0_http_is_token(const char *p, size_t n)

@@ -103,18 +103,23 @@ const char *m0_http_date(void)
     return cached;
 }
 
+void m0_head_server_fields(struct m0_buf *b, int has_date, int has_server)
+{
+    if (!has_date) {
+        m0_buf_puts(b, "Date: ");
+        m0_buf_append(b, m0_http_date(), 29);
+        m0_buf_puts(b, "\r\n");
+    }
+    if (!has_server)
+        m0_buf_puts(b, "Server: m0serve\r\n");
+}
+
 enum m0_framing m0_head_finish(struct m0_buf *b, const struct m0_head_info *hi, int *keep)
 {
     enum m0_framing f;
     int k = hi->keepalive && !hi->app_close;
 
-    if (!hi->has_date) {
-        m0_buf_puts(b, "Date: ");
-        m0_buf_append(b, m0_http_date(), 29);
-        m0_buf_puts(b, "\r\n");
-    }
-    if (!hi->has_server)
-        m0_buf_puts(b, "Server: m0serve\r\n");
+    m0_head_server_fields(b, hi->has_date, hi->has_server);
 
     if (m0_status_bodiless(hi->status)) {
         f = M0_FRAME_NONE;

@@ -464,27 +464,6 @@ static const char *latin1(PyObject *s, Py_ssize_t *len, PyObject **owner)
     return PyBytes_AS_STRING(b);
 }
 
-/* Does the comma-separated list v contain token (case-insensitive)? */
-static int has_token(const char *v, size_t n, const char *token)
-{
-    size_t tl = strlen(token);
-    const char *p = v, *end = v + n;
-    while (p < end) {
-        while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
-            p++;
-        const char *e = p;
-        while (e < end && *e != ',')
-            e++;
-        const char *t = e;
-        while (t > p && (t[-1] == ' ' || t[-1] == '\t'))
-            t--;
-        if ((size_t)(t - p) == tl && strncasecmp(p, token, tl) == 0)
-            return 1;
-        p = e;
-    }
-    return 0;
-}
-
 /* Validate status and headers as PEP 3333 requires, recording what the
  * head's framing needs. Raises and returns -1 on a violation. */
 static int check_head(StartResponseObject *sr, PyObject *status, PyObject *headers)
@@ -546,7 +525,7 @@ static int check_head(StartResponseObject *sr, PyObject *status, PyObject *heade
         } else if (nl == 6 && strncasecmp(n, "server", 6) == 0) {
             sr->has_server = 1;
         } else if (nl == 10 && strncasecmp(n, "connection", 10) == 0) {
-            sr->app_close |= has_token(v, (size_t)vl, "close");
+            sr->app_close |= m0_http_list_has(v, (size_t)vl, "close");
         } else if (nl == 7 && strncasecmp(n, "m0-hold", 7) == 0) {
             sr->hold = (vl == 6 && strncasecmp(v, "stream", 6) == 0) ? 1 : 2;
         } else if (ok && nl == 10 && strncasecmp(n, "m0-channel", 10) == 0) {
@@ -724,13 +703,7 @@ static void commit_head(struct m0_job *job, StartResponseObject *sr, int64_t bod
          * The view's body follows as the stream's first bytes. */
         m0_buf_puts(b, "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
                        "X-Accel-Buffering: no\r\n");
-        if (!sr->has_date) {
-            m0_buf_puts(b, "Date: ");
-            m0_buf_append(b, m0_http_date(), 29);
-            m0_buf_puts(b, "\r\n");
-        }
-        if (!sr->has_server)
-            m0_buf_puts(b, "Server: m0serve\r\n");
+        m0_head_server_fields(b, sr->has_date, sr->has_server);
         m0_buf_puts(b, "Connection: close\r\n\r\n");
         job->framing = M0_FRAME_CLOSE;
         job->keep = 0;

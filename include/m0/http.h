@@ -126,6 +126,14 @@ void m0_req_free(struct m0_req *r);
  * copied (0 at end of body) or M0_ERR with errno set. */
 ssize_t m0_req_body_read(const struct m0_req *r, uint64_t off, void *dst, size_t n);
 
+/* Iterate a comma-separated field value (RFC 9110 §5.6.1 "#rule"): on each
+ * call, the next non-empty element of [*p, end) with surrounding whitespace
+ * removed goes to *item and *len, and *p moves past it. Returns 0 when none is
+ * left. */
+int m0_http_list_next(const char **p, const char *end, const char **item, size_t *len);
+/* Does the list value v (n bytes) hold token, case-insensitively? */
+int m0_http_list_has(const char *v, size_t n, const char *token);
+
 /* Is [p, p+n) a token (RFC 9110 §5.6.2)? A valid field value (no CR, LF, NUL)? */
 int m0_http_is_token(const char *p, size_t n);
 int m0_http_is_field_value(const char *p, size_t n);

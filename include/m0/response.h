@@ -67,6 +67,10 @@ struct m0_head_info {
     int has_server;          /* the application supplied Server */
 };
 
+/* Append "Date:" (RFC 9110 §6.6.1) and "Server:" unless the application
+ * supplied its own. */
+void m0_head_server_fields(struct m0_buf *b, int has_date, int has_server);
+
 /*
  * Append the server's headers and the blank line that ends the head:
  * Date and Server (unless given), the framing header, and Connection.
