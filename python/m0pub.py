@@ -4,7 +4,8 @@
     m0pub.publish("news", "hello", event="message")   # -> the event id
 
 Under ``m0serve --realtime`` a call frames one SSE event (WHATWG HTML
-§9.2.5) and writes one datagram to every worker's bus, so streams held by
+§9.2.5) and the server writes one datagram to every worker's bus (ids and
+writes under one lock, so every worker sees ids in order): streams held by
 any worker receive it, numbered with a global id (``id:`` line) that
 ``Last-Event-ID`` resume understands. Outside m0serve (gunicorn, a
 management command, tests) ``publish`` is a no-op that returns ``None`` and
@@ -15,31 +16,25 @@ Standard library only; safe to call from any thread.
 
 import logging
 import os
-import select
-import struct
-import time
 
 __all__ = ["publish", "MAX_FRAME", "enabled"]
 
 MAX_FRAME = 65536          # bytes of one framed event (the bus datagram cap)
 CHANNEL_MAX = 200          # bytes of a channel name
-_HEADER = struct.Struct("<2sBBHHQII")
 _log = logging.getLogger("m0pub")
 _warned = False
 _fds = None
-_counter = None
 _m0 = None
 
 
 def _setup():
     """The bus write ends and the id counter, or None when not under m0serve."""
-    global _fds, _counter, _m0
+    global _fds, _m0
     if _fds is None:
         raw = os.environ.get("M0_BUS_WRITE_FDS", "")
         try:
             import m0                       # the server's built-in module
             _m0 = m0
-            _counter = m0.next_event_id
             _fds = [int(x) for x in raw.split(",") if x] if raw else []
         except (ImportError, ValueError):
             _fds = []
@@ -57,8 +52,8 @@ def _check_channel(channel):
     raw = channel.encode("utf-8")
     if not raw or len(raw) > CHANNEL_MAX:
         raise ValueError("channel name must be 1..%d bytes" % CHANNEL_MAX)
-    if any(b < 0x20 or b == 0x7F for b in raw):
-        raise ValueError("control byte in channel name %r" % channel)
+    if any(b < 0x20 or b >= 0x7F for b in raw):
+        raise ValueError("channel names are printable ASCII: %r" % channel)
     if raw.startswith(b"m0."):
         raise ValueError("the m0. channel namespace is reserved")
     return raw
@@ -105,39 +100,7 @@ def publish(channel, data, event=None):
             _log.warning("m0pub.publish(%r): not running under m0serve --realtime; events are dropped",
                          channel)
         return None
-    event_id = _counter()
-    if event_id is None:
-        return None
-    body = frame(data, event, event_id)
-    datagram = _HEADER.pack(b"M0", ord("p"), 0, len(name), 0, event_id, 0, 0) + name + body
-    for worker, fd in enumerate(fds):
-        if not _write(worker, fd, datagram):
-            # That worker never sees this event: record it so a resume across
-            # it there gets the m0-gap marker rather than a silent hole.
-            _m0.mark_lost(worker, event_id)
-            _log.warning("m0pub: the bus of worker %d is full; event %d dropped there", worker, event_id)
-    return event_id
-
-
-def _write(worker, fd, datagram):
-    """One datagram to one worker's bus; waits up to 50 ms for room unless
-    that wait could never end (our own worker's loop is this thread)."""
-    try:
-        os.write(fd, datagram)
-        return True
-    except BlockingIOError:
-        pass
-    if worker == _m0.worker_index() and _m0.on_loop_thread():
-        return False
-    poller = select.poll()
-    poller.register(fd, select.POLLOUT)
-    deadline = time.monotonic() + 0.05
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or not poller.poll(remaining * 1000):
-            return False
-        try:
-            os.write(fd, datagram)
-            return True
-        except BlockingIOError:
-            continue
+    # Framing, numbering and the writes happen in the server (m0.publish):
+    # under one lock shared by every worker, so ids reach every bus in order.
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    return _m0.publish(name, event, raw)

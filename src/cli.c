@@ -55,6 +55,7 @@ static const struct opt opts[] = {
     {"--heartbeat", "M0_HEARTBEAT", T_SECONDS, O(heartbeat), 0, 0, "S", "comment line on idle held streams every S seconds (default 15)"},
     {"--replay", "M0_REPLAY", T_LONG, O(replay), 0, 1000000, "N", "events kept per channel for Last-Event-ID resume (default 100)"},
     {"--replay-bytes", "M0_REPLAY_BYTES", T_BYTES, O(replay_bytes), 0, 0, "BYTES", "journal bytes kept per channel (default 1m)"},
+    {"--replay-total", "M0_REPLAY_TOTAL", T_BYTES, O(replay_total), 0, 0, "BYTES", "journal bytes kept per worker across all channels (default 64m)"},
     {"--outbox-limit", "M0_OUTBOX_LIMIT", T_BYTES, O(outbox_limit), 0, 0, "BYTES", "bytes queued for a slow held stream before it is closed (default 256k)"},
     {"--health-path", "M0_HEALTH_PATH", T_STR0, O(health_path), 0, 0, "PATH", "path answered in C with worker health as JSON (default /health with --realtime; '' disables)"},
     {"--access-log", "M0_ACCESS_LOG", T_BOOL, O(access_log), 0, 0, NULL, "log one line per request to stdout"},
@@ -78,6 +79,7 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->heartbeat = 15;
     cfg->replay = 100;
     cfg->replay_bytes = 1024 * 1024;
+    cfg->replay_total = 64 * 1024 * 1024;
     cfg->outbox_limit = 256 * 1024;
     cfg->backlog = 2048;
     cfg->max_connections = 16384;

@@ -90,8 +90,10 @@ struct m0_conn {
     struct m0_job *job;      /* allocated on first use, kept for the slot */
     struct m0_buf outbox;    /* held stream: event bytes not yet written */
     uint64_t last_write;     /* held stream: loop clock of the last write (heartbeats) */
+    size_t allowance;        /* replay bytes still queued: allowed past --outbox-limit */
     struct m0_conn *prev, *next;   /* active list, for timeout sweeps */
     struct m0_conn *next_free;     /* free list / release list */
+    struct m0_conn *next_doomed;   /* doomed list (a conn can be on it and then closed) */
 };
 
 struct m0_loop {
@@ -123,6 +125,7 @@ struct m0_loop {
     uint64_t heartbeat_ms;
     size_t outbox_limit;
     struct m0_conn *doomed;  /* closed after the current fan-out */
+    int replaying;           /* inside m0_registry_subscribe: replay allowance */
     uint32_t nheld;
     uint64_t published, delivered, slow_closed, next_slow_log;
     const char *health_path;
@@ -239,6 +242,7 @@ static void release_closed(struct m0_loop *l)
         l->release_list = c->next_free;
         m0_buf_free(&c->in);
         m0_buf_free(&c->outbox);
+        c->allowance = 0;
         m0_http_next(&c->http);          /* resets the request too */
         m0_resp_reset(&c->job->resp);
         c->state = M0_CONN_FREE;
@@ -363,8 +367,10 @@ static int held_flush(struct m0_loop *l, struct m0_conn *c)
             return M0_ERR;
         }
         m0_buf_consume(&c->outbox, (size_t)w);
+        c->allowance = c->allowance > (size_t)w ? c->allowance - (size_t)w : 0;
         c->last_write = l->now;
     }
+    c->allowance = 0;
     if (c->outbox.cap > 16 * 1024)
         m0_buf_free(&c->outbox);     /* a burst's buffer is not kept idle */
     set_interest(l, c, EPOLLIN | EPOLLRDHUP);
@@ -376,15 +382,19 @@ static void doom(struct m0_loop *l, struct m0_conn *c)
     if (c->flags & C_DOOMED)
         return;
     c->flags |= C_DOOMED;
-    c->next_free = l->doomed;
+    c->next_doomed = l->doomed;
     l->doomed = c;
 }
 
+/* Close what a fan-out doomed. A doomed connection may have been closed by
+ * another path meanwhile (conn_close is a no-op then); its own link field
+ * keeps this list apart from the free and release lists. */
 static void close_doomed(struct m0_loop *l)
 {
     while (l->doomed != NULL) {
         struct m0_conn *c = l->doomed;
-        l->doomed = c->next_free;
+        l->doomed = c->next_doomed;
+        c->next_doomed = NULL;
         c->flags &= ~C_DOOMED;
         conn_close(l, c);
     }
@@ -417,7 +427,12 @@ static void held_send(struct m0_loop *l, struct m0_conn *c, const char *p, size_
         set_interest(l, c, EPOLLIN | EPOLLRDHUP | EPOLLOUT);
         return;
     }
-    if (m0_buf_unread(&c->outbox) + n > l->outbox_limit) {
+    /* A resume's replay may exceed the limit by the journal's size: it is
+     * bounded by --replay-bytes, and refusing it would only make the client
+     * reconnect and ask again. */
+    if (l->replaying) {
+        c->allowance += n;     /* bounded by --replay-bytes per channel */
+    } else if (m0_buf_unread(&c->outbox) + n > l->outbox_limit + c->allowance) {
         l->slow_closed++;
         if (l->now >= l->next_slow_log) {
             m0_warn("closing a held stream more than %zu bytes behind (slow subscriber)", l->outbox_limit);
@@ -476,17 +491,35 @@ static void held_read(struct m0_loop *l, struct m0_conn *c)
     }
 }
 
+/* Subscribe a slot (resume from last_id), replay included. */
+static void subscribe(struct m0_loop *l, uint32_t slot, const char *channel, size_t len, uint64_t last_id)
+{
+    uint64_t newest = m0_bus_last_id();
+    m0_registry_raise_floor(l->reg, m0_bus_lost(m0_bus_index));
+    if (l->cfg->replay == 0)
+        m0_registry_raise_floor(l->reg, newest);   /* no journal: any resume may have missed some */
+    l->replaying = 1;
+    if (last_id > newest) {
+        /* An id we never issued (garbage, or from before a full restart
+         * reset the counter): tell the client to resync, start afresh. */
+        static const char gap[] = "event: m0-gap\ndata: {\"last_event_id\": null}\n\n";
+        held_send(l, &l->conns[slot], gap, sizeof gap - 1);
+        last_id = 0;
+    }
+    m0_registry_subscribe(l->reg, slot, channel, len, last_id, deliver, l);
+    l->replaying = 0;
+}
+
 /* A pool thread's hold frame: subscribe the slot it names, if that request
  * is still the one in flight there. */
 static void on_hold_frame(struct m0_loop *l, const struct m0_bus_msg *m)
 {
-    if (m->slot >= l->nconns)
-        return;
+    if (m->slot >= l->nconns || m->pid != (uint32_t)getpid() || l->draining)
+        return;     /* another generation's frame (a SIGHUP shares the bus), or we are leaving */
     struct m0_conn *c = &l->conns[m->slot];
     if (c->gen != m->gen || c->state != M0_CONN_DISPATCHED || m0_registry_is_subscribed(l->reg, m->slot))
         return;
-    m0_registry_raise_floor(l->reg, m0_bus_lost(m0_bus_index));
-    m0_registry_subscribe(l->reg, m->slot, m->channel, m->channel_len, m->id, deliver, l);
+    subscribe(l, m->slot, m->channel, m->channel_len, m->id);
 }
 
 static void bus_drain(struct m0_loop *l)
@@ -494,6 +527,10 @@ static void bus_drain(struct m0_loop *l)
     if (l->bus_fd == -1)
         return;
     for (int i = 0; i < 512; i++) {
+        /* Events wait in the bus (publishers feel the backpressure) rather
+         * than pile up here while earlier fan-outs are still in progress. */
+        if (m0_registry_fanout_backlog(l->reg) >= 256)
+            break;
         ssize_t n = recv(l->bus_fd, l->bus_buf, M0_BUS_MAX_DGRAM, MSG_DONTWAIT | MSG_TRUNC);
         if (n == -1) {
             if (errno == EINTR)
@@ -600,14 +637,19 @@ static void after_run(struct m0_loop *l, struct m0_conn *c, int rc)
 {
     struct m0_job *job = c->job;
     if ((job->resp.flags & M0_RESP_HOLD) && !m0_registry_is_subscribed(l->reg, slot_of(l, c))) {
-        if (l->pool == NULL) {
-            m0_registry_raise_floor(l->reg, m0_bus_lost(m0_bus_index));
-            m0_registry_subscribe(l->reg, slot_of(l, c), job->hold_channel, job->hold_channel_len,
-                                  job->hold_last_id, deliver, l);
+        if (l->draining) {
+            /* A worker on its way out holds nothing new (its bus may already
+             * be its replacement's): the 503 below sends the client back. */
+        } else if (l->pool == NULL) {
+            /* (A slot doomed here is closed after the next fan-out or sweep,
+             * never under this function's feet.) */
+            subscribe(l, slot_of(l, c), job->hold_channel, job->hold_channel_len, job->hold_last_id);
         } else {
             /* The pool thread sent its hold frame before this completion:
              * drain the bus so the subscription precedes the head. */
             bus_drain(l);
+            if (c->state != M0_CONN_DISPATCHED)
+                return;     /* closed by that drain (a slow subscriber already) */
         }
         if (!m0_registry_is_subscribed(l->reg, slot_of(l, c))) {
             m0_error("hold on %s not registered: answering 503", job->hold_channel);
@@ -748,6 +790,10 @@ static void conn_flush(struct m0_loop *l, struct m0_conn *c)
             return;
         }
         if (rs->flags & M0_RESP_HOLD) {
+            if (l->draining) {       /* head out, nothing more will come: end it */
+                conn_close(l, c);
+                return;
+            }
             enter_held(l, c);
             return;
         }
@@ -1157,6 +1203,7 @@ int m0_loop_run(const struct m0_config *cfg, int listen_fd, int sig_fd)
         /* ~1,000 sends (a few ms) per pass: other connections are served
          * between the slices of a large fan-out. */
         m0_registry_set_budget(l->reg, FANOUT_BUDGET);
+        m0_registry_set_journal_cap(l->reg, (size_t)cfg->replay_total);
         ev.data.u64 = TAG_BUS;
         if (epoll_ctl(l->ep, EPOLL_CTL_ADD, l->bus_fd, &ev) == -1) {
             m0_log_errno("epoll_ctl(bus)");

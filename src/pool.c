@@ -77,7 +77,7 @@ static void forward_hold(struct m0_pool *p, struct m0_job *job, const struct m0_
 {
     char frame[M0_BUS_HDR + 256];
     size_t n = m0_bus_encode_hold(frame, rec->slot, rec->gen, job->hold_last_id, job->hold_channel,
-                                  job->hold_channel_len);
+                                  job->hold_channel_len, (uint32_t)getpid());
     ssize_t w = p->hold_fd == -1 ? -1 : send(p->hold_fd, frame, n, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (w == (ssize_t)n)
         return;

@@ -66,6 +66,8 @@ struct m0_registry {
     uint32_t held;
     size_t budget;                   /* deliveries per fan-out slice; 0: unlimited */
     struct fanout *fhead, *ftail;    /* fan-outs in progress, oldest first */
+    size_t nfanouts;
+    size_t jtotal, jtotal_cap;       /* journal bytes of all channels, and their cap */
 };
 
 static uint64_t hash(const char *p, size_t n)
@@ -98,9 +100,10 @@ struct m0_registry *m0_registry_new(uint32_t nslots, unsigned replay_events, siz
     return r;
 }
 
-static void journal_drop_head(struct chan *c)
+static void journal_drop_head(struct m0_registry *r, struct chan *c)
 {
     struct jentry *e = c->jhead;
+    r->jtotal -= e->len;
     c->jhead = e->next;
     if (c->jhead == NULL)
         c->jtail = NULL;
@@ -111,10 +114,10 @@ static void journal_drop_head(struct chan *c)
     free(e);
 }
 
-static void chan_free(struct chan *c)
+static void chan_free(struct m0_registry *r, struct chan *c)
 {
     while (c->jhead != NULL)
-        journal_drop_head(c);
+        journal_drop_head(r, c);
     free(c->name);
     free(c);
 }
@@ -132,7 +135,7 @@ void m0_registry_free(struct m0_registry *r)
         struct chan *c = r->buckets[i];
         while (c != NULL) {
             struct chan *n = c->hnext;
-            chan_free(c);
+            chan_free(r, c);
             c = n;
         }
     }
@@ -192,7 +195,7 @@ static void forget(struct m0_registry *r, struct chan *c)
     if (newest > r->floor)
         r->floor = newest;
     r->nchans--;
-    chan_free(c);
+    chan_free(r, c);
 }
 
 static void grow(struct m0_registry *r)
@@ -241,6 +244,27 @@ static struct chan *find_or_add(struct m0_registry *r, const char *name, size_t 
     r->buckets[k] = c;
     r->nchans++;
     return c;
+}
+
+/* Over the worker-wide journal cap: drop the oldest entries of the least
+ * recently active channels first (never the one just published to, unless
+ * it is all there is), forgetting channels left with nothing. Each drop
+ * raises that channel's gap floor, so resumes stay honest. */
+static void trim_journals(struct m0_registry *r, struct chan *keep)
+{
+    struct chan *c = r->active_tail;
+    while (c != NULL && r->jtotal > r->jtotal_cap) {
+        struct chan *prev = c->aprev;
+        if (c != keep) {
+            while (c->jhead != NULL && r->jtotal > r->jtotal_cap)
+                journal_drop_head(r, c);
+            if (c->jhead == NULL && c->nsubs == 0 && c->pending == 0)
+                forget(r, c);
+        }
+        c = prev;
+    }
+    while (keep->jhead != NULL && keep->jhead != keep->jtail && r->jtotal > r->jtotal_cap)
+        journal_drop_head(r, keep);
 }
 
 static void deliver_gap(uint32_t slot, uint64_t last_id, uint64_t floor, m0_deliver_cb cb, void *ctx)
@@ -338,8 +362,11 @@ size_t m0_registry_publish(struct m0_registry *r, const char *channel, size_t le
         c->jtail = e;
         c->jcount++;
         c->jbytes += flen;
+        r->jtotal += flen;
         while (c->jcount > r->replay_events || c->jbytes > r->replay_bytes)
-            journal_drop_head(c);
+            journal_drop_head(r, c);
+        if (r->jtotal_cap != 0 && r->jtotal > r->jtotal_cap)
+            trim_journals(r, c);
     } else if (id > c->evicted_max) {
         c->evicted_max = id;       /* not journaled: a resume across it is a gap */
     }
@@ -355,13 +382,15 @@ size_t m0_registry_publish(struct m0_registry *r, const char *channel, size_t le
     f->flen = flen;
     memcpy(f->frame, frame, flen);
     c->pending++;
-    int idle = r->fhead == NULL;
+    r->nfanouts++;
     if (r->ftail)
         r->ftail->next = f;
     else
         r->fhead = f;
     r->ftail = f;
-    return idle ? m0_registry_fanout(r, cb, ctx) : 0;
+    /* Without a budget, deliver now; with one, the loop's next slice does
+     * (one budget per loop pass, however many events arrived in it). */
+    return r->budget == 0 ? m0_registry_fanout(r, cb, ctx) : 0;
 }
 
 size_t m0_registry_fanout(struct m0_registry *r, m0_deliver_cb cb, void *ctx)
@@ -385,6 +414,7 @@ size_t m0_registry_fanout(struct m0_registry *r, m0_deliver_cb cb, void *ctx)
         if (r->fhead == NULL)
             r->ftail = NULL;
         f->chan->pending--;
+        r->nfanouts--;
         free(f);
     }
     return delivered;
@@ -395,9 +425,19 @@ int m0_registry_fanout_pending(const struct m0_registry *r)
     return r->fhead != NULL;
 }
 
+size_t m0_registry_fanout_backlog(const struct m0_registry *r)
+{
+    return r->nfanouts;
+}
+
 void m0_registry_set_budget(struct m0_registry *r, size_t budget)
 {
     r->budget = budget;
+}
+
+void m0_registry_set_journal_cap(struct m0_registry *r, size_t bytes)
+{
+    r->jtotal_cap = bytes;
 }
 
 uint32_t m0_registry_subscribers(const struct m0_registry *r)

@@ -14,8 +14,8 @@ const char *m0_sse_channel_error(const char *name, size_t len)
         return "channel name longer than 200 bytes";
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)name[i];
-        if (c < 0x20 || c == 0x7f)
-            return "control byte in channel name";
+        if (c < 0x20 || c >= 0x7f)
+            return "channel names are printable ASCII";
     }
     if (len >= 3 && memcmp(name, "m0.", 3) == 0)
         return "the m0. channel namespace is reserved";
@@ -45,14 +45,16 @@ void m0_sse_frame(struct m0_buf *b, uint64_t id, const char *event, const char *
 uint64_t m0_sse_parse_last_id(const char *v, size_t len)
 {
     uint64_t id = 0;
-    if (len == 0 || len > 20)
+    if (len == 0)
         return 0;
+    if (len > 20)
+        return UINT64_MAX;
     for (size_t i = 0; i < len; i++) {
         if (v[i] < '0' || v[i] > '9')
-            return 0;
+            return UINT64_MAX;
         uint64_t next = id * 10 + (uint64_t)(v[i] - '0');
         if (next < id)
-            return 0;
+            return UINT64_MAX;
         id = next;
     }
     return id;

@@ -1333,7 +1333,32 @@ static PyObject *py_on_loop_thread(PyObject *self, PyObject *unused)
     return PyBool_FromLong(pthread_equal(pthread_self(), m0_loop_thread));
 }
 
+static PyObject *py_publish(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *channel, *event, *data;
+    Py_ssize_t clen, dlen;
+    if (!PyArg_ParseTuple(args, "y#zy#:publish", &channel, &clen, &event, &data, &dlen))
+        return NULL;
+    uint64_t id;
+    int rc, own = pthread_equal(pthread_self(), m0_loop_thread);
+    Py_BEGIN_ALLOW_THREADS
+    rc = m0_bus_publish(channel, (size_t)clen, event, data, (size_t)dlen, own, &id);
+    Py_END_ALLOW_THREADS
+    if (rc == M0_AGAIN)
+        Py_RETURN_NONE;
+    if (rc != M0_OK) {
+        PyErr_SetString(PyExc_ValueError, "invalid channel or event too large for the bus");
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(id);
+}
+
 static PyMethodDef m0_functions[] = {
+    {"publish", py_publish, METH_VARARGS,
+     "publish(channel: bytes, event: str | None, data: bytes) -> int | None: frame one SSE event "
+     "and write it to every worker's bus under the shared lock; returns its global id, None "
+     "without --realtime. m0pub.publish is the documented API."},
     {"mark_lost", py_mark_lost, METH_VARARGS,
      "mark_lost(worker, id): event id could not be written to worker's bus; that worker "
      "then reports resumes across it as a gap (m0-gap)."},

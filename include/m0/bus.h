@@ -35,25 +35,35 @@ struct m0_bus_msg {
     size_t channel_len;
     const char *payload;
     size_t payload_len;
+    uint32_t pid;              /* 'h': the worker the frame is for */
 };
 
 /* Decode a datagram. Returns M0_OK or M0_ERR (malformed: drop it). */
 int m0_bus_decode(const char *p, size_t n, struct m0_bus_msg *msg);
 
-/* Encode a hold frame into out (M0_BUS_HDR + channel_len bytes).
- * Returns the length. */
+/* Encode a hold frame for worker pid into out (M0_BUS_HDR + channel_len + 4
+ * bytes). Returns the length. */
 size_t m0_bus_encode_hold(char *out, uint32_t slot, uint32_t gen, uint64_t last_id,
-                          const char *channel, size_t channel_len);
+                          const char *channel, size_t channel_len, uint32_t pid);
 
-/* The shared event-id counter. Set up by the master (m0_bus_create) and
- * inherited by the workers. */
+#include <pthread.h>
+
+/* The MAP_SHARED page every process of the server maps. */
+struct m0_bus_shared {
+    uint64_t counter;          /* the last event id handed out */
+    pthread_mutex_t lock;      /* process-shared, robust: held from id to last send */
+    uint64_t lost[];           /* per worker: newest id a publisher could not deliver */
+};
+
+/* The bus, set up by the master (m0_bus_create) and inherited by the
+ * workers. */
 struct m0_bus {
     int nworkers;
     int *read_fds;             /* one per worker: its loop reads it */
     int *write_fds;            /* one per worker: anyone publishes to it */
-    uint64_t *counter;         /* MAP_SHARED: the last event id handed out */
-    uint64_t *lost;            /* MAP_SHARED, per worker: newest id a publisher
-                                  could not deliver to that worker's bus */
+    struct m0_bus_shared *shared;
+    uint64_t *counter;         /* &shared->counter */
+    uint64_t *lost;            /* shared->lost */
 };
 
 /* Create n pairs and the counter page. Returns M0_OK or M0_ERR (errno). */
@@ -64,6 +74,19 @@ int m0_bus_create(struct m0_bus *bus, int n);
 uint64_t m0_bus_next_id(void);
 /* The last id handed out so far (0 before the first). */
 uint64_t m0_bus_last_id(void);
+
+/*
+ * Publish one event: take the next id and write the framed event (WHATWG
+ * SSE; event may be NULL) to every worker's bus, all under the shared lock
+ * so that every worker receives ids in increasing order. A worker whose bus
+ * stays full for 50 ms misses the event and gets it marked lost (its
+ * resumes across it report m0-gap). own_loop: the caller is this worker's
+ * loop thread (never wait on our own bus). Returns M0_OK with *id_out set,
+ * M0_AGAIN without a bus (not --realtime), M0_ERR for a bad channel or an
+ * oversized frame. Blocking: call without the GIL.
+ */
+int m0_bus_publish(const char *channel, size_t clen, const char *event, const char *data, size_t dlen,
+                   int own_loop, uint64_t *id_out);
 
 /* A publisher could not write event id to worker's bus (it was full):
  * record it, so that worker reports a resume across it as a gap instead of

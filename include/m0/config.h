@@ -35,6 +35,7 @@ struct m0_config {
     double heartbeat;           /* seconds between comment lines on idle held streams */
     long replay;                /* journaled events per channel for Last-Event-ID resume */
     uint64_t replay_bytes;      /* journal bytes per channel */
+    uint64_t replay_total;      /* journal bytes per worker, all channels */
     uint64_t outbox_limit;      /* bytes queued for one held stream before it is closed */
     const char *health_path;    /* answered in C; "" disables */
     int health_explicit;

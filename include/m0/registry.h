@@ -58,11 +58,18 @@ size_t m0_registry_publish(struct m0_registry *r, const char *channel, size_t le
  * subscribers. Returns the deliveries made. */
 size_t m0_registry_fanout(struct m0_registry *r, m0_deliver_cb cb, void *ctx);
 int m0_registry_fanout_pending(const struct m0_registry *r);
+/* Events queued for fan-out and not finished. */
+size_t m0_registry_fanout_backlog(const struct m0_registry *r);
 
 /* Subscribers visited per slice (0, the default: no limit). A loop sets it
  * so that one event to many thousands of streams cannot hold the loop for
  * the whole fan-out. */
 void m0_registry_set_budget(struct m0_registry *r, size_t budget);
+
+/* Journal bytes kept across all channels (0: only the per-channel bounds).
+ * Past it, the least recently active channels lose their oldest events
+ * first (their resumes then get m0-gap). */
+void m0_registry_set_journal_cap(struct m0_registry *r, size_t bytes);
 
 struct m0_channel_stat {
     const char *name;          /* valid until the registry changes */

@@ -13,8 +13,10 @@
 #define M0_SSE_HEARTBEAT ": heartbeat\n\n"
 
 /* NULL when name (len bytes) is an acceptable channel name, else a static
- * reason. Accepted: 1..M0_CHANNEL_MAX bytes, no control bytes (0x00-0x1f,
- * 0x7f), not in the reserved "m0." namespace that internal frames use. */
+ * reason. Accepted: 1..M0_CHANNEL_MAX bytes of printable ASCII (a WSGI
+ * header value is latin-1 and frameworks encode others differently, so
+ * only ASCII means the same on both sides), not in the reserved "m0."
+ * namespace. */
 const char *m0_sse_channel_error(const char *name, size_t len);
 
 /*
@@ -25,8 +27,9 @@ const char *m0_sse_channel_error(const char *name, size_t len);
  */
 void m0_sse_frame(struct m0_buf *b, uint64_t id, const char *event, const char *data, size_t len);
 
-/* The Last-Event-ID request header as a number: 0 when absent or not a
- * decimal number (ids this server issues start at 1). */
+/* The Last-Event-ID request header as a number: 0 when empty, UINT64_MAX
+ * when it is not a decimal number this server could have issued (the
+ * caller treats an id above the newest one as "resync": m0-gap). */
 uint64_t m0_sse_parse_last_id(const char *v, size_t len);
 
 #endif

@@ -41,7 +41,7 @@ static void test_channel_rules(void **state)
     char long_name[M0_CHANNEL_MAX + 2];
     memset(long_name, 'x', sizeof long_name);
     assert_null(m0_sse_channel_error("user_42", 7));
-    assert_null(m0_sse_channel_error("caf\xc3\xa9", 5));
+    assert_non_null(m0_sse_channel_error("caf\xc3\xa9", 5));   /* ASCII only */
     assert_null(m0_sse_channel_error(long_name, M0_CHANNEL_MAX));
     assert_non_null(m0_sse_channel_error(long_name, M0_CHANNEL_MAX + 1));
     assert_non_null(m0_sse_channel_error("", 0));
@@ -56,15 +56,16 @@ static void test_last_event_id_parsing(void **state)
     (void)state;
     assert_int_equal(m0_sse_parse_last_id("12", 2), 12);
     assert_int_equal(m0_sse_parse_last_id("", 0), 0);
-    assert_int_equal(m0_sse_parse_last_id("12a", 3), 0);
-    assert_int_equal(m0_sse_parse_last_id("99999999999999999999", 20), 0);   /* overflow */
+    assert_true(m0_sse_parse_last_id("12a", 3) == UINT64_MAX);
+    assert_true(m0_sse_parse_last_id("-5", 2) == UINT64_MAX);
+    assert_true(m0_sse_parse_last_id("99999999999999999999", 20) == UINT64_MAX);   /* overflow */
 }
 
 static void test_bus_codec_round_trip_and_rejects(void **state)
 {
     (void)state;
     char buf[M0_BUS_HDR + 64];
-    size_t n = m0_bus_encode_hold(buf, 17, 3, 42, "news", 4);
+    size_t n = m0_bus_encode_hold(buf, 17, 3, 42, "news", 4, 4242);
     struct m0_bus_msg m;
     assert_int_equal(m0_bus_decode(buf, n, &m), M0_OK);
     assert_int_equal(m.kind, 'h');
@@ -73,7 +74,7 @@ static void test_bus_codec_round_trip_and_rejects(void **state)
     assert_int_equal(m.id, 42);
     assert_int_equal(m.channel_len, 4);
     assert_memory_equal(m.channel, "news", 4);
-    assert_int_equal(m.payload_len, 0);
+    assert_int_equal(m.pid, 4242);
     assert_int_equal(m0_bus_decode(buf, M0_BUS_HDR - 1, &m), M0_ERR);   /* short */
     assert_int_equal(m0_bus_decode(buf, M0_BUS_HDR + 2, &m), M0_ERR);   /* channel cut */
     buf[2] = 'x';
@@ -194,7 +195,9 @@ static void test_fanout_in_slices_keeps_order_and_survives_unsubscribe(void **st
     m0_registry_set_budget(r, 2);
     for (uint32_t s = 1; s <= 5; s++)
         m0_registry_subscribe(r, s, "a", 1, 0, collect, NULL);
-    publish(r, "a", 1);                 /* list order is 5,4,3,2,1: two visited */
+    publish(r, "a", 1);                 /* queued: the next slice delivers */
+    assert_string_equal(delivered[5], "");
+    m0_registry_fanout(r, collect, NULL);   /* list order is 5,4,3,2,1: two visited */
     assert_true(m0_registry_fanout_pending(r));
     assert_string_equal(delivered[5], "id: 1\ndata: e1\n\n");
     assert_string_equal(delivered[4], "id: 1\ndata: e1\n\n");
@@ -210,6 +213,23 @@ static void test_fanout_in_slices_keeps_order_and_survives_unsubscribe(void **st
     assert_string_equal(delivered[1], "id: 1\ndata: e1\n\nid: 2\ndata: e2\n\n");
     assert_string_equal(delivered[5], "id: 1\ndata: e1\n\nid: 2\ndata: e2\n\n");
     assert_string_equal(delivered[6], "");                  /* both were published before it joined */
+    m0_registry_free(r);
+}
+
+static void test_journal_cap_across_channels(void **state)
+{
+    (void)state;
+    memset(delivered, 0, sizeof delivered);
+    struct m0_registry *r = m0_registry_new(8, 100, 1 << 20, 0);
+    m0_registry_set_journal_cap(r, 40);     /* two 17-byte frames in all */
+    publish(r, "old", 1);
+    publish(r, "old", 2);
+    publish(r, "new", 3);
+    publish(r, "new", 4);                   /* over the cap: "old" loses first */
+    m0_registry_subscribe(r, 1, "old", 3, 1, collect, NULL);
+    assert_true(strncmp(delivered[1], "event: m0-gap\n", 14) == 0);
+    m0_registry_subscribe(r, 2, "new", 3, 2, collect, NULL);
+    assert_string_equal(delivered[2], "id: 3\ndata: e3\n\nid: 4\ndata: e4\n\n");
     m0_registry_free(r);
 }
 
@@ -240,6 +260,7 @@ int main(void)
         cmocka_unit_test(test_gap_marker_when_journal_is_short),
         cmocka_unit_test(test_journal_byte_cap),
         cmocka_unit_test(test_fanout_in_slices_keeps_order_and_survives_unsubscribe),
+        cmocka_unit_test(test_journal_cap_across_channels),
         cmocka_unit_test(test_health_json),
     };
     return cmocka_run_group_tests_name("realtime", tests, NULL, NULL);
