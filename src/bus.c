@@ -169,13 +169,13 @@ static void put16(char *p, uint16_t v)
     p[1] = (char)(v >> 8);
 }
 
-/* One datagram to one worker's bus: non-blocking, then up to 50 ms of
+/* One datagram to one worker's bus: non-blocking, then up to 10 ms of
  * waiting for room, unless that wait could never end (this thread is that
  * worker's loop, which drains the bus only when we return). */
 static int send_to_worker(int worker, const char *p, size_t n, int own_loop)
 {
     int fd = m0_bus_current->write_fds[worker];
-    for (int tries = 0; tries < 50; tries++) {
+    for (int tries = 0; tries < 10; tries++) {
         ssize_t w = send(fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (w == (ssize_t)n)
             return M0_OK;

@@ -79,7 +79,7 @@ uint64_t m0_bus_last_id(void);
  * Publish one event: take the next id and write the framed event (WHATWG
  * SSE; event may be NULL) to every worker's bus, all under the shared lock
  * so that every worker receives ids in increasing order. A worker whose bus
- * stays full for 50 ms misses the event and gets it marked lost (its
+ * stays full for 10 ms misses the event and gets it marked lost (its
  * resumes across it report m0-gap). own_loop: the caller is this worker's
  * loop thread (never wait on our own bus). Returns M0_OK with *id_out set,
  * M0_AGAIN without a bus (not --realtime), M0_ERR for a bad channel or an

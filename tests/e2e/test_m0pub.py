@@ -17,7 +17,7 @@ def test_frame_matches_the_sse_line_rules():
     assert m0pub.frame("", None, 1) == b"id: 1\ndata: \n\n"
 
 
-@pytest.mark.parametrize("channel", ["", "m0.internal", "a\nb", "x" * 201])
+@pytest.mark.parametrize("channel", ["", "m0.internal", "a\nb", "x" * 201, "caf\u00e9"])
 def test_bad_channels_raise(channel):
     with pytest.raises(ValueError):
         m0pub.publish(channel, "x")

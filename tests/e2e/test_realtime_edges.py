@@ -59,3 +59,43 @@ def test_publishing_an_oversized_event_is_an_application_error(start_server):
     server = start_server("realtime_app:application", "--realtime")
     assert request(server.port, "GET", "/publish?size=70000").status == 500
     assert server.stderr.wait_for(__import__("re").compile("exceeds the 65536-byte frame limit"), 5)
+
+
+def test_concurrent_publishers_deliver_every_id_in_order(start_server):
+    """Ids are taken and written under one lock: no loss, no reordering."""
+    import threading
+    server = start_server("realtime_app:application", "--realtime", workers=2)
+    stream = SSEStream(server.port, "/events")
+    stream.next()                                    # the hold's head comment
+    def burst():
+        for _ in range(5):
+            assert request(server.port, "GET", "/publish?n=40").status == 200
+    threads = [threading.Thread(target=burst) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    ids = [stream.next_event(timeout=5).id for _ in range(800)]
+    assert ids == sorted(ids) and len(set(ids)) == 800
+    stream.close()
+
+
+def test_a_resume_larger_than_the_outbox_limit_is_delivered_whole(start_server):
+    server = start_server("realtime_app:application", "--realtime", "--outbox-limit", "65536")
+    ids = request(server.port, "GET", "/publish?n=100&size=5000").body.decode().split(",")
+    stream = SSEStream(server.port, "/events", headers=[("Last-Event-ID", ids[0])])
+    stream.next()
+    got = [stream.next_event(timeout=5).id for _ in range(99)]
+    assert got == [int(i) for i in ids[1:]]
+    stream.close()
+
+
+def test_an_unknown_last_event_id_gets_the_gap_marker(start_server):
+    server = start_server("realtime_app:application", "--realtime")
+    request(server.port, "GET", "/publish?n=3")
+    for bad in ("abc", "-5", "1000"):
+        stream = SSEStream(server.port, "/events", headers=[("Last-Event-ID", bad)])
+        stream.next()
+        assert stream.next_event(timeout=5).event == "m0-gap"
+        stream.close()
+
