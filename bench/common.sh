@@ -1,12 +1,92 @@
-# bench/common.sh — helpers shared by bench/mixed.sh and bench/realtime.sh.
+# bench/common.sh — helpers shared by bench/run.sh, bench/mixed.sh and
+# bench/realtime.sh.
+# shellcheck shell=bash
 #
-# Sourced, not run.  Same conventions as bench/run.sh (which keeps its own
-# copy of these helpers): every server runs in its own session (setsid), so
-# stopping it signals the whole process group plus every descendant; every
-# wait has a bound; an EXIT trap stops whatever is still running.
+# Sourced, not run, right after the script has set PROG (its name, for
+# messages) and SCRIPT_DIR.  Conventions: every server runs in its own
+# session (setsid), so stopping it signals the whole process group plus
+# every descendant; every wait has a bound; an EXIT trap stops whatever is
+# still running.
 #
 # The sourcing script sets PYTHON, TMP and calls `common_traps` after
 # defining TMP.
+
+INVOKE_DIR=$PWD
+REPO_ROOT=$(cd -- "$SCRIPT_DIR/.." && pwd)
+
+die() { printf '%s: %s\n' "$PROG" "$*" >&2; exit 2; }
+((BASH_VERSINFO[0] >= 5)) || die "needs bash >= 5 (found $BASH_VERSION)"
+
+# ---- options ---------------------------------------------------------------
+# Parsing loop of every script:
+#   while (($#)); do
+#       case $1 in
+#           --own-option) ...; SHIFT=1 ;;
+#           *) common_option "$@" ;;
+#       esac
+#       shift "$SHIFT"
+#   done
+
+# take_value VAR WHAT ARGS...: the value of the option ARGS[0] ("--opt VALUE"
+# or "--opt=VALUE") into VAR; sets SHIFT to the number of words used.
+# shellcheck disable=SC2034  # SHIFT is read by the sourcing script's loop
+take_value() {
+    local -n _tv_var=$1
+    local what=$2; shift 2
+    if [[ $1 == *=* ]]; then
+        _tv_var=${1#*=}; SHIFT=1
+    else
+        (($# >= 2)) || die "$1 needs $what"
+        _tv_var=$2; SHIFT=2
+    fi
+}
+
+# common_option ARGS...: --markdown, --servers, --log-dir, -h/--help; any
+# other word is an error.  Needs the script's `usage`.
+common_option() {
+    case $1 in
+        --markdown|--markdown=*) take_value MARKDOWN "a FILE" "$@" ;;
+        --servers|--servers=*) take_value SERVERS "a LIST" "$@" ;;
+        --log-dir|--log-dir=*) take_value LOG_DIR "a DIR" "$@" ;;
+        -h|--help) usage; exit 0 ;;
+        *) usage >&2; die "unknown argument: $1" ;;
+    esac
+}
+
+# check_uints VAR...: each must hold a non-negative integer.
+check_uints() {
+    local v
+    for v in "$@"; do
+        [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer (got '${!v}')"
+    done
+}
+
+# Output files given relative to where the user ran the script; the m0serve
+# binary: default ./m0serve at the repo root (the command line in the report
+# then reads exactly `./m0serve ...`), a relative path with a slash is taken
+# from the invocation directory when it exists there.
+abs_from_invoke() { if [[ $1 == /* ]]; then printf '%s\n' "$1"; else printf '%s\n' "$INVOKE_DIR/$1"; fi; }
+resolve_paths() {
+    if [[ -n $MARKDOWN ]]; then MARKDOWN=$(abs_from_invoke "$MARKDOWN"); fi
+    if [[ -n $LOG_DIR ]]; then LOG_DIR=$(abs_from_invoke "$LOG_DIR"); fi
+    if [[ -z ${M0SERVE:-} ]]; then
+        M0SERVE=./m0serve
+    elif [[ $M0SERVE == */* && $M0SERVE != /* && -e $INVOKE_DIR/$M0SERVE ]]; then
+        M0SERVE=$INVOKE_DIR/$M0SERVE
+    fi
+}
+
+# check_setup TOOL...: the tools exist; SERVER_CPU and CLIENT_CPU exist on
+# this machine (sets NCPU).
+check_setup() {
+    local tool
+    for tool in "$@"; do
+        command -v "$tool" >/dev/null 2>&1 || die "required tool not found: $tool"
+    done
+    NCPU=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+    ((SERVER_CPU < NCPU && CLIENT_CPU < NCPU)) ||
+        die "SERVER_CPU=$SERVER_CPU / CLIENT_CPU=$CLIENT_CPU not valid on a $NCPU-CPU machine"
+}
 
 # q ARGS... -> shell-quoted command line (for the report).
 q() { local out="" a; for a in "$@"; do out+="${out:+ }$(printf '%q' "$a")"; done; printf '%s\n' "$out"; }
@@ -93,9 +173,13 @@ stop_session() {
 
 # Sessions started by the script that the EXIT trap must stop:
 # "sid:signal" words.  SERVER_SID is the running server (stopped last).
+# WRK_PID is the running wrk (see run_wrk).  COPY_LOGS_ON_EXIT=1: the EXIT
+# trap copies $TMP to $LOG_DIR (when --log-dir was given).
 declare -a LIVE_SESSIONS=()
 SERVER_SID=""
 SERVER_STOPSIG=TERM
+WRK_PID=""
+COPY_LOGS_ON_EXIT=0
 
 track_session() { LIVE_SESSIONS+=("$1:$2"); }
 untrack_session() {
@@ -107,6 +191,10 @@ untrack_session() {
 common_cleanup() {   # common_cleanup [EXIT_STATUS]
     local rc=${1:-$?} s
     trap - EXIT INT TERM HUP
+    if [[ -n $WRK_PID ]]; then kill -s TERM "$WRK_PID" 2>/dev/null || true; wait "$WRK_PID" 2>/dev/null || true; fi
+    if ((COPY_LOGS_ON_EXIT)) && [[ -n $LOG_DIR && -d ${TMP:-} ]]; then
+        { mkdir -p "$LOG_DIR"; cp -r "$TMP"/. "$LOG_DIR"/ 2>/dev/null; } || true
+    fi
     for s in "${LIVE_SESSIONS[@]}"; do stop_session "${s%%:*}" "${s##*:}" 3; done
     if [[ -n $SERVER_SID ]]; then stop_session "$SERVER_SID" "$SERVER_STOPSIG"; fi
     [[ -z ${TMP:-} ]] || rm -rf -- "$TMP"
@@ -134,24 +222,45 @@ stop_server() {
     SERVER_SID=""
 }
 
-# wait_http URL TIMEOUT_S: poll until URL answers 200 while the server
-# session lives.  Returns 0 ready, 1 exited, 2 timed out.
+# wait_http URL TIMEOUT_S [any]: poll until URL answers 2xx/3xx (with "any":
+# any HTTP answer) while the server session lives.  The bound is wall-clock
+# time, not a number of attempts (one can take 1 s against a mute server).
+# Returns 0 ready, 1 exited, 2 timed out.
 wait_http() {
-    local url=$1 deadline=$(($(now_ms) + $2 * 1000))
+    local url=$1 deadline=$(($(now_ms) + $2 * 1000)) fail=-f
+    if [[ ${3:-} == any ]]; then fail=""; fi
     while (($(now_ms) < deadline)); do
         session_alive "$SERVER_SID" || return 1
-        if curl -sf -o /dev/null --max-time 1 "$url" 2>/dev/null; then return 0; fi
+        if curl -s $fail -o /dev/null --max-time 1 "$url" 2>/dev/null; then return 0; fi
         sleep 0.1
     done
     return 2
 }
 
-# parse_wrk FILE -> "rps<TAB>p50ms<TAB>p99ms<TAB>requests<TAB>errors<TAB>detail"
-# (exit 1 when wrk printed no latency/req/s figures).  errors = connect +
-# write + timeout socket errors + non-2xx/3xx; "+N read" is shown apart
-# (servers that close after each response without announcing it).
+# run_wrk THREADS CONNS SECONDS URL OUTFILE -> wrk's status (wrk pinned to
+# CLIENT_CPU, bounded by timeout; WRK_PID while it runs)
+run_wrk() {
+    local threads=$1 conns=$2 secs=$3 url=$4 out=$5 rc=0
+    timeout -k 5 $((secs + 30)) taskset -c "$CLIENT_CPU" \
+        "$WRK" -t"$threads" -c"$conns" -d"${secs}s" --latency "$url" >"$out" 2>&1 &
+    WRK_PID=$!
+    wait "$WRK_PID" || rc=$?
+    WRK_PID=""
+    return "$rc"
+}
+# wrk_cmd THREADS CONNS SECONDS URL -> the same wrk command line, quoted
+wrk_cmd() { q taskset -c "$CLIENT_CPU" "$WRK" -t"$1" -c"$2" -d"$3s" --latency "$4"; }
+
+# parse_wrk FILE [DECIMALS [strict]]
+#   -> "rps<TAB>p50ms<TAB>p99ms<TAB>requests<TAB>errors<TAB>detail"
+# (exit 1 when wrk printed no req/s figure).  Latencies with DECIMALS
+# (default 2) decimals, "-" when missing or when nothing completed; with
+# "strict", exit 1 as well when a latency is missing, and wrk's figures are
+# kept when nothing completed.  errors = connect + write + timeout socket
+# errors + non-2xx/3xx; "+N read" is shown apart (servers that close after
+# each response without announcing it).
 parse_wrk() {
-    awk '
+    awk -v dec="${2:-2}" -v strict="${3:-}" '
         function ms(v,   n, u) {
             n = v + 0; u = v; sub(/^[0-9.]+/, "", u)
             if (u == "us") return n / 1000
@@ -169,17 +278,21 @@ parse_wrk() {
         /Non-2xx or 3xx responses:/   { err += $NF; non2xx = $NF }
         END {
             if (rps == "") exit 1
-            if (p50 == "" || reqs + 0 == 0) p50 = "nan"     # wrk prints 0.00us when nothing completed
-            if (p99 == "" || reqs + 0 == 0) p99 = "nan"
+            if (strict == "strict" && (p50 == "" || p99 == "")) exit 1
+            if (p50 == "" || (reqs + 0 == 0 && strict != "strict")) p50 = "nan"     # wrk prints 0.00us when nothing completed
+            if (p99 == "" || (reqs + 0 == 0 && strict != "strict")) p99 = "nan"
+            f = "%." dec "f"
             detail = ""
             if (sock != "") detail = "socket errors: " sock
             if (non2xx != "") detail = detail (detail == "" ? "" : "; ") "non-2xx/3xx: " non2xx
             e = sprintf("%d", err); if (rd > 0) e = e " +" rd " read"
-            printf "%.0f\t%s\t%s\t%s\t%s\t%s\n", rps, (p50 == "nan" ? "-" : sprintf("%.2f", p50)), (p99 == "nan" ? "-" : sprintf("%.2f", p99)), reqs + 0, e, detail
+            printf "%.0f\t%s\t%s\t%s\t%s\t%s\n", rps, (p50 == "nan" ? "-" : sprintf(f, p50)), (p99 == "nan" ? "-" : sprintf(f, p99)), reqs + 0, e, detail
         }' "$1"
 }
 
-# cpu_snapshot / cpu_busy: per-core busy % from /proc/stat (as bench/run.sh).
+# cpu_snapshot: "cpuN busy total irq" lines from /proc/stat (clock ticks);
+# busy = everything but idle and iowait, irq = irq + softirq (e.g. loopback
+# packet processing, which is not charged to any process).
 cpu_snapshot() {
     awk '/^cpu[0-9]+ / { t = 0; for (i = 2; i <= NF; i++) t += $i; print $1, t - $5 - $6, t, $7 + $8 }' /proc/stat 2>/dev/null || true
 }
@@ -203,6 +316,7 @@ session_ticks() {
         if [[ -r /proc/$p/stat ]]; then files+=("/proc/$p/stat"); fi
     done
     if ((${#files[@]} == 0)); then echo 0; return; fi
+    # Fields after "pid (comm) ": $12 = utime, $13 = stime.
     awk '{ sub(/^.*\) /, ""); t += $12 + $13 } END { print t + 0 }' "${files[@]}" 2>/dev/null || echo 0
 }
 
@@ -272,16 +386,31 @@ noise_line() {   # one line for the console
         "$1" "$SRV_CORE_BUSY" "$SRV_PROC_CPU" "$2" "$CLI_CORE_BUSY" "$CLI_PROC_CPU" "$FOREIGN_CPU" "$FOREIGN_CLI"
 }
 
-# background_load SERVER_CPU CLIENT_CPU -> sets BACKGROUND (and warns when busy)
+# background_load SERVER_CPU CLIENT_CPU [short]: sample the two cores for 1 s
+# (anything else running skews the numbers, so say so up front); sets
+# BACKGROUND, prints it, and warns when busy.  "short" (bench/run.sh's
+# format): no loadavg, and the warning, prefixed with $PROG, comes after the
+# line.
 background_load() {
-    local s0 s1 a b
+    local s0 s1 a b busy=0
     s0=$(cpu_snapshot); sleep 1; s1=$(cpu_snapshot)
     a=$(cpu_busy "$s0" "$s1" "$1"); b=$(cpu_busy "$s0" "$s1" "$2")
-    BACKGROUND="CPU $1 ${a}% busy, CPU $2 ${b}% busy before the runs; loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
-    if [[ ($a =~ ^[0-9]+$ && $a -ge 10) || ($b =~ ^[0-9]+$ && $b -ge 10) ]]; then
+    BACKGROUND="CPU $1 ${a}% busy, CPU $2 ${b}% busy before the runs"
+    if [[ ($a =~ ^[0-9]+$ && $a -ge 10) || ($b =~ ^[0-9]+$ && $b -ge 10) ]]; then busy=1; fi
+    if [[ ${3:-} == short ]]; then
+        printf 'background load: %s\n' "$BACKGROUND"
+        if ((busy)); then
+            printf '%s: warning: the machine is not idle; results will be noisy\n' "$PROG" >&2
+            BACKGROUND+=" (machine not idle: results are noisy)"
+        fi
+        return 0
+    fi
+    BACKGROUND+="; loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
+    if ((busy)); then
         printf 'warning: the machine is not idle; results will be noisy\n' >&2
         BACKGROUND+=" (machine not idle: results are noisy)"
     fi
+    printf 'background load: %s\n' "$BACKGROUND"
 }
 
 # ratio A B -> A/B with 2 decimals, or n/a
@@ -290,3 +419,62 @@ ratio() {
 }
 
 ver() { local v; v=$(timeout 5 "$@" 2>&1 | head -n1) || true; printf '%s\n' "${v:-unknown}"; }
+
+# host_info: sets HOST_INFO ("CPU model, N CPUs, Linux release"; needs NCPU).
+host_info() {
+    local model
+    model=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null || true)
+    HOST_INFO="${model:-unknown CPU}, $NCPU CPUs, Linux $(uname -r)"
+}
+
+# m0serve_version git|built: "git <commit>[ + uncommitted changes]"; with
+# "built", plus the build time of $M0SERVE when it exists.
+m0serve_version() {
+    local v
+    v="git $(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null || echo '(no commit)')"
+    if [[ -n $(git -C "$REPO_ROOT" status --porcelain -- src include Makefile 2>/dev/null) ]]; then
+        v+=" + uncommitted changes"
+    fi
+    if [[ $1 == built && -e $M0SERVE ]]; then
+        v+=", binary $M0SERVE built $(date -u -r "$M0SERVE" '+%Y-%m-%d %H:%M:%S UTC' 2>/dev/null || echo '?')"
+    fi
+    printf '%s\n' "$v"
+}
+
+# ---- report ------------------------------------------------------------------
+cell() { local v=${1:-}; printf '%s' "${v:--}"; }   # value or "-"
+
+# print_notes KEY...: the console "notes:" block of NOTE[KEY] (trailing "; "
+# dropped); sets NOTES to the number of keys with a note.
+print_notes() {
+    local k
+    NOTES=0
+    for k in "$@"; do
+        if [[ -n ${NOTE[$k]:-} ]]; then
+            ((NOTES++)) || printf '\nnotes:\n'
+            printf '  %s: %s\n' "$k" "${NOTE[$k]%; }"
+        fi
+    done
+}
+# md_notes KEY...: the same as a markdown list (nothing without notes).
+md_notes() {
+    local k
+    ((NOTES)) || return 0
+    printf '\nNotes:\n\n'
+    for k in "$@"; do [[ -z ${NOTE[$k]:-} ]] || printf -- '- %s: %s\n' "$k" "${NOTE[$k]%; }"; done
+}
+
+# md_header TITLE: the markdown report's title, date and host lines.
+md_header() {
+    printf '# %s\n\n' "$1"
+    printf -- '- date: %s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    printf -- '- host: %s\n' "$HOST_INFO"
+}
+
+# write_markdown FUNCTION: FUNCTION's output is the report in $MARKDOWN.
+write_markdown() {
+    [[ -n $MARKDOWN ]] || return 0
+    mkdir -p "$(dirname -- "$MARKDOWN")"
+    "$1" >"$MARKDOWN"
+    printf 'markdown report: %s\n' "$MARKDOWN"
+}

@@ -41,9 +41,10 @@ Environment:
 EOF
 }
 
-INVOKE_DIR=$PWD
+PROG=mixed.sh
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
-REPO_ROOT=$(cd -- "$SCRIPT_DIR/.." && pwd)
+# shellcheck source=bench/common.sh
+. "$SCRIPT_DIR/common.sh"
 
 DURATION=${DURATION:-8}
 WARMUP=${WARMUP:-1}
@@ -66,52 +67,25 @@ LOG_DIR=""
 DO_MIXED=1
 DO_HANDOFF=1
 
-die() { printf 'mixed.sh: %s\n' "$*" >&2; exit 2; }
-((BASH_VERSINFO[0] >= 5)) || die "needs bash >= 5 (found $BASH_VERSION)"
-
 while (($#)); do
     case $1 in
-        --markdown) (($# >= 2)) || die "--markdown needs a FILE"; MARKDOWN=$2; shift 2 ;;
-        --markdown=*) MARKDOWN=${1#*=}; shift ;;
-        --servers) (($# >= 2)) || die "--servers needs a LIST"; SERVERS=$2; shift 2 ;;
-        --servers=*) SERVERS=${1#*=}; shift ;;
-        --duration) (($# >= 2)) || die "--duration needs SECS"; DURATION=$2; shift 2 ;;
-        --duration=*) DURATION=${1#*=}; shift ;;
-        --log-dir) (($# >= 2)) || die "--log-dir needs a DIR"; LOG_DIR=$2; shift 2 ;;
-        --log-dir=*) LOG_DIR=${1#*=}; shift ;;
-        --no-handoff) DO_HANDOFF=0; shift ;;
-        --handoff-only) DO_MIXED=0; shift ;;
-        -h|--help) usage; exit 0 ;;
-        *) usage >&2; die "unknown argument: $1" ;;
+        --duration|--duration=*) take_value DURATION SECS "$@" ;;
+        --no-handoff) DO_HANDOFF=0; SHIFT=1 ;;
+        --handoff-only) DO_MIXED=0; SHIFT=1 ;;
+        *) common_option "$@" ;;
     esac
+    shift "$SHIFT"
 done
 
-for v in DURATION WARMUP CONNECTIONS POOL_THREADS SLOW_CONCURRENCY HANDOFF_CONNECTIONS SERVER_CPU CLIENT_CPU STARTUP_TIMEOUT; do
-    [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer (got '${!v}')"
-done
+check_uints DURATION WARMUP CONNECTIONS POOL_THREADS SLOW_CONCURRENCY HANDOFF_CONNECTIONS SERVER_CPU CLIENT_CPU STARTUP_TIMEOUT
 ((DURATION > 0)) || die "DURATION must be > 0"
 [[ $SLOW_SECONDS =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "SLOW_SECONDS must be a number"
 for b in $HANDOFF_THREADS; do [[ $b =~ ^[0-9]+$ ]] || die "HANDOFF_THREADS: not an integer: $b"; done
 
-abs_from_invoke() { if [[ $1 == /* ]]; then printf '%s\n' "$1"; else printf '%s\n' "$INVOKE_DIR/$1"; fi; }
-if [[ -n $MARKDOWN ]]; then MARKDOWN=$(abs_from_invoke "$MARKDOWN"); fi
-if [[ -n $LOG_DIR ]]; then LOG_DIR=$(abs_from_invoke "$LOG_DIR"); fi
-if [[ -z ${M0SERVE:-} ]]; then
-    M0SERVE=./m0serve
-elif [[ $M0SERVE == */* && $M0SERVE != /* && -e $INVOKE_DIR/$M0SERVE ]]; then
-    M0SERVE=$INVOKE_DIR/$M0SERVE
-fi
+resolve_paths
 
 cd -- "$REPO_ROOT"
-# shellcheck source=bench/common.sh
-. bench/common.sh
-
-for tool in taskset setsid timeout curl ps "$WRK" "$PYTHON"; do
-    command -v "$tool" >/dev/null 2>&1 || die "required tool not found: $tool"
-done
-NCPU=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
-((SERVER_CPU < NCPU && CLIENT_CPU < NCPU)) ||
-    die "SERVER_CPU=$SERVER_CPU / CLIENT_CPU=$CLIENT_CPU not valid on a $NCPU-CPU machine"
+check_setup taskset setsid timeout curl ps "$WRK" "$PYTHON"
 
 IFS=, read -r -a ORDER <<<"$SERVERS"
 for s in "${ORDER[@]}"; do
@@ -120,26 +94,9 @@ done
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/m0mixed.XXXXXX")
 common_traps
-WRK_PID=""
-mixed_cleanup() {
-    if [[ -n $WRK_PID ]]; then kill -s TERM "$WRK_PID" 2>/dev/null || true; wait "$WRK_PID" 2>/dev/null || true; fi
-    if [[ -n $LOG_DIR && -d $TMP ]]; then mkdir -p "$LOG_DIR"; cp -r "$TMP"/. "$LOG_DIR"/ 2>/dev/null || true; fi
-}
-trap 'rc=$?; mixed_cleanup || true; common_cleanup "$rc"' EXIT
+COPY_LOGS_ON_EXIT=1
 
 FAST_BODY="fast"
-
-# run_wrk CONNS SECONDS URL OUTFILE -> wrk's status
-run_wrk() {
-    local conns=$1 secs=$2 url=$3 out=$4 rc=0
-    timeout -k 5 $((secs + 30)) taskset -c "$CLIENT_CPU" \
-        "$WRK" -t1 -c"$conns" -d"${secs}s" --latency "$url" >"$out" 2>&1 &
-    WRK_PID=$!
-    wait "$WRK_PID" || rc=$?
-    WRK_PID=""
-    return "$rc"
-}
-wrk_cmd() { q taskset -c "$CLIENT_CPU" "$WRK" -t1 -c"$1" -d"$2s" --latency "$3"; }
 
 # ---------------------------------------------------------------------------
 # Section 1: fast route, idle vs with slow requests in flight.
@@ -211,6 +168,18 @@ check_noise() {
     fi
 }
 
+# fast_run NAME PHASE PREFIX BASE: one measured wrk run on BASE/fast (PHASE
+# idle or loaded), recorded into PREFIX_*.
+fast_run() {
+    local name=$1 phase=$2 pre=$3 base=$4
+    printf '   %-7s $ %s\n' "$phase:" "$(wrk_cmd 1 "$CONNECTIONS" "$DURATION" "$base/fast")"
+    noise_begin
+    run_wrk 1 "$CONNECTIONS" "$DURATION" "$base/fast" "$TMP/$name.$phase.txt" || NOTE[$name]+="$phase wrk exit status $?; "
+    noise_end "$SERVER_CPU" "$CLIENT_CPU"
+    record "$name" "$pre" "$TMP/$name.$phase.txt" || true
+    check_noise "$name" "$phase"
+}
+
 mixed_one() {
     local name=$1 port base slog why slow_out slow_ready slow_sid i
     NOTE[$name]=""
@@ -230,14 +199,9 @@ mixed_one() {
     [[ $(curl -s --max-time 3 "$base/fast") == "$FAST_BODY" ]] || NOTE[$name]+="unexpected /fast body; "
     curl -s --max-time 5 "$base/slow?s=0" | grep -q slept || NOTE[$name]+="/slow?s=0 probe failed; "
 
-    if ((WARMUP > 0)); then run_wrk "$CONNECTIONS" "$WARMUP" "$base/fast" "$TMP/$name.warmup.txt" || true; fi
+    if ((WARMUP > 0)); then run_wrk 1 "$CONNECTIONS" "$WARMUP" "$base/fast" "$TMP/$name.warmup.txt" || true; fi
 
-    printf '   idle:   $ %s\n' "$(wrk_cmd "$CONNECTIONS" "$DURATION" "$base/fast")"
-    noise_begin
-    run_wrk "$CONNECTIONS" "$DURATION" "$base/fast" "$TMP/$name.idle.txt" || NOTE[$name]+="idle wrk exit status $?; "
-    noise_end "$SERVER_CPU" "$CLIENT_CPU"
-    record "$name" I "$TMP/$name.idle.txt" || true
-    check_noise "$name" idle
+    fast_run "$name" idle I "$base"
 
     # Loaded: slow requests in flight for the whole wrk run.
     slow_out=$TMP/$name.slow.json; slow_ready=$TMP/$name.slow.ready
@@ -248,12 +212,7 @@ mixed_one() {
     for ((i = 0; i < 100; i++)); do [[ -e $slow_ready ]] && break; sleep 0.1; done
     [[ -e $slow_ready ]] || NOTE[$name]+="slow client: not all $SLOW_CONCURRENCY requests sent within 10 s; "
     sleep 0.2
-    printf '   loaded: $ %s\n' "$(wrk_cmd "$CONNECTIONS" "$DURATION" "$base/fast")"
-    noise_begin
-    run_wrk "$CONNECTIONS" "$DURATION" "$base/fast" "$TMP/$name.loaded.txt" || NOTE[$name]+="loaded wrk exit status $?; "
-    noise_end "$SERVER_CPU" "$CLIENT_CPU"
-    record "$name" L "$TMP/$name.loaded.txt" || true
-    check_noise "$name" loaded
+    fast_run "$name" loaded L "$base"
     kill -s TERM "$slow_sid" 2>/dev/null || true
     for ((i = 0; i < 50; i++)); do [[ -e $slow_out ]] && break; sleep 0.1; done
     stop_session "$slow_sid" TERM 2; untrack_session "$slow_sid"
@@ -302,10 +261,10 @@ handoff_one() {
         H_STATUS[$bt]="failed to start"; printf '   failed to start\n'; tail -n 15 "$slog" | sed 's/^/   | /'
         stop_server; return
     fi
-    if ((WARMUP > 0)); then run_wrk "$HANDOFF_CONNECTIONS" "$WARMUP" "$base" "$TMP/handoff-$bt.warmup.txt" || true; fi
-    printf '$ %s\n' "$(wrk_cmd "$HANDOFF_CONNECTIONS" "$DURATION" "$base")"
+    if ((WARMUP > 0)); then run_wrk 1 "$HANDOFF_CONNECTIONS" "$WARMUP" "$base" "$TMP/handoff-$bt.warmup.txt" || true; fi
+    printf '$ %s\n' "$(wrk_cmd 1 "$HANDOFF_CONNECTIONS" "$DURATION" "$base")"
     noise_begin
-    run_wrk "$HANDOFF_CONNECTIONS" "$DURATION" "$base" "$TMP/handoff-$bt.txt" || true
+    run_wrk 1 "$HANDOFF_CONNECTIONS" "$DURATION" "$base" "$TMP/handoff-$bt.txt" || true
     noise_end "$SERVER_CPU" "$CLIENT_CPU"
     if line=$(parse_wrk "$TMP/handoff-$bt.txt"); then
         IFS=$'\t' read -r rps p50 p99 reqs errs detail <<<"$line"
@@ -327,18 +286,12 @@ handoff_one() {
 # ---------------------------------------------------------------------------
 # Main.
 # ---------------------------------------------------------------------------
-CPU_MODEL=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null || true)
-HOST_INFO="${CPU_MODEL:-unknown CPU}, $NCPU CPUs, Linux $(uname -r)"
-M0_VERSION="git $(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null || echo '(no commit)')"
-if [[ -n $(git -C "$REPO_ROOT" status --porcelain -- src include Makefile 2>/dev/null) ]]; then
-    M0_VERSION+=" + uncommitted changes"
-fi
-if [[ -e $M0SERVE ]]; then M0_VERSION+=", binary $M0SERVE built $(date -u -r "$M0SERVE" '+%Y-%m-%d %H:%M:%S UTC' 2>/dev/null || echo '?')"; fi
+host_info
+M0_VERSION=$(m0serve_version built)
 printf 'm0serve mixed fast/slow benchmark\nhost: %s\n' "$HOST_INFO"
 printf 'm0serve: %s\n' "$M0_VERSION"
 printf 'topology: servers on CPU %s (1 worker each), wrk and the slow client on CPU %s\n' "$SERVER_CPU" "$CLIENT_CPU"
 background_load "$SERVER_CPU" "$CLIENT_CPU"
-printf 'background load: %s\n' "$BACKGROUND"
 
 if ((DO_MIXED)); then
     for s in "${ORDER[@]}"; do mixed_one "$s"; done
@@ -348,7 +301,6 @@ if ((DO_HANDOFF)); then
 fi
 
 # ---- report ---------------------------------------------------------------
-cell() { local v=${1:-}; printf '%s' "${v:--}"; }
 pct_of_bt0() {
     local first=${HANDOFF_THREADS%% *}
     awk -v a="${H_RPS[$1]:-}" -v b="${H_RPS[$first]:-}" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b + 0 > 0) printf "%.0f%%", 100 * a / b; else printf "n/a" }'
@@ -390,84 +342,71 @@ fi
 if ((NOISY_RUNS)); then
     printf '\nwarning: %s measurement(s) had other processes on the pinned cores (see notes); re-run on a quiet machine\n' "$NOISY_RUNS"
 fi
-notes=0
-for s in "${ORDER[@]}"; do
-    if [[ -n ${NOTE[$s]:-} ]]; then
-        ((notes++)) || printf '\nnotes:\n'
-        printf '  %s: %s\n' "$s" "${NOTE[$s]%; }"
-    fi
-done
+print_notes "${ORDER[@]}"
 
 printf '\ncommands (run from %s):\n' "$REPO_ROOT"
 if ((DO_MIXED)); then
     for s in "${ORDER[@]}"; do [[ -z ${CMD[$s]:-} ]] || printf '  %s: %s\n' "$s" "${CMD[$s]}"; done
-    printf '  wrk:  %s\n' "$(wrk_cmd "$CONNECTIONS" "$DURATION" "http://127.0.0.1:PORT/fast")"
+    printf '  wrk:  %s\n' "$(wrk_cmd 1 "$CONNECTIONS" "$DURATION" "http://127.0.0.1:PORT/fast")"
     printf '  slow: %s\n' "$(q taskset -c "$CLIENT_CPU" "$PYTHON" bench/slow_load.py "http://127.0.0.1:PORT/slow?s=$SLOW_SECONDS" -c "$SLOW_CONCURRENCY" --out FILE)"
 fi
 if ((DO_HANDOFF)); then
     for bt in $HANDOFF_THREADS; do [[ -z ${H_CMD[$bt]:-} ]] || printf '  handoff bt=%s: %s\n' "$bt" "${H_CMD[$bt]}"; done
-    printf '  wrk:  %s\n' "$(wrk_cmd "$HANDOFF_CONNECTIONS" "$DURATION" "http://127.0.0.1:PORT/")"
+    printf '  wrk:  %s\n' "$(wrk_cmd 1 "$HANDOFF_CONNECTIONS" "$DURATION" "http://127.0.0.1:PORT/")"
 fi
 if [[ -n $LOG_DIR ]]; then printf '\nlogs and raw wrk output: %s\n' "$LOG_DIR"; fi
 
-if [[ -n $MARKDOWN ]]; then
-    mkdir -p "$(dirname -- "$MARKDOWN")"
-    # shellcheck disable=SC2016
-    {
-        printf '# m0serve mixed fast/slow benchmark\n\n'
-        printf -- '- date: %s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-        printf -- '- host: %s\n' "$HOST_INFO"
-        printf -- '- topology: every server 1 worker process, pinned to CPU %s; wrk and the slow client pinned to CPU %s; 127.0.0.1\n' "$SERVER_CPU" "$CLIENT_CPU"
-        printf -- '- m0serve: %s; %s; %s; %s\n' "$M0_VERSION" "$(ver "$GUNICORN" --version)" "uWSGI $(ver "$UWSGI" --version)" "$(ver "$WRK" -v)"
-        printf -- '- background load: %s\n' "$BACKGROUND"
-        if ((NOISY_RUNS)); then
-            printf -- '- **%s measurement(s) had other processes on the pinned cores** (see the notes and the noise column); re-run on a quiet machine\n' "$NOISY_RUNS"
-        fi
-        if ((DO_MIXED)); then
-            printf '\n## /fast, idle vs. with %s\n\n' "$SLOW_URL_DESC"
-            printf '`wrk -t1 -c%s -d%ss --latency` on `/fast` (after a %ss warm-up), first idle, then while `bench/slow_load.py` keeps %s requests to `/slow?s=%s` in flight (each of its %s threads re-issues as soon as its request finishes).\n\n' \
-                "$CONNECTIONS" "$DURATION" "$WARMUP" "$SLOW_CONCURRENCY" "$SLOW_SECONDS" "$SLOW_CONCURRENCY"
-            printf '| server | idle req/s | idle p50 ms | idle p99 ms | idle errors | loaded req/s | loaded p50 ms | loaded p99 ms | loaded errors | p99 loaded/idle | /slow completed while loaded |\n'
-            printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n'
-            for s in "${ORDER[@]}"; do
-                if [[ ${STATUS[$s]:-} != ok ]]; then printf '| %s | %s |||||||||||\n' "$s" "${STATUS[$s]:-not run}"; continue; fi
-                printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" \
-                    "$(cell "${I_RPS[$s]:-}")" "$(cell "${I_P50[$s]:-}")" "$(cell "${I_P99[$s]:-}")" "$(cell "${I_ERR[$s]:-}")" \
-                    "$(cell "${L_RPS[$s]:-}")" "$(cell "${L_P50[$s]:-}")" "$(cell "${L_P99[$s]:-}")" "$(cell "${L_ERR[$s]:-}")" \
-                    "$(ratio "${L_P99[$s]:-}" "${I_P99[$s]:-}")" "$(cell "${SLOW[$s]:-}")"
-            done
-            if [[ ${STATUS[m0serve]:-} == ok ]]; then
-                printf '\n| ratio | loaded req/s | loaded p99 |\n|---|---:|---:|\n'
-                for p in "${ORDER[@]}"; do
-                    [[ $p != m0serve && ${STATUS[$p]:-} == ok ]] || continue
-                    printf '| m0serve / %s | %s | %s |\n' "$p" "$(ratio "${L_RPS[m0serve]:-}" "${L_RPS[$p]:-}")" "$(ratio "${L_P99[m0serve]:-}" "${L_P99[$p]:-}")"
-                done
-            fi
-        fi
-        if ((DO_HANDOFF)); then
-            printf '\n## Handoff cost (hello world)\n\n`bench/hello.py` on m0serve `--workers 1 --blocking-threads N`, `wrk -t1 -c%s -d%ss --latency`.\n\n' "$HANDOFF_CONNECTIONS" "$DURATION"
-            printf '| --blocking-threads | req/s | p50 ms | p99 ms | errors | %% of --blocking-threads %s | noise |\n|---:|---:|---:|---:|---:|---:|---|\n' "$BT0"
-            for bt in $HANDOFF_THREADS; do
-                if [[ ${H_STATUS[$bt]:-} != ok* ]]; then printf '| %s | %s ||||||\n' "$bt" "${H_STATUS[$bt]:-not run}"; continue; fi
-                printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$bt" "${H_RPS[$bt]}" "${H_P50[$bt]}" "${H_P99[$bt]}" "${H_ERR[$bt]}" "$(pct_of_bt0 "$bt")" "${H_STATUS[$bt]#ok}"
+# shellcheck disable=SC2016  # backticks are markdown, not expansions
+markdown_report() {
+    local s p bt
+    md_header 'm0serve mixed fast/slow benchmark'
+    printf -- '- topology: every server 1 worker process, pinned to CPU %s; wrk and the slow client pinned to CPU %s; 127.0.0.1\n' "$SERVER_CPU" "$CLIENT_CPU"
+    printf -- '- m0serve: %s; %s; %s; %s\n' "$M0_VERSION" "$(ver "$GUNICORN" --version)" "uWSGI $(ver "$UWSGI" --version)" "$(ver "$WRK" -v)"
+    printf -- '- background load: %s\n' "$BACKGROUND"
+    if ((NOISY_RUNS)); then
+        printf -- '- **%s measurement(s) had other processes on the pinned cores** (see the notes and the noise column); re-run on a quiet machine\n' "$NOISY_RUNS"
+    fi
+    if ((DO_MIXED)); then
+        printf '\n## /fast, idle vs. with %s\n\n' "$SLOW_URL_DESC"
+        printf '`wrk -t1 -c%s -d%ss --latency` on `/fast` (after a %ss warm-up), first idle, then while `bench/slow_load.py` keeps %s requests to `/slow?s=%s` in flight (each of its %s threads re-issues as soon as its request finishes).\n\n' \
+            "$CONNECTIONS" "$DURATION" "$WARMUP" "$SLOW_CONCURRENCY" "$SLOW_SECONDS" "$SLOW_CONCURRENCY"
+        printf '| server | idle req/s | idle p50 ms | idle p99 ms | idle errors | loaded req/s | loaded p50 ms | loaded p99 ms | loaded errors | p99 loaded/idle | /slow completed while loaded |\n'
+        printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n'
+        for s in "${ORDER[@]}"; do
+            if [[ ${STATUS[$s]:-} != ok ]]; then printf '| %s | %s |||||||||||\n' "$s" "${STATUS[$s]:-not run}"; continue; fi
+            printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" \
+                "$(cell "${I_RPS[$s]:-}")" "$(cell "${I_P50[$s]:-}")" "$(cell "${I_P99[$s]:-}")" "$(cell "${I_ERR[$s]:-}")" \
+                "$(cell "${L_RPS[$s]:-}")" "$(cell "${L_P50[$s]:-}")" "$(cell "${L_P99[$s]:-}")" "$(cell "${L_ERR[$s]:-}")" \
+                "$(ratio "${L_P99[$s]:-}" "${I_P99[$s]:-}")" "$(cell "${SLOW[$s]:-}")"
+        done
+        if [[ ${STATUS[m0serve]:-} == ok ]]; then
+            printf '\n| ratio | loaded req/s | loaded p99 |\n|---|---:|---:|\n'
+            for p in "${ORDER[@]}"; do
+                [[ $p != m0serve && ${STATUS[$p]:-} == ok ]] || continue
+                printf '| m0serve / %s | %s | %s |\n' "$p" "$(ratio "${L_RPS[m0serve]:-}" "${L_RPS[$p]:-}")" "$(ratio "${L_P99[m0serve]:-}" "${L_P99[$p]:-}")"
             done
         fi
-        if ((notes)); then
-            printf '\nNotes:\n\n'
-            for s in "${ORDER[@]}"; do [[ -z ${NOTE[$s]:-} ]] || printf -- '- %s: %s\n' "$s" "${NOTE[$s]%; }"; done
-        fi
-        printf '\nCommands (run from the repository root; PORT is a free port):\n\n```sh\n'
-        if ((DO_MIXED)); then
-            for s in "${ORDER[@]}"; do [[ -z ${CMD[$s]:-} ]] || printf '# %s\n%s &\n' "$s" "${CMD[$s]}"; done
-            printf '# idle, then loaded:\n%s\n' "$(wrk_cmd "$CONNECTIONS" "$DURATION" "http://127.0.0.1:PORT/fast")"
-            printf '%s &\n%s\n' "$(q taskset -c "$CLIENT_CPU" "$PYTHON" bench/slow_load.py "http://127.0.0.1:PORT/slow?s=$SLOW_SECONDS" -c "$SLOW_CONCURRENCY" --out /tmp/slow.json)" \
-                "$(wrk_cmd "$CONNECTIONS" "$DURATION" "http://127.0.0.1:PORT/fast")"
-        fi
-        if ((DO_HANDOFF)); then
-            for bt in $HANDOFF_THREADS; do [[ -z ${H_CMD[$bt]:-} ]] || printf '# handoff, --blocking-threads %s\n%s &\n' "$bt" "${H_CMD[$bt]}"; done
-            printf '%s\n' "$(wrk_cmd "$HANDOFF_CONNECTIONS" "$DURATION" "http://127.0.0.1:PORT/")"
-        fi
-        printf '```\n'
-    } >"$MARKDOWN"
-    printf 'markdown report: %s\n' "$MARKDOWN"
-fi
+    fi
+    if ((DO_HANDOFF)); then
+        printf '\n## Handoff cost (hello world)\n\n`bench/hello.py` on m0serve `--workers 1 --blocking-threads N`, `wrk -t1 -c%s -d%ss --latency`.\n\n' "$HANDOFF_CONNECTIONS" "$DURATION"
+        printf '| --blocking-threads | req/s | p50 ms | p99 ms | errors | %% of --blocking-threads %s | noise |\n|---:|---:|---:|---:|---:|---:|---|\n' "$BT0"
+        for bt in $HANDOFF_THREADS; do
+            if [[ ${H_STATUS[$bt]:-} != ok* ]]; then printf '| %s | %s ||||||\n' "$bt" "${H_STATUS[$bt]:-not run}"; continue; fi
+            printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$bt" "${H_RPS[$bt]}" "${H_P50[$bt]}" "${H_P99[$bt]}" "${H_ERR[$bt]}" "$(pct_of_bt0 "$bt")" "${H_STATUS[$bt]#ok}"
+        done
+    fi
+    md_notes "${ORDER[@]}"
+    printf '\nCommands (run from the repository root; PORT is a free port):\n\n```sh\n'
+    if ((DO_MIXED)); then
+        for s in "${ORDER[@]}"; do [[ -z ${CMD[$s]:-} ]] || printf '# %s\n%s &\n' "$s" "${CMD[$s]}"; done
+        printf '# idle, then loaded:\n%s\n' "$(wrk_cmd 1 "$CONNECTIONS" "$DURATION" "http://127.0.0.1:PORT/fast")"
+        printf '%s &\n%s\n' "$(q taskset -c "$CLIENT_CPU" "$PYTHON" bench/slow_load.py "http://127.0.0.1:PORT/slow?s=$SLOW_SECONDS" -c "$SLOW_CONCURRENCY" --out /tmp/slow.json)" \
+            "$(wrk_cmd 1 "$CONNECTIONS" "$DURATION" "http://127.0.0.1:PORT/fast")"
+    fi
+    if ((DO_HANDOFF)); then
+        for bt in $HANDOFF_THREADS; do [[ -z ${H_CMD[$bt]:-} ]] || printf '# handoff, --blocking-threads %s\n%s &\n' "$bt" "${H_CMD[$bt]}"; done
+        printf '%s\n' "$(wrk_cmd 1 "$HANDOFF_CONNECTIONS" "$DURATION" "http://127.0.0.1:PORT/")"
+    fi
+    printf '```\n'
+}
+write_markdown markdown_report

@@ -36,9 +36,10 @@ Environment:
 EOF
 }
 
-INVOKE_DIR=$PWD
+PROG=realtime.sh
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
-REPO_ROOT=$(cd -- "$SCRIPT_DIR/.." && pwd)
+# shellcheck source=bench/common.sh
+. "$SCRIPT_DIR/common.sh"
 
 EVENTS=${EVENTS:-20}
 INTERVAL=${INTERVAL:-0.2}
@@ -54,53 +55,26 @@ SERVERS=m0serve,uvicorn
 MARKDOWN=""
 LOG_DIR=""
 
-die() { printf 'realtime.sh: %s\n' "$*" >&2; exit 2; }
-((BASH_VERSINFO[0] >= 5)) || die "needs bash >= 5 (found $BASH_VERSION)"
-
 while (($#)); do
     case $1 in
-        --quick) STREAMS=1000; shift ;;
-        --streams) (($# >= 2)) || die "--streams needs a LIST"; STREAMS=$2; shift 2 ;;
-        --streams=*) STREAMS=${1#*=}; shift ;;
-        --servers) (($# >= 2)) || die "--servers needs a LIST"; SERVERS=$2; shift 2 ;;
-        --servers=*) SERVERS=${1#*=}; shift ;;
-        --markdown) (($# >= 2)) || die "--markdown needs a FILE"; MARKDOWN=$2; shift 2 ;;
-        --markdown=*) MARKDOWN=${1#*=}; shift ;;
-        --log-dir) (($# >= 2)) || die "--log-dir needs a DIR"; LOG_DIR=$2; shift 2 ;;
-        --log-dir=*) LOG_DIR=${1#*=}; shift ;;
-        -h|--help) usage; exit 0 ;;
-        *) usage >&2; die "unknown argument: $1" ;;
+        --quick) STREAMS=1000; SHIFT=1 ;;
+        --streams|--streams=*) take_value STREAMS "a LIST" "$@" ;;
+        *) common_option "$@" ;;
     esac
+    shift "$SHIFT"
 done
 
-for v in EVENTS BLOCKING_THREADS SERVER_CPU CLIENT_CPU STARTUP_TIMEOUT CLIENT_TIMEOUT NOFILE; do
-    [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer (got '${!v}')"
-done
+check_uints EVENTS BLOCKING_THREADS SERVER_CPU CLIENT_CPU STARTUP_TIMEOUT CLIENT_TIMEOUT NOFILE
 [[ $INTERVAL =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "INTERVAL must be a number"
 IFS=, read -r -a COUNTS <<<"$STREAMS"
 for n in "${COUNTS[@]}"; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "bad stream count: $n"; done
 IFS=, read -r -a ORDER <<<"$SERVERS"
 for s in "${ORDER[@]}"; do case $s in m0serve|uvicorn) ;; *) die "unknown server: $s" ;; esac; done
 
-abs_from_invoke() { if [[ $1 == /* ]]; then printf '%s\n' "$1"; else printf '%s\n' "$INVOKE_DIR/$1"; fi; }
-if [[ -n $MARKDOWN ]]; then MARKDOWN=$(abs_from_invoke "$MARKDOWN"); fi
-if [[ -n $LOG_DIR ]]; then LOG_DIR=$(abs_from_invoke "$LOG_DIR"); fi
-if [[ -z ${M0SERVE:-} ]]; then
-    M0SERVE=./m0serve
-elif [[ $M0SERVE == */* && $M0SERVE != /* && -e $INVOKE_DIR/$M0SERVE ]]; then
-    M0SERVE=$INVOKE_DIR/$M0SERVE
-fi
+resolve_paths
 
 cd -- "$REPO_ROOT"
-# shellcheck source=bench/common.sh
-. bench/common.sh
-
-for tool in taskset setsid timeout curl ps "$PYTHON"; do
-    command -v "$tool" >/dev/null 2>&1 || die "required tool not found: $tool"
-done
-NCPU=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
-((SERVER_CPU < NCPU && CLIENT_CPU < NCPU)) ||
-    die "SERVER_CPU=$SERVER_CPU / CLIENT_CPU=$CLIENT_CPU not valid on a $NCPU-CPU machine"
+check_setup taskset setsid timeout curl ps "$PYTHON"
 
 # ---- file descriptors: both the server and the client hold one per stream.
 # Servers and the client are started from this shell, so they inherit it.
@@ -121,10 +95,7 @@ fi
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/m0rt.XXXXXX")
 common_traps
-rt_cleanup() {
-    if [[ -n $LOG_DIR && -d $TMP ]]; then mkdir -p "$LOG_DIR"; cp -r "$TMP"/. "$LOG_DIR"/ 2>/dev/null || true; fi
-}
-trap 'rc=$?; rt_cleanup || true; common_cleanup "$rc"' EXIT
+COPY_LOGS_ON_EXIT=1
 
 # ---------------------------------------------------------------------------
 declare -A STATUS CMD CLIENTCMD NOTE RES WPID_DESC
@@ -256,11 +227,8 @@ run_one() {
 }
 
 # ---------------------------------------------------------------------------
-CPU_MODEL=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null || true)
-HOST_INFO="${CPU_MODEL:-unknown CPU}, $NCPU CPUs, Linux $(uname -r)"
-M0_VERSION="git $(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null || echo '(no commit)')"
-if [[ -n $(git -C "$REPO_ROOT" status --porcelain -- src include Makefile 2>/dev/null) ]]; then M0_VERSION+=" + uncommitted changes"; fi
-if [[ -e $M0SERVE ]]; then M0_VERSION+=", binary $M0SERVE built $(date -u -r "$M0SERVE" '+%Y-%m-%d %H:%M:%S UTC' 2>/dev/null || echo '?')"; fi
+host_info
+M0_VERSION=$(m0serve_version built)
 UVICORN_VERSION=$("$PYTHON" -c 'import uvicorn, h11, sys; print("uvicorn %s (h11 %s, asyncio; %s)" % (uvicorn.__version__, h11.__version__, sys.version.split()[0]))' 2>/dev/null || echo "uvicorn ?")
 printf 'm0serve realtime (held SSE streams) benchmark\nhost: %s\n' "$HOST_INFO"
 printf 'm0serve: %s; %s\n' "$M0_VERSION" "$UVICORN_VERSION"
@@ -268,7 +236,6 @@ printf 'topology: server on CPU %s (1 worker), client bench/sse_hold.py on CPU %
     "$SERVER_CPU" "$CLIENT_CPU" "$EVENTS" "$INTERVAL"
 printf '%s\n' "$FD_NOTE"
 background_load "$SERVER_CPU" "$CLIENT_CPU"
-printf 'background load: %s\n' "$BACKGROUND"
 
 for s in "${ORDER[@]}"; do
     for n in "${COUNTS[@]}"; do run_one "$s" "$n"; done
@@ -280,15 +247,21 @@ field() {   # field KEY INDEX (0-based)
     IFS=$'\t' read -r -a f <<<"${RES[$1]:-}"
     printf '%s' "${f[$2]:--}"
 }
+row() {     # row KEY: ROW = the 13 table fields of RES[KEY]
+    local i
+    ROW=()
+    for ((i = 0; i < 13; i++)); do ROW+=("$(field "$1" "$i")"); done
+}
+KEYS=()     # server/count, in report order
+for s in "${ORDER[@]}"; do for n in "${COUNTS[@]}"; do KEYS+=("$s/$n"); done; done
 printf '\n%-8s %7s %-11s %8s %8s %8s %8s | %7s %7s %7s | %7s %7s | %-13s %6s %6s\n' server streams opened "RSS0 MiB" "held MiB" "evts MiB" "B/strm" \
     "p50 ms" "p99 ms" "max ms" "kp50 ms" "kp99 ms" delivered "open s" "span"
 for s in "${ORDER[@]}"; do
     for n in "${COUNTS[@]}"; do
         k=$s/$n
         if [[ ${STATUS[$k]:-} != ok ]]; then printf '%-8s %7s %s\n' "$s" "$n" "${STATUS[$k]:-not run}"; continue; fi
-        printf '%-8s %7s %-11s %8s %8s %8s %8s | %7s %7s %7s | %7s %7s | %-13s %6s %6s\n' "$s" "$n" "$(field "$k" 0)" "$(field "$k" 1)" \
-            "$(field "$k" 2)" "$(field "$k" 3)" "$(field "$k" 4)" "$(field "$k" 5)" "$(field "$k" 6)" "$(field "$k" 7)" \
-            "$(field "$k" 8)" "$(field "$k" 9)" "$(field "$k" 10)" "$(field "$k" 11)" "$(field "$k" 12)"
+        row "$k"
+        printf '%-8s %7s %-11s %8s %8s %8s %8s | %7s %7s %7s | %7s %7s | %-13s %6s %6s\n' "$s" "$n" "${ROW[@]}"
     done
 done
 printf '(RSS0/held/evts = worker VmRSS before opening, with the streams held, after the events; B/strm = (held - RSS0) / opened.\n'
@@ -312,60 +285,44 @@ fi
 if ((NOISY_RUNS)); then
     printf '\nwarning: %s run(s) had other processes on the pinned cores (see notes); re-run on a quiet machine\n' "$NOISY_RUNS"
 fi
-notes=0
-for s in "${ORDER[@]}"; do
-    for n in "${COUNTS[@]}"; do
-        k=$s/$n
-        if [[ -n ${NOTE[$k]:-} ]]; then ((notes++)) || printf '\nnotes:\n'; printf '  %s: %s\n' "$k" "${NOTE[$k]%; }"; fi
-    done
-done
+print_notes "${KEYS[@]}"
 printf '\ncommands (run from %s; PORT and PID differ per run; one fresh server per stream count):\n' "$REPO_ROOT"
 for s in "${ORDER[@]}"; do
     [[ -z ${CMD[$s]:-} ]] || printf '  %s:\n    server: %s\n    client: %s\n    RSS of: %s\n' "$s" "${CMD[$s]}" "${CLIENTCMD[$s]}" "${WPID_DESC[$s]:-?}"
 done
 if [[ -n $LOG_DIR ]]; then printf '\nlogs and raw client JSON: %s\n' "$LOG_DIR"; fi
 
-if [[ -n $MARKDOWN ]]; then
-    mkdir -p "$(dirname -- "$MARKDOWN")"
-    # shellcheck disable=SC2016
-    {
-        printf '# m0serve realtime benchmark: held SSE streams\n\n'
-        printf -- '- date: %s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-        printf -- '- host: %s\n' "$HOST_INFO"
-        printf -- '- topology: server pinned to CPU %s (1 worker), client `bench/sse_hold.py` pinned to CPU %s, 127.0.0.1; %s\n' "$SERVER_CPU" "$CLIENT_CPU" "$FD_NOTE"
-        printf -- '- m0serve: %s; %s\n' "$M0_VERSION" "$UVICORN_VERSION"
-        printf -- '- per run: a fresh server; open N idle streams; RSS before/after; %s events published %ss apart via `/publish`\n' "$EVENTS" "$INTERVAL"
-        printf -- '- background load: %s\n' "$BACKGROUND"
-        if ((NOISY_RUNS)); then
-            printf -- '- **%s run(s) had other processes on the pinned cores** (see the notes); re-run on a quiet machine\n' "$NOISY_RUNS"
-        fi
-        printf '\n| server | streams | opened | RSS before (MiB) | RSS held (MiB) | RSS after events (MiB) | bytes/stream | p50 (ms) | p99 (ms) | max (ms) | kernel-rx p50 (ms) | kernel-rx p99 (ms) | delivered | open (s) | span p50 (ms) |\n'
-        printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
-        for s in "${ORDER[@]}"; do
-            for n in "${COUNTS[@]}"; do
-                k=$s/$n
-                if [[ ${STATUS[$k]:-} != ok ]]; then printf '| %s | %s | %s ||||||||||||\n' "$s" "$n" "${STATUS[$k]:-not run}"; continue; fi
-                printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" "$n" "$(field "$k" 0)" "$(field "$k" 1)" \
-                    "$(field "$k" 2)" "$(field "$k" 3)" "$(field "$k" 4)" "$(field "$k" 5)" "$(field "$k" 6)" "$(field "$k" 7)" \
-                    "$(field "$k" 8)" "$(field "$k" 9)" "$(field "$k" 10)" "$(field "$k" 11)" "$(field "$k" 12)"
-            done
+# shellcheck disable=SC2016  # backticks are markdown, not expansions
+markdown_report() {
+    local s n k l
+    md_header 'm0serve realtime benchmark: held SSE streams'
+    printf -- '- topology: server pinned to CPU %s (1 worker), client `bench/sse_hold.py` pinned to CPU %s, 127.0.0.1; %s\n' "$SERVER_CPU" "$CLIENT_CPU" "$FD_NOTE"
+    printf -- '- m0serve: %s; %s\n' "$M0_VERSION" "$UVICORN_VERSION"
+    printf -- '- per run: a fresh server; open N idle streams; RSS before/after; %s events published %ss apart via `/publish`\n' "$EVENTS" "$INTERVAL"
+    printf -- '- background load: %s\n' "$BACKGROUND"
+    if ((NOISY_RUNS)); then
+        printf -- '- **%s run(s) had other processes on the pinned cores** (see the notes); re-run on a quiet machine\n' "$NOISY_RUNS"
+    fi
+    printf '\n| server | streams | opened | RSS before (MiB) | RSS held (MiB) | RSS after events (MiB) | bytes/stream | p50 (ms) | p99 (ms) | max (ms) | kernel-rx p50 (ms) | kernel-rx p99 (ms) | delivered | open (s) | span p50 (ms) |\n'
+    printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
+    for s in "${ORDER[@]}"; do
+        for n in "${COUNTS[@]}"; do
+            k=$s/$n
+            if [[ ${STATUS[$k]:-} != ok ]]; then printf '| %s | %s | %s ||||||||||||\n' "$s" "$n" "${STATUS[$k]:-not run}"; continue; fi
+            row "$k"
+            printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" "$n" "${ROW[@]}"
         done
-        printf '\nLatency = receive time - the `time.time()` the app wrote into the event when publishing, over all (event, stream) deliveries. p50/p99/max: read time in the client (includes the single-threaded Python client reading N sockets per event); kernel-rx: the kernel receive timestamp of the data (`SO_TIMESTAMPNS`), i.e. the server-side fan-out. Span: p50 over events of last minus first delivery read by the client. Bytes/stream = (RSS held - RSS before) / opened.\n'
-        if ((${#RATIO_LINES[@]})); then
-            printf '\nRatios, uvicorn / m0serve (> 1: m0serve uses less memory / delivers sooner):\n\n'
-            for l in "${RATIO_LINES[@]}"; do printf -- '- %s\n' "$l"; done
-        fi
-        if ((notes)); then
-            printf '\nNotes:\n\n'
-            for s in "${ORDER[@]}"; do for n in "${COUNTS[@]}"; do
-                k=$s/$n; [[ -z ${NOTE[$k]:-} ]] || printf -- '- %s: %s\n' "$k" "${NOTE[$k]%; }"
-            done; done
-        fi
-        printf '\nCommands (run from the repository root, after `ulimit -n %s`; PORT/PID per run):\n\n```sh\n' "$SOFT"
-        for s in "${ORDER[@]}"; do
-            [[ -z ${CMD[$s]:-} ]] || printf '# %s (RSS of %s)\n%s &\n%s\n' "$s" "${WPID_DESC[$s]:-?}" "${CMD[$s]}" "${CLIENTCMD[$s]}"
-        done
-        printf '```\n'
-    } >"$MARKDOWN"
-    printf 'markdown report: %s\n' "$MARKDOWN"
-fi
+    done
+    printf '\nLatency = receive time - the `time.time()` the app wrote into the event when publishing, over all (event, stream) deliveries. p50/p99/max: read time in the client (includes the single-threaded Python client reading N sockets per event); kernel-rx: the kernel receive timestamp of the data (`SO_TIMESTAMPNS`), i.e. the server-side fan-out. Span: p50 over events of last minus first delivery read by the client. Bytes/stream = (RSS held - RSS before) / opened.\n'
+    if ((${#RATIO_LINES[@]})); then
+        printf '\nRatios, uvicorn / m0serve (> 1: m0serve uses less memory / delivers sooner):\n\n'
+        for l in "${RATIO_LINES[@]}"; do printf -- '- %s\n' "$l"; done
+    fi
+    md_notes "${KEYS[@]}"
+    printf '\nCommands (run from the repository root, after `ulimit -n %s`; PORT/PID per run):\n\n```sh\n' "$SOFT"
+    for s in "${ORDER[@]}"; do
+        [[ -z ${CMD[$s]:-} ]] || printf '# %s (RSS of %s)\n%s &\n%s\n' "$s" "${WPID_DESC[$s]:-?}" "${CMD[$s]}" "${CLIENTCMD[$s]}"
+    done
+    printf '```\n'
+}
+write_markdown markdown_report
