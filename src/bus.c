@@ -132,13 +132,6 @@ int m0_bus_create(struct m0_bus *bus, int n)
     return M0_OK;
 }
 
-uint64_t m0_bus_next_id(void)
-{
-    if (m0_bus_current == NULL)
-        return 0;
-    return __atomic_add_fetch(m0_bus_current->counter, 1, __ATOMIC_SEQ_CST);
-}
-
 uint64_t m0_bus_last_id(void)
 {
     if (m0_bus_current == NULL)

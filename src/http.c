@@ -480,14 +480,6 @@ int m0_http_feed(struct m0_http *h, const char *p, size_t n, size_t *used)
     }
 }
 
-int m0_http_eof(struct m0_http *h)
-{
-    if (!h->in_message)
-        return M0_OK;
-    reject(h, 400, "Truncated request");
-    return M0_ERR;
-}
-
 const struct m0_hdr *m0_req_header(const struct m0_req *r, const char *name)
 {
     size_t n = strlen(name);

@@ -139,7 +139,6 @@ struct m0_loop {
 #define READ_CHUNK (16 * 1024)
 #define READS_PER_WAKEUP 8
 #define SWEEP_MS 200
-#define OUT_HIGH_WATER (64 * 1024)
 #define FANOUT_BUDGET 1024
 
 static void conn_process(struct m0_loop *l, struct m0_conn *c);
@@ -938,8 +937,6 @@ static void conn_parse(struct m0_loop *l, struct m0_conn *c)
     }
     if (c->state == M0_CONN_READ_BODY && progressed)
         c->deadline = l->now + l->body_ms;   /* an idle timeout: any progress restarts it */
-    if (c->state == M0_CONN_READ_HEAD && c->http.in_message && c->events != (EPOLLIN | EPOLLRDHUP))
-        set_interest(l, c, EPOLLIN | EPOLLRDHUP);
     if (m0_buf_unread(&c->in) == 0 && c->in.cap > READ_CHUNK * 2)
         m0_buf_free(&c->in);
 }

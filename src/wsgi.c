@@ -53,7 +53,7 @@
 static PyObject *s_REQUEST_METHOD, *s_SCRIPT_NAME, *s_PATH_INFO, *s_QUERY_STRING,
     *s_CONTENT_TYPE, *s_CONTENT_LENGTH, *s_SERVER_PROTOCOL, *s_REMOTE_ADDR,
     *s_REMOTE_PORT, *s_wsgi_input, *s_HTTP_1_1, *s_HTTP_1_0, *s_empty, *s_close,
-    *s_fileno, *s_tell, *s_read, *s_GET, *s_POST, *s_HEAD, *s_HTTP_HOST;
+    *s_fileno, *s_tell, *s_GET, *s_POST, *s_HEAD, *s_HTTP_HOST;
 
 static const struct {
     PyObject **slot;
@@ -65,7 +65,7 @@ static const struct {
     {&s_SERVER_PROTOCOL, "SERVER_PROTOCOL"}, {&s_REMOTE_ADDR, "REMOTE_ADDR"},
     {&s_REMOTE_PORT, "REMOTE_PORT"}, {&s_wsgi_input, "wsgi.input"},
     {&s_HTTP_1_1, "HTTP/1.1"}, {&s_HTTP_1_0, "HTTP/1.0"}, {&s_empty, ""},
-    {&s_close, "close"}, {&s_fileno, "fileno"}, {&s_tell, "tell"}, {&s_read, "read"},
+    {&s_close, "close"}, {&s_fileno, "fileno"}, {&s_tell, "tell"},
     {&s_GET, "GET"}, {&s_POST, "POST"}, {&s_HEAD, "HEAD"}, {&s_HTTP_HOST, "HTTP_HOST"},
 };
 
@@ -739,8 +739,6 @@ static void commit_head(struct m0_job *job, StartResponseObject *sr, int64_t bod
                           : -1;
     job->resp.status = sr->status_code;
     job->resp.flags |= M0_RESP_HEAD_SENT;
-    if (job->framing == M0_FRAME_CHUNKED)
-        job->resp.flags |= M0_RESP_CHUNKED;
     if (!job->keep)
         job->resp.flags |= M0_RESP_CLOSE;
     sr->committed = 1;
@@ -1298,41 +1296,6 @@ int m0_wsgi_setup(void *app, const struct m0_config *cfg, int multithread)
     return environ_template ? M0_OK : M0_ERR;
 }
 
-static PyObject *py_next_event_id(PyObject *self, PyObject *unused)
-{
-    (void)self;
-    (void)unused;
-    uint64_t id = m0_bus_next_id();
-    if (id == 0)
-        Py_RETURN_NONE;
-    return PyLong_FromUnsignedLongLong(id);
-}
-
-static PyObject *py_worker_index(PyObject *self, PyObject *unused)
-{
-    (void)self;
-    (void)unused;
-    return PyLong_FromLong(m0_bus_index);
-}
-
-static PyObject *py_mark_lost(PyObject *self, PyObject *args)
-{
-    (void)self;
-    int worker;
-    unsigned long long id;
-    if (!PyArg_ParseTuple(args, "iK:mark_lost", &worker, &id))
-        return NULL;
-    m0_bus_mark_lost(worker, id);
-    Py_RETURN_NONE;
-}
-
-static PyObject *py_on_loop_thread(PyObject *self, PyObject *unused)
-{
-    (void)self;
-    (void)unused;
-    return PyBool_FromLong(pthread_equal(pthread_self(), m0_loop_thread));
-}
-
 static PyObject *py_publish(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -1359,16 +1322,6 @@ static PyMethodDef m0_functions[] = {
      "publish(channel: bytes, event: str | None, data: bytes) -> int | None: frame one SSE event "
      "and write it to every worker's bus under the shared lock; returns its global id, None "
      "without --realtime. m0pub.publish is the documented API."},
-    {"mark_lost", py_mark_lost, METH_VARARGS,
-     "mark_lost(worker, id): event id could not be written to worker's bus; that worker "
-     "then reports resumes across it as a gap (m0-gap)."},
-    {"on_loop_thread", py_on_loop_thread, METH_NOARGS,
-     "on_loop_thread() -> bool: True when called from the event-loop thread (--blocking-threads 0)."},
-    {"next_event_id", py_next_event_id, METH_NOARGS,
-     "next_event_id() -> int | None: the next global SSE event id (an atomic fetch-add on the "
-     "counter page shared by every worker); None without --realtime."},
-    {"worker_index", py_worker_index, METH_NOARGS,
-     "worker_index() -> int: this worker's position in M0_BUS_WRITE_FDS, or -1."},
     {NULL, NULL, 0, NULL},
 };
 

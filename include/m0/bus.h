@@ -69,9 +69,6 @@ struct m0_bus {
 /* Create n pairs and the counter page. Returns M0_OK or M0_ERR (errno). */
 int m0_bus_create(struct m0_bus *bus, int n);
 
-/* Next global event id: an atomic fetch-add on the shared page (ids start
- * at 1). 0 when there is no bus (not under m0serve --realtime). */
-uint64_t m0_bus_next_id(void);
 /* The last id handed out so far (0 before the first). */
 uint64_t m0_bus_last_id(void);
 

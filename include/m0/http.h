@@ -110,10 +110,6 @@ void m0_http_free(struct m0_http *h);
  */
 int m0_http_feed(struct m0_http *h, const char *p, size_t n, size_t *used);
 
-/* The peer closed its side mid-message: returns M0_OK if nothing of a
- * message was seen, M0_ERR (status 400) for a truncated message. */
-int m0_http_eof(struct m0_http *h);
-
 /* First header named name (case-insensitive), or NULL. */
 const struct m0_hdr *m0_req_header(const struct m0_req *r, const char *name);
 

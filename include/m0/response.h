@@ -16,7 +16,6 @@
 #define M0_RESP_DONE      0x02u  /* no bytes will follow what is queued */
 #define M0_RESP_CLOSE     0x04u  /* close the connection after the response */
 #define M0_RESP_ABORT     0x08u  /* the body cannot be completed: close without finishing */
-#define M0_RESP_CHUNKED   0x10u  /* body uses chunked coding: runner appends the terminator */
 #define M0_RESP_HOLD      0x20u  /* an SSE hold: after out is written the slot stays open,
                                     subscribed to job->hold_channel (M0-Hold: stream) */
 
