@@ -4,18 +4,19 @@
     m0pub.publish("news", "hello", event="message")   # -> the event id
 
 Under ``m0serve --realtime`` a call frames one SSE event (WHATWG HTML
-§9.2.5) and the server writes one datagram to every worker's bus (ids and
-writes under one lock, so every worker sees ids in order): streams held by
-any worker receive it, numbered with a global id (``id:`` line) that
-``Last-Event-ID`` resume understands. Outside m0serve (gunicorn, a
-management command, tests) ``publish`` is a no-op that returns ``None`` and
-logs once.
+§9.2.5) and the server writes one datagram to every worker's bus: streams
+held by any worker receive it, numbered with a global id (``id:`` line) that
+``Last-Event-ID`` resume understands, in id order on every worker. A call
+returns within about a millisecond (it never waits for a busy worker: one
+that misses the event tells its streams with an ``m0-gap`` event). Outside
+m0serve (gunicorn, a management command, tests) ``publish`` is a no-op that
+returns ``None`` and logs once.
 
-Standard library only; safe to call from any thread.
+Standard library only; safe to call from any thread, and from async code
+(it does not wait long enough to need an executor).
 """
 
 import logging
-import os
 
 __all__ = ["publish", "MAX_FRAME", "enabled"]
 
@@ -23,22 +24,19 @@ MAX_FRAME = 65536          # bytes of one framed event (the bus datagram cap)
 CHANNEL_MAX = 200          # bytes of a channel name
 _log = logging.getLogger("m0pub")
 _warned = False
-_fds = None
 _m0 = None
 
 
 def _setup():
-    """The bus write ends and the id counter, or None when not under m0serve."""
-    global _fds, _m0
-    if _fds is None:
-        raw = os.environ.get("M0_BUS_WRITE_FDS", "")
+    """The server's built-in module when it runs with --realtime, else None."""
+    global _m0
+    if _m0 is None:
         try:
             import m0                       # the server's built-in module
             _m0 = m0
-            _fds = [int(x) for x in raw.split(",") if x] if raw else []
-        except (ImportError, ValueError):
-            _fds = []
-    return _fds or None
+        except ImportError:
+            _m0 = False
+    return _m0 if _m0 and _m0.enabled() else None
 
 
 def enabled():
@@ -93,14 +91,15 @@ def publish(channel, data, event=None):
     size = len(frame(data, event, 2 ** 63))   # validates data and event too
     if size > MAX_FRAME:
         raise ValueError("event of %d bytes exceeds the %d-byte frame limit" % (size, MAX_FRAME))
-    fds = _setup()
-    if fds is None:
+    m0 = _setup()
+    if m0 is None:
         if not _warned:
             _warned = True
             _log.warning("m0pub.publish(%r): not running under m0serve --realtime; events are dropped",
                          channel)
         return None
     # Framing, numbering and the writes happen in the server (m0.publish):
-    # under one lock shared by every worker, so ids reach every bus in order.
+    # it never waits for a full bus (that worker misses the event and tells
+    # its streams: m0-gap), so a call returns within about a millisecond.
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    return _m0.publish(name, event, raw)
+    return m0.publish(name, event, raw)

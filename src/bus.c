@@ -4,12 +4,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "m0/buf.h"
@@ -34,12 +34,6 @@ static uint64_t get64(const char *p)
     return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
 }
 
-static void put32(char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (char)(v >> (8 * i));
-}
-
 static void put64(char *p, uint64_t v)
 {
     for (int i = 0; i < 8; i++)
@@ -48,60 +42,68 @@ static void put64(char *p, uint64_t v)
 
 int m0_bus_decode(const char *p, size_t n, struct m0_bus_msg *msg)
 {
-    if (n < M0_BUS_HDR || p[0] != 'M' || p[1] != '0')
+    if (n < M0_BUS_HDR || p[0] != 'M' || p[1] != '0' || p[2] != 'p')
         return M0_ERR;
     msg->kind = p[2];
-    if (msg->kind != 'p' && msg->kind != 'h')
-        return M0_ERR;
     msg->channel_len = get16(p + 4);
     if (M0_BUS_HDR + msg->channel_len > n)
         return M0_ERR;
     msg->id = get64(p + 8);
-    msg->slot = get32(p + 16);
-    msg->gen = get32(p + 20);
     msg->channel = p + M0_BUS_HDR;
     msg->payload = msg->channel + msg->channel_len;
     msg->payload_len = n - M0_BUS_HDR - msg->channel_len;
     if (msg->payload_len > M0_BUS_MAX_PAYLOAD)
         return M0_ERR;
-    msg->pid = 0;
-    if (msg->kind == 'h') {
-        if (msg->payload_len != 4)
-            return M0_ERR;
-        msg->pid = get32(msg->payload);
-    }
     return M0_OK;
 }
 
-size_t m0_bus_encode_hold(char *out, uint32_t slot, uint32_t gen, uint64_t last_id,
-                          const char *channel, size_t channel_len, uint32_t pid)
+void m0_bus_encode(struct m0_buf *out, uint64_t id, const char *channel, size_t clen,
+                   const char *frame, size_t flen)
 {
-    memset(out, 0, M0_BUS_HDR);
-    out[0] = 'M';
-    out[1] = '0';
-    out[2] = 'h';
-    out[4] = (char)(channel_len & 0xff);
-    out[5] = (char)(channel_len >> 8);
-    put64(out + 8, last_id);
-    put32(out + 16, slot);
-    put32(out + 20, gen);
-    memcpy(out + M0_BUS_HDR, channel, channel_len);
-    put32(out + M0_BUS_HDR + channel_len, pid);
-    return M0_BUS_HDR + channel_len + 4;
+    m0_buf_reset(out);
+    char *h = m0_buf_reserve(out, M0_BUS_HDR);
+    memset(h, 0, M0_BUS_HDR);
+    h[0] = 'M';
+    h[1] = '0';
+    h[2] = 'p';
+    h[4] = (char)(clen & 0xff);
+    h[5] = (char)(clen >> 8);
+    put64(h + 8, id);
+    out->len = M0_BUS_HDR;
+    m0_buf_append(out, channel, clen);
+    m0_buf_append(out, frame, flen);
+}
+
+/* Undo a partial m0_bus_create (errno kept). */
+static void bus_destroy(struct m0_bus *bus, size_t page_bytes)
+{
+    int saved = errno;
+    for (int i = 0; i < bus->nworkers; i++) {
+        if (bus->read_fds != NULL && bus->read_fds[i] > 0)
+            close(bus->read_fds[i]);
+        if (bus->write_fds != NULL && bus->write_fds[i] > 0)
+            close(bus->write_fds[i]);
+    }
+    if (bus->shared != NULL)
+        munmap(bus->shared, page_bytes);
+    free(bus->read_fds);
+    free(bus->write_fds);
+    memset(bus, 0, sizeof *bus);
+    errno = saved;
 }
 
 int m0_bus_create(struct m0_bus *bus, int n)
 {
     memset(bus, 0, sizeof *bus);
     bus->nworkers = n;
+    size_t bytes = (sizeof(struct m0_bus_shared) + (size_t)n * sizeof(uint64_t) + 4095) & ~(size_t)4095;
     bus->read_fds = calloc((size_t)n, sizeof *bus->read_fds);
     bus->write_fds = calloc((size_t)n, sizeof *bus->write_fds);
     if (bus->read_fds == NULL || bus->write_fds == NULL)
-        return M0_ERR;
-    size_t bytes = (sizeof(struct m0_bus_shared) + (size_t)n * sizeof(uint64_t) + 4095) & ~(size_t)4095;
+        goto fail;
     void *page = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (page == MAP_FAILED)
-        return M0_ERR;
+        goto fail;
     bus->shared = page;               /* zero-filled by mmap */
     bus->counter = &bus->shared->counter;
     bus->lost = bus->shared->lost;
@@ -111,14 +113,16 @@ int m0_bus_create(struct m0_bus *bus, int n)
     pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
     int rc = pthread_mutex_init(&bus->shared->lock, &ma);
     pthread_mutexattr_destroy(&ma);
-    if (rc != 0)
-        return M0_ERR;
+    if (rc != 0) {
+        errno = rc;
+        goto fail;
+    }
     for (int i = 0; i < n; i++) {
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) == -1)
-            return M0_ERR;
+            goto fail;
         /* Room for bursts: a few hundred full-size frames queue per worker
-         * before publishers start dropping (fan-out is best effort). */
+         * before publishers start losing events for it. */
         int size = 8 * 1024 * 1024;
         /* net.core.wmem_max caps SO_SNDBUF (often at ~200 KB, a handful of
          * large events); the FORCE variants pass it when we may. */
@@ -130,6 +134,9 @@ int m0_bus_create(struct m0_bus *bus, int n)
         bus->write_fds[i] = sv[1];
     }
     return M0_OK;
+fail:
+    bus_destroy(bus, bytes);
+    return M0_ERR;
 }
 
 uint64_t m0_bus_last_id(void)
@@ -156,38 +163,30 @@ uint64_t m0_bus_lost(int worker)
     return __atomic_load_n(&m0_bus_current->lost[worker], __ATOMIC_SEQ_CST);
 }
 
-static void put16(char *p, uint16_t v)
+/* The shared lock, if it can be had within 1 ms. A holder that is stopped
+ * or preempted longer does not hold up the others: they publish without
+ * it, and the workers' reorder window (order.h) puts ids back in order. */
+static int lock_briefly(pthread_mutex_t *lock)
 {
-    p[0] = (char)(v & 0xff);
-    p[1] = (char)(v >> 8);
-}
-
-/* One datagram to one worker's bus: non-blocking, then up to 10 ms of
- * waiting for room, unless that wait could never end (this thread is that
- * worker's loop, which drains the bus only when we return). */
-static int send_to_worker(int worker, const char *p, size_t n, int own_loop)
-{
-    int fd = m0_bus_current->write_fds[worker];
-    for (int tries = 0; tries < 10; tries++) {
-        ssize_t w = send(fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (w == (ssize_t)n)
-            return M0_OK;
-        if (w == -1 && errno == EINTR)
-            continue;
-        if (w == -1 && errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS)
-            return M0_ERR;
-        if (worker == m0_bus_index && own_loop)
-            return M0_ERR;
-        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-        poll(&pfd, 1, 1);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 1000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
     }
-    return M0_ERR;
+    int rc = pthread_mutex_timedlock(lock, &until);
+    if (rc == EOWNERDEAD) {        /* a publisher died holding it: nothing to repair */
+        pthread_mutex_consistent(lock);
+        rc = 0;
+    }
+    return rc == 0;
 }
 
 int m0_bus_publish(const char *channel, size_t clen, const char *event, const char *data, size_t dlen,
-                   int own_loop, uint64_t *id_out)
+                   uint64_t *id_out)
 {
-    static __thread struct m0_buf dgram;
+    static __thread struct m0_buf frame, dgram;
     *id_out = 0;
     if (m0_bus_current == NULL)
         return M0_AGAIN;
@@ -195,34 +194,31 @@ int m0_bus_publish(const char *channel, size_t clen, const char *event, const ch
         return M0_ERR;
 
     pthread_mutex_t *lock = &m0_bus_current->shared->lock;
-    int rc = pthread_mutex_lock(lock);
-    if (rc == EOWNERDEAD)      /* a publisher died holding it: the counter is still sound */
-        pthread_mutex_consistent(lock);
-    /* Under the lock, ids reach every bus in increasing order: a worker never
-     * sees id N+1 before N, so its resume filter and journal stay ordered. */
-    uint64_t id = ++*m0_bus_current->counter;
-    m0_buf_reset(&dgram);
-    char *h = m0_buf_reserve(&dgram, M0_BUS_HDR);
-    memset(h, 0, M0_BUS_HDR);
-    h[0] = 'M';
-    h[1] = '0';
-    h[2] = 'p';
-    put16(h + 4, (uint16_t)clen);
-    put64(h + 8, id);
-    dgram.len = M0_BUS_HDR;
-    m0_buf_append(&dgram, channel, clen);
-    m0_sse_frame(&dgram, id, event, data, dlen);
-    if (dgram.len - M0_BUS_HDR - clen > M0_BUS_MAX_PAYLOAD) {
-        pthread_mutex_unlock(lock);
+    int locked = lock_briefly(lock);
+    uint64_t id = __atomic_add_fetch(m0_bus_current->counter, 1, __ATOMIC_SEQ_CST);
+    m0_buf_reset(&frame);
+    m0_sse_frame(&frame, id, event, data, dlen);
+    if (frame.len > M0_BUS_MAX_PAYLOAD) {
+        if (locked)
+            pthread_mutex_unlock(lock);
         return M0_ERR;         /* the caller checks the size first; belt and braces */
     }
+    m0_bus_encode(&dgram, id, channel, clen, frame.data, frame.len);
     for (int w = 0; w < m0_bus_current->nworkers; w++) {
-        if (send_to_worker(w, dgram.data, dgram.len, own_loop) != M0_OK)
-            m0_bus_mark_lost(w, id);
+        int fd = m0_bus_current->write_fds[w];
+        ssize_t sent;
+        do
+            sent = send(fd, dgram.data, dgram.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        while (sent == -1 && errno == EINTR);
+        if (sent != (ssize_t)dgram.len)
+            m0_bus_mark_lost(w, id);     /* full (or gone): that worker is told, never waited for */
     }
-    pthread_mutex_unlock(lock);
-    if (dgram.cap > 256 * 1024)
+    if (locked)
+        pthread_mutex_unlock(lock);
+    if (dgram.cap > 256 * 1024) {
         m0_buf_free(&dgram);
+        m0_buf_free(&frame);
+    }
     *id_out = id;
     return M0_OK;
 }

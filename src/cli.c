@@ -39,6 +39,8 @@ static const struct opt opts[] = {
     {"--port", "M0_PORT", T_LONG, O(port), 0, 65535, "PORT", "TCP port to bind (default 8000; 0 picks a free one)"},
     {"--workers", "M0_WORKERS", T_LONG, O(workers), 1, 1024, "N", "worker processes (default 1)"},
     {"--blocking-threads", "M0_BLOCKING_THREADS", T_LONG, O(blocking_threads), 0, 1024, "N", "handler threads per worker so slow views never stall the loop (default min(cores, 8); 0 runs views on the loop thread)"},
+    {"--blocking-threads-max", "M0_BLOCKING_THREADS_MAX", T_LONG, O(blocking_threads_max), 1, 1024, "N", "the most handler threads the elastic pool grows to (default 40; ignored when --blocking-threads pins the size)"},
+    {"--blocking-threads-idle-timeout", "M0_BLOCKING_THREADS_IDLE_TIMEOUT", T_SECONDS, O(blocking_threads_idle), 0, 0, "S", "an extra handler thread idle for S seconds retires (default 30)"},
     {"--request-timeout", "M0_REQUEST_TIMEOUT", T_SECONDS, O(request_timeout), 0, 0, "S", "503 for a request still queued after S seconds; log views running longer (default 0: off)"},
     {"--app-dir", "M0_APP_DIR", T_STR, O(app_dir), 0, 0, "DIR", "directory put first on sys.path (default .)"},
     {"--protocol", "M0_PROTOCOL", T_PROTOCOL, O(protocol), 0, 0, "P", "auto|wsgi|asgi (default auto: detect from the callable)"},
@@ -69,6 +71,8 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->port = 8000;
     cfg->workers = 1;
     cfg->blocking_threads = -1;
+    cfg->blocking_threads_max = 40;
+    cfg->blocking_threads_idle = 30;
     cfg->app_dir = ".";
     cfg->protocol = M0_PROTO_AUTO;
     cfg->graceful_timeout = 30;
@@ -100,6 +104,8 @@ void m0_config_resolve(struct m0_config *cfg)
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         cfg->blocking_threads = cores < 1 ? 1 : cores > 8 ? 8 : cores;
     }
+    if (cfg->threads_explicit || cfg->blocking_threads_max < cfg->blocking_threads)
+        cfg->blocking_threads_max = cfg->blocking_threads;
 }
 
 void m0_config_usage(void)

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "m0/lane.h"
@@ -60,8 +61,16 @@ int m0_lane_take(const struct m0_lane *lane, struct m0_lane_rec *rec)
             return M0_OK;
         if (n == -1 && errno == EINTR)
             continue;
+        if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return M0_AGAIN;
         return M0_ERR;
     }
+}
+
+int m0_lane_set_timeout(struct m0_lane *lane, uint64_t ms)
+{
+    struct timeval tv = {.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+    return setsockopt(lane->take_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == -1 ? M0_ERR : M0_OK;
 }
 
 int m0_lane_poll(const struct m0_lane *lane, struct m0_lane_rec *rec)

@@ -1,7 +1,13 @@
 /*
- * pool.c — the handler-thread pool: threads on a submit lane, completions
- * back through a mutex-guarded queue and one coalesced eventfd wakeup
- * (nginx's thread-pool done queue + notify, in our shape).
+ * pool.c — the handler-thread pool (see pool.h): threads on a submit lane,
+ * completions back through the loop's queue, elastic sizing.
+ *
+ * Why the pool grows rather than starting large: on a GIL build, threads
+ * buy overlap of waiting (a view on a database, a socket, a sleep), not
+ * CPU. A handful is enough while views are quick; when every thread is
+ * inside a slow view, fast requests queue behind them and only another
+ * thread helps. So a saturated pool with work waiting adds a thread every
+ * GROW_MS, up to max, and threads idle for idle_ms leave again.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -11,120 +17,103 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "m0/buf.h"
-#include "m0/bus.h"
-#include "m0/response.h"
+#include "m0/conn.h"
 #include "m0/job.h"
 #include "m0/log.h"
+#include "m0/loop.h"
 #include "m0/pool.h"
 #include "m0/py.h"
-#include "m0/wsgi.h"
+#include "m0/runner.h"
+#include "m0/target.h"
+
+#define GROW_MS 3          /* a saturated pool with work waiting this long grows */
+
+enum { T_EMPTY, T_LIVE, T_EXITED };
+
+struct thread_slot {
+    pthread_t th;
+    atomic_int state;               /* T_* */
+    struct m0_pool *pool;
+};
 
 struct m0_pool {
+    struct m0_server *s;
     struct m0_lane lane;
-    struct m0_job *const *jobs;
-    uint32_t njobs;
-    unsigned nthreads;
-    pthread_t *threads;
-    atomic_uint busy;
-    int hold_fd;                    /* this loop's bus write end, or -1 */
-
-    /* Completions, threads → loop. */
-    pthread_mutex_t lock;
-    struct m0_completion *done;     /* growable array, guarded by lock */
-    size_t ndone, cap_done;
-    int wake_pending;               /* guarded by lock: an eventfd write is outstanding */
-    int wake_fd;
+    unsigned min, max;
+    uint64_t idle_ms;
+    struct thread_slot *threads;    /* max entries */
+    atomic_uint nthreads;           /* live threads */
+    atomic_uint busy;               /* threads running a job */
+    atomic_uint queued;             /* records submitted and not yet taken */
+    uint64_t saturated_since;       /* loop clock; 0: not saturated */
 
     /* Loop-only: records the lane could not take yet. */
     struct m0_lane_rec *backlog;
     size_t nbacklog, cap_backlog, backlog_head;
 };
 
-static void post(struct m0_pool *p, const struct m0_completion *c)
+static void post_done(struct m0_job *job, uint32_t slot, uint32_t gen)
 {
-    int wake;
-    pthread_mutex_lock(&p->lock);
-    if (p->ndone == p->cap_done) {
-        p->cap_done = p->cap_done ? p->cap_done * 2 : 64;
-        p->done = m0_xrealloc(p->done, p->cap_done * sizeof *p->done);
-    }
-    p->done[p->ndone++] = *c;
-    wake = !p->wake_pending;
-    p->wake_pending = 1;
-    pthread_mutex_unlock(&p->lock);
-    if (wake) {
-        uint64_t one = 1;
-        while (write(p->wake_fd, &one, sizeof one) == -1 && errno == EINTR) {
-        }
-    }
+    struct m0_completion c = {.slot = slot, .gen = gen, .kind = M0_CPL_DONE, .rc = M0_DONE};
+    m0_loop_post(job->loop, &c);
 }
 
-/*
- * The view took a hold on this thread, but subscriptions live in the loop's
- * registry. Tell the loop on its own bus channel BEFORE posting the
- * completion: the loop drains its bus before it writes a held head, so the
- * subscription is in place before the client can see the stream begin, and
- * publishes queued behind this frame on the same FIFO reach it. A frame the
- * channel will not take turns the response into a 503 — never a head with
- * no subscription behind it.
- */
-static void forward_hold(struct m0_pool *p, struct m0_job *job, const struct m0_lane_rec *rec)
+/* Run one job to its end on this thread (attached to the interpreter): a
+ * streamed body is handed over piece by piece, waiting for credit detached,
+ * and never leaves this thread. */
+static void run_job(struct m0_pool *p, const struct m0_lane_rec *rec, void *ts)
 {
-    char frame[M0_BUS_HDR + 256];
-    size_t n = m0_bus_encode_hold(frame, rec->slot, rec->gen, job->hold_last_id, job->hold_channel,
-                                  job->hold_channel_len, (uint32_t)getpid());
-    ssize_t w = p->hold_fd == -1 ? -1 : send(p->hold_fd, frame, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (w == (ssize_t)n)
+    if (rec->slot >= p->s->nconns)
         return;
-    m0_warn("hold on %s refused (bus full or closed): answering 503", job->hold_channel);
-    m0_resp_reset(&job->resp);
-    m0_error_response(&job->resp.out, 503, "The stream could not be held; retry", 1, 0);
-    job->resp.status = 503;
-    job->resp.flags |= M0_RESP_HEAD_SENT | M0_RESP_DONE | M0_RESP_CLOSE;
-}
-
-/* Run one record's job step (attached to the interpreter) and post its
- * completion. */
-static void run_record(struct m0_pool *p, const struct m0_lane_rec *rec)
-{
-    if (rec->slot >= p->njobs || p->jobs[rec->slot] == NULL)
+    struct m0_job *job = p->s->jobs[rec->slot];
+    if (job == NULL)
         return;
-    struct m0_job *job = p->jobs[rec->slot];
-    struct m0_completion c = {.slot = rec->slot, .gen = rec->gen, .kind = rec->kind, .rc = M0_DONE};
+    int queued = M0_JOB_QUEUED;
+    /* The loop may have answered 503 already (--request-timeout) or seen
+     * the client leave: whoever moves the job out of QUEUED owns it. */
+    if (!atomic_compare_exchange_strong(&job->run_state, &queued, M0_JOB_RUNNING)) {
+        post_done(job, rec->slot, rec->gen);
+        return;
+    }
     atomic_fetch_add(&p->busy, 1);
-    switch (rec->kind) {
-    case M0_RUN_START: {
-        int queued = M0_JOB_QUEUED;
-        /* The loop may have answered 503 already (--request-timeout) or
-         * seen the client leave: whoever moves the job out of QUEUED owns it. */
-        if (atomic_compare_exchange_strong(&job->run_state, &queued, M0_JOB_RUNNING)) {
-            c.rc = m0_wsgi_start(job);
-            if (job->resp.flags & M0_RESP_HOLD)
-                forward_hold(p, job, rec);
+    const struct m0_runner *r = job->target->runner;
+    int rc = r->start(job);
+    while (rc == M0_AGAIN) {
+        int ok = m0_job_push(job) == M0_OK;
+        if (ok) {
+            m0_py_thread_detach(ts);
+            ok = m0_job_wait_credit(job) == M0_OK;
+            m0_py_thread_attach(ts);
         }
-        break;
-    }
-    case M0_RUN_RESUME:
-        c.rc = m0_wsgi_resume(job);
-        break;
-    case M0_RUN_ABANDON:
-        m0_wsgi_abandon(job);
-        break;
-    default:
-        break;
+        if (!ok) {
+            r->abandon(job);         /* the client left: close() runs here, now */
+            break;
+        }
+        rc = r->resume(job);
     }
     atomic_fetch_sub(&p->busy, 1);
-    post(p, &c);
+    post_done(job, rec->slot, rec->gen);
+}
+
+/* Leave if the pool has more threads than its floor (CAS: two idle threads
+ * never both take the last place above it). */
+static int retire(struct m0_pool *p)
+{
+    unsigned n = atomic_load(&p->nthreads);
+    while (n > p->min) {
+        if (atomic_compare_exchange_weak(&p->nthreads, &n, n - 1))
+            return 1;
+    }
+    return 0;
 }
 
 static void *thread_main(void *arg)
 {
-    struct m0_pool *p = arg;
+    struct thread_slot *self = arg;
+    struct m0_pool *p = self->pool;
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);   /* signals are the loop's */
@@ -137,71 +126,77 @@ static void *thread_main(void *arg)
     void *ts = m0_py_thread_new();
     struct m0_lane_rec rec;
     int stop = 0;
-    while (!stop && m0_lane_take(&p->lane, &rec) == M0_OK) {
+    while (!stop) {
+        int rc = m0_lane_take(&p->lane, &rec);
+        if (rc == M0_AGAIN) {
+            if (retire(p))
+                break;
+            continue;
+        }
+        if (rc != M0_OK)
+            break;
         /* Attached once per burst: a thread that finishes a job and finds
          * the next one already queued runs it without handing the GIL
-         * around (another thread waking only to contend for it). The
-         * interpreter still switches threads every sys.getswitchinterval()
-         * inside Python code, so a long view cannot starve the others. */
+         * around. The interpreter still switches threads every
+         * sys.getswitchinterval() inside Python code. */
         m0_py_thread_attach(ts);
         do {
             if (rec.kind == M0_RUN_STOP) {
                 stop = 1;
+                atomic_fetch_sub(&p->nthreads, 1);
                 break;
             }
-            run_record(p, &rec);
+            atomic_fetch_sub(&p->queued, 1);
+            run_job(p, &rec, ts);
         } while (m0_lane_poll(&p->lane, &rec) == M0_OK);
         m0_py_thread_detach(ts);
     }
     m0_py_thread_free(ts);
+    atomic_store(&self->state, T_EXITED);
     return NULL;
 }
 
-struct m0_pool *m0_pool_start(unsigned nthreads, struct m0_job *const *jobs, uint32_t njobs,
-                              int hold_fd, char *err, size_t cap)
+/* Start one more thread in a free table entry. Loop thread (or start). */
+static int spawn(struct m0_pool *p, char *err, size_t cap)
 {
-    struct m0_pool *p = m0_xmalloc(sizeof *p);
-    memset(p, 0, sizeof *p);
-    p->hold_fd = hold_fd;
-    p->jobs = jobs;
-    p->njobs = njobs;
-    p->lane.submit_fd = p->lane.take_fd = -1;
-    pthread_mutex_init(&p->lock, NULL);
-    p->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (p->wake_fd == -1 || m0_lane_open(&p->lane, 4 * 1024 * 1024) != M0_OK) {
-        snprintf(err, cap, "cannot create the pool's channels: %s", strerror(errno));
-        goto fail;
+    struct thread_slot *t = NULL;
+    for (unsigned i = 0; i < p->max; i++) {
+        int st = atomic_load(&p->threads[i].state);
+        if (st == T_EXITED) {
+            pthread_join(p->threads[i].th, NULL);
+            atomic_store(&p->threads[i].state, T_EMPTY);
+            st = T_EMPTY;
+        }
+        if (st == T_EMPTY) {
+            t = &p->threads[i];
+            break;
+        }
     }
-    p->threads = m0_xmalloc(nthreads * sizeof *p->threads);
+    if (t == NULL) {
+        snprintf(err, cap, "no room for another handler thread");
+        return M0_ERR;
+    }
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 8u << 20);   /* Python recursion wants room */
-    for (unsigned i = 0; i < nthreads; i++) {
-        int rc = pthread_create(&p->threads[i], &attr, thread_main, p);
-        if (rc != 0) {
-            snprintf(err, cap, "cannot start handler thread %u: %s", i, strerror(rc));
-            pthread_attr_destroy(&attr);
-            p->nthreads = i;
-            m0_pool_stop(p);
-            return NULL;
-        }
-        p->nthreads = i + 1;
-    }
+    t->pool = p;
+    atomic_store(&t->state, T_LIVE);
+    atomic_fetch_add(&p->nthreads, 1);
+    int rc = pthread_create(&t->th, &attr, thread_main, t);
     pthread_attr_destroy(&attr);
-    return p;
-fail:
-    if (p->wake_fd != -1)
-        close(p->wake_fd);
-    m0_lane_close(&p->lane);
-    free(p);
-    return NULL;
+    if (rc != 0) {
+        atomic_store(&t->state, T_EMPTY);
+        atomic_fetch_sub(&p->nthreads, 1);
+        snprintf(err, cap, "cannot start a handler thread: %s", strerror(rc));
+        return M0_ERR;
+    }
+    return M0_OK;
 }
 
 static void backlog_push(struct m0_pool *p, const struct m0_lane_rec *rec)
 {
-    if (p->backlog_head > 0 && p->backlog_head == p->nbacklog) {
+    if (p->backlog_head > 0 && p->backlog_head == p->nbacklog)
         p->backlog_head = p->nbacklog = 0;
-    }
     if (p->nbacklog == p->cap_backlog) {
         p->cap_backlog = p->cap_backlog ? p->cap_backlog * 2 : 256;
         p->backlog = m0_xrealloc(p->backlog, p->cap_backlog * sizeof *p->backlog);
@@ -210,7 +205,7 @@ static void backlog_push(struct m0_pool *p, const struct m0_lane_rec *rec)
 }
 
 /* Send queued records, oldest first, in sendmmsg batches, until the lane
- * refuses (it is full: the rest wait for the next flush). Keeps order. */
+ * refuses (it is full: the rest wait for the next pass). Keeps order. */
 static void backlog_flush(struct m0_pool *p)
 {
     while (p->backlog_head < p->nbacklog) {
@@ -223,54 +218,78 @@ static void backlog_flush(struct m0_pool *p)
     p->backlog_head = p->nbacklog = 0;
 }
 
-void m0_pool_submit(struct m0_pool *p, uint32_t slot, uint32_t gen, enum m0_run_kind kind)
+/* Before the loop sleeps: this pass's submissions in one call, and growth
+ * when every thread is busy and work has waited GROW_MS. */
+static void pool_hook(struct m0_loop *l, void *ctx)
 {
-    /* Queued loop-side; m0_pool_flush() sends the pass's records at once. */
-    struct m0_lane_rec rec = {.slot = slot, .gen = gen, .kind = kind};
+    struct m0_pool *p = ctx;
+    backlog_flush(p);
+    unsigned n = atomic_load(&p->nthreads), busy = atomic_load(&p->busy);
+    if (atomic_load(&p->queued) == 0 || busy < n || n >= p->max) {
+        p->saturated_since = 0;
+        return;
+    }
+    uint64_t now = m0_loop_now(l);
+    if (p->saturated_since == 0) {
+        p->saturated_since = now;
+    } else if (now - p->saturated_since >= GROW_MS) {
+        char err[128];
+        if (spawn(p, err, sizeof err) != M0_OK)
+            m0_warn("pool: %s", err);
+        else
+            m0_debug("pool: grew to %u threads (%u busy, %u waiting)", n + 1, busy, atomic_load(&p->queued));
+        p->saturated_since = now;
+    }
+    m0_loop_wake_at(l, p->saturated_since + GROW_MS);
+}
+
+struct m0_pool *m0_pool_start(struct m0_server *s, unsigned min, unsigned max, uint64_t idle_ms,
+                              char *err, size_t cap)
+{
+    struct m0_pool *p = m0_xmalloc(sizeof *p);
+    memset(p, 0, sizeof *p);
+    p->s = s;
+    p->min = min;
+    p->max = max < min ? min : max;
+    p->idle_ms = idle_ms;
+    p->lane.submit_fd = p->lane.take_fd = -1;
+    p->threads = m0_xmalloc(p->max * sizeof *p->threads);
+    memset(p->threads, 0, p->max * sizeof *p->threads);
+    if (m0_lane_open(&p->lane, 4 * 1024 * 1024) != M0_OK ||
+        (p->max > p->min && idle_ms != 0 && m0_lane_set_timeout(&p->lane, idle_ms) != M0_OK)) {
+        snprintf(err, cap, "cannot create the pool's lane: %s", strerror(errno));
+        m0_lane_close(&p->lane);
+        free(p->threads);
+        free(p);
+        return NULL;
+    }
+    for (unsigned i = 0; i < min; i++) {
+        if (spawn(p, err, cap) != M0_OK) {
+            m0_pool_stop(p);
+            return NULL;
+        }
+    }
+    m0_loop_add_hook(s->loop, pool_hook, p);
+    return p;
+}
+
+void m0_pool_submit(struct m0_pool *p, uint32_t slot, uint32_t gen)
+{
+    struct m0_lane_rec rec = {.slot = slot, .gen = gen, .kind = M0_RUN_START};
+    atomic_fetch_add(&p->queued, 1);
     backlog_push(p, &rec);
 }
 
-void m0_pool_flush(struct m0_pool *p)
+void m0_pool_stats(const struct m0_pool *p, unsigned *threads, unsigned *busy, unsigned *max, unsigned *queued)
 {
-    if (p != NULL)
-        backlog_flush(p);
-}
-
-int m0_pool_wake_fd(const struct m0_pool *p)
-{
-    return p->wake_fd;
-}
-
-size_t m0_pool_drain(struct m0_pool *p, struct m0_completion *out, size_t max)
-{
-    uint64_t v;
-    while (read(p->wake_fd, &v, sizeof v) == -1 && errno == EINTR) {
+    if (p == NULL) {
+        *threads = *busy = *max = *queued = 0;
+        return;
     }
-    pthread_mutex_lock(&p->lock);
-    size_t n = p->ndone < max ? p->ndone : max;
-    memcpy(out, p->done, n * sizeof *out);
-    memmove(p->done, p->done + n, (p->ndone - n) * sizeof *out);
-    p->ndone -= n;
-    /* Anything left (more than max) keeps the wakeup armed. */
-    p->wake_pending = p->ndone > 0;
-    pthread_mutex_unlock(&p->lock);
-    if (p->ndone > 0) {
-        uint64_t one = 1;
-        while (write(p->wake_fd, &one, sizeof one) == -1 && errno == EINTR) {
-        }
-    }
-    backlog_flush(p);
-    return n;
-}
-
-unsigned m0_pool_busy(const struct m0_pool *p)
-{
-    return atomic_load(&p->busy);
-}
-
-unsigned m0_pool_size(const struct m0_pool *p)
-{
-    return p->nthreads;
+    *threads = atomic_load(&p->nthreads);
+    *busy = atomic_load(&p->busy);
+    *max = p->max;
+    *queued = atomic_load(&p->queued);
 }
 
 void m0_pool_stop(struct m0_pool *p)
@@ -284,18 +303,30 @@ void m0_pool_stop(struct m0_pool *p)
         if (p->backlog_head < p->nbacklog)
             usleep(1000);
     }
-    for (unsigned i = 0; i < p->nthreads; i++) {
+    /* One stop record per live thread, counted before any is sent (a
+     * thread that takes one exits at once, and must not be counted out);
+     * a thread retiring meanwhile leaves its record unread, which is
+     * harmless. */
+    unsigned live = 0;
+    for (unsigned i = 0; i < p->max; i++)
+        live += atomic_load(&p->threads[i].state) == T_LIVE;
+    for (unsigned i = 0; i < live; i++) {
         struct m0_lane_rec rec = {.kind = M0_RUN_STOP};
         while (m0_lane_send(&p->lane, &rec) == M0_AGAIN)
             usleep(1000);
     }
-    for (unsigned i = 0; i < p->nthreads; i++)
-        pthread_join(p->threads[i], NULL);
+    for (unsigned i = 0; i < p->max; i++) {
+        if (atomic_load(&p->threads[i].state) != T_EMPTY)
+            pthread_join(p->threads[i].th, NULL);
+    }
     m0_lane_close(&p->lane);
-    close(p->wake_fd);
-    pthread_mutex_destroy(&p->lock);
     free(p->threads);
-    free(p->done);
     free(p->backlog);
     free(p);
+}
+
+void m0_pool_close_in_child(struct m0_pool *p)
+{
+    if (p != NULL)
+        m0_lane_close(&p->lane);
 }

@@ -23,14 +23,39 @@
 #include "m0/config.h"
 #include "m0/log.h"
 #include "m0/py.h"
+#include "m0/runner.h"
+#include "m0/target.h"
 #include "m0/wsgi.h"
 
 static PyThreadState *main_tstate;   /* the loop thread's state while detached */
-static PyObject *the_app;            /* strong reference for the process lifetime */
 
 static PyObject *init_m0_module(void)
 {
-    return (PyObject *)m0_wsgi_module_init();
+    return m0_module_init();
+}
+
+void m0_py_print_exception(void)
+{
+    /* PyErr_Print() would act on SystemExit (finalizing the interpreter
+     * from a handler thread) and call sys.excepthook: a view's sys.exit()
+     * is an error like any other here, printed and forgotten. */
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (type == NULL)
+        return;
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb != NULL && value != NULL)
+        PyException_SetTraceback(value, tb);
+    PyErr_Display(type, value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    PyObject *err = PySys_GetObject("stderr");      /* borrowed */
+    if (err != NULL && err != Py_None) {
+        PyObject *r = PyObject_CallMethod(err, "flush", NULL);
+        Py_XDECREF(r);
+    }
+    PyErr_Clear();
 }
 
 /* Where m0serve's own Python files live: beside the binary in a build tree
@@ -125,7 +150,7 @@ int m0_py_init(const struct m0_config *cfg)
     PyObject *p = PyUnicode_DecodeFSDefault(pydir);
     if (path == NULL || a == NULL || p == NULL || PyList_Insert(path, 0, a) == -1 ||
         PyList_Append(path, p) == -1) {
-        PyErr_Print();
+        m0_py_print_exception();
         Py_XDECREF(a);
         Py_XDECREF(p);
         goto out;
@@ -153,16 +178,41 @@ static void flush_std(void)
     }
 }
 
-int m0_py_load_app(const struct m0_config *cfg, int multithread)
+/* A forked child must not keep the server's descriptors (the listener
+ * above all): os.register_at_fork(after_in_child=m0._after_fork_child). */
+static int register_fork_hook(void)
+{
+    PyObject *os = PyImport_ImportModule("os"), *m0 = PyImport_ImportModule("m0");
+    PyObject *hook = m0 ? PyObject_GetAttrString(m0, "_after_fork_child") : NULL;
+    PyObject *reg = os ? PyObject_GetAttrString(os, "register_at_fork") : NULL;
+    PyObject *kw = hook ? Py_BuildValue("{s:O}", "after_in_child", hook) : NULL;
+    PyObject *args = PyTuple_New(0);
+    PyObject *r = (reg && kw && args) ? PyObject_Call(reg, args, kw) : NULL;
+    int rc = r != NULL ? M0_OK : M0_ERR;
+    Py_XDECREF(r);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    Py_XDECREF(reg);
+    Py_XDECREF(hook);
+    Py_XDECREF(m0);
+    Py_XDECREF(os);
+    return rc;
+}
+
+int m0_py_load_app(const struct m0_config *cfg, struct m0_pool *pool)
 {
     int rc = M0_ERR;
     PyObject *boot = NULL, *res = NULL;
     static const char *const protos[] = {"auto", "wsgi", "asgi"};
 
     m0_py_attach();
+    if (register_fork_hook() != M0_OK) {
+        m0_py_print_exception();
+        goto out;
+    }
     boot = PyImport_ImportModule("m0serve._boot");
     if (boot == NULL) {
-        PyErr_Print();
+        m0_py_print_exception();
         goto out;
     }
     res = PyObject_CallMethod(boot, "load", "ss", cfg->app, protos[cfg->protocol]);
@@ -184,7 +234,7 @@ int m0_py_load_app(const struct m0_config *cfg, int multithread)
         } else {
             m0_error("cannot load the application %s; traceback follows", cfg->app);
             PyErr_Restore(type, value, tb);
-            PyErr_Print();
+            m0_py_print_exception();
         }
         Py_XDECREF(load_error);
         flush_std();
@@ -193,7 +243,7 @@ int m0_py_load_app(const struct m0_config *cfg, int multithread)
     PyObject *app = PyTuple_GetItem(res, 0);     /* borrowed */
     const char *kind = PyUnicode_AsUTF8(PyTuple_GetItem(res, 1));
     if (app == NULL || kind == NULL) {
-        PyErr_Print();
+        m0_py_print_exception();
         flush_std();
         goto out;
     }
@@ -202,13 +252,24 @@ int m0_py_load_app(const struct m0_config *cfg, int multithread)
                  "(serve a WSGI callable, or force --protocol wsgi)", cfg->app);
         goto out;
     }
+    /* The positional application is the root mount. */
+    struct m0_target *t = &m0_targets.t[m0_targets.n];
+    memset(t, 0, sizeof *t);
+    t->prefix = "";
+    t->prefix_len = 0;
+    t->kind = M0_TARGET_WSGI;
+    t->runner = &m0_wsgi_runner;
+    t->pool = pool;
+    t->realtime = cfg->realtime;
     Py_INCREF(app);
-    the_app = app;
-    if (m0_wsgi_setup(app, cfg, multithread) != M0_OK) {
-        PyErr_Print();
+    t->app = app;
+    if (t->runner->setup(t, cfg) != M0_OK) {
+        m0_py_print_exception();
         flush_std();
+        Py_CLEAR(t->app);
         goto out;
     }
+    m0_targets.n++;
     rc = M0_OK;
 out:
     Py_XDECREF(res);
@@ -270,7 +331,9 @@ void m0_py_thread_free(void *ts)
 void m0_py_finalize(void)
 {
     m0_py_attach();
-    Py_CLEAR(the_app);
+    for (unsigned i = 0; i < m0_targets.n; i++)
+        Py_CLEAR(m0_targets.t[i].app);
+    m0_targets.n = 0;
     if (Py_FinalizeEx() < 0)
         m0_warn("python: errors while finalizing");
 }

@@ -277,7 +277,7 @@ static void deliver_gap(uint32_t slot, uint64_t last_id, uint64_t floor, m0_deli
 }
 
 void m0_registry_subscribe(struct m0_registry *r, uint32_t slot, const char *channel, size_t len,
-                           uint64_t last_id, m0_deliver_cb cb, void *ctx)
+                           uint64_t last_id, int quiet, m0_deliver_cb cb, void *ctx)
 {
     if (slot >= r->nslots || r->of[slot] != NULL)
         return;
@@ -292,12 +292,12 @@ void m0_registry_subscribe(struct m0_registry *r, uint32_t slot, const char *cha
     c->nsubs++;
     r->held++;
     r->last[slot] = last_id;
-    if (last_id == 0)
+    if (last_id == 0 && !quiet)
         return;
     /* Resume: everything after last_id that we still have, and a gap marker
      * when something after it may be gone. */
     uint64_t proven = r->floor > c->evicted_max ? r->floor : c->evicted_max;
-    if (last_id < proven)
+    if (last_id < proven && !quiet)
         deliver_gap(slot, last_id, proven, cb, ctx);
     for (struct jentry *e = c->jhead; e != NULL; e = e->next) {
         if (e->id > last_id) {
@@ -335,6 +335,19 @@ void m0_registry_unsubscribe(struct m0_registry *r, uint32_t slot)
     c->nsubs--;
     r->held--;
     r->of[slot] = NULL;
+}
+
+size_t m0_registry_notice_all(struct m0_registry *r, const char *frame, size_t flen, m0_deliver_cb cb,
+                              void *ctx)
+{
+    size_t n = 0;
+    for (struct chan *c = r->active_head; c != NULL; c = c->anext) {
+        for (uint32_t s = c->first; s != NONE; s = r->next[s]) {
+            cb(ctx, s, frame, flen);
+            n++;
+        }
+    }
+    return n;
 }
 
 int m0_registry_is_subscribed(const struct m0_registry *r, uint32_t slot)

@@ -1,6 +1,6 @@
 /*
  * worker.c — worker bootstrap after fork: signals as data, Python and the
- * application, then the event loop, then an orderly exit.
+ * application, the serving loop, then an orderly exit (see worker.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,12 +13,14 @@
 
 #include "m0/bus.h"
 #include "m0/config.h"
+#include "m0/conn.h"
 #include "m0/log.h"
-#include "m0/loop.h"
 #include "m0/py.h"
+#include "m0/serve.h"
 #include "m0/worker.h"
 
 static int sig_pipe_w = -1;
+static pid_t worker_pid;
 
 /* Async-signal-safe: one byte per signal, read by the loop. */
 static void on_signal(int signo)
@@ -31,12 +33,42 @@ static void on_signal(int signo)
     errno = saved;
 }
 
-void m0_worker_main(const struct m0_config *cfg, int listen_fd)
+void m0_worker_after_fork_child(void)
+{
+    if (worker_pid == 0 || getpid() == worker_pid)
+        return;
+    if (m0_server_current != NULL)
+        m0_serve_close_in_child(m0_server_current);
+    if (m0_bus_current != NULL && m0_bus_index >= 0)
+        close(m0_bus_current->read_fds[m0_bus_index]);
+    if (sig_pipe_w != -1)
+        close(sig_pipe_w);
+    /* The child owns nothing of the server: no slot table, no loop. What
+     * it does next is the application's business (m0pub.publish still
+     * works: the bus write ends are kept). */
+    m0_server_current = NULL;
+    sig_pipe_w = -1;
+}
+
+void m0_worker_check_forked(void)
+{
+    if (worker_pid == 0 || getpid() == worker_pid)
+        return;
+    /* A child forked by the view came back into the server: it must not
+     * serve, finish jobs or run the loop. Leave quietly. */
+    m0_warn("a process forked by a view (pid %d) returned into the server: it exits",
+            (int)getpid());
+    fflush(NULL);
+    _exit(0);
+}
+
+void m0_worker_main(const struct m0_config *cfg, int listen_fd, int ctl_fd)
 {
     /* Die with the master rather than linger as an orphan. */
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() == 1)
         _exit(M0_EXIT_FAIL);
+    worker_pid = getpid();
 
     int sp[2];
     if (pipe2(sp, O_NONBLOCK | O_CLOEXEC) == -1) {
@@ -54,27 +86,27 @@ void m0_worker_main(const struct m0_config *cfg, int listen_fd)
     sigaction(SIGQUIT, &sa, NULL);
     signal(SIGHUP, SIG_IGN);      /* the master handles reloads */
     signal(SIGCHLD, SIG_DFL);
+    signal(SIGPIPE, SIG_IGN);
     sigset_t none;
     sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);   /* the master blocks these for sigtimedwait */
+    sigprocmask(SIG_SETMASK, &none, NULL);   /* the master blocks its signals for its signalfd */
 
-    if (m0_bus_current != NULL) {
-        /* m0pub.publish() writes one datagram to each of these. */
-        char fds[4096];
-        size_t n = 0;
-        for (int i = 0; i < m0_bus_current->nworkers && n + 12 < sizeof fds; i++)
-            n += (size_t)snprintf(fds + n, sizeof fds - n, i ? ",%d" : "%d", m0_bus_current->write_fds[i]);
-        setenv("M0_BUS_WRITE_FDS", fds, 1);
-    } else {
-        unsetenv("M0_BUS_WRITE_FDS");
-    }
-    if (m0_py_init(cfg) != M0_OK || m0_py_load_app(cfg, cfg->blocking_threads > 0) != M0_OK)
+    if (m0_py_init(cfg) != M0_OK)
         _exit(M0_EXIT_BOOT);
+    struct m0_server *s = m0_serve_new(cfg, listen_fd, sp[0], ctl_fd);
+    if (s == NULL)
+        _exit(M0_EXIT_FAIL);
+    if (m0_py_load_app(cfg, s->pool) != M0_OK)
+        _exit(M0_EXIT_BOOT);     /* pool threads idle in recv: nothing to join */
     m0_info("worker booted (pid %d)", (int)getpid());
+    m0_serve_booted(s);
 
-    int rc = m0_loop_run(cfg, listen_fd, sp[0]);
-    if (rc == M0_EXIT_ABANDON)
-        _exit(M0_EXIT_OK);     /* threads are inside Python: no finalize, no join */
+    int rc = m0_serve_run(s);
+    if (rc == M0_EXIT_ABANDONED) {
+        fflush(NULL);
+        _exit(rc);             /* threads are inside Python: no finalize, no join */
+    }
+    m0_serve_free(s);
     m0_py_finalize();
     m0_info("worker exiting (pid %d)", (int)getpid());
     exit(rc);

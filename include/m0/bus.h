@@ -3,55 +3,63 @@
  * the master before it forks, and a MAP_SHARED page holding the global
  * event-id counter (DESIGN capability 5).
  *
- * Every worker reads its own pair's read end in its loop; every process
- * holds every write end, exported to Python as M0_BUS_WRITE_FDS
- * ("fd,fd,...", worker order), so m0pub.publish() on any thread of any
+ * The worker serving listener slot k reads pair k (one reader at a time:
+ * during a SIGHUP the new worker starts reading only after the old one has
+ * stopped, master.c). Every process holds every write end, so
+ * m0pub.publish() (through the built-in m0.publish) on any thread of any
  * worker writes one datagram per worker.
+ *
+ * Ordering and stalls (docs/realtime.md, "Ordering"): ids come from an
+ * atomic counter; a publisher takes the shared lock for at most 1 ms to
+ * keep ids and sends in order, never waits for room in a bus (a full bus
+ * loses the event for that worker, recorded in lost[]), and a worker
+ * re-orders what arrives out of order within a window (order.h). So no
+ * worker and no publisher can hold up the others for more than a
+ * millisecond, and a worker that misses events knows it.
  *
  * Datagram layout (little-endian), then the channel name, then the payload:
  *   0  "M0"      magic
  *   2  kind      'p' publish (payload: one framed SSE event)
- *                'h' hold from a pool thread (no payload; id = Last-Event-ID)
  *   3  0
  *   4  u16       channel length
  *   6  u16       0
- *   8  u64       event id ('p') or Last-Event-ID ('h')
- *   16 u32 slot, 20 u32 gen   (hold only)
+ *   8  u64       event id
+ *   16 u64       0 (reserved)
  */
 #ifndef M0_BUS_H
 #define M0_BUS_H
 
 #include "m0/types.h"
+#include "m0/buf.h"
 
 #define M0_BUS_HDR 24
 #define M0_BUS_MAX_PAYLOAD 65536             /* one event's frame, bytes */
 #define M0_BUS_MAX_DGRAM (M0_BUS_HDR + 256 + M0_BUS_MAX_PAYLOAD)
 
 struct m0_bus_msg {
-    char kind;                 /* 'p' or 'h' */
+    char kind;                 /* 'p' */
     uint64_t id;
-    uint32_t slot, gen;
     const char *channel;       /* points into the datagram; not NUL-terminated */
     size_t channel_len;
     const char *payload;
     size_t payload_len;
-    uint32_t pid;              /* 'h': the worker the frame is for */
 };
 
 /* Decode a datagram. Returns M0_OK or M0_ERR (malformed: drop it). */
 int m0_bus_decode(const char *p, size_t n, struct m0_bus_msg *msg);
 
-/* Encode a hold frame for worker pid into out (M0_BUS_HDR + channel_len + 4
- * bytes). Returns the length. */
-size_t m0_bus_encode_hold(char *out, uint32_t slot, uint32_t gen, uint64_t last_id,
-                          const char *channel, size_t channel_len, uint32_t pid);
+/* Encode a publish datagram (header, channel, then the framed event
+ * already in frame) into out, replacing its contents. */
+void m0_bus_encode(struct m0_buf *out, uint64_t id, const char *channel, size_t clen,
+                   const char *frame, size_t flen);
 
 #include <pthread.h>
 
 /* The MAP_SHARED page every process of the server maps. */
 struct m0_bus_shared {
     uint64_t counter;          /* the last event id handed out */
-    pthread_mutex_t lock;      /* process-shared, robust: held from id to last send */
+    pthread_mutex_t lock;      /* process-shared, robust: held from id to last send, never
+                                  while waiting; taken for at most 1 ms */
     uint64_t lost[];           /* per worker: newest id a publisher could not deliver */
 };
 
@@ -74,16 +82,16 @@ uint64_t m0_bus_last_id(void);
 
 /*
  * Publish one event: take the next id and write the framed event (WHATWG
- * SSE; event may be NULL) to every worker's bus, all under the shared lock
- * so that every worker receives ids in increasing order. A worker whose bus
- * stays full for 10 ms misses the event and gets it marked lost (its
- * resumes across it report m0-gap). own_loop: the caller is this worker's
- * loop thread (never wait on our own bus). Returns M0_OK with *id_out set,
- * M0_AGAIN without a bus (not --realtime), M0_ERR for a bad channel or an
- * oversized frame. Blocking: call without the GIL.
+ * SSE; event may be NULL) to every worker's bus. The shared lock keeps ids
+ * and sends in order when it can be had within 1 ms; a send never waits:
+ * a worker whose bus is full misses the event and gets it marked lost
+ * (m0_bus_mark_lost), so its streams are told (m0-gap). Takes at most
+ * about a millisecond plus one non-blocking send per worker.
+ * Returns M0_OK with *id_out set, M0_AGAIN without a bus (not --realtime),
+ * M0_ERR for a bad channel or an oversized frame. Call without the GIL.
  */
 int m0_bus_publish(const char *channel, size_t clen, const char *event, const char *data, size_t dlen,
-                   int own_loop, uint64_t *id_out);
+                   uint64_t *id_out);
 
 /* A publisher could not write event id to worker's bus (it was full):
  * record it, so that worker reports a resume across it as a gap instead of

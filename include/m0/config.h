@@ -20,7 +20,9 @@ struct m0_config {
     const char *host;           /* --host, default 127.0.0.1 */
     long port;                  /* --port, default 8000 */
     long workers;               /* processes, >= 1 */
-    long blocking_threads;      /* handler threads per loop; -1 until resolved */
+    long blocking_threads;      /* handler threads per loop (the elastic pool's floor); -1 until resolved */
+    long blocking_threads_max;  /* the elastic pool's ceiling */
+    double blocking_threads_idle; /* seconds an extra thread may idle before it retires */
     double request_timeout;     /* seconds; 0 = off */
     const char *app_dir;        /* put first on sys.path; default "." */
     enum m0_protocol protocol;
@@ -55,7 +57,8 @@ void m0_config_defaults(struct m0_config *cfg);
 int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, size_t cap);
 
 /* Resolve defaults that depend on the machine: --blocking-threads
- * defaults to min(cores, 8) unless given explicitly (0 included). */
+ * defaults to min(cores, 8) unless given explicitly (0 included); an
+ * explicit value pins the pool's size. */
 void m0_config_resolve(struct m0_config *cfg);
 
 /* Print usage to stdout. */

@@ -16,9 +16,13 @@ struct m0_health {
     uint32_t held_streams;         /* connections held as SSE streams */
     uint64_t events_published;     /* bus events received by this worker */
     uint64_t events_delivered;     /* event copies queued to held streams */
+    uint64_t events_lost;          /* times this worker learned it missed events (m0-gap sent) */
     uint64_t slow_closed;          /* held streams closed for exceeding --outbox-limit */
-    unsigned pool_threads;         /* 0: views run on the loop thread */
+    uint64_t requests;             /* requests answered by this worker */
+    unsigned pool_threads;         /* current handler threads (0: views run on the loop thread) */
     unsigned pool_busy;
+    unsigned pool_max;             /* the elastic pool's ceiling */
+    unsigned pool_queued;          /* jobs waiting for a thread */
     int draining;
 };
 

@@ -9,11 +9,9 @@
 
 #include "m0/types.h"
 
-/* What a record asks the runner to do with the job of its slot. */
+/* What a record asks the thread that takes it to do. */
 enum m0_run_kind {
-    M0_RUN_START = 1,    /* call the application */
-    M0_RUN_RESUME,       /* produce the next piece of a streamed body */
-    M0_RUN_ABANDON,      /* the connection is gone: close the iterable */
+    M0_RUN_START = 1,    /* run the slot's job */
     M0_RUN_STOP,         /* the reading thread exits */
 };
 
@@ -45,7 +43,13 @@ int m0_lane_send_many(const struct m0_lane *lane, const struct m0_lane_rec *recs
  * M0_AGAIN (lane empty). */
 int m0_lane_poll(const struct m0_lane *lane, struct m0_lane_rec *rec);
 
-/* Block until a record arrives (EINTR retried). Returns M0_OK or M0_ERR. */
+/* Block until a record arrives (EINTR retried), or the lane's receive
+ * timeout (m0_lane_set_timeout) passes. Returns M0_OK, M0_AGAIN (timed out)
+ * or M0_ERR. */
 int m0_lane_take(const struct m0_lane *lane, struct m0_lane_rec *rec);
+
+/* Make m0_lane_take give up after ms of waiting (0: wait forever). It is a
+ * property of the lane, shared by every thread reading it. */
+int m0_lane_set_timeout(struct m0_lane *lane, uint64_t ms);
 
 #endif

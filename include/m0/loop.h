@@ -1,7 +1,12 @@
 /*
- * loop.h — a worker's event loop: one epoll instance, the connection slot
- * table, HTTP/1.1 connection handling, timeouts and graceful drain.
- * Everything here runs on the loop thread.
+ * loop.h — a worker's event loop: one epoll instance, descriptors that
+ * register a handler, connection slots, before-sleep hooks, and the
+ * completion queue other threads post to (redis ae's file events and
+ * beforesleep; h2o's multithread receiver).
+ *
+ * Everything here runs on the loop thread except m0_loop_post(), which any
+ * thread may call. Handlers may add and remove descriptors, including their
+ * own.
  */
 #ifndef M0_LOOP_H
 #define M0_LOOP_H
@@ -9,15 +14,68 @@
 #include <pthread.h>
 #include "m0/types.h"
 
-struct m0_config;
+struct m0_loop;
 
-/* Serve on listen_fd until a SIGTERM/SIGINT read from sig_fd (the
- * worker's signal self-pipe, one byte per signal number)
- * has drained every in-flight request, or the graceful timeout passes.
- * Returns the process exit status. */
-int m0_loop_run(const struct m0_config *cfg, int listen_fd, int sig_fd);
+/* A registered descriptor is ready: events are EPOLL* bits. */
+typedef void (*m0_fd_cb)(struct m0_loop *l, int fd, uint32_t events, void *ctx);
+/* A connection slot's descriptor is ready. gen is the generation the
+ * registration carried: compare it with the slot's to drop stale events. */
+typedef void (*m0_slot_cb)(struct m0_loop *l, uint32_t slot, uint32_t gen, uint32_t events, void *ctx);
+/* Called once per pass, before the loop sleeps. */
+typedef void (*m0_hook_cb)(struct m0_loop *l, void *ctx);
 
-/* The thread running the loop (valid once m0_loop_run started). */
+/* What a thread reports back about a slot's job (enum m0_cpl_kind). */
+struct m0_completion {
+    uint32_t slot;
+    uint32_t gen;
+    uint32_t kind;
+    int32_t rc;
+};
+typedef void (*m0_complete_cb)(struct m0_loop *l, const struct m0_completion *c, void *ctx);
+
+/* Create a loop (epoll instance and the completion queue's eventfd).
+ * Returns NULL with errno set. */
+struct m0_loop *m0_loop_new(void);
+void m0_loop_free(struct m0_loop *l);
+
+/* Register fd (epoll events: EPOLLIN, EPOLLOUT, ...) with a handler.
+ * Returns M0_OK or M0_ERR (errno). */
+int m0_loop_add_fd(struct m0_loop *l, int fd, uint32_t events, m0_fd_cb cb, void *ctx);
+int m0_loop_mod_fd(struct m0_loop *l, int fd, uint32_t events);
+/* Unregister fd (before closing it, or to stop watching it). */
+void m0_loop_del_fd(struct m0_loop *l, int fd);
+
+/* Connection descriptors: epoll data carries (slot, gen); gen uses its low
+ * 31 bits. Every slot event goes to the one slot handler. */
+void m0_loop_on_slot(struct m0_loop *l, m0_slot_cb cb, void *ctx);
+int m0_loop_add_slot(struct m0_loop *l, int fd, uint32_t slot, uint32_t gen, uint32_t events);
+int m0_loop_mod_slot(struct m0_loop *l, int fd, uint32_t slot, uint32_t gen, uint32_t events);
+
+/* Completions go to the one completion handler, in the order posted. */
+void m0_loop_on_complete(struct m0_loop *l, m0_complete_cb cb, void *ctx);
+/* Any thread: queue a completion; the loop wakes (one eventfd write per
+ * batch: a poster skips it while a wakeup is pending). Never blocks beyond
+ * a short mutex. */
+void m0_loop_post(struct m0_loop *l, const struct m0_completion *c);
+
+/* Run hook once per pass, before sleeping (in registration order). */
+void m0_loop_add_hook(struct m0_loop *l, m0_hook_cb cb, void *ctx);
+/* The next sleep ends no later than at (loop clock, ms). Reset every pass:
+ * hooks that need a deadline set it each time. */
+void m0_loop_wake_at(struct m0_loop *l, uint64_t at);
+
+/* The loop clock (monotonic ms), refreshed after every wakeup. */
+uint64_t m0_loop_now(const struct m0_loop *l);
+
+/* Run until m0_loop_stop(). Returns M0_OK, or M0_ERR if epoll failed. */
+int m0_loop_run(struct m0_loop *l);
+void m0_loop_stop(struct m0_loop *l);
+
+/* The descriptors the loop itself owns (epoll, eventfd), closed in a
+ * process forked from a worker (it must not share them). */
+void m0_loop_close_in_child(struct m0_loop *l);
+
+/* The thread running a loop of this process (valid once one started). */
 extern pthread_t m0_loop_thread;
 
 #endif

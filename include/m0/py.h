@@ -10,6 +10,7 @@
 #include "m0/types.h"
 
 struct m0_config;
+struct m0_pool;
 
 /* Initialise Python in this (worker) process. app_dir goes first on
  * sys.path, m0serve's python/ directory last. On failure prints why to the
@@ -17,9 +18,15 @@ struct m0_config;
 int m0_py_init(const struct m0_config *cfg);
 
 /* Import the application named by cfg->app (MODULE[:ATTR], with bare
- * MODULE discovery) and set up the bridge. On failure the traceback is
- * printed and M0_ERR returned. Leaves the thread detached. */
-int m0_py_load_app(const struct m0_config *cfg, int multithread);
+ * MODULE discovery) and add it to the target table as the root mount,
+ * served on pool (NULL: the loop thread), its runner set up. On failure the
+ * traceback is printed and M0_ERR returned. Leaves the thread detached. */
+int m0_py_load_app(const struct m0_config *cfg, struct m0_pool *pool);
+
+/* Print the pending Python exception with its traceback to sys.stderr and
+ * clear it. Unlike PyErr_Print, SystemExit and KeyboardInterrupt are only
+ * printed: nothing here exits or finalizes the interpreter. Attached. */
+void m0_py_print_exception(void);
 
 /* Attach / detach the loop thread (the GIL around a runner call). The pair
  * asserts it is used in order. */

@@ -33,10 +33,19 @@ void m0_registry_free(struct m0_registry *r);
  * Subscribe slot (not already subscribed) to channel with filter last_id:
  * only events with a greater id reach it. When last_id != 0, first deliver
  * the journaled events after it; if the journal cannot prove it holds all of
- * them, an "event: m0-gap" comes first, telling the client to resync.
+ * them, an "event: m0-gap" comes first, telling the client to resync —
+ * unless quiet: last_id is then the server's own starting point (the newest
+ * id when the view decided to hold), not the client's, and what the journal
+ * has after it is replayed without a claim of completeness.
  */
 void m0_registry_subscribe(struct m0_registry *r, uint32_t slot, const char *channel, size_t len,
-                           uint64_t last_id, m0_deliver_cb cb, void *ctx);
+                           uint64_t last_id, int quiet, m0_deliver_cb cb, void *ctx);
+
+/* Deliver frame (not an event: no id, never journaled, no filter) to every
+ * subscribed slot now, e.g. the live m0-gap notice. Returns the number of
+ * slots reached. */
+size_t m0_registry_notice_all(struct m0_registry *r, const char *frame, size_t flen, m0_deliver_cb cb,
+                              void *ctx);
 /* Events up to id may be missing from this registry's journals (a
  * publisher found the bus full): resumes from below it get the gap marker. */
 void m0_registry_raise_floor(struct m0_registry *r, uint64_t id);

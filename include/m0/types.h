@@ -21,9 +21,9 @@
 #define M0_EXIT_OK        0
 #define M0_EXIT_FAIL      1
 #define M0_EXIT_USAGE     2   /* bad flag or value */
-#define M0_EXIT_BOOT      3   /* worker could not load the app: master stops */
+#define M0_EXIT_BOOT      3   /* worker: the app could not be loaded (internal to master/worker) */
+#define M0_EXIT_ABANDONED 4   /* the graceful timeout ended requests still in flight */
 #define M0_EXIT_CONFIG   78   /* EX_CONFIG: a configuration conflict */
-#define M0_EXIT_ABANDON 100   /* internal: loop gave up on running views; worker _exit(0)s */
 
 #define M0_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define M0_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -39,5 +39,11 @@ struct m0_http;
 struct m0_conn;
 struct m0_loop;
 struct m0_job;
+struct m0_target;
+struct m0_runner;
+struct m0_pool;
+struct m0_server;
+struct m0_completion;
+struct m0_channel_stat;
 
 #endif

@@ -1,43 +1,71 @@
 /*
- * wsgi.h — the PEP 3333 bridge: environ, start_response, wsgi.input,
- * write(), iterable driving with close(), wsgi.file_wrapper.
+ * wsgi.h — the PEP 3333 bridge's parts, shared by its files:
+ *   wsgi.c     the runner (m0_wsgi_runner): start_response, the iterable,
+ *              framing through the body encoder, close();
+ *   environ.c  the environ template of a target and the per-request environ;
+ *   wsgi_io.c  wsgi.input, wsgi.errors and wsgi.file_wrapper;
+ *   m0mod.c    the built-in "m0" module.
  *
- * Called with the calling thread attached to the interpreter (holding the
- * GIL): the loop thread when no pool serves, a pool thread otherwise.
- * Output is framed bytes appended to job->resp; the caller writes them.
+ * Everything here is called with the calling thread attached to the
+ * interpreter: the pool thread running the job, or the loop thread when no
+ * pool serves.
  */
 #ifndef M0_WSGI_H
 #define M0_WSGI_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
 
 #include "m0/types.h"
 #include "m0/job.h"
 
 struct m0_config;
+struct m0_target;
 
-/* Build the per-worker state: interned strings, the environ template for
- * app (a borrowed reference that must stay alive), the m0 types. multithread
- * is the truthful wsgi.multithread value. Returns M0_OK or M0_ERR with a
- * Python exception set. */
-int m0_wsgi_setup(void *app, const struct m0_config *cfg, int multithread);
+/* ------------------------------------------------------------ wsgi_io.c */
 
-/*
- * Run the application for job->req and produce the first part of the
- * response in job->resp. Returns:
- *   M0_DONE   the response is complete in resp (flags DONE, maybe CLOSE/ABORT);
- *   M0_AGAIN  more body will follow: write out what is queued, then call
- *             m0_wsgi_resume() (credit: the runner stops once about 64 KB
- *             are queued, so a slow reader bounds the memory it costs).
- * Application errors never propagate: they are logged with their traceback
- * and become a 500 (head not sent yet) or an aborted connection.
- */
-int m0_wsgi_start(struct m0_job *job);
-int m0_wsgi_resume(struct m0_job *job);
+extern PyTypeObject m0_ErrorsType, m0_InputType, m0_FileWrapperType;
 
-/* The connection is gone: close the iterable and drop runner state. */
-void m0_wsgi_abandon(struct m0_job *job);
+/* wsgi.input of one request. job is NULL once the request is over. */
+typedef struct {
+    PyObject_HEAD
+    struct m0_job *job;
+    uint64_t pos;          /* next body byte to hand out */
+    int ready;             /* a lazy body (Expect: 100-continue) has arrived whole */
+} m0_InputObject;
 
-/* Module init for the built-in "m0" module (registered before
+/* wsgi.file_wrapper(filelike, blksize). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *filelike;
+    Py_ssize_t blksize;
+} m0_FileWrapperObject;
+
+/* Ready the three types. Returns 0 or -1 with an exception set. */
+int m0_wsgi_io_ready(void);
+/* A new wsgi.input for job (new reference), or NULL with an exception. */
+m0_InputObject *m0_input_new(struct m0_job *job);
+
+/* ------------------------------------------------------------ environ.c */
+
+/* The environ template of target t (SCRIPT_NAME = its prefix, SERVER_*,
+ * wsgi.*): a new reference, or NULL with an exception set. */
+PyObject *m0_environ_template(const struct m0_target *t, const struct m0_config *cfg, int multithread);
+/* environ for job (PEP 3333 "environ Variables"): a copy of template plus
+ * the request, with input as wsgi.input. New reference, or NULL. */
+PyObject *m0_environ_build(struct m0_job *job, PyObject *template, PyObject *input);
+
+/* -------------------------------------------------------------- m0mod.c */
+
+/* The built-in "m0" module's init function (registered before
  * Py_Initialize). New reference. */
-void *m0_wsgi_module_init(void);
+PyObject *m0_module_init(void);
+
+/* ------------------------------------------------------------- wsgi.c */
+
+/* Latin-1 bytes of a str (PEP 3333 "native strings"): for the common ASCII
+ * case the str's own buffer. *owner receives a new reference to release, or
+ * NULL. Raises UnicodeEncodeError for text that is not latin-1. */
+const char *m0_latin1(PyObject *s, Py_ssize_t *len, PyObject **owner);
 
 #endif

@@ -12,8 +12,9 @@
                         write(b"abc"), then return wsgi.file_wrapper over P
   /write-flood?mb=N     N MiB through write() in 64 KiB pieces; logs
                         "fault: write raised" if write() raises (client gone)
-  /hold-gated?gate=P    an M0-Hold response whose 1 MiB generator body is
-                        produced only once the file P exists
+  /hold-gated?gate=P&n=N
+                        an M0-Hold response whose generator body (N blocks
+                        of 64 KiB, default 4) is produced once the file P exists
   /status-nonlatin      start_response with a status that is not latin-1
   /header-nonlatin      a header value that is not latin-1
   /pid                  the worker pid
@@ -96,7 +97,7 @@ def application(environ, start_response):
         _wait_for(q["gate"])
         start_response("200 OK", [("Content-Type", "text/event-stream"), ("M0-Hold", "stream"),
                                   ("M0-Channel", "gated")])
-        return (b": " + b"x" * 65536 + b"\n\n" for _ in range(16))
+        return (b": " + b"x" * 65536 + b"\n\n" for _ in range(int(q.get("n", "4"))))
     if path == "/status-nonlatin":
         start_response("200 \u2713K", [("Content-Type", "text/plain"), ("Content-Length", "2")])
         return [b"ok"]

@@ -8,11 +8,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
 #include "m0/buf.h"
 #include "m0/bus.h"
+#include "m0/order.h"
 #include "m0/health.h"
 #include "m0/registry.h"
 #include "m0/sse.h"
@@ -64,23 +66,60 @@ static void test_last_event_id_parsing(void **state)
 static void test_bus_codec_round_trip_and_rejects(void **state)
 {
     (void)state;
-    char buf[M0_BUS_HDR + 64];
-    size_t n = m0_bus_encode_hold(buf, 17, 3, 42, "news", 4, 4242);
+    struct m0_buf b = {0};
+    m0_bus_encode(&b, 42, "news", 4, "data: x\n\n", 9);
     struct m0_bus_msg m;
-    assert_int_equal(m0_bus_decode(buf, n, &m), M0_OK);
-    assert_int_equal(m.kind, 'h');
-    assert_int_equal(m.slot, 17);
-    assert_int_equal(m.gen, 3);
+    assert_int_equal(m0_bus_decode(b.data, b.len, &m), M0_OK);
+    assert_int_equal(m.kind, 'p');
     assert_int_equal(m.id, 42);
     assert_int_equal(m.channel_len, 4);
     assert_memory_equal(m.channel, "news", 4);
-    assert_int_equal(m.pid, 4242);
-    assert_int_equal(m0_bus_decode(buf, M0_BUS_HDR - 1, &m), M0_ERR);   /* short */
-    assert_int_equal(m0_bus_decode(buf, M0_BUS_HDR + 2, &m), M0_ERR);   /* channel cut */
-    buf[2] = 'x';
-    assert_int_equal(m0_bus_decode(buf, n, &m), M0_ERR);                /* unknown kind */
-    buf[0] = 'X';
-    assert_int_equal(m0_bus_decode(buf, n, &m), M0_ERR);                /* bad magic */
+    assert_int_equal(m.payload_len, 9);
+    assert_memory_equal(m.payload, "data: x\n\n", 9);
+    assert_int_equal(m0_bus_decode(b.data, M0_BUS_HDR - 1, &m), M0_ERR);   /* short */
+    assert_int_equal(m0_bus_decode(b.data, M0_BUS_HDR + 2, &m), M0_ERR);   /* channel cut */
+    b.data[2] = 'h';
+    assert_int_equal(m0_bus_decode(b.data, b.len, &m), M0_ERR);            /* unknown kind */
+    b.data[2] = 'p';
+    b.data[0] = 'X';
+    assert_int_equal(m0_bus_decode(b.data, b.len, &m), M0_ERR);            /* bad magic */
+    m0_buf_free(&b);
+}
+
+/* The reorder window: in-order events pass at once, an early one waits for
+ * the hole before it, a hole is given up after the window (or at once when
+ * too much is held), and late or duplicate ids drop. */
+static void test_order_window(void **state)
+{
+    (void)state;
+    struct m0_order o;
+    struct m0_order_item it;
+    m0_order_init(&o, 10);
+    assert_int_equal(m0_order_offer(&o, 10, "a", 1, 100), M0_ORDER_NOW);
+    assert_int_equal(m0_order_offer(&o, 12, "c", 1, 100), M0_ORDER_HELD);
+    assert_int_equal(m0_order_pop(&o, &it), 0);                 /* 11 is missing */
+    assert_int_equal(m0_order_offer(&o, 12, "c", 1, 101), M0_ORDER_LATE);   /* duplicate */
+    assert_int_equal(m0_order_expire(&o, 150, 100), 0);         /* still inside the window */
+    assert_int_equal(m0_order_deadline(&o, 100), 200);
+    assert_int_equal(m0_order_offer(&o, 11, "b", 1, 160), M0_ORDER_NOW);
+    assert_int_equal(m0_order_pop(&o, &it), 1);
+    assert_int_equal(it.id, 12);
+    free(it.data);
+    assert_int_equal(m0_order_deadline(&o, 100), 0);
+    assert_int_equal(m0_order_offer(&o, 15, "f", 1, 200), M0_ORDER_HELD);   /* 13, 14 missing */
+    assert_int_equal(m0_order_expire(&o, 299, 100), 0);
+    assert_int_equal(m0_order_expire(&o, 300, 100), 14);        /* given up after the window */
+    assert_int_equal(m0_order_pop(&o, &it), 1);
+    assert_int_equal(it.id, 15);
+    free(it.data);
+    assert_int_equal(m0_order_offer(&o, 13, "d", 1, 301), M0_ORDER_LATE);   /* too late */
+    for (uint64_t id = 17; id < 17 + M0_ORDER_MAX_HELD + 1; id++)   /* 16 missing, too many held */
+        assert_int_equal(m0_order_offer(&o, id, "x", 1, 400), M0_ORDER_HELD);
+    assert_int_equal(m0_order_expire(&o, 401, 100), 16);        /* over the bound: at once */
+    assert_int_equal(m0_order_pop(&o, &it), 1);
+    assert_int_equal(it.id, 17);
+    free(it.data);
+    m0_order_free(&o);
 }
 
 /* Delivery log for registry tests. */
@@ -109,9 +148,9 @@ static void test_registry_fans_out_per_channel(void **state)
     (void)state;
     memset(delivered, 0, sizeof delivered);
     struct m0_registry *r = m0_registry_new(8, 100, 1 << 20, 0);
-    m0_registry_subscribe(r, 1, "a", 1, 0, collect, NULL);
-    m0_registry_subscribe(r, 2, "a", 1, 0, collect, NULL);
-    m0_registry_subscribe(r, 3, "b", 1, 0, collect, NULL);
+    m0_registry_subscribe(r, 1, "a", 1, 0, 0, collect, NULL);
+    m0_registry_subscribe(r, 2, "a", 1, 0, 0, collect, NULL);
+    m0_registry_subscribe(r, 3, "b", 1, 0, 0, collect, NULL);
     publish(r, "a", 1);
     assert_string_equal(delivered[1], "id: 1\ndata: e1\n\n");
     assert_string_equal(delivered[2], "id: 1\ndata: e1\n\n");
@@ -136,7 +175,7 @@ static void test_resume_replays_then_filters_duplicates(void **state)
     struct m0_registry *r = m0_registry_new(8, 100, 1 << 20, 0);
     for (uint64_t id = 1; id <= 5; id++)
         publish(r, "a", id);
-    m0_registry_subscribe(r, 4, "a", 1, 2, collect, NULL);
+    m0_registry_subscribe(r, 4, "a", 1, 2, 0, collect, NULL);
     assert_string_equal(delivered[4], "id: 3\ndata: e3\n\nid: 4\ndata: e4\n\nid: 5\ndata: e5\n\n");
     publish(r, "a", 5);   /* a duplicate id is not sent again */
     publish(r, "a", 6);
@@ -152,22 +191,22 @@ static void test_gap_marker_when_journal_is_short(void **state)
     struct m0_registry *r = m0_registry_new(8, 2, 1 << 20, 0);
     for (uint64_t id = 1; id <= 5; id++)
         publish(r, "a", id);   /* the journal keeps 4 and 5 only */
-    m0_registry_subscribe(r, 5, "a", 1, 1, collect, NULL);
+    m0_registry_subscribe(r, 5, "a", 1, 1, 0, collect, NULL);
     assert_true(strncmp(delivered[5], "event: m0-gap\n", 14) == 0);
     assert_non_null(strstr(delivered[5], "id: 4\n"));
     assert_null(strstr(delivered[5], "id: 3\n"));
     /* Covered resume: no marker. */
-    m0_registry_subscribe(r, 6, "a", 1, 3, collect, NULL);
+    m0_registry_subscribe(r, 6, "a", 1, 3, 0, collect, NULL);
     assert_string_equal(delivered[6], "id: 4\ndata: e4\n\nid: 5\ndata: e5\n\n");
     /* Events before the registry existed cannot be proven. */
     struct m0_registry *late = m0_registry_new(8, 100, 1 << 20, 10);
-    m0_registry_subscribe(late, 7, "a", 1, 5, collect, NULL);
+    m0_registry_subscribe(late, 7, "a", 1, 5, 0, collect, NULL);
     assert_true(strncmp(delivered[7], "event: m0-gap\n", 14) == 0);
     m0_registry_free(late);
     /* An event a publisher could not deliver here raises the floor. */
     memset(delivered, 0, sizeof delivered);
     m0_registry_raise_floor(r, 5);
-    m0_registry_subscribe(r, 1, "a", 1, 4, collect, NULL);
+    m0_registry_subscribe(r, 1, "a", 1, 4, 0, collect, NULL);
     assert_true(strncmp(delivered[1], "event: m0-gap\n", 14) == 0);
     m0_registry_free(r);
 }
@@ -179,10 +218,10 @@ static void test_journal_byte_cap(void **state)
     struct m0_registry *r = m0_registry_new(8, 100, 40, 0);   /* ~2 frames of 17 bytes */
     for (uint64_t id = 1; id <= 4; id++)
         publish(r, "a", id);
-    m0_registry_subscribe(r, 1, "a", 1, 1, collect, NULL);
+    m0_registry_subscribe(r, 1, "a", 1, 1, 0, collect, NULL);
     assert_true(strncmp(delivered[1], "event: m0-gap\n", 14) == 0);   /* 2 was evicted */
     assert_non_null(strstr(delivered[1], "id: 3\n"));
-    m0_registry_subscribe(r, 2, "a", 1, 2, collect, NULL);             /* 3 and 4 kept: covered */
+    m0_registry_subscribe(r, 2, "a", 1, 2, 0, collect, NULL);             /* 3 and 4 kept: covered */
     assert_string_equal(delivered[2], "id: 3\ndata: e3\n\nid: 4\ndata: e4\n\n");
     m0_registry_free(r);
 }
@@ -194,7 +233,7 @@ static void test_fanout_in_slices_keeps_order_and_survives_unsubscribe(void **st
     struct m0_registry *r = m0_registry_new(8, 100, 1 << 20, 0);
     m0_registry_set_budget(r, 2);
     for (uint32_t s = 1; s <= 5; s++)
-        m0_registry_subscribe(r, s, "a", 1, 0, collect, NULL);
+        m0_registry_subscribe(r, s, "a", 1, 0, 0, collect, NULL);
     publish(r, "a", 1);                 /* queued: the next slice delivers */
     assert_string_equal(delivered[5], "");
     m0_registry_fanout(r, collect, NULL);   /* list order is 5,4,3,2,1: two visited */
@@ -205,7 +244,7 @@ static void test_fanout_in_slices_keeps_order_and_survives_unsubscribe(void **st
     publish(r, "a", 2);                 /* waits behind event 1 */
     assert_string_equal(delivered[5], "id: 1\ndata: e1\n\n");
     m0_registry_unsubscribe(r, 3);      /* the slot the cursor points at */
-    m0_registry_subscribe(r, 6, "a", 1, 0, collect, NULL);   /* joins after both publishes */
+    m0_registry_subscribe(r, 6, "a", 1, 0, 0, collect, NULL);   /* joins after both publishes */
     while (m0_registry_fanout_pending(r))
         m0_registry_fanout(r, collect, NULL);
     assert_string_equal(delivered[3], "");
@@ -226,9 +265,9 @@ static void test_journal_cap_across_channels(void **state)
     publish(r, "old", 2);
     publish(r, "new", 3);
     publish(r, "new", 4);                   /* over the cap: "old" loses first */
-    m0_registry_subscribe(r, 1, "old", 3, 1, collect, NULL);
+    m0_registry_subscribe(r, 1, "old", 3, 1, 0, collect, NULL);
     assert_true(strncmp(delivered[1], "event: m0-gap\n", 14) == 0);
-    m0_registry_subscribe(r, 2, "new", 3, 2, collect, NULL);
+    m0_registry_subscribe(r, 2, "new", 3, 2, 0, collect, NULL);
     assert_string_equal(delivered[2], "id: 3\ndata: e3\n\nid: 4\ndata: e4\n\n");
     m0_registry_free(r);
 }
@@ -255,6 +294,7 @@ int main(void)
         cmocka_unit_test(test_channel_rules),
         cmocka_unit_test(test_last_event_id_parsing),
         cmocka_unit_test(test_bus_codec_round_trip_and_rejects),
+        cmocka_unit_test(test_order_window),
         cmocka_unit_test(test_registry_fans_out_per_channel),
         cmocka_unit_test(test_resume_replays_then_filters_duplicates),
         cmocka_unit_test(test_gap_marker_when_journal_is_short),

@@ -1,0 +1,129 @@
+/*
+ * body.h — the response head a runner describes, and the body encoder that
+ * turns it and the body's bytes into HTTP/1.1 wire bytes (RFC 9112 §6;
+ * RFC 9110 §6.4.1, §15; WHATWG SSE §9.2 for held streams).
+ *
+ * A runner (WSGI now, ASGI and static files next) fills a struct m0_head
+ * once the application has named its status and headers, and drives one
+ * struct m0_body per response:
+ *
+ *   m0_body_commit()  serializes the head exactly once and chooses the
+ *                     framing: nothing (1xx/204/304/HEAD), Content-Length
+ *                     (declared by the app, or the whole body is known),
+ *                     chunked (HTTP/1.1, unknown length), or close-delimited
+ *                     (HTTP/1.0, unknown length);
+ *   m0_body_emit()    frames body bytes, never past a promised length
+ *                     (PEP 3333: "the server should stop iterating ... when
+ *                     enough data has been sent");
+ *   m0_body_finish()  the chunked terminator, or M0_ERR when a promised
+ *                     length was not met (the connection must then abort).
+ *
+ * Invariant: a response has one head. A second commit is refused (M0_ERR)
+ * and writes nothing, whatever the caller does. A held stream's head is
+ * close-delimited and never chunked.
+ *
+ * Pure: no sockets, no Python, no locks. One thread at a time (the job's
+ * owner).
+ */
+#ifndef M0_BODY_H
+#define M0_BODY_H
+
+#include "m0/types.h"
+#include "m0/buf.h"
+#include "m0/response.h"
+#include "m0/sse.h"
+
+/* M0-Hold instructions (the GRIP-shaped headers; README "Realtime"). */
+enum m0_hold_kind { M0_HOLD_NONE, M0_HOLD_STREAM, M0_HOLD_UNKNOWN };
+
+/*
+ * The application's head, validated, as bytes: the status line and its
+ * header lines ("Name: value\r\n", latin-1) in lines, without the fields the
+ * server owns (hop-by-hop fields, Content-Length) and without M0-* fields,
+ * which instruct this server and never reach the client.
+ */
+struct m0_head {
+    int status;                 /* 200..599 */
+    struct m0_buf lines;        /* "HTTP/1.1 200 OK\r\n" + "Name: value\r\n"... */
+    int64_t content_length;     /* the app's Content-Length, or -1 */
+    unsigned has_date : 1, has_server : 1, app_close : 1;
+    enum m0_hold_kind hold;     /* M0-Hold */
+    uint16_t channel_len;       /* M0-Channel, validated (m0_sse_channel_error) */
+    char channel[M0_CHANNEL_MAX + 1];
+};
+
+/* Reset h for a new response; keeps the lines buffer's allocation. */
+void m0_head_reset(struct m0_head *h);
+void m0_head_free(struct m0_head *h);
+
+/* Set the status line from a status code and an optional reason phrase
+ * (reason_len 0: the standard phrase; RFC 9112 §4 keeps the SP either way).
+ * Must be called first, on an empty head. */
+void m0_head_status(struct m0_head *h, int status, const char *reason, size_t reason_len);
+
+/*
+ * Add one header field, name and value already checked as a token and a
+ * field value (RFC 9110 §5.1, §5.5). Fields the server owns are recorded
+ * instead of copied: Content-Length (must be a decimal number: returns
+ * M0_ERR otherwise), Date/Server (noted so ours are not added),
+ * Connection: close (honoured through the framing), the other hop-by-hop
+ * fields (dropped), M0-Hold and M0-Channel (an invalid channel name returns
+ * M0_ERR with *why set). Returns M0_OK or M0_ERR.
+ */
+int m0_head_add(struct m0_head *h, const char *name, size_t nlen, const char *value, size_t vlen,
+                const char **why);
+
+/* What the request says about the response's framing. */
+struct m0_body_req {
+    int http_minor;             /* 0 or 1 */
+    int keepalive;              /* the request allows the connection to persist */
+    int head;                   /* the method was HEAD */
+};
+
+struct m0_body {
+    enum m0_framing framing;
+    uint8_t committed;          /* the head is in the output */
+    uint8_t keep;               /* the connection persists after this response */
+    uint8_t hold;               /* committed as a held SSE stream */
+    uint8_t truncated;          /* bytes beyond the promised length were dropped */
+    int64_t length;             /* LENGTH framing: the promised body size */
+    uint64_t sent;              /* body bytes framed so far */
+};
+
+/* Forget the previous response. */
+void m0_body_reset(struct m0_body *b);
+
+/*
+ * Append the head (h's lines, Date/Server unless given, the framing
+ * header, Connection) to out. body_len is the whole body's size when it is
+ * known (iteration is over, or a sized sequence), else -1. hold: commit the
+ * head of a held SSE stream instead (Content-Type: text/event-stream,
+ * no-cache, X-Accel-Buffering: no, close-delimited; the app's own fields of
+ * those names are dropped).
+ * Returns M0_OK, or M0_ERR when a head was already committed (nothing is
+ * written: one head per response).
+ */
+int m0_body_commit(struct m0_body *b, struct m0_buf *out, const struct m0_head *h,
+                   const struct m0_body_req *r, int64_t body_len, int hold);
+
+/*
+ * Append n body bytes framed for b's framing. Returns how many were taken:
+ * all of them, except past a promised Content-Length (the rest is dropped
+ * and b->truncated set) and with no framing at all (HEAD, 1xx/204/304:
+ * none are sent, all are "taken"). Precondition: committed.
+ */
+size_t m0_body_emit(struct m0_body *b, struct m0_buf *out, const void *p, size_t n);
+
+/* Nothing more will reach the client: the promised length is met, or the
+ * response has no content. (Before the commit: 0.) */
+int m0_body_enough(const struct m0_body *b);
+
+/*
+ * End the body: the chunked terminator "0\r\n\r\n" for chunked framing.
+ * Returns M0_OK, or M0_ERR when fewer bytes than a promised Content-Length
+ * were sent (the caller aborts the connection: a short body is never passed
+ * off as complete).
+ */
+int m0_body_finish(struct m0_body *b, struct m0_buf *out);
+
+#endif

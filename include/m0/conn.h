@@ -1,0 +1,160 @@
+/*
+ * conn.h — client connections: the slot table, the state machine, and the
+ * serving state of one worker (struct m0_server) that conn.c (slots, I/O,
+ * timeouts), h1.c (HTTP/1.1 requests on a connection), hold.c (held
+ * streams) and serve.c (start, drain, stop) share. Loop thread only.
+ *
+ * A connection's life:
+ *
+ *   READ_HEAD ──head──▶ READ_BODY ──message──▶ RUN ──runner──▶ WRITE ──▶ READ_HEAD (keep-alive)
+ *       │                                       │  (Expect: 100-continue: RUN at the head,
+ *       │                                       │   the body read while the runner runs)
+ *       └─ /health, errors: WRITE               └──▶ WRITE ──hold──▶ HELD
+ *   any ──close──▶ LINGER (unread input) ──▶ CLOSING ──end of batch──▶ FREE
+ *   RUN/WRITE with a runner still on the job ──close──▶ ORPHAN ──runner done──▶ FREE
+ */
+#ifndef M0_CONN_H
+#define M0_CONN_H
+
+#include <stdatomic.h>
+#include "m0/types.h"
+#include "m0/buf.h"
+#include "m0/http.h"
+#include "m0/loop.h"
+
+struct m0_config;
+struct m0_hold;
+struct m0_loop;
+struct m0_pool;
+struct m0_realtime;
+
+enum m0_conn_state {
+    M0_CONN_FREE,        /* on the free list; fd -1 */
+    M0_CONN_READ_HEAD,   /* idle keep-alive, or reading a head: deadline keep-alive, then head timeout */
+    M0_CONN_READ_BODY,   /* head parsed, reading the body: deadline = body idle timeout */
+    M0_CONN_RUN,         /* the job belongs to a runner; nothing to write yet */
+    M0_CONN_WRITE,       /* writing a response; a streaming runner may still own the job (C_RUNNER) */
+    M0_CONN_HELD,        /* a held stream: c->hold is set; fed by the registry */
+    M0_CONN_LINGER,      /* response sent, our side shut: discarding input until the peer closes */
+    M0_CONN_CLOSING,     /* fd closed; the slot is released at the end of the batch */
+    M0_CONN_ORPHAN,      /* fd closed while a runner holds the job: released on its completion */
+};
+
+/* "READ_HEAD", ... for logs and /health. */
+const char *m0_conn_state_name(enum m0_conn_state st);
+
+/* While draining, an idle keep-alive connection is closed after this
+ * long without a request (ms). */
+#define M0_DRAIN_IDLE_MS 1000
+
+#define C_PEER_GONE   0x001u  /* the peer hung up or a write failed */
+#define C_RUNNER      0x002u  /* a runner owns the job (queued, running or streaming) */
+#define C_MORE        0x004u  /* inline runner: more body once out drains (resume) */
+#define C_HEAD_TIMER  0x008u  /* the current request's head timeout is running */
+#define C_SLOW_LOGGED 0x010u  /* --request-timeout already reported this view */
+#define C_DOOMED      0x020u  /* to be closed after the current fan-out */
+#define C_SENT_100    0x040u  /* 100 Continue went out for the current request */
+#define C_LAZY_BODY   0x080u  /* the body is being read while the runner runs */
+#define C_STREAMING   0x100u  /* a pool thread streams this response (credit, disconnect) */
+
+struct m0_conn {
+    int fd;
+    uint32_t gen;
+    uint8_t state;           /* enum m0_conn_state: change it with m0_conn_set_state only */
+    unsigned flags;          /* C_* */
+    uint32_t events;         /* epoll interest currently registered */
+    uint64_t deadline;       /* loop clock ms; 0 = none */
+    uint64_t started_us;     /* request start, for the access log */
+    struct m0_buf in;        /* bytes read, not yet parsed */
+    struct m0_buf out;       /* bytes to write, then the file range */
+    int file_fd;             /* -1, or a file to sendfile after out */
+    off_t file_off;
+    uint64_t file_left;
+    unsigned resp_flags;     /* M0_RESP_* of the response being written (DONE, ABORT, HOLD) */
+    struct m0_http http;
+    struct m0_job *job;      /* allocated on first use, kept for the slot */
+    struct m0_hold *hold;    /* HELD: the stream's state */
+    struct m0_conn *prev, *next;   /* active list, for timeout sweeps */
+    struct m0_conn *next_free;     /* free list / release list */
+    struct m0_conn *next_doomed;   /* doomed list */
+};
+
+struct m0_server {
+    const struct m0_config *cfg;
+    struct m0_loop *loop;
+    struct m0_conn *conns;
+    struct m0_job **jobs;          /* slot → job (read by pool threads; entries never move) */
+    uint32_t nconns;
+    struct m0_conn *free_list;
+    struct m0_conn *release_list;
+    struct m0_conn *doomed;        /* closed after the current fan-out */
+    struct m0_conn active;         /* sentinel of the active list */
+    uint32_t nactive;
+    int listen_fd;
+    int reserve_fd;                /* spare descriptor for the EMFILE trick */
+    atomic_int draining;           /* read by runners when they commit a head */
+    uint64_t drain_deadline;
+    int abandoned;                 /* the graceful timeout left requests unfinished */
+    uint64_t keepalive_ms, header_ms, body_ms, write_ms, request_ms;
+    uint64_t next_sweep, next_refusal_log;
+    struct m0_pool *pool;          /* NULL: runners run on the loop thread */
+    struct m0_realtime *rt;        /* --realtime state (hold.c); NULL without it */
+    const char *health_path;
+    size_t health_len;
+    uint64_t requests;             /* requests answered (for /health) */
+};
+
+/* The serving state of this process's worker (set by serve.c). */
+extern struct m0_server *m0_server_current;
+
+static inline uint32_t m0_conn_slot(const struct m0_server *s, const struct m0_conn *c)
+{
+    return (uint32_t)(c - s->conns);
+}
+
+/* Enter st and the deadline it implies (READ_HEAD: keep-alive or head
+ * timeout; READ_BODY: body timeout; WRITE: write timeout; LINGER: 2 s;
+ * others: none). The one place a connection changes state. */
+void m0_conn_set_state(struct m0_server *s, struct m0_conn *c, enum m0_conn_state st);
+/* Register events as the epoll interest (no-op when unchanged). */
+void m0_conn_interest(struct m0_server *s, struct m0_conn *c, uint32_t events);
+/* Close now: unsubscribe, close the fd, tell a runner that holds the job.
+ * The slot is released later (end of batch, or the runner's completion). */
+void m0_conn_close(struct m0_server *s, struct m0_conn *c);
+/* Queue a C-generated error response and close after it (RFC 9110 §15). */
+void m0_conn_error(struct m0_server *s, struct m0_conn *c, int status, const char *reason);
+/* Write c->out then the file range; when all is out, continue: resume an
+ * inline runner, credit a streaming one, enter a hold, or finish. */
+void m0_conn_flush(struct m0_server *s, struct m0_conn *c);
+/* Close the connections a fan-out doomed (after it, never during). */
+void m0_conn_close_doomed(struct m0_server *s);
+void m0_conn_doom(struct m0_server *s, struct m0_conn *c);
+
+/* Slot events (the loop's slot handler) and the periodic sweep. */
+void m0_conn_on_event(struct m0_loop *l, uint32_t slot, uint32_t gen, uint32_t events, void *ctx);
+void m0_conn_sweep(struct m0_server *s);
+/* Accept what is pending on the listener. */
+void m0_conn_accept(struct m0_loop *l, int fd, uint32_t events, void *ctx);
+/* Return closed slots to the free list (a before-sleep hook). */
+void m0_conn_release_closed(struct m0_server *s);
+/* Read what is available into c->in (bounded per wakeup). */
+void m0_conn_read(struct m0_conn *c);
+
+/* h1.c — HTTP/1.1 on a connection. */
+/* Parse c->in as far as it goes, serving each complete request in turn. */
+void m0_h1_parse(struct m0_server *s, struct m0_conn *c);
+/* A runner's completion (the loop's completion handler). */
+void m0_h1_on_complete(struct m0_loop *l, const struct m0_completion *done, void *ctx);
+/* The response is written: keep the connection for the next request or
+ * close it. */
+void m0_h1_finish(struct m0_server *s, struct m0_conn *c);
+/* An inline runner owes more body and the connection drained: run it. */
+void m0_h1_resume_inline(struct m0_server *s, struct m0_conn *c);
+/* Bytes arrived while a lazy body is being read (Expect: 100-continue). */
+void m0_h1_read_lazy_body(struct m0_server *s, struct m0_conn *c);
+/* --request-timeout: answer 503 for a job still queued too long. */
+void m0_h1_check_request_timeout(struct m0_server *s, struct m0_conn *c);
+/* One access-log line for the connection's request. */
+void m0_h1_access_log(struct m0_server *s, struct m0_conn *c);
+
+#endif

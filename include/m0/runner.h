@@ -1,0 +1,45 @@
+/*
+ * runner.h — a protocol's operations on a job (nginx unit's
+ * nxt_python_proto_t, in our shape): the WSGI bridge implements them now,
+ * the ASGI executor and WebSocket message delivery next.
+ *
+ * Every operation runs on the thread that runs the target's jobs — a pool
+ * thread, or the loop thread when no pool serves — attached to the
+ * interpreter. The runner's per-job state lives behind job->rstate and is
+ * private to its file. A runner never touches a connection: it frames bytes
+ * into job->resp.out (through job->body) and hands them over with
+ * m0_job_push().
+ *
+ * Outcomes:
+ *   M0_DONE   the response is complete in job->resp (flags say DONE, and
+ *             ABORT when it must not be passed off as complete); every
+ *             Python object of the job is released, close() included;
+ *   M0_AGAIN  body bytes were produced and more will follow: the caller
+ *             hands them to the loop (m0_job_push), waits for credit
+ *             (m0_job_wait_credit) and calls resume — on the same thread,
+ *             so a streaming response stays on the thread that started it.
+ */
+#ifndef M0_RUNNER_H
+#define M0_RUNNER_H
+
+#include "m0/types.h"
+
+struct m0_config;
+struct m0_target;
+
+struct m0_runner {
+    const char *name;                               /* "wsgi" */
+    /* Prepare t (its app is set): per-target state such as the environ
+     * template. M0_OK, or M0_ERR with a Python exception set. */
+    int (*setup)(struct m0_target *t, const struct m0_config *cfg);
+    int (*start)(struct m0_job *job);               /* M0_DONE | M0_AGAIN */
+    int (*resume)(struct m0_job *job);              /* M0_DONE | M0_AGAIN */
+    /* The client left (or the server stops) while a response is owed:
+     * release the job's Python state, close() included; the response is
+     * marked ABORT. Idempotent. */
+    void (*abandon)(struct m0_job *job);
+};
+
+extern const struct m0_runner m0_wsgi_runner;
+
+#endif

@@ -1,0 +1,34 @@
+/*
+ * serve.h — a worker's serving lifecycle: build the server (loop, slot
+ * table, pool), run it once the master says go, drain on SIGTERM or the
+ * master's word, tear it down. See conn.h for struct m0_server.
+ */
+#ifndef M0_SERVE_H
+#define M0_SERVE_H
+
+#include "m0/types.h"
+
+struct m0_config;
+struct m0_server;
+
+/* Build the server for listen_fd (not yet accepting), reading signals from
+ * sig_fd (one byte per signal) and the master from ctl_fd (-1: none).
+ * Starts the pool when configured; Python must be initialised and the
+ * caller detached. Returns NULL after logging why. */
+struct m0_server *m0_serve_new(const struct m0_config *cfg, int listen_fd, int sig_fd, int ctl_fd);
+
+/* Tell the master the application is loaded (M0_CTL_BOOTED). */
+void m0_serve_booted(struct m0_server *s);
+
+/* Run until drained. Returns M0_EXIT_OK, or M0_EXIT_ABANDONED when the
+ * graceful timeout (or SIGQUIT) left requests in flight — then handler
+ * threads may still be inside Python and the caller must _exit at once. */
+int m0_serve_run(struct m0_server *s);
+
+/* Stop the pool (joining its threads) and free everything. Detached. */
+void m0_serve_free(struct m0_server *s);
+
+/* In a forked child: close every descriptor the server owns. */
+void m0_serve_close_in_child(struct m0_server *s);
+
+#endif

@@ -1,0 +1,231 @@
+/*
+ * body.c — response heads as bytes, and the body encoder (see body.h).
+ *
+ * RFC 9112 §6.3 decides the framing; m0_head_finish (response.c) writes the
+ * closing lines. What this file adds is the bookkeeping every runner needs
+ * and must not get wrong: one head per response, never a byte past a
+ * promised length, the chunked terminator, the short-body verdict.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "m0/body.h"
+#include "m0/http.h"
+
+void m0_head_reset(struct m0_head *h)
+{
+    struct m0_buf lines = h->lines;
+    m0_buf_reset(&lines);
+    memset(h, 0, sizeof *h);
+    h->lines = lines;
+    h->content_length = -1;
+}
+
+void m0_head_free(struct m0_head *h)
+{
+    m0_buf_free(&h->lines);
+    m0_head_reset(h);
+}
+
+void m0_head_status(struct m0_head *h, int status, const char *reason, size_t reason_len)
+{
+    h->status = status;
+    m0_buf_printf(&h->lines, "HTTP/1.1 %03d ", status);
+    if (reason_len == 0)
+        m0_buf_puts(&h->lines, m0_status_reason(status));
+    else
+        m0_buf_append(&h->lines, reason, reason_len);
+    m0_buf_puts(&h->lines, "\r\n");
+}
+
+static int named(const char *n, size_t len, const char *want)
+{
+    return strlen(want) == len && strncasecmp(n, want, len) == 0;
+}
+
+/* RFC 9110 §7.6.1 and §6.6: the fields that describe this connection
+ * (and Transfer-Encoding, RFC 9112 §6.1) are the server's to write. */
+static int hop_by_hop(const char *n, size_t len)
+{
+    static const char *const hop[] = {"connection", "keep-alive", "transfer-encoding", "te",
+                                      "trailer", "upgrade", "proxy-connection"};
+    for (size_t i = 0; i < M0_ARRAY_LEN(hop); i++) {
+        if (named(n, len, hop[i]))
+            return 1;
+    }
+    return 0;
+}
+
+int m0_head_add(struct m0_head *h, const char *name, size_t nlen, const char *value, size_t vlen,
+                const char **why)
+{
+    *why = NULL;
+    if (named(name, nlen, "content-length")) {
+        char num[24];
+        if (vlen == 0 || vlen >= sizeof num || value[0] < '0' || value[0] > '9') {
+            *why = "Content-Length is not a decimal number";
+            return M0_ERR;
+        }
+        memcpy(num, value, vlen);
+        num[vlen] = '\0';
+        char *end;
+        errno = 0;
+        long long cl = strtoll(num, &end, 10);
+        if (errno != 0 || *end != '\0' || cl < 0) {
+            *why = "Content-Length is not a decimal number";
+            return M0_ERR;
+        }
+        if (h->content_length >= 0 && h->content_length != cl) {
+            *why = "two different Content-Length values";
+            return M0_ERR;
+        }
+        h->content_length = cl;
+        return M0_OK;
+    }
+    if (nlen >= 3 && strncasecmp(name, "m0-", 3) == 0) {
+        if (named(name, nlen, "m0-hold")) {
+            h->hold = (vlen == 6 && strncasecmp(value, "stream", 6) == 0) ? M0_HOLD_STREAM : M0_HOLD_UNKNOWN;
+        } else if (named(name, nlen, "m0-channel")) {
+            if ((*why = m0_sse_channel_error(value, vlen)) != NULL)
+                return M0_ERR;
+            memcpy(h->channel, value, vlen);
+            h->channel[vlen] = '\0';
+            h->channel_len = (uint16_t)vlen;
+        }
+        return M0_OK;        /* M0-* never reach the client */
+    }
+    if (named(name, nlen, "connection")) {
+        h->app_close |= (unsigned)m0_http_list_has(value, vlen, "close");
+        return M0_OK;
+    }
+    if (hop_by_hop(name, nlen))
+        return M0_OK;
+    if (named(name, nlen, "date"))
+        h->has_date = 1;
+    else if (named(name, nlen, "server"))
+        h->has_server = 1;
+    m0_buf_append(&h->lines, name, nlen);
+    m0_buf_puts(&h->lines, ": ");
+    m0_buf_append(&h->lines, value, vlen);
+    m0_buf_puts(&h->lines, "\r\n");
+    return M0_OK;
+}
+
+void m0_body_reset(struct m0_body *b)
+{
+    memset(b, 0, sizeof *b);
+    b->framing = M0_FRAME_NONE;
+    b->length = -1;
+}
+
+/* Headers a held stream's head sets itself (WHATWG SSE §9.2.4, and the
+ * proxy hint nginx honours). */
+static int stream_owned(const char *n, size_t len)
+{
+    return named(n, len, "content-type") || named(n, len, "cache-control") ||
+           named(n, len, "x-accel-buffering");
+}
+
+/* Copy h's lines to out, without the fields a held stream owns. */
+static void copy_lines_for_hold(struct m0_buf *out, const struct m0_head *h)
+{
+    const char *p = h->lines.data, *end = p + h->lines.len;
+    const char *eol = memchr(p, '\n', (size_t)(end - p));      /* the status line */
+    m0_buf_append(out, p, (size_t)(eol + 1 - p));
+    for (p = eol + 1; p < end; p = eol + 1) {
+        eol = memchr(p, '\n', (size_t)(end - p));
+        const char *colon = memchr(p, ':', (size_t)(eol - p));
+        if (colon == NULL || !stream_owned(p, (size_t)(colon - p)))
+            m0_buf_append(out, p, (size_t)(eol + 1 - p));
+    }
+}
+
+int m0_body_commit(struct m0_body *b, struct m0_buf *out, const struct m0_head *h,
+                   const struct m0_body_req *r, int64_t body_len, int hold)
+{
+    if (b->committed)
+        return M0_ERR;
+    b->committed = 1;
+    b->sent = 0;
+    if (hold) {
+        /* The head of a Server-Sent-Events stream: no length, no chunking
+         * (close-delimited), proxies told not to buffer. */
+        copy_lines_for_hold(out, h);
+        m0_buf_puts(out, "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                         "X-Accel-Buffering: no\r\n");
+        m0_head_server_fields(out, h->has_date, h->has_server);
+        m0_buf_puts(out, "Connection: close\r\n\r\n");
+        b->framing = M0_FRAME_CLOSE;
+        b->keep = 0;
+        b->hold = 1;
+        b->length = -1;
+        return M0_OK;
+    }
+    int bodiless = m0_status_bodiless(h->status);
+    struct m0_head_info hi = {
+        .status = h->status,
+        .http_minor = r->http_minor,
+        .keepalive = r->keepalive,
+        .head = r->head,
+        .app_close = h->app_close,
+        .content_length = h->content_length,
+        .body_len = bodiless ? -1 : body_len,
+        .has_date = h->has_date,
+        .has_server = h->has_server,
+    };
+    m0_buf_append(out, h->lines.data, h->lines.len);
+    int keep;
+    b->framing = m0_head_finish(out, &hi, &keep);
+    b->keep = (uint8_t)keep;
+    b->length = b->framing == M0_FRAME_LENGTH ? (h->content_length >= 0 ? h->content_length : body_len) : -1;
+    return M0_OK;
+}
+
+size_t m0_body_emit(struct m0_body *b, struct m0_buf *out, const void *p, size_t n)
+{
+    if (n == 0)
+        return 0;
+    switch (b->framing) {
+    case M0_FRAME_NONE:
+        return n;
+    case M0_FRAME_LENGTH: {
+        uint64_t room = (uint64_t)b->length > b->sent ? (uint64_t)b->length - b->sent : 0;
+        if (n > room) {
+            /* Never a byte past Content-Length: it would be read as the
+             * start of the next response. */
+            b->truncated = 1;
+            n = (size_t)room;
+        }
+        m0_buf_append(out, p, n);
+        break;
+    }
+    case M0_FRAME_CHUNKED:
+        m0_buf_append_chunk(out, p, n);
+        break;
+    case M0_FRAME_CLOSE:
+        m0_buf_append(out, p, n);
+        break;
+    }
+    b->sent += n;
+    return n;
+}
+
+int m0_body_enough(const struct m0_body *b)
+{
+    if (!b->committed)
+        return 0;
+    if (b->framing == M0_FRAME_NONE)
+        return 1;
+    return b->framing == M0_FRAME_LENGTH && b->sent >= (uint64_t)b->length;
+}
+
+int m0_body_finish(struct m0_body *b, struct m0_buf *out)
+{
+    if (b->framing == M0_FRAME_CHUNKED)
+        m0_buf_puts(out, "0\r\n\r\n");
+    else if (b->framing == M0_FRAME_LENGTH && b->sent < (uint64_t)b->length)
+        return M0_ERR;
+    return M0_OK;
+}

@@ -1,0 +1,521 @@
+/*
+ * conn.c — client connections: the slot table, the state machine, reads,
+ * writes, closes and timeouts (see conn.h for the state diagram).
+ *
+ * Rules that keep it correct:
+ *   - Only READ_* states (and a lazy body being read) read from the socket;
+ *     while a request is served, further pipelined bytes wait in the kernel,
+ *     so a client that pipelines without reading cannot grow our buffers,
+ *     and responses go out in request order (RFC 9112 §9.3.2).
+ *   - Responses are written directly; EPOLLOUT is armed only for leftovers.
+ *   - Closing never frees under our feet: the slot's generation is bumped at
+ *     once (stale events drop) and the slot returns to the free list at the
+ *     end of the pass — or, when a runner holds its job, on the runner's
+ *     completion (ORPHAN), so a slot is never reused under a runner.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "m0/config.h"
+#include "m0/conn.h"
+#include "m0/hold.h"
+#include "m0/job.h"
+#include "m0/log.h"
+#include "m0/pool.h"
+#include "m0/py.h"
+#include "m0/runner.h"
+#include "m0/target.h"
+#include "m0/timer.h"
+
+#define READ_CHUNK (16 * 1024)
+#define READS_PER_WAKEUP 8
+#define LINGER_MS 2000
+
+struct m0_server *m0_server_current;
+
+const char *m0_conn_state_name(enum m0_conn_state st)
+{
+    static const char *const names[] = {"FREE", "READ_HEAD", "READ_BODY", "RUN", "WRITE",
+                                        "HELD", "LINGER", "CLOSING", "ORPHAN"};
+    return (unsigned)st < M0_ARRAY_LEN(names) ? names[st] : "?";
+}
+
+void m0_conn_set_state(struct m0_server *s, struct m0_conn *c, enum m0_conn_state st)
+{
+    uint64_t now = m0_loop_now(s->loop);
+    if (m0_log_threshold <= M0_LOG_DEBUG && c->state != st)
+        m0_debug("slot %u: %s -> %s", m0_conn_slot(s, c), m0_conn_state_name(c->state), m0_conn_state_name(st));
+    c->state = (uint8_t)st;
+    switch (st) {
+    case M0_CONN_READ_HEAD:
+        /* Idle keep-alive until the first byte of a request; from then on
+         * (C_HEAD_TIMER) the head timeout bounds it. */
+        c->deadline = now + ((c->flags & C_HEAD_TIMER) ? s->header_ms : s->keepalive_ms);
+        if (atomic_load(&s->draining) && !(c->flags & C_HEAD_TIMER) && c->deadline > now + M0_DRAIN_IDLE_MS)
+            c->deadline = now + M0_DRAIN_IDLE_MS;    /* draining: a last moment to send one */
+        break;
+    case M0_CONN_READ_BODY:
+        c->deadline = now + s->body_ms;
+        break;
+    case M0_CONN_WRITE:
+        c->deadline = now + s->write_ms;
+        break;
+    case M0_CONN_LINGER:
+        c->deadline = now + LINGER_MS;
+        break;
+    default:
+        c->deadline = 0;
+        break;
+    }
+}
+
+void m0_conn_interest(struct m0_server *s, struct m0_conn *c, uint32_t events)
+{
+    if (c->events == events)
+        return;
+    if (m0_loop_mod_slot(s->loop, c->fd, m0_conn_slot(s, c), c->gen, events) == M0_ERR)
+        m0_log_errno("epoll_ctl(MOD, fd %d)", c->fd);
+    c->events = events;
+}
+
+static void active_add(struct m0_server *s, struct m0_conn *c)
+{
+    c->next = s->active.next;
+    c->prev = &s->active;
+    s->active.next->prev = c;
+    s->active.next = c;
+    s->nactive++;
+}
+
+static void active_del(struct m0_server *s, struct m0_conn *c)
+{
+    c->prev->next = c->next;
+    c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+    s->nactive--;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+void m0_conn_close(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->state == M0_CONN_CLOSING || c->state == M0_CONN_FREE || c->state == M0_CONN_ORPHAN)
+        return;
+    if (c->hold != NULL)
+        m0_hold_release(s, c);
+    close(c->fd);      /* also removes it from the epoll set */
+    c->fd = -1;
+    c->gen++;          /* every queued event for this slot is now stale */
+    active_del(s, c);
+    struct m0_job *job = c->job;
+    if (c->flags & C_RUNNER) {
+        /* The job stays with its runner until its completion: the slot is
+         * never reused under a runner's feet. One that has not started
+         * never will (nobody is left to answer); one that runs is told, so
+         * a streaming response stops and close() runs at once. */
+        int queued = M0_JOB_QUEUED;
+        atomic_compare_exchange_strong(&job->run_state, &queued, M0_JOB_CANCELLED);
+        m0_job_gone(job);
+        m0_conn_set_state(s, c, M0_CONN_ORPHAN);
+        return;
+    }
+    if (c->flags & C_MORE) {
+        /* An inline runner keeps Python state between pieces: release it. */
+        c->flags &= ~C_MORE;
+        m0_py_attach();
+        job->target->runner->abandon(job);
+        m0_py_detach();
+    }
+    m0_conn_set_state(s, c, M0_CONN_CLOSING);
+    c->next_free = s->release_list;
+    s->release_list = c;
+}
+
+void m0_conn_release_closed(struct m0_server *s)
+{
+    while (s->release_list != NULL) {
+        struct m0_conn *c = s->release_list;
+        s->release_list = c->next_free;
+        m0_buf_free(&c->in);
+        m0_buf_free(&c->out);
+        if (c->file_fd != -1)
+            close(c->file_fd);
+        c->file_fd = -1;
+        c->file_left = 0;
+        m0_http_next(&c->http);          /* resets the request too */
+        m0_job_reset(c->job);
+        c->state = M0_CONN_FREE;
+        c->flags = 0;
+        c->resp_flags = 0;
+        c->deadline = 0;
+        c->next_free = s->free_list;
+        s->free_list = c;
+    }
+}
+
+void m0_conn_doom(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->flags & C_DOOMED)
+        return;
+    c->flags |= C_DOOMED;
+    c->next_doomed = s->doomed;
+    s->doomed = c;
+}
+
+/* A doomed connection may have been closed by another path meanwhile
+ * (m0_conn_close is a no-op then); its own link field keeps this list
+ * apart from the free and release lists. */
+void m0_conn_close_doomed(struct m0_server *s)
+{
+    while (s->doomed != NULL) {
+        struct m0_conn *c = s->doomed;
+        s->doomed = c->next_doomed;
+        c->next_doomed = NULL;
+        c->flags &= ~C_DOOMED;
+        m0_conn_close(s, c);
+    }
+}
+
+void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
+{
+    struct m0_server *s = ctx;
+    (void)events;
+    for (int i = 0; i < 64 && s->listen_fd != -1; i++) {
+        union {
+            struct sockaddr sa;
+            struct sockaddr_in in4;
+            struct sockaddr_in6 in6;
+            struct sockaddr_un un;
+        } addr;
+        socklen_t alen = sizeof addr;
+        int fd = accept4(lfd, &addr.sa, &alen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd == -1) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED)
+                return;
+            if ((errno == EMFILE || errno == ENFILE) && s->reserve_fd != -1) {
+                /* Out of descriptors: free the spare one, take the pending
+                 * connection and close it, so the client gets a prompt
+                 * close instead of waiting in the backlog forever. */
+                close(s->reserve_fd);
+                int tmp = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+                if (tmp != -1)
+                    close(tmp);
+                s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (m0_loop_now(l) >= s->next_refusal_log) {
+                    m0_warn("out of file descriptors (%u connections open): refusing new connections "
+                            "(raise ulimit -n)", s->nactive);
+                    s->next_refusal_log = m0_loop_now(l) + 1000;
+                }
+                return;
+            }
+            m0_log_errno("accept4");
+            return;
+        }
+        struct m0_conn *c = s->free_list;
+        if (c == NULL) {
+            close(fd);
+            if (m0_loop_now(l) >= s->next_refusal_log) {   /* at most one line a second */
+                m0_warn("all %u connection slots busy: refusing connections (see --max-connections)", s->nconns);
+                s->next_refusal_log = m0_loop_now(l) + 1000;
+            }
+            continue;
+        }
+        s->free_list = c->next_free;
+        uint32_t slot = m0_conn_slot(s, c);
+        struct m0_job *job = c->job;
+        if (job == NULL) {
+            job = c->job = m0_job_new(slot);
+            job->loop = s->loop;
+            m0_http_init(&c->http, &job->req, &s->cfg->limits);
+            s->jobs[slot] = job;
+        }
+        c->fd = fd;
+        c->flags = C_HEAD_TIMER;        /* a new connection owes a head at once */
+        c->events = EPOLLIN | EPOLLRDHUP;
+        c->file_fd = -1;
+        job->gen = c->gen;
+        if (addr.sa.sa_family == AF_INET || addr.sa.sa_family == AF_INET6) {
+            if (addr.sa.sa_family == AF_INET) {
+                inet_ntop(AF_INET, &addr.in4.sin_addr, job->remote_addr, sizeof job->remote_addr);
+                job->remote_port = ntohs(addr.in4.sin_port);
+            } else {
+                inet_ntop(AF_INET6, &addr.in6.sin6_addr, job->remote_addr, sizeof job->remote_addr);
+                job->remote_port = ntohs(addr.in6.sin6_port);
+            }
+            int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        } else {
+            job->remote_addr[0] = '\0';
+            job->remote_port = 0;
+        }
+        if (m0_loop_add_slot(l, fd, slot, c->gen, c->events) == M0_ERR) {
+            m0_log_errno("epoll_ctl(ADD)");
+            close(fd);
+            c->fd = -1;
+            c->next_free = s->free_list;
+            s->free_list = c;
+            continue;
+        }
+        active_add(s, c);
+        m0_conn_set_state(s, c, M0_CONN_READ_HEAD);
+        /* Optimistic read: the request usually arrives with the SYN's ACK. */
+        m0_conn_read(c);
+        m0_h1_parse(s, c);
+    }
+}
+
+/* ------------------------------------------------------------------ I/O */
+
+void m0_conn_read(struct m0_conn *c)
+{
+    for (int i = 0; i < READS_PER_WAKEUP; i++) {
+        char *dst = m0_buf_reserve(&c->in, READ_CHUNK);
+        ssize_t n = recv(c->fd, dst, c->in.cap - c->in.len, 0);
+        if (n > 0) {
+            c->in.len += (size_t)n;
+            if ((size_t)n < READ_CHUNK)
+                break;
+            continue;
+        }
+        if (n == 0) {
+            c->flags |= C_PEER_GONE;
+            return;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            c->flags |= C_PEER_GONE;
+        return;
+    }
+}
+
+/* Interest while writing: EPOLLOUT for leftovers; a streaming response
+ * also watches for the client leaving (RDHUP), so the runner is told at
+ * once instead of at its next write. */
+static uint32_t write_interest(const struct m0_conn *c, int leftovers)
+{
+    return (leftovers ? EPOLLOUT : 0) | ((c->flags & C_STREAMING) ? EPOLLRDHUP : 0);
+}
+
+void m0_conn_flush(struct m0_server *s, struct m0_conn *c)
+{
+    uint64_t now = m0_loop_now(s->loop);
+    for (;;) {
+        while (m0_buf_unread(&c->out) > 0) {
+            ssize_t w = send(c->fd, c->out.data + c->out.off, m0_buf_unread(&c->out), MSG_NOSIGNAL);
+            if (w == -1) {
+                if (errno == EINTR)
+                    continue;
+                if (errno == EAGAIN || errno == EWOULDBLOCK)
+                    goto wait_writable;
+                c->flags |= C_PEER_GONE;
+                m0_conn_close(s, c);
+                return;
+            }
+            m0_buf_consume(&c->out, (size_t)w);
+            c->deadline = now + s->write_ms;
+        }
+        if (c->out.cap > 256 * 1024)
+            m0_buf_free(&c->out);    /* a burst's buffer is not kept idle */
+        while (c->file_left > 0) {
+            size_t want = c->file_left > (1u << 30) ? (1u << 30) : (size_t)c->file_left;
+            ssize_t w = sendfile(c->fd, c->file_fd, &c->file_off, want);
+            if (w == -1) {
+                if (errno == EINTR)
+                    continue;
+                if (errno == EAGAIN || errno == EWOULDBLOCK)
+                    goto wait_writable;
+                if (errno != EPIPE && errno != ECONNRESET)
+                    m0_log_errno("sendfile");
+                m0_conn_close(s, c);
+                return;
+            }
+            if (w == 0) {
+                /* The file shrank under us: the promised length cannot be met. */
+                m0_error("sendfile: file ended %llu bytes early; aborting the response",
+                         (unsigned long long)c->file_left);
+                m0_conn_close(s, c);
+                return;
+            }
+            c->file_left -= (uint64_t)w;
+            c->deadline = now + s->write_ms;
+        }
+        if (c->file_fd != -1) {
+            close(c->file_fd);
+            c->file_fd = -1;
+        }
+        if (c->flags & C_STREAMING) {
+            /* Everything handed over is out: credit the runner, and wait
+             * for its next piece (or its completion). */
+            m0_job_credit(c->job, 0);
+            if (c->flags & C_RUNNER) {
+                m0_conn_interest(s, c, write_interest(c, 0));
+                return;
+            }
+        }
+        if (c->flags & C_MORE) {
+            /* An inline runner owes more: produce the next piece now. */
+            m0_h1_resume_inline(s, c);
+            if (c->state != M0_CONN_WRITE)
+                return;
+            continue;
+        }
+        if (c->resp_flags & M0_RESP_ABORT) {
+            m0_conn_close(s, c);
+            return;
+        }
+        if (c->resp_flags & M0_RESP_HOLD) {
+            m0_hold_enter(s, c);
+            return;
+        }
+        m0_h1_finish(s, c);
+        return;
+    }
+wait_writable:
+    if (c->flags & C_STREAMING)
+        m0_job_credit(c->job, m0_buf_unread(&c->out));
+    m0_conn_interest(s, c, write_interest(c, 1));
+}
+
+void m0_conn_error(struct m0_server *s, struct m0_conn *c, int status, const char *reason)
+{
+    struct m0_job *job = c->job;
+    m0_debug("slot %u: %d %s", m0_conn_slot(s, c), status, reason);
+    m0_buf_reset(&c->out);
+    m0_error_response(&c->out, status, reason, 1, (job->req.flags & M0_REQ_HEAD) != 0);
+    job->resp.status = status;
+    job->body.keep = 0;
+    c->resp_flags = M0_RESP_DONE;
+    m0_conn_set_state(s, c, M0_CONN_WRITE);
+    if (s->cfg->access_log)
+        m0_log_access(job->remote_addr[0] ? job->remote_addr : "-", job->req.method ? job->req.method : "-",
+                      job->req.target ? job->req.target : "-", job->req.http_minor, status, 0, NULL, NULL, 0);
+    m0_conn_flush(s, c);
+}
+
+static void linger(struct m0_server *s, struct m0_conn *c)
+{
+    char sink[4096];
+    for (int i = 0; i < READS_PER_WAKEUP; i++) {
+        ssize_t n = recv(c->fd, sink, sizeof sink, 0);
+        if (n > 0)
+            continue;
+        if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        break;
+    }
+    m0_conn_close(s, c);
+}
+
+void m0_conn_on_event(struct m0_loop *l, uint32_t slot, uint32_t gen, uint32_t ev, void *ctx)
+{
+    struct m0_server *s = ctx;
+    (void)l;
+    if (slot >= s->nconns)
+        return;
+    struct m0_conn *c = &s->conns[slot];
+    if ((c->gen & 0x7fffffffu) != gen || c->state == M0_CONN_FREE || c->state == M0_CONN_CLOSING ||
+        c->state == M0_CONN_ORPHAN)
+        return;   /* stale: the slot was closed (and maybe reused) */
+    switch (c->state) {
+    case M0_CONN_READ_HEAD:
+    case M0_CONN_READ_BODY:
+        if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+            m0_conn_read(c);
+            m0_h1_parse(s, c);
+        }
+        break;
+    case M0_CONN_RUN:
+        if ((c->flags & C_LAZY_BODY) && (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP))) {
+            m0_h1_read_lazy_body(s, c);
+            break;
+        }
+        /* Reported whatever the interest: the client reset the connection
+         * while its view runs. Free the descriptor now; the slot waits. */
+        if (ev & (EPOLLHUP | EPOLLERR))
+            m0_conn_close(s, c);
+        else
+            m0_conn_interest(s, c, 0);   /* input waits its turn (lazy disarm) */
+        break;
+    case M0_CONN_WRITE:
+        if ((ev & EPOLLERR) || ((c->flags & C_STREAMING) && (ev & (EPOLLRDHUP | EPOLLHUP)))) {
+            c->flags |= C_PEER_GONE;
+            m0_conn_close(s, c);
+            break;
+        }
+        if (!(ev & (EPOLLOUT | EPOLLHUP))) {
+            m0_conn_interest(s, c, c->events & (EPOLLOUT | EPOLLRDHUP));   /* input waits its turn */
+            break;
+        }
+        m0_conn_flush(s, c);
+        if (c->state == M0_CONN_READ_HEAD && m0_buf_unread(&c->in) > 0)
+            m0_h1_parse(s, c);
+        break;
+    case M0_CONN_HELD:
+        m0_hold_on_event(s, c, ev);
+        break;
+    case M0_CONN_LINGER:
+        linger(s, c);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ------------------------------------------------------------- timeouts */
+
+void m0_conn_sweep(struct m0_server *s)
+{
+    uint64_t now = m0_loop_now(s->loop);
+    struct m0_conn *c = s->active.next;
+    while (c != &s->active) {
+        struct m0_conn *next = c->next;
+        if (c->state == M0_CONN_RUN && s->request_ms != 0 && s->pool != NULL)
+            m0_h1_check_request_timeout(s, c);
+        if (c->state == M0_CONN_HELD)
+            m0_hold_sweep(s, c);
+        if (c->deadline != 0 && c->deadline <= now) {
+            switch (c->state) {
+            case M0_CONN_READ_HEAD:
+                if (c->http.in_message || m0_buf_unread(&c->in) > 0)
+                    m0_conn_error(s, c, 408, "Request head not received in time");
+                else
+                    m0_conn_close(s, c);      /* idle keep-alive expired */
+                break;
+            case M0_CONN_READ_BODY:
+                m0_conn_error(s, c, 408, "Request body not received in time");
+                break;
+            case M0_CONN_RUN:
+                /* A lazy body stalled: the application's read fails. */
+                c->deadline = 0;
+                m0_job_body_progress(c->job, 0, 1);
+                break;
+            case M0_CONN_WRITE:
+                if ((c->flags & C_RUNNER) && m0_buf_unread(&c->out) == 0 && c->file_left == 0) {
+                    c->deadline = 0;          /* waiting for the runner, not the client */
+                    break;
+                }
+                m0_info("closing a connection whose client stopped reading");
+                m0_conn_close(s, c);
+                break;
+            case M0_CONN_LINGER:
+                m0_conn_close(s, c);
+                break;
+            default:
+                break;
+            }
+        }
+        c = next;
+    }
+    m0_conn_close_doomed(s);
+}

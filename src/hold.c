@@ -1,0 +1,435 @@
+/*
+ * hold.c — held streams and the loop side of the broadcast bus (see
+ * hold.h; DESIGN capabilities 4 and 5; WHATWG SSE §9.2).
+ *
+ * The bus: this worker's datagrams are read in the loop, put back in id
+ * order (order.h), journaled and fanned out by the registry in slices of
+ * FANOUT_BUDGET subscribers per loop pass (so one event to many thousands
+ * of streams never holds the loop), and written to each stream's outbox.
+ *
+ * Nothing is lost silently: when this worker learns it missed events — a
+ * publisher found its bus full (the shared lost[] marker), or an id never
+ * arrived within the reorder window — every live stream gets an
+ * "event: m0-gap" notice, and the journal's floor rises so a resume across
+ * the hole gets one too.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "m0/bus.h"
+#include "m0/config.h"
+#include "m0/conn.h"
+#include "m0/hold.h"
+#include "m0/job.h"
+#include "m0/log.h"
+#include "m0/loop.h"
+#include "m0/order.h"
+#include "m0/registry.h"
+#include "m0/sse.h"
+
+#define FANOUT_BUDGET 1024          /* subscribers per slice (~a few ms of sends) */
+#define BUS_BACKLOG 256             /* unfinished fan-outs before the bus waits */
+#define REORDER_WINDOW_MS 100       /* how long an early event waits for a missing one */
+
+struct m0_realtime {
+    struct m0_registry *reg;
+    int bus_fd;                     /* this worker's bus read end */
+    int reading;                    /* registered with the loop */
+    char *buf;                      /* one datagram */
+    struct m0_order order;
+    uint64_t heartbeat_ms;
+    size_t outbox_limit;
+    int replaying;                  /* inside a subscribe: replay allowance */
+    uint64_t seen_lost;             /* the lost[] marker last acted on */
+    uint64_t noticed;               /* newest id already announced lost */
+    uint64_t next_slow_log;
+    struct m0_rt_stats st;
+};
+
+/* ---------------------------------------------------------- held sends */
+
+static int outbox_flush(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_hold *h = c->hold;
+    while (m0_buf_unread(&h->outbox) > 0) {
+        ssize_t w = send(c->fd, h->outbox.data + h->outbox.off, m0_buf_unread(&h->outbox),
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w == -1) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                m0_conn_interest(s, c, EPOLLIN | EPOLLRDHUP | EPOLLOUT);
+                return M0_AGAIN;
+            }
+            return M0_ERR;
+        }
+        m0_buf_consume(&h->outbox, (size_t)w);
+        h->allowance = h->allowance > (size_t)w ? h->allowance - (size_t)w : 0;
+        h->last_write = m0_loop_now(s->loop);
+    }
+    h->allowance = 0;
+    if (h->outbox.cap > 16 * 1024)
+        m0_buf_free(&h->outbox);     /* a burst's buffer is not kept idle */
+    m0_conn_interest(s, c, EPOLLIN | EPOLLRDHUP);
+    return M0_OK;
+}
+
+/* Queue bytes on a held (or about to be held) stream: written at once when
+ * nothing is waiting, else appended to a bounded outbox. A subscriber that
+ * falls more than --outbox-limit behind is closed; it reconnects and
+ * resumes with Last-Event-ID, and the worker's memory stays bounded. */
+static void held_send(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
+{
+    struct m0_realtime *rt = s->rt;
+    struct m0_hold *h = c->hold;
+    if ((c->flags & C_DOOMED) || h == NULL)
+        return;
+    if (c->state == M0_CONN_HELD && m0_buf_unread(&h->outbox) == 0) {
+        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w == (ssize_t)n) {
+            h->last_write = m0_loop_now(s->loop);
+            return;
+        }
+        if (w == -1 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            m0_conn_doom(s, c);
+            return;
+        }
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+            h->last_write = m0_loop_now(s->loop);
+        }
+        m0_buf_append(&h->outbox, p, n);
+        m0_conn_interest(s, c, EPOLLIN | EPOLLRDHUP | EPOLLOUT);
+        return;
+    }
+    /* A resume's replay may exceed the limit by the journal's size: it is
+     * bounded by --replay-bytes, and refusing it would only make the client
+     * reconnect and ask again. */
+    if (rt->replaying) {
+        h->allowance += n;
+    } else if (m0_buf_unread(&h->outbox) + n > rt->outbox_limit + h->allowance) {
+        rt->st.slow_closed++;
+        if (m0_loop_now(s->loop) >= rt->next_slow_log) {
+            m0_warn("closing a held stream more than %zu bytes behind (slow subscriber)", rt->outbox_limit);
+            rt->next_slow_log = m0_loop_now(s->loop) + 1000;
+        }
+        m0_conn_doom(s, c);
+        return;
+    }
+    m0_buf_append(&h->outbox, p, n);
+}
+
+/* Registry delivery callback. */
+static void deliver(void *ctx, uint32_t slot, const char *p, size_t n)
+{
+    struct m0_server *s = ctx;
+    s->rt->st.delivered++;
+    held_send(s, &s->conns[slot], p, n);
+}
+
+/* ----------------------------------------------------------------- bus */
+
+/* Events up to id will never reach this worker: tell every live stream and
+ * make resumes across them report the gap. */
+static void announce_lost(struct m0_server *s, uint64_t id)
+{
+    struct m0_realtime *rt = s->rt;
+    if (id <= rt->noticed)
+        return;
+    rt->noticed = id;
+    rt->st.lost++;
+    m0_registry_raise_floor(rt->reg, id);
+    char frame[96];
+    int n = snprintf(frame, sizeof frame, "event: m0-gap\ndata: {\"lost_through\": %llu}\n\n",
+                     (unsigned long long)id);
+    m0_warn("worker missed events up to id %llu: %zu live stream(s) told (m0-gap)",
+            (unsigned long long)id, m0_registry_notice_all(rt->reg, frame, (size_t)n, deliver, s));
+}
+
+static void publish(struct m0_server *s, const char *dgram, size_t n)
+{
+    struct m0_bus_msg m;
+    if (m0_bus_decode(dgram, n, &m) != M0_OK)
+        return;
+    s->rt->st.published++;
+    m0_registry_publish(s->rt->reg, m.channel, m.channel_len, m.id, m.payload, m.payload_len, deliver, s);
+}
+
+/* Deliver what the reorder window has in order, then see whether anything
+ * was lost. */
+static void settle(struct m0_server *s)
+{
+    struct m0_realtime *rt = s->rt;
+    struct m0_order_item it;
+    uint64_t now = m0_loop_now(s->loop);
+    for (;;) {
+        while (m0_order_pop(&rt->order, &it)) {
+            publish(s, it.data, it.len);
+            free(it.data);
+        }
+        uint64_t lost = m0_order_expire(&rt->order, now, REORDER_WINDOW_MS);
+        if (lost == 0)
+            break;
+        announce_lost(s, lost);
+    }
+    uint64_t marked = m0_bus_lost(m0_bus_index);
+    if (marked > rt->seen_lost) {
+        /* A publisher found our bus full: that event is not coming. */
+        rt->seen_lost = marked;
+        announce_lost(s, marked);
+    }
+}
+
+static void bus_read(struct m0_loop *l, int fd, uint32_t events, void *ctx)
+{
+    struct m0_server *s = ctx;
+    struct m0_realtime *rt = s->rt;
+    (void)events;
+    for (int i = 0; i < 512; i++) {
+        /* Events wait in the bus (publishers feel the backpressure) rather
+         * than pile up here while earlier fan-outs are still in progress. */
+        if (m0_registry_fanout_backlog(rt->reg) >= BUS_BACKLOG)
+            break;
+        ssize_t n = recv(fd, rt->buf, M0_BUS_MAX_DGRAM, MSG_DONTWAIT | MSG_TRUNC);
+        if (n == -1) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        struct m0_bus_msg m;
+        if (n > M0_BUS_MAX_DGRAM || m0_bus_decode(rt->buf, (size_t)n, &m) != M0_OK ||
+            m0_sse_channel_error(m.channel, m.channel_len) != NULL)
+            continue;      /* malformed, oversized or a reserved name: drop */
+        switch (m0_order_offer(&rt->order, m.id, rt->buf, (size_t)n, m0_loop_now(l))) {
+        case M0_ORDER_NOW:
+            publish(s, rt->buf, (size_t)n);
+            break;
+        case M0_ORDER_HELD:
+            break;
+        case M0_ORDER_LATE:
+            rt->st.late++;
+            break;
+        }
+        settle(s);
+    }
+    settle(s);
+    m0_conn_close_doomed(s);
+}
+
+/* Before sleeping: the next slice of queued fan-outs, losses noticed, and
+ * a wakeup for the reorder window's deadline. */
+static void rt_hook(struct m0_loop *l, void *ctx)
+{
+    struct m0_server *s = ctx;
+    struct m0_realtime *rt = s->rt;
+    if (rt->reading)
+        settle(s);
+    if (m0_registry_fanout_pending(rt->reg)) {
+        m0_registry_fanout(rt->reg, deliver, s);
+        m0_conn_close_doomed(s);
+        if (m0_registry_fanout_pending(rt->reg))
+            m0_loop_wake_at(l, m0_loop_now(l));     /* more to send: only peek at other events */
+    }
+    uint64_t at = m0_order_deadline(&rt->order, REORDER_WINDOW_MS);
+    if (at != 0)
+        m0_loop_wake_at(l, at);
+}
+
+int m0_rt_start(struct m0_server *s)
+{
+    const struct m0_config *cfg = s->cfg;
+    if (m0_bus_current == NULL)
+        return M0_ERR;
+    struct m0_realtime *rt = m0_xmalloc(sizeof *rt);
+    memset(rt, 0, sizeof *rt);
+    s->rt = rt;
+    rt->bus_fd = m0_bus_current->read_fds[m0_bus_index];
+    rt->buf = m0_xmalloc(M0_BUS_MAX_DGRAM + 1);
+    rt->heartbeat_ms = (uint64_t)(cfg->heartbeat * 1000);
+    rt->outbox_limit = (size_t)cfg->outbox_limit;
+    /* Events numbered up to now were published before this worker could
+     * journal them: a resume from below is not provably whole. And what a
+     * publisher lost for our predecessor is not ours to announce. */
+    uint64_t newest = m0_bus_last_id();
+    rt->reg = m0_registry_new(s->nconns, (unsigned)cfg->replay, (size_t)cfg->replay_bytes, newest);
+    m0_registry_set_budget(rt->reg, FANOUT_BUDGET);
+    m0_registry_set_journal_cap(rt->reg, (size_t)cfg->replay_total);
+    m0_order_init(&rt->order, newest + 1);
+    rt->seen_lost = rt->noticed = m0_bus_lost(m0_bus_index);
+    if (m0_loop_add_fd(s->loop, rt->bus_fd, EPOLLIN, bus_read, s) == M0_ERR) {
+        m0_log_errno("epoll_ctl(bus)");
+        return M0_ERR;
+    }
+    rt->reading = 1;
+    m0_loop_add_hook(s->loop, rt_hook, s);
+    return M0_OK;
+}
+
+void m0_rt_stop_reading(struct m0_server *s)
+{
+    if (s->rt != NULL && s->rt->reading) {
+        /* A replacement worker reads this bus next: leave it the events. */
+        m0_loop_del_fd(s->loop, s->rt->bus_fd);
+        s->rt->reading = 0;
+    }
+}
+
+void m0_rt_free(struct m0_server *s)
+{
+    struct m0_realtime *rt = s->rt;
+    if (rt == NULL)
+        return;
+    m0_registry_free(rt->reg);
+    m0_order_free(&rt->order);
+    free(rt->buf);
+    free(rt);
+    s->rt = NULL;
+}
+
+void m0_rt_stats(const struct m0_server *s, struct m0_rt_stats *out)
+{
+    if (s->rt == NULL) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
+    *out = s->rt->st;
+    out->late = s->rt->order.late;
+}
+
+size_t m0_rt_top(const struct m0_server *s, struct m0_channel_stat *out, size_t max)
+{
+    return s->rt != NULL ? m0_registry_top(s->rt->reg, out, max) : 0;
+}
+
+/* --------------------------------------------------------------- holds */
+
+int m0_hold_subscribe(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_realtime *rt = s->rt;
+    struct m0_job *job = c->job;
+    uint32_t slot = m0_conn_slot(s, c);
+    /* A worker on its way out holds nothing new (its bus is about to be its
+     * replacement's): the caller's 503 sends the client back. */
+    if (rt == NULL || atomic_load(&s->draining) || !rt->reading)
+        return M0_ERR;
+    c->hold = m0_xmalloc(sizeof *c->hold);
+    memset(c->hold, 0, sizeof *c->hold);
+    uint64_t newest = m0_bus_last_id();
+    uint64_t last = job->hold_last_id;
+    int quiet = 0;
+    if (s->cfg->replay == 0)
+        m0_registry_raise_floor(rt->reg, newest);   /* no journal: any resume may have missed some */
+    rt->replaying = 1;
+    if (last > newest) {
+        /* An id we never issued (garbage, or from before a full restart
+         * reset the counter): tell the client to resync, start afresh. */
+        static const char gap[] = "event: m0-gap\ndata: {\"last_event_id\": null}\n\n";
+        held_send(s, c, gap, sizeof gap - 1);
+        last = 0;
+    }
+    if (last == 0) {
+        /* Events published after the view decided to hold reach it from
+         * the journal, even if the bus delivered them before this moment. */
+        last = job->hold_start;
+        quiet = 1;
+    }
+    m0_registry_subscribe(rt->reg, slot, job->head.channel, job->head.channel_len, last, quiet, deliver, s);
+    rt->replaying = 0;
+    return M0_OK;
+}
+
+void m0_hold_enter(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    if (atomic_load(&s->draining)) {       /* head out, nothing more will come: end it */
+        m0_conn_close(s, c);
+        return;
+    }
+    if (s->cfg->access_log)
+        m0_h1_access_log(s, c);
+    m0_conn_set_state(s, c, M0_CONN_HELD);
+    c->hold->last_write = m0_loop_now(s->loop);
+    s->rt->st.held++;
+    /* Everything per-request is released: a held stream costs the slot,
+     * its job struct, a registry link and its outbox, and no Python object. */
+    m0_req_free(&job->req);
+    m0_req_init(&job->req);
+    m0_http_free(&c->http);
+    m0_buf_free(&c->in);
+    m0_buf_free(&c->out);
+    m0_resp_reset(&job->resp);
+    m0_buf_free(&job->resp.out);
+    m0_head_free(&job->head);
+    if (outbox_flush(s, c) == M0_ERR)
+        m0_conn_close(s, c);
+}
+
+static void held_read(struct m0_server *s, struct m0_conn *c)
+{
+    char sink[512];
+    for (;;) {
+        ssize_t n = recv(c->fd, sink, sizeof sink, MSG_DONTWAIT);
+        if (n > 0)
+            continue;      /* an event stream has no inbound traffic: discard */
+        if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n == -1 && errno == EINTR)
+            continue;
+        m0_conn_close(s, c);   /* EOF or error: the client left; unsubscribe now */
+        return;
+    }
+}
+
+void m0_hold_on_event(struct m0_server *s, struct m0_conn *c, uint32_t ev)
+{
+    if ((ev & EPOLLOUT) && outbox_flush(s, c) == M0_ERR) {
+        m0_conn_close(s, c);
+        return;
+    }
+    if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        held_read(s, c);
+}
+
+void m0_hold_sweep(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_realtime *rt = s->rt;
+    uint64_t now = m0_loop_now(s->loop);
+    if (rt->heartbeat_ms != 0 && now - c->hold->last_write >= rt->heartbeat_ms &&
+        m0_buf_unread(&c->hold->outbox) == 0) {
+        /* A comment line: ignored by EventSource, keeps proxies from timing
+         * out an idle stream (WHATWG SSE §9.2.7). */
+        held_send(s, c, M0_SSE_HEARTBEAT, sizeof M0_SSE_HEARTBEAT - 1);
+        c->hold->last_write = now;
+    }
+}
+
+void m0_hold_release(struct m0_server *s, struct m0_conn *c)
+{
+    if (s->rt != NULL)
+        m0_registry_unsubscribe(s->rt->reg, m0_conn_slot(s, c));
+    if (c->state == M0_CONN_HELD)
+        s->rt->st.held--;
+    m0_buf_free(&c->hold->outbox);
+    free(c->hold);
+    c->hold = NULL;
+}
+
+void m0_hold_end_all(struct m0_server *s)
+{
+    struct m0_conn *c = s->active.next;
+    while (c != &s->active) {
+        struct m0_conn *next = c->next;
+        if (c->state == M0_CONN_HELD) {
+            outbox_flush(s, c);
+            shutdown(c->fd, SHUT_WR);
+            m0_conn_close(s, c);
+        }
+        c = next;
+    }
+}

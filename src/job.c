@@ -1,0 +1,232 @@
+/*
+ * job.c — jobs and the runner ⇄ loop channel (see job.h).
+ *
+ * The runner side blocks on the channel's condition variable; the loop side
+ * only ever takes the lock for a few instructions and signals, so the loop
+ * never waits for a runner.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "m0/job.h"
+#include "m0/loop.h"
+
+struct m0_job *m0_job_new(uint32_t slot)
+{
+    struct m0_job *job = m0_xmalloc(sizeof *job);
+    memset(job, 0, sizeof *job);
+    m0_req_init(&job->req);
+    m0_resp_init(&job->resp);
+    m0_head_reset(&job->head);
+    m0_body_reset(&job->body);
+    pthread_mutex_init(&job->ch.lock, NULL);
+    pthread_cond_init(&job->ch.cond, NULL);
+    job->slot = slot;
+    return job;
+}
+
+void m0_job_free(struct m0_job *job)
+{
+    if (job == NULL)
+        return;
+    m0_req_free(&job->req);
+    m0_resp_free(&job->resp);
+    m0_head_free(&job->head);
+    m0_buf_free(&job->ch.q);
+    pthread_mutex_destroy(&job->ch.lock);
+    pthread_cond_destroy(&job->ch.cond);
+    free(job->rstate);
+    free(job);
+}
+
+void m0_job_reset(struct m0_job *job)
+{
+    m0_resp_reset(&job->resp);
+    m0_head_reset(&job->head);
+    m0_body_reset(&job->body);
+    m0_buf_reset(&job->ch.q);
+    if (job->ch.q.cap > 4 * M0_JOB_WINDOW)
+        m0_buf_free(&job->ch.q);
+    job->ch.unwritten = 0;
+    job->ch.posted = job->ch.waiting = job->ch.gone = 0;
+    job->ch.body_lazy = job->ch.body_wanted = job->ch.body_done = job->ch.body_error = 0;
+    job->target = NULL;
+    job->inl = NULL;
+    job->hold_start = job->hold_last_id = 0;
+    atomic_store(&job->run_state, M0_JOB_IDLE);
+}
+
+static void post(struct m0_job *job, enum m0_cpl_kind kind)
+{
+    struct m0_completion c = {.slot = job->slot, .gen = job->gen, .kind = kind, .rc = M0_OK};
+    m0_loop_post(job->loop, &c);
+}
+
+int m0_job_push(struct m0_job *job)
+{
+    struct m0_jobchan *ch = &job->ch;
+    if (job->inl != NULL)
+        return job->inl->flush(job, job->inl->ctx);
+    if (m0_buf_unread(&job->resp.out) == 0)
+        return m0_job_client_gone(job) ? M0_ERR : M0_OK;
+    int notify = 0, gone;
+    pthread_mutex_lock(&ch->lock);
+    gone = ch->gone;
+    if (!gone) {
+        if (m0_buf_unread(&ch->q) == 0) {
+            /* Hand the buffer over whole: no copy for the common case. */
+            m0_buf_reset(&ch->q);
+            struct m0_buf t = ch->q;
+            ch->q = job->resp.out;
+            job->resp.out = t;
+        } else {
+            m0_buf_append(&ch->q, job->resp.out.data + job->resp.out.off, m0_buf_unread(&job->resp.out));
+        }
+        notify = !ch->posted;
+        ch->posted = 1;
+    }
+    pthread_mutex_unlock(&ch->lock);
+    m0_buf_reset(&job->resp.out);
+    if (gone)
+        return M0_ERR;
+    if (notify)
+        post(job, M0_CPL_PART);
+    return M0_OK;
+}
+
+int m0_job_wait_credit(struct m0_job *job)
+{
+    struct m0_jobchan *ch = &job->ch;
+    if (job->inl != NULL)
+        return M0_OK;           /* m0_job_push already wrote it all */
+    pthread_mutex_lock(&ch->lock);
+    while (!ch->gone && m0_buf_unread(&ch->q) + ch->unwritten > M0_JOB_WINDOW) {
+        ch->waiting = 1;
+        pthread_cond_wait(&ch->cond, &ch->lock);
+    }
+    ch->waiting = 0;
+    int gone = ch->gone;
+    pthread_mutex_unlock(&ch->lock);
+    return gone ? M0_ERR : M0_OK;
+}
+
+int m0_job_wait_body(struct m0_job *job, uint64_t want)
+{
+    struct m0_jobchan *ch = &job->ch;
+    if (!ch->body_lazy)
+        return M0_OK;           /* buffered before dispatch: all there */
+    if (job->inl != NULL)
+        return job->inl->read_body(job, want, job->inl->ctx);
+    int ask = 0, rc;
+    pthread_mutex_lock(&ch->lock);
+    if (!ch->body_wanted) {
+        ch->body_wanted = 1;
+        ask = 1;
+    }
+    pthread_mutex_unlock(&ch->lock);
+    if (ask)
+        post(job, M0_CPL_CONTINUE);
+    pthread_mutex_lock(&ch->lock);
+    while (!ch->gone && !ch->body_error && !ch->body_done && job->req.body_len < want) {
+        ch->waiting = 1;
+        pthread_cond_wait(&ch->cond, &ch->lock);
+    }
+    ch->waiting = 0;
+    rc = (ch->gone || ch->body_error) ? M0_ERR : M0_OK;
+    pthread_mutex_unlock(&ch->lock);
+    return rc;
+}
+
+ssize_t m0_job_body_read(struct m0_job *job, uint64_t off, void *dst, size_t n)
+{
+    if (!job->ch.body_lazy || job->inl != NULL)
+        return m0_req_body_read(&job->req, off, dst, n);
+    pthread_mutex_lock(&job->ch.lock);
+    ssize_t got = m0_req_body_read(&job->req, off, dst, n);
+    pthread_mutex_unlock(&job->ch.lock);
+    return got;
+}
+
+uint64_t m0_job_body_len(struct m0_job *job, int *complete)
+{
+    if (!job->ch.body_lazy || job->inl != NULL) {
+        *complete = job->ch.body_lazy ? job->ch.body_done : 1;
+        return job->req.body_len;
+    }
+    pthread_mutex_lock(&job->ch.lock);
+    uint64_t n = job->req.body_len;
+    *complete = job->ch.body_done;
+    pthread_mutex_unlock(&job->ch.lock);
+    return n;
+}
+
+int m0_job_client_gone(struct m0_job *job)
+{
+    pthread_mutex_lock(&job->ch.lock);
+    int gone = job->ch.gone;
+    pthread_mutex_unlock(&job->ch.lock);
+    return gone;
+}
+
+size_t m0_job_take(struct m0_job *job, struct m0_buf *dst)
+{
+    struct m0_jobchan *ch = &job->ch;
+    pthread_mutex_lock(&ch->lock);
+    size_t n = m0_buf_unread(&ch->q);
+    if (n > 0) {
+        if (m0_buf_unread(dst) == 0 && ch->q.off == 0) {
+            m0_buf_reset(dst);
+            struct m0_buf t = *dst;
+            *dst = ch->q;
+            ch->q = t;
+        } else {
+            m0_buf_append(dst, ch->q.data + ch->q.off, n);
+            m0_buf_reset(&ch->q);
+        }
+    }
+    ch->posted = 0;
+    ch->unwritten = m0_buf_unread(dst);
+    pthread_mutex_unlock(&ch->lock);
+    return n;
+}
+
+void m0_job_credit(struct m0_job *job, size_t unwritten)
+{
+    struct m0_jobchan *ch = &job->ch;
+    pthread_mutex_lock(&ch->lock);
+    ch->unwritten = unwritten;
+    /* Wake the runner once half the window is free again, not per write. */
+    if (ch->waiting && m0_buf_unread(&ch->q) + unwritten <= M0_JOB_WINDOW / 2)
+        pthread_cond_signal(&ch->cond);
+    pthread_mutex_unlock(&ch->lock);
+}
+
+void m0_job_gone(struct m0_job *job)
+{
+    struct m0_jobchan *ch = &job->ch;
+    pthread_mutex_lock(&ch->lock);
+    ch->gone = 1;
+    pthread_cond_signal(&ch->cond);
+    pthread_mutex_unlock(&ch->lock);
+}
+
+void m0_job_body_progress(struct m0_job *job, int done, int error)
+{
+    struct m0_jobchan *ch = &job->ch;
+    pthread_mutex_lock(&ch->lock);
+    ch->body_done |= (uint8_t)(done != 0);
+    ch->body_error |= (uint8_t)(error != 0);
+    if (ch->waiting)
+        pthread_cond_signal(&ch->cond);
+    pthread_mutex_unlock(&ch->lock);
+}
+
+void m0_job_lock(struct m0_job *job)
+{
+    pthread_mutex_lock(&job->ch.lock);
+}
+
+void m0_job_unlock(struct m0_job *job)
+{
+    pthread_mutex_unlock(&job->ch.lock);
+}

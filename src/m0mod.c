@@ -1,0 +1,84 @@
+/*
+ * m0mod.c — the built-in "m0" module the embedded interpreter imports:
+ * wsgi.errors' object, the FileWrapper type, publish() (what m0pub.publish
+ * calls) and the hook that cleans a process forked by a view.
+ */
+#include "m0/wsgi.h"
+
+#include "m0/bus.h"
+#include "m0/worker.h"
+
+static PyObject *py_publish(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *channel, *event, *data;
+    Py_ssize_t clen, dlen;
+    if (!PyArg_ParseTuple(args, "y#zy#:publish", &channel, &clen, &event, &data, &dlen))
+        return NULL;
+    uint64_t id;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = m0_bus_publish(channel, (size_t)clen, event, data, (size_t)dlen, &id);
+    Py_END_ALLOW_THREADS
+    if (rc == M0_AGAIN)
+        Py_RETURN_NONE;
+    if (rc != M0_OK) {
+        PyErr_SetString(PyExc_ValueError, "invalid channel or event too large for the bus");
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(id);
+}
+
+static PyObject *py_enabled(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(m0_bus_current != NULL);
+}
+
+static PyObject *py_after_fork_child(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    m0_worker_after_fork_child();
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef m0_functions[] = {
+    {"publish", py_publish, METH_VARARGS,
+     "publish(channel: bytes, event: str | None, data: bytes) -> int | None: frame one SSE event "
+     "and write it to every worker's bus; returns its global id, None without --realtime. Blocks "
+     "for at most about a millisecond (never waits for a full bus: that worker misses the event "
+     "and tells its streams). m0pub.publish is the documented API."},
+    {"enabled", py_enabled, METH_NOARGS,
+     "enabled() -> bool: publish() reaches held streams (the server runs with --realtime)."},
+    {"_after_fork_child", py_after_fork_child, METH_NOARGS,
+     "_after_fork_child(): close the server's descriptors in a process forked by a view "
+     "(registered with os.register_at_fork)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef m0_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "m0",
+    .m_doc = "m0serve's built-in module: wsgi.errors, the file wrapper type and the bus publisher.",
+    .m_size = -1,
+    .m_methods = m0_functions,
+};
+
+PyObject *m0_module_init(void)
+{
+    if (m0_wsgi_io_ready() == -1)
+        return NULL;
+    PyObject *m = PyModule_Create(&m0_module);
+    if (m == NULL)
+        return NULL;
+    PyObject *errors = PyObject_CallNoArgs((PyObject *)&m0_ErrorsType);
+    if (errors == NULL || PyModule_AddObject(m, "errors", errors) == -1 ||
+        PyModule_AddObjectRef(m, "FileWrapper", (PyObject *)&m0_FileWrapperType) == -1) {
+        Py_XDECREF(errors);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
