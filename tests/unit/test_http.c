@@ -1,7 +1,8 @@
 /*
  * test_http.c — the llhttp glue on canned bytes: the shared malformed
  * request table (whole and byte by byte), pipelining, 100-continue,
- * chunked bodies, body spill to a temporary file.
+ * chunked bodies, methods llhttp does not know (501), CONNECT (501), body
+ * spill to a temporary file.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -150,6 +151,65 @@ static void test_chunked_body_decoded(void **state)
     m0_req_free(&r);
 }
 
+/* RFC 9110 §9.1, §15.6.2: a method we do not implement is 501, and the
+ * request keeps its real method and target for the access log. */
+static void test_unknown_method_is_501_and_named(void **state)
+{
+    (void)state;
+    const char raw[] = "QUERY /search?q=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}";
+    for (size_t step = 0; step <= 3; step++) {
+        struct m0_req r;
+        struct m0_http h;
+        struct outcome o = parse(raw, sizeof raw - 1, step, &r, &h, &lim);
+        assert_int_equal(o.rc, M0_ERR);
+        assert_int_equal(o.status, 501);
+        assert_non_null(r.method);
+        assert_string_equal(r.method, "QUERY");
+        assert_int_equal(r.method_len, 5);
+        assert_string_equal(r.target, "/search?q=1");
+        assert_int_equal(r.body_len, 0);   /* refused at the head: no body read */
+        m0_http_free(&h);
+        m0_req_free(&r);
+    }
+}
+
+/* A method that never ends is bounded by the head limit: the parser does
+ * not keep buffering it. */
+static void test_endless_method_hits_head_limit(void **state)
+{
+    (void)state;
+    size_t n = 100000;
+    char *raw = malloc(n);
+    memset(raw, 'X', n);
+    struct m0_req r;
+    struct m0_http h;
+    struct outcome o = parse(raw, n, 4096, &r, &h, &lim);
+    assert_int_equal(o.rc, M0_ERR);
+    assert_int_equal(o.status, 431);
+    assert_true(o.used <= lim.max_header_bytes + lim.max_target + 4096);
+    m0_http_free(&h);
+    m0_req_free(&r);
+    free(raw);
+}
+
+/* RFC 9110 §9.3.6: CONNECT in authority-form is 501; the destination is
+ * kept as the request's authority. */
+static void test_connect_is_501_with_authority(void **state)
+{
+    (void)state;
+    const char raw[] = "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n";
+    struct m0_req r;
+    struct m0_http h;
+    struct outcome o = parse(raw, sizeof raw - 1, 1, &r, &h, &lim);
+    assert_int_equal(o.rc, M0_ERR);
+    assert_int_equal(o.status, 501);
+    assert_string_equal(r.method, "CONNECT");
+    assert_non_null(r.authority);
+    assert_string_equal(r.authority, "example.com:443");
+    m0_http_free(&h);
+    m0_req_free(&r);
+}
+
 static void test_body_spills_to_file(void **state)
 {
     (void)state;
@@ -208,6 +268,9 @@ int main(void)
         cmocka_unit_test(test_pipelined_requests_split_in_order),
         cmocka_unit_test(test_expect_continue_pauses_at_head),
         cmocka_unit_test(test_chunked_body_decoded),
+        cmocka_unit_test(test_unknown_method_is_501_and_named),
+        cmocka_unit_test(test_endless_method_hits_head_limit),
+        cmocka_unit_test(test_connect_is_501_with_authority),
         cmocka_unit_test(test_body_spills_to_file),
         cmocka_unit_test(test_headers_trimmed_and_found),
         cmocka_unit_test(test_token_and_value_predicates),
