@@ -4,14 +4,14 @@
  *
  * Implements the request side of RFC 9112: message framing (§6), the
  * Content-Length/Transfer-Encoding rules that defend against request
- * smuggling (§6.1, §6.3, §11.2), the Host requirement (RFC 9110 §7.2,
- * RFC 9112 §3.2), obs-fold rejection (§5.2), 100-continue (RFC 9110
- * §10.1.1), and 501 for a method we do not implement (RFC 9110 §9.1,
- * §9.3.6 CONNECT, §15.6.2). Owned by whichever thread owns the request
- * (the loop while reading); pure logic with one exception: a large body
- * spills to an unlinked temporary file.
+ * smuggling (§6.1, §6.3, §11.2), chunk extensions with BWS (§7.1.1), the
+ * Host requirement (RFC 9110 §7.2, RFC 9112 §3.2), obs-fold rejection
+ * (§5.2), 100-continue (RFC 9110 §10.1.1), and 501 for a method we do not
+ * implement (RFC 9110 §9.1, §9.3.6 CONNECT, §15.6.2). Owned by whichever
+ * thread owns the request (the loop while reading); pure logic with one
+ * exception: a large body spills to an unlinked temporary file.
  *
- * Why the glue reads the method itself.
+ * Why the glue reads the method and the chunk-size lines itself.
  *
  * Debian 12 ships llhttp 8.1.0 (node-llhttp). Probed with LLHTTP_STRICT_MODE
  * and compared with every upstream release up to 9.4:
@@ -23,16 +23,30 @@
  *    for an HTTP/2 preface. No release takes an arbitrary token: 9.2.0 only
  *    added QUERY to the table. CONNECT parses in every release, with any
  *    target ("/" too), and turns the connection into a tunnel.
- * A newer llhttp would not fix it, and the npm registry has no generated C
- * for one (its "llhttp" package is 1.0.1, grammar sources only). So we keep
+ *  - BWS in a chunk extension ("5 ; a=b", "5;a = b") is HPE_INVALID_CHUNK_SIZE
+ *    or HPE_STRICT in every release. 9.1.1 added a lenient flag for spaces
+ *    after the size (which also admits "5 \r\n"); none exists for spaces
+ *    after ";" or around "=". 8.1.0 has no lenient flag for chunk lines at
+ *    all, and its LENIENT_HEADERS would undo header checks we rely on.
+ * A newer llhttp fixes neither, and the npm registry has no generated C for
+ * one (its "llhttp" package is 1.0.1, grammar sources only). So we keep
  * Debian's llhttp and hand it only what it already parses strictly:
- * read_method() reads the method token up to its SP. A method in llhttp's
- * HTTP table goes to llhttp as is; any other token goes as the stand-in
- * "GET", so llhttp still checks the rest of the request-line and the whole
- * header section (target, version, Host, CL/TE framing, obs-fold), and the
- * head ends in 501 instead of being served. Not a token, or not followed by
- * SP: 400. Either way the body is never read and the connection closes
- * (the error path).
+ *  - read_method(): the glue reads the method token up to its SP. A method
+ *    in llhttp's HTTP table goes to llhttp as is; any other token goes as
+ *    the stand-in "GET", so llhttp still checks the rest of the request-line
+ *    and the whole header section (target, version, Host, CL/TE framing,
+ *    obs-fold), and the head ends in 501 instead of being served. Not a
+ *    token, or not followed by SP: 400. Either way the body is never read
+ *    and the connection closes (the error path).
+ *  - read_chunk_line(): llhttp pauses at the end of each chunk and the glue
+ *    feeds it the next chunk-size line without its BWS. A whitespace run is
+ *    dropped only next to ";" or "=" outside a quoted-string, and is a 400
+ *    anywhere else ("5 x", "1 0", "5 \r\n", " 5"). The size, the CRLF rules
+ *    and the data length stay llhttp's: dropping a run beside ";" or "="
+ *    cannot join two hex digits or move the end of the line. Two limits of
+ *    8.1.0 remain, with or without BWS, both fixed in 9.1.3: an extension
+ *    after an unquoted value ("5;a=1;b=2") and a quoted-pair in a quoted
+ *    value are 400.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -305,6 +319,15 @@ static const char *unimplemented(const struct m0_http *h)
     return NULL;
 }
 
+/* The next bytes are a chunk-size line (RFC 9112 §7.1): read_chunk_line()
+ * feeds it to llhttp. */
+static void begin_chunk_line(struct m0_http *h)
+{
+    h->chunk_line = 1;
+    h->ext_bws = h->ext_value = h->ext_quoted = h->ext_escaped = 0;
+    h->ext_prev = 0;
+}
+
 static int on_headers_complete(llhttp_t *p)
 {
     struct m0_http *h = H(p);
@@ -367,6 +390,8 @@ static int on_headers_complete(llhttp_t *p)
         r->flags |= M0_REQ_HEAD;
     if (p->upgrade)
         r->flags |= M0_REQ_UPGRADE;
+    if (r->flags & M0_REQ_CHUNKED)
+        begin_chunk_line(h);
     h->headers_done = 1;
     return HPE_PAUSED;
 }
@@ -417,6 +442,24 @@ static int on_body(llhttp_t *p, const char *at, size_t n)
     return 0;
 }
 
+static int on_chunk_header(llhttp_t *p)
+{
+    H(p)->chunk_last = p->content_length == 0;
+    return 0;
+}
+
+/* A chunk's data and its CRLF are done. Unless it was the last chunk, the
+ * next chunk-size line follows: pause, so that m0_http_feed() gives it to
+ * llhttp through read_chunk_line(). */
+static int on_chunk_complete(llhttp_t *p)
+{
+    struct m0_http *h = H(p);
+    if (h->chunk_last)
+        return 0;
+    h->chunk_paused = 1;
+    return HPE_PAUSED;
+}
+
 static int on_message_complete(llhttp_t *p)
 {
     struct m0_http *h = H(p);
@@ -434,6 +477,8 @@ static const llhttp_settings_t settings = {
     .on_header_value_complete = on_header_value_complete,
     .on_headers_complete = on_headers_complete,
     .on_body = on_body,
+    .on_chunk_header = on_chunk_header,
+    .on_chunk_complete = on_chunk_complete,
     .on_message_complete = on_message_complete,
 };
 
@@ -459,6 +504,7 @@ void m0_http_next(struct m0_http *h)
     h->in_message = h->headers_done = h->message_done = h->host_seen = 0;
     h->head_scanned = h->last_was_lf = h->last_was_sp = h->start_line_done = h->start_seen = 0;
     h->method_done = h->method_unknown = 0;
+    h->chunk_line = h->chunk_last = h->chunk_paused = 0;
     h->trailers = 0;
     m0_req_reset(h->req);
 }
@@ -601,6 +647,70 @@ static llhttp_errno_t read_method(struct m0_http *h, const char *p, size_t n, si
     return HPE_OK;
 }
 
+/*
+ * RFC 9112 §7.1, §7.1.1: chunk = chunk-size [ chunk-ext ] CRLF ...;
+ * chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] ),
+ * chunk-ext-val = token / quoted-string. Feeds llhttp the chunk-size line in
+ * [p, p + n) up to and including its LF, without the whitespace runs the
+ * rule allows (next to ";" or "=", outside a quoted-string); llhttp checks
+ * everything else. A run anywhere else is a 400. A run cut by the end of a
+ * read is judged by the first byte after it. Clears h->chunk_line at the
+ * LF. *took: bytes used. Returns HPE_OK or llhttp's error (HPE_USER with
+ * h->status set for a misplaced run).
+ */
+static llhttp_errno_t read_chunk_line(struct m0_http *h, const char *p, size_t n, size_t *took)
+{
+    size_t i = 0, from = 0, t;
+    llhttp_errno_t e;
+
+    while (i < n) {
+        char c = p[i];
+        if (h->ext_quoted && c != '\r' && c != '\n') {
+            /* quoted-string: whitespace is content; llhttp checks qdtext */
+            if (h->ext_escaped)
+                h->ext_escaped = 0;
+            else if (c == '\\')
+                h->ext_escaped = 1;
+            else if (c == '"')
+                h->ext_quoted = 0;
+            h->ext_prev = c;
+            i++;
+            continue;
+        }
+        h->ext_quoted = 0;   /* CR or LF ends it: llhttp rejects the line */
+        if (c == ' ' || c == '\t') {
+            if (i > from && (e = run(h, p + from, i - from, &t)) != HPE_OK)
+                return *took = from + t, e;
+            while (i < n && (p[i] == ' ' || p[i] == '\t'))
+                i++;
+            h->ext_bws = 1;
+            from = i;
+            continue;
+        }
+        if (h->ext_bws) {
+            h->ext_bws = 0;
+            if (h->ext_prev == 0 || !(c == ';' || c == '=' || h->ext_prev == ';' || h->ext_prev == '='))
+                return *took = i, reject(h, 400, "Invalid whitespace in a chunk-size line"), HPE_USER;
+        }
+        if (c == '=')
+            h->ext_value = 1;
+        else if (c == ';')
+            h->ext_value = 0;
+        else if (c == '"' && h->ext_value)
+            h->ext_quoted = 1;   /* llhttp too opens a quoted-string anywhere in a value */
+        h->ext_prev = c;
+        i++;
+        if (c == '\n') {
+            h->chunk_line = 0;
+            break;
+        }
+    }
+    if (i > from && (e = run(h, p + from, i - from, &t)) != HPE_OK)
+        return *took = from + t, e;
+    *took = i;
+    return HPE_OK;
+}
+
 int m0_http_feed(struct m0_http *h, const char *p, size_t n, size_t *used)
 {
     llhttp_errno_t e = HPE_OK;
@@ -611,14 +721,28 @@ int m0_http_feed(struct m0_http *h, const char *p, size_t n, size_t *used)
         return M0_ERR;
     if (llhttp_get_errno(&h->parser) == HPE_PAUSED)
         llhttp_resume(&h->parser);
-    /* The method first (read_method), then llhttp up to a pause. */
-    if (!h->method_done) {
-        e = read_method(h, p, n, &took);
-        consumed += took;
-    }
-    if (e == HPE_OK && h->method_done) {
-        e = run(h, p + consumed, n - consumed, &took);
-        consumed += took;
+    /* Each pass gives llhttp one stretch: the method, a chunk-size line, or
+     * everything else up to a pause. */
+    for (;;) {
+        if (!h->method_done) {
+            e = read_method(h, p + consumed, n - consumed, &took);
+            consumed += took;
+            if (e != HPE_OK || !h->method_done)
+                break;
+        } else if (h->chunk_line) {
+            e = read_chunk_line(h, p + consumed, n - consumed, &took);
+            consumed += took;
+            if (e != HPE_OK || h->chunk_line)
+                break;
+        } else {
+            e = run(h, p + consumed, n - consumed, &took);
+            consumed += took;
+            if (e != HPE_PAUSED || !h->chunk_paused)
+                break;
+            h->chunk_paused = 0;
+            llhttp_resume(&h->parser);
+            begin_chunk_line(h);
+        }
     }
     if (h->in_message && !h->head_scanned && bad_whitespace(h, p, consumed))
         return reject(h, 400, "Invalid whitespace in the request head"), *used = consumed, M0_ERR;

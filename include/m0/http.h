@@ -8,9 +8,11 @@
  * turn). Every rejection carries a status code and a static reason string;
  * llhttp errors are sticky, so any error ends the connection.
  *
- * The method is read by the glue, not by llhttp (8.1.0 rejects any token
- * it does not know; see http.c): RFC 9110 §9.1 allows any token, and one
- * llhttp does not know is answered 501 once the rest of the head is checked.
+ * Two parts of the grammar are read by the glue, not by llhttp (8.1.0 gets
+ * both wrong; see http.c): the method (RFC 9110 §9.1: any token; one llhttp
+ * does not know is answered 501 once the rest of the head is checked) and
+ * the whitespace of chunk-size lines (RFC 9112 §7.1.1: BWS around ";" and
+ * "=" in chunk extensions).
  *
  * Pure logic: no sockets, no Python. Callers own both structs. A request is
  * touched by one thread at a time: the loop while reading, the runner while
@@ -95,6 +97,14 @@ struct m0_http {
     uint8_t start_seen;       /* a byte of the request-line itself was seen */
     uint8_t method_done;      /* the method is read and llhttp has it (or a stand-in) */
     uint8_t method_unknown;   /* llhttp got a stand-in: answer 501 at head end */
+    uint8_t chunk_line;       /* reading a chunk-size line: the glue drops its BWS */
+    uint8_t chunk_last;       /* the current chunk is the last one (size 0) */
+    uint8_t chunk_paused;     /* llhttp paused at the end of a chunk's data */
+    uint8_t ext_bws;          /* chunk-size line: whitespace dropped, next byte decides */
+    uint8_t ext_value;        /* chunk-size line: inside an extension value (after "=") */
+    uint8_t ext_quoted;       /* chunk-size line: inside a quoted-string */
+    uint8_t ext_escaped;      /* chunk-size line: after a backslash in a quoted-string */
+    char ext_prev;            /* chunk-size line: last byte kept, or 0 at line start */
     unsigned trailers;        /* trailer fields seen (dropped) */
 };
 
