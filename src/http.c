@@ -4,11 +4,49 @@
  *
  * Implements the request side of RFC 9112: message framing (§6), the
  * Content-Length/Transfer-Encoding rules that defend against request
- * smuggling (§6.1, §6.3, §11.2), the Host requirement (RFC 9110 §7.2,
- * RFC 9112 §3.2), obs-fold rejection (§5.2) and 100-continue (RFC 9110
- * §10.1.1). Owned by whichever thread owns the request (the loop while
- * reading); pure logic with one exception: a large body spills to an
- * unlinked temporary file.
+ * smuggling (§6.1, §6.3, §11.2), chunk extensions with BWS (§7.1.1), the
+ * Host requirement (RFC 9110 §7.2, RFC 9112 §3.2), obs-fold rejection
+ * (§5.2), 100-continue (RFC 9110 §10.1.1), and 501 for a method we do not
+ * implement (RFC 9110 §9.1, §9.3.6 CONNECT, §15.6.2). Owned by whichever
+ * thread owns the request (the loop while reading); pure logic with one
+ * exception: a large body spills to an unlinked temporary file.
+ *
+ * Why the glue reads the method and the chunk-size lines itself.
+ *
+ * Debian 12 ships llhttp 8.1.0 (node-llhttp). Probed with LLHTTP_STRICT_MODE
+ * and compared with every upstream release up to 9.4:
+ *  - a method outside llhttp's table (QUERY before 9.2.0, "-BLARGH", "get",
+ *    "GETX") is HPE_INVALID_METHOD at the first byte that leaves the table,
+ *    often before the end of the token, so the error cannot tell a token we
+ *    do not implement (501) from a request-line that is not well-formed
+ *    (400). RTSP names (DESCRIBE...) fail later, at the version; PRI waits
+ *    for an HTTP/2 preface. No release takes an arbitrary token: 9.2.0 only
+ *    added QUERY to the table. CONNECT parses in every release, with any
+ *    target ("/" too), and turns the connection into a tunnel.
+ *  - BWS in a chunk extension ("5 ; a=b", "5;a = b") is HPE_INVALID_CHUNK_SIZE
+ *    or HPE_STRICT in every release. 9.1.1 added a lenient flag for spaces
+ *    after the size (which also admits "5 \r\n"); none exists for spaces
+ *    after ";" or around "=". 8.1.0 has no lenient flag for chunk lines at
+ *    all, and its LENIENT_HEADERS would undo header checks we rely on.
+ * A newer llhttp fixes neither, and the npm registry has no generated C for
+ * one (its "llhttp" package is 1.0.1, grammar sources only). So we keep
+ * Debian's llhttp and hand it only what it already parses strictly:
+ *  - read_method(): the glue reads the method token up to its SP. A method
+ *    in llhttp's HTTP table goes to llhttp as is; any other token goes as
+ *    the stand-in "GET", so llhttp still checks the rest of the request-line
+ *    and the whole header section (target, version, Host, CL/TE framing,
+ *    obs-fold), and the head ends in 501 instead of being served. Not a
+ *    token, or not followed by SP: 400. Either way the body is never read
+ *    and the connection closes (the error path).
+ *  - read_chunk_line(): llhttp pauses at the end of each chunk and the glue
+ *    feeds it the next chunk-size line without its BWS. A whitespace run is
+ *    dropped only next to ";" or "=" outside a quoted-string, and is a 400
+ *    anywhere else ("5 x", "1 0", "5 \r\n", " 5"). The size, the CRLF rules
+ *    and the data length stay llhttp's: dropping a run beside ";" or "="
+ *    cannot join two hex digits or move the end of the line. Two limits of
+ *    8.1.0 remain, with or without BWS, both fixed in 9.1.3: an extension
+ *    after an unquoted value ("5;a=1;b=2") and a quoted-pair in a quoted
+ *    value are 400.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +59,16 @@
 #include "m0/http.h"
 
 #define H(p) ((struct m0_http *)(p)->data)
+
+/* tchar (RFC 9110 §5.6.2): "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" /
+ * "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA */
+static int is_tchar(unsigned char c)
+{
+    static const char extra[] = "!#$%&'*+-.^_`|~";
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+        return 1;
+    return c != 0 && strchr(extra, c) != NULL;
+}
 
 /* Record a rejection; llhttp stops with HPE_USER and the error is sticky. */
 static int reject(struct m0_http *h, int status, const char *reason)
@@ -52,6 +100,29 @@ static int on_url(llhttp_t *p, const char *at, size_t n)
     return 0;
 }
 
+static int valid_host(const char *v, size_t n);
+
+/* RFC 9112 §3.2.3: authority-form = uri-host ":" port, the port required
+ * (RFC 9110 §9.3.6); uri-host is a bracketed IP literal or a name or IPv4
+ * address without ":" (RFC 3986 §3.2.2). No userinfo. */
+static int authority_form(const char *t, size_t n)
+{
+    const char *colon = memrchr(t, ':', n);
+    if (colon == NULL || colon == t || !valid_host(t, n))
+        return 0;
+    size_t hlen = (size_t)(colon - t), plen = n - hlen - 1;
+    if (plen == 0 || plen > 5)
+        return 0;
+    for (size_t i = 0; i < plen; i++) {
+        if (colon[1 + i] < '0' || colon[1 + i] > '9')
+            return 0;
+    }
+    if (t[0] == '[')
+        return hlen > 2 && t[hlen - 1] == ']' && memchr(t + 1, '[', hlen - 1) == NULL &&
+               memchr(t + 1, ']', hlen - 2) == NULL;
+    return memchr(t, ':', hlen) == NULL && memchr(t, '[', hlen) == NULL && memchr(t, ']', hlen) == NULL;
+}
+
 static int on_url_complete(llhttp_t *p)
 {
     struct m0_http *h = H(p);
@@ -63,6 +134,17 @@ static int on_url_complete(llhttp_t *p)
     r->target_len = (uint32_t)n;
     if (memchr(t, '#', n) != NULL)
         return reject(h, 400, "Fragment in the request-target");
+    if (p->method == HTTP_CONNECT) {
+        /* RFC 9112 §3.2.3: CONNECT takes the authority-form and nothing
+         * else (llhttp takes any target). Refused at head end (501). */
+        if (!authority_form(r->target, n))
+            return reject(h, 400, "Invalid request-target for CONNECT");
+        r->authority = r->target;
+        r->authority_len = (uint32_t)n;
+        r->path = r->query = "";
+        m0_buf_reset(&h->field);
+        return 0;
+    }
     /* Origin-form is the norm. Absolute-form (RFC 9112 §3.2.2) is reduced to
      * its path, and its authority replaces Host (checked at head end);
      * asterisk-form is OPTIONS only. */
@@ -226,15 +308,34 @@ static int check_transfer_coding(const struct m0_req *r)
     return unknown ? 501 : 0;
 }
 
+/* RFC 9110 §9.1, §15.6.2: a method we do not implement is 501 — one
+ * llhttp does not know, or CONNECT (§9.3.6), a tunnel we never open. */
+static const char *unimplemented(const struct m0_http *h)
+{
+    if (h->method_unknown)
+        return "Method not implemented";
+    if (h->parser.method == HTTP_CONNECT)
+        return "CONNECT not implemented";
+    return NULL;
+}
+
+/* The next bytes are a chunk-size line (RFC 9112 §7.1): read_chunk_line()
+ * feeds it to llhttp. */
+static void begin_chunk_line(struct m0_http *h)
+{
+    h->chunk_line = 1;
+    h->ext_bws = h->ext_value = h->ext_quoted = h->ext_escaped = 0;
+    h->ext_prev = 0;
+}
+
 static int on_headers_complete(llhttp_t *p)
 {
     struct m0_http *h = H(p);
     struct m0_req *r = h->req;
 
+    /* r->method was set by read_method() */
     r->http_major = (uint8_t)llhttp_get_http_major(p);
     r->http_minor = (uint8_t)llhttp_get_http_minor(p);
-    r->method = llhttp_method_name((llhttp_method_t)llhttp_get_method(p));
-    r->method_len = (uint32_t)strlen(r->method);
     if (r->target == NULL)
         return reject(h, 400, "Missing request-target");
     if (r->http_minor >= 1 && !h->host_seen)
@@ -262,6 +363,14 @@ static int on_headers_complete(llhttp_t *p)
     else if (te != NULL)   /* llhttp catches this too; belt and braces */
         return reject(h, 400, "Transfer-Encoding must end with chunked");
 
+    /* A well-formed method we do not implement: the head has passed every
+     * syntax and framing check above; m0_http_feed() answers 501 once its
+     * whitespace scan has passed over the whole head too. */
+    if (unimplemented(h) != NULL) {
+        h->headers_done = 1;
+        return HPE_PAUSED;
+    }
+
     if (p->flags & F_CONTENT_LENGTH) {
         r->content_length = (int64_t)p->content_length;
         if ((uint64_t)r->content_length > h->lim->max_body)
@@ -281,6 +390,8 @@ static int on_headers_complete(llhttp_t *p)
         r->flags |= M0_REQ_HEAD;
     if (p->upgrade)
         r->flags |= M0_REQ_UPGRADE;
+    if (r->flags & M0_REQ_CHUNKED)
+        begin_chunk_line(h);
     h->headers_done = 1;
     return HPE_PAUSED;
 }
@@ -331,6 +442,24 @@ static int on_body(llhttp_t *p, const char *at, size_t n)
     return 0;
 }
 
+static int on_chunk_header(llhttp_t *p)
+{
+    H(p)->chunk_last = p->content_length == 0;
+    return 0;
+}
+
+/* A chunk's data and its CRLF are done. Unless it was the last chunk, the
+ * next chunk-size line follows: pause, so that m0_http_feed() gives it to
+ * llhttp through read_chunk_line(). */
+static int on_chunk_complete(llhttp_t *p)
+{
+    struct m0_http *h = H(p);
+    if (h->chunk_last)
+        return 0;
+    h->chunk_paused = 1;
+    return HPE_PAUSED;
+}
+
 static int on_message_complete(llhttp_t *p)
 {
     struct m0_http *h = H(p);
@@ -348,6 +477,8 @@ static const llhttp_settings_t settings = {
     .on_header_value_complete = on_header_value_complete,
     .on_headers_complete = on_headers_complete,
     .on_body = on_body,
+    .on_chunk_header = on_chunk_header,
+    .on_chunk_complete = on_chunk_complete,
     .on_message_complete = on_message_complete,
 };
 
@@ -372,6 +503,8 @@ void m0_http_next(struct m0_http *h)
     h->reason = NULL;
     h->in_message = h->headers_done = h->message_done = h->host_seen = 0;
     h->head_scanned = h->last_was_lf = h->last_was_sp = h->start_line_done = h->start_seen = 0;
+    h->method_done = h->method_unknown = 0;
+    h->chunk_line = h->chunk_last = h->chunk_paused = 0;
     h->trailers = 0;
     m0_req_reset(h->req);
 }
@@ -439,21 +572,177 @@ static int bad_whitespace(struct m0_http *h, const char *p, size_t n)
     return 0;
 }
 
+/* Run llhttp over [at, at + len). *took: how many of those bytes it took
+ * (all of them, or up to the pause or error). */
+static llhttp_errno_t run(struct m0_http *h, const char *at, size_t len, size_t *took)
+{
+    llhttp_errno_t e = llhttp_execute(&h->parser, at, len);
+    *took = len;
+    if (e != HPE_OK) {
+        const char *pos = llhttp_get_error_pos(&h->parser);
+        if (pos != NULL && pos >= at && pos <= at + len)
+            *took = (size_t)(pos - at);
+    }
+    return e;
+}
+
+/* The request methods llhttp parses as HTTP (its HTTP_METHOD_MAP: RFC 9110,
+ * WebDAV and friends). Its RTSP names and PRI are not among them. */
+#define M0_METHOD_NAME(num, name, string) #string,
+static const char *const http_methods[] = {HTTP_METHOD_MAP(M0_METHOD_NAME)};
+#undef M0_METHOD_NAME
+
+static int known_method(const char *m, size_t n)
+{
+    for (size_t i = 0; i < sizeof http_methods / sizeof http_methods[0]; i++) {
+        if (strlen(http_methods[i]) == n && memcmp(http_methods[i], m, n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * RFC 9112 §3: request-line = method SP request-target SP HTTP-version;
+ * RFC 9110 §9.1: method = token, case-sensitive. Reads the method from
+ * [p, p + n), across calls (its bytes wait in h->field), skipping the
+ * empty lines before it (§2.2) as llhttp would. Once the SP after it is
+ * here, sets r->method and hands llhttp the method, or the stand-in "GET"
+ * for one it does not know (see the top of this file); the SP and what
+ * follows are left to llhttp. *took: bytes used. Returns HPE_OK (method
+ * done, or all bytes used and more needed) or an error (h->status set for
+ * the 400 of a method that is not a token).
+ */
+static llhttp_errno_t read_method(struct m0_http *h, const char *p, size_t n, size_t *took)
+{
+    struct m0_req *r = h->req;
+    size_t i = 0, start, t;
+
+    if (h->field.len == 0) {
+        while (i < n && (p[i] == '\r' || p[i] == '\n'))
+            i++;
+    }
+    start = i;
+    while (i < n && is_tchar((unsigned char)p[i]))
+        i++;
+    *took = i;
+    if (i > start)
+        h->in_message = 1;       /* the request has begun (head timer, logs) */
+    if (i == n) {
+        m0_buf_append(&h->field, p + start, i - start);
+        return HPE_OK;
+    }
+    if (p[i] != ' ' || (i == start && h->field.len == 0))
+        return reject(h, 400, "Invalid method"), HPE_USER;
+
+    m0_buf_append(&h->field, p + start, i - start);
+    r->method = m0_arena_strndup(&r->arena, h->field.data, h->field.len);
+    r->method_len = (uint32_t)h->field.len;
+    m0_buf_reset(&h->field);
+    h->method_done = 1;
+    h->method_unknown = !known_method(r->method, r->method_len);
+    const char *m = h->method_unknown ? "GET" : r->method;
+    llhttp_errno_t e = run(h, m, strlen(m), &t);
+    if (e != HPE_OK)   /* a method from llhttp's own table: not expected */
+        return reject(h, 400, "Invalid method"), HPE_USER;
+    return HPE_OK;
+}
+
+/*
+ * RFC 9112 §7.1, §7.1.1: chunk = chunk-size [ chunk-ext ] CRLF ...;
+ * chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] ),
+ * chunk-ext-val = token / quoted-string. Feeds llhttp the chunk-size line in
+ * [p, p + n) up to and including its LF, without the whitespace runs the
+ * rule allows (next to ";" or "=", outside a quoted-string); llhttp checks
+ * everything else. A run anywhere else is a 400. A run cut by the end of a
+ * read is judged by the first byte after it. Clears h->chunk_line at the
+ * LF. *took: bytes used. Returns HPE_OK or llhttp's error (HPE_USER with
+ * h->status set for a misplaced run).
+ */
+static llhttp_errno_t read_chunk_line(struct m0_http *h, const char *p, size_t n, size_t *took)
+{
+    size_t i = 0, from = 0, t;
+    llhttp_errno_t e;
+
+    while (i < n) {
+        char c = p[i];
+        if (h->ext_quoted && c != '\r' && c != '\n') {
+            /* quoted-string: whitespace is content; llhttp checks qdtext */
+            if (h->ext_escaped)
+                h->ext_escaped = 0;
+            else if (c == '\\')
+                h->ext_escaped = 1;
+            else if (c == '"')
+                h->ext_quoted = 0;
+            h->ext_prev = c;
+            i++;
+            continue;
+        }
+        h->ext_quoted = 0;   /* CR or LF ends it: llhttp rejects the line */
+        if (c == ' ' || c == '\t') {
+            if (i > from && (e = run(h, p + from, i - from, &t)) != HPE_OK)
+                return *took = from + t, e;
+            while (i < n && (p[i] == ' ' || p[i] == '\t'))
+                i++;
+            h->ext_bws = 1;
+            from = i;
+            continue;
+        }
+        if (h->ext_bws) {
+            h->ext_bws = 0;
+            if (h->ext_prev == 0 || !(c == ';' || c == '=' || h->ext_prev == ';' || h->ext_prev == '='))
+                return *took = i, reject(h, 400, "Invalid whitespace in a chunk-size line"), HPE_USER;
+        }
+        if (c == '=')
+            h->ext_value = 1;
+        else if (c == ';')
+            h->ext_value = 0;
+        else if (c == '"' && h->ext_value)
+            h->ext_quoted = 1;   /* llhttp too opens a quoted-string anywhere in a value */
+        h->ext_prev = c;
+        i++;
+        if (c == '\n') {
+            h->chunk_line = 0;
+            break;
+        }
+    }
+    if (i > from && (e = run(h, p + from, i - from, &t)) != HPE_OK)
+        return *took = from + t, e;
+    *took = i;
+    return HPE_OK;
+}
+
 int m0_http_feed(struct m0_http *h, const char *p, size_t n, size_t *used)
 {
-    llhttp_errno_t e;
+    llhttp_errno_t e = HPE_OK;
+    size_t consumed = 0, took;
 
     *used = 0;
     if (h->status != 0)
         return M0_ERR;
     if (llhttp_get_errno(&h->parser) == HPE_PAUSED)
         llhttp_resume(&h->parser);
-    e = llhttp_execute(&h->parser, p, n);
-    size_t consumed = n;
-    if (e != HPE_OK) {
-        const char *pos = llhttp_get_error_pos(&h->parser);
-        if (pos != NULL && pos >= p && pos <= p + n)
-            consumed = (size_t)(pos - p);
+    /* Each pass gives llhttp one stretch: the method, a chunk-size line, or
+     * everything else up to a pause. */
+    for (;;) {
+        if (!h->method_done) {
+            e = read_method(h, p + consumed, n - consumed, &took);
+            consumed += took;
+            if (e != HPE_OK || !h->method_done)
+                break;
+        } else if (h->chunk_line) {
+            e = read_chunk_line(h, p + consumed, n - consumed, &took);
+            consumed += took;
+            if (e != HPE_OK || h->chunk_line)
+                break;
+        } else {
+            e = run(h, p + consumed, n - consumed, &took);
+            consumed += took;
+            if (e != HPE_PAUSED || !h->chunk_paused)
+                break;
+            h->chunk_paused = 0;
+            llhttp_resume(&h->parser);
+            begin_chunk_line(h);
+        }
     }
     if (h->in_message && !h->head_scanned && bad_whitespace(h, p, consumed))
         return reject(h, 400, "Invalid whitespace in the request head"), *used = consumed, M0_ERR;
@@ -463,6 +752,8 @@ int m0_http_feed(struct m0_http *h, const char *p, size_t n, size_t *used)
         h->head_bytes += consumed;
         if (h->head_bytes > h->lim->max_header_bytes + h->lim->max_target)
             return reject(h, 431, "Request header fields too large"), *used = consumed, M0_ERR;
+        if (h->headers_done && unimplemented(h) != NULL)
+            return reject(h, 501, unimplemented(h)), *used = consumed, M0_ERR;
     }
     if (h->headers_done)
         h->head_scanned = 1;
@@ -594,18 +885,11 @@ int m0_http_list_has(const char *v, size_t n, const char *token)
 
 int m0_http_is_token(const char *p, size_t n)
 {
-    /* tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." /
-     *         "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA */
-    static const char extra[] = "!#$%&'*+-.^_`|~";
     if (n == 0)
         return 0;
     for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)p[i];
-        if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
-            continue;
-        if (c != 0 && strchr(extra, c) != NULL)
-            continue;
-        return 0;
+        if (!is_tchar((unsigned char)p[i]))
+            return 0;
     }
     return 1;
 }

@@ -8,6 +8,12 @@
  * turn). Every rejection carries a status code and a static reason string;
  * llhttp errors are sticky, so any error ends the connection.
  *
+ * Two parts of the grammar are read by the glue, not by llhttp (8.1.0 gets
+ * both wrong; see http.c): the method (RFC 9110 §9.1: any token; one llhttp
+ * does not know is answered 501 once the rest of the head is checked) and
+ * the whitespace of chunk-size lines (RFC 9112 §7.1.1: BWS around ";" and
+ * "=" in chunk extensions).
+ *
  * Pure logic: no sockets, no Python. Callers own both structs. A request is
  * touched by one thread at a time: the loop while reading, the runner while
  * dispatched (see job.h).
@@ -47,13 +53,16 @@ struct m0_hdr {
 
 struct m0_req {
     struct m0_arena arena;    /* method, target, headers; reset per request */
-    const char *method;       /* NUL-terminated */
+    const char *method;       /* as received (an RFC 9110 token), NUL-terminated; NULL
+                               * until the request-line's method is read */
     const char *target;       /* raw request-target, NUL-terminated */
     uint32_t method_len, target_len;
-    const char *path;         /* target up to '?' (raw, not decoded), in arena */
+    const char *path;         /* target up to '?' (raw, not decoded), in arena;
+                               * "" for CONNECT's authority-form */
     const char *query;        /* after '?', or "" */
     uint32_t path_len, query_len;
-    const char *authority;    /* host[:port] of an absolute-form target, or NULL */
+    const char *authority;    /* host[:port] of an absolute-form target, host:port
+                               * of CONNECT's authority-form, or NULL */
     uint32_t authority_len;
     uint8_t http_major, http_minor;
     unsigned flags;           /* M0_REQ_* */
@@ -86,6 +95,16 @@ struct m0_http {
     uint8_t last_was_sp;
     uint8_t start_line_done;
     uint8_t start_seen;       /* a byte of the request-line itself was seen */
+    uint8_t method_done;      /* the method is read and llhttp has it (or a stand-in) */
+    uint8_t method_unknown;   /* llhttp got a stand-in: answer 501 at head end */
+    uint8_t chunk_line;       /* reading a chunk-size line: the glue drops its BWS */
+    uint8_t chunk_last;       /* the current chunk is the last one (size 0) */
+    uint8_t chunk_paused;     /* llhttp paused at the end of a chunk's data */
+    uint8_t ext_bws;          /* chunk-size line: whitespace dropped, next byte decides */
+    uint8_t ext_value;        /* chunk-size line: inside an extension value (after "=") */
+    uint8_t ext_quoted;       /* chunk-size line: inside a quoted-string */
+    uint8_t ext_escaped;      /* chunk-size line: after a backslash in a quoted-string */
+    char ext_prev;            /* chunk-size line: last byte kept, or 0 at line start */
     unsigned trailers;        /* trailer fields seen (dropped) */
 };
 
@@ -105,8 +124,10 @@ void m0_http_free(struct m0_http *h);
  *             the rest — the caller may first send 100 Continue);
  *   M0_DONE   the message is complete (paused; bytes after *used belong to
  *             the next pipelined request — call m0_http_next() first);
- *   M0_ERR    malformed or over a limit: h->status and h->reason say why;
- *             the connection must answer and close.
+ *   M0_ERR    malformed (4xx), over a limit (413, 414, 431), a version
+ *             (505) or method (501) we do not implement: h->status and
+ *             h->reason say why; the connection must answer and close —
+ *             after such a request its framing cannot be trusted.
  */
 int m0_http_feed(struct m0_http *h, const char *p, size_t n, size_t *used);
 

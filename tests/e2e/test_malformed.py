@@ -2,7 +2,9 @@
 
 Each case is sent raw on a fresh connection; the server must answer with the
 listed status and then close the connection ("close") or serve a second,
-valid request on it ("keep").  The file format (and its {repeat:N:TEXT}
+valid request on it ("keep").  After a "close" response nothing else may
+arrive: a request pipelined behind a refused one (or CONNECT's tunnel bytes)
+is never served.  The file format (and its {repeat:N:TEXT}
 syntax) is documented at the top of the table.
 """
 
@@ -73,6 +75,7 @@ def test_request(server, status, close, raw):
         assert response.status == status
         if close == "close":
             assert conn.wait_closed(5), "connection still open 5 s after the response"
+            assert not conn.buf, "bytes after the response: %r" % bytes(conn.buf[:80])
         else:
             conn.send(FOLLOW_UP)
             assert conn.read_response().status == 200
