@@ -1,6 +1,7 @@
 # m0serve — one non-recursive GNU Makefile.
 #
 #   make deps        install the Debian packages the build, tests, demo and bench need
+#   make venv        .venv: the e2e suite's and the demo's Python packages (requirements/test.txt)
 #   make             build ./m0serve (release, -O2)
 #   make test        C unit tests (cmocka) + pytest end-to-end suite
 #   make sanitize    build/sanitize/m0serve with ASan+UBSan; run the e2e suite
@@ -44,7 +45,7 @@ Q :=
 endif
 
 .SECONDARY:
-.PHONY: all deps test unit e2e e2e-sanitize sanitize demo bench install clean smoke-core smoke-pool smoke-django-realtime
+.PHONY: all deps venv test unit e2e e2e-sanitize sanitize demo bench install clean smoke-core smoke-pool smoke-django-realtime
 
 all: m0serve
 
@@ -130,7 +131,7 @@ smoke-django-realtime: m0serve
 
 # -------------------------------------------------------------------- deps
 # Every Debian package the build, the tests, the demo and the benchmarks use.
-DEB_PKGS := gcc make python3-dev node-llhttp libssl-dev libcmocka-dev \
+DEB_PKGS := gcc make python3-dev python3-venv node-llhttp libssl-dev libcmocka-dev \
             python3-pytest python3-django python3-flask python3-requests \
             gunicorn uwsgi-core uwsgi-plugin-python3 nginx-light wrk python3-uvicorn \
             procps util-linux curl iproute2
@@ -145,6 +146,28 @@ deps:
 	    $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	    $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+
+# ------------------------------------------------------------------- venvs
+# Virtualenvs made from $(PYTHON), the interpreter m0serve embeds, with the
+# pinned packages of a requirements file.  Its .stamp holds the sha256 of that
+# file and the interpreter's tag: while both match, nothing is done; when
+# either changed, the venv is made afresh (no stale packages survive).
+VENV       := .venv
+VPY        := $(VENV)/bin/python
+PIP_INSTALL := -m pip install -q --disable-pip-version-check --no-input
+
+# $(call mkvenv,DIR,REQUIREMENTS)
+define mkvenv
+	$(Q)want="$$(sha256sum < $(2) | cut -d' ' -f1) $$($(PYTHON) -c 'import sys; print(sys.implementation.cache_tag)')"; \
+	if [ -x $(1)/bin/python ] && [ "$$(cat $(1)/.stamp 2>/dev/null)" = "$$want" ]; then exit 0; fi; \
+	echo "  VENV    $(1) <- $(2)"; \
+	rm -rf $(1) && $(PYTHON) -m venv $(1) && \
+	$(1)/bin/python $(PIP_INSTALL) -r $(2) && \
+	echo "$$want" > $(1)/.stamp
+endef
+
+venv: deps
+	$(call mkvenv,$(VENV),requirements/test.txt)
 
 # -------------------------------------------------------------------- demo
 demo: deps m0serve
