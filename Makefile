@@ -3,7 +3,7 @@
 #   make deps        install the Debian packages the build, tests, demo and bench need
 #   make venv        .venv: the e2e suite's and the demo's Python packages (requirements/test.txt)
 #   make             build ./m0serve (release, -O2)
-#   make test        C unit tests (cmocka) + pytest end-to-end suite
+#   make test        C unit tests (cmocka) + pytest end-to-end suite (in .venv)
 #   make sanitize    build/sanitize/m0serve with ASan+UBSan; run the e2e suite
 #                    against it with: M0SERVE=build/sanitize/m0serve make e2e
 #   make demo        serve the Django example on http://127.0.0.1:8000
@@ -106,28 +106,31 @@ build/unit/%: tests/unit/%.c $(UNIT_OBJS)
 unit: $(UNIT_TESTS)
 	$(Q)set -e; for t in $(UNIT_TESTS); do echo "  UNIT    $$t"; (cd tests/unit && ../../$$t); done
 
+# The suite runs with the venv's python; tests/e2e/serverproc.py hands the
+# venv to every m0serve it starts (VIRTUAL_ENV), so the served apps import
+# the venv's Django and Flask.
 E2E_ARGS ?=
-e2e: m0serve
-	$(Q)$(PYTHON) -m pytest tests/e2e -q $(E2E_ARGS)
+e2e: m0serve venv
+	$(Q)$(VPY) -m pytest tests/e2e -q $(E2E_ARGS)
 
 # The end-to-end suite against the ASan+UBSan binary (leak checks off: the
 # embedded interpreter keeps its objects until exit by design).
-e2e-sanitize: sanitize
+e2e-sanitize: sanitize venv
 	$(Q)M0SERVE=$(CURDIR)/build/sanitize/m0serve ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
-	    UBSAN_OPTIONS=print_stacktrace=1 $(PYTHON) -m pytest tests/e2e -q $(E2E_ARGS)
+	    UBSAN_OPTIONS=print_stacktrace=1 $(VPY) -m pytest tests/e2e -q $(E2E_ARGS)
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory m0serve unit
 	$(Q)$(MAKE) --no-print-directory e2e
 
-smoke-core: m0serve
-	$(Q)$(PYTHON) -m pytest tests/e2e -q -k "conformance or malformed or django or flask"
+smoke-core: m0serve venv
+	$(Q)$(VPY) -m pytest tests/e2e -q -k "conformance or malformed or django or flask"
 
-smoke-pool: m0serve
-	$(Q)$(PYTHON) -m pytest tests/e2e/test_pool.py tests/e2e/test_matrix.py -q
+smoke-pool: m0serve venv
+	$(Q)$(VPY) -m pytest tests/e2e/test_pool.py tests/e2e/test_matrix.py -q
 
-smoke-django-realtime: m0serve
-	$(Q)$(PYTHON) -m pytest tests/e2e/test_realtime.py tests/e2e/test_realtime_edges.py -q
+smoke-django-realtime: m0serve venv
+	$(Q)$(VPY) -m pytest tests/e2e/test_realtime.py tests/e2e/test_realtime_edges.py -q
 
 # -------------------------------------------------------------------- deps
 # Every Debian package the build, the tests, the demo and the benchmarks use.
@@ -170,8 +173,8 @@ venv: deps
 	$(call mkvenv,$(VENV),requirements/test.txt)
 
 # -------------------------------------------------------------------- demo
-demo: deps m0serve
-	./m0serve rtsite.wsgi:application --app-dir examples/django_realtime \
+demo: deps venv m0serve
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) ./m0serve rtsite.wsgi:application --app-dir examples/django_realtime \
 	    --bind 127.0.0.1:8000 --workers 2 --realtime --access-log
 
 bench: deps m0serve
