@@ -4,6 +4,7 @@
 #   make venv        .venv: the e2e suite's and the demo's Python packages (requirements/test.txt)
 #   make             build ./m0serve (release, -O2)
 #   make test        C unit tests (cmocka) + pytest end-to-end suite (in .venv)
+#   make e2e-debian  the e2e suite against Debian's python3-django/-flask instead
 #   make sanitize    build/sanitize/m0serve with ASan+UBSan; run the e2e suite
 #                    against it with: M0SERVE=build/sanitize/m0serve make e2e
 #   make demo        serve the Django example on http://127.0.0.1:8000
@@ -45,7 +46,7 @@ Q :=
 endif
 
 .SECONDARY:
-.PHONY: all deps venv test unit e2e e2e-sanitize sanitize demo bench install clean smoke-core smoke-pool smoke-django-realtime
+.PHONY: all deps venv test unit e2e e2e-sanitize e2e-debian sanitize demo bench install clean smoke-core smoke-pool smoke-django-realtime
 
 all: m0serve
 
@@ -119,6 +120,14 @@ e2e-sanitize: sanitize venv
 	$(Q)M0SERVE=$(CURDIR)/build/sanitize/m0serve ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 	    UBSAN_OPTIONS=print_stacktrace=1 $(VPY) -m pytest tests/e2e -q $(E2E_ARGS)
 
+# Second leg, not part of `make test`: the same suite run by Debian's
+# python3-pytest against Debian's python3-django (3.2) and python3-flask (2.2),
+# no virtualenv.
+DEB_PKGS_DEBIAN_LEG := python3-pytest python3-django python3-flask python3-requests
+e2e-debian: m0serve
+	$(Q)$(MAKE) --no-print-directory deps DEB_PKGS="$(DEB_PKGS_DEBIAN_LEG)"
+	$(Q)env -u VIRTUAL_ENV M0_E2E_LEG=debian $(PYTHON) -m pytest tests/e2e -q $(E2E_ARGS)
+
 test: deps
 	$(Q)$(MAKE) --no-print-directory m0serve unit
 	$(Q)$(MAKE) --no-print-directory e2e
@@ -134,8 +143,9 @@ smoke-django-realtime: m0serve venv
 
 # -------------------------------------------------------------------- deps
 # Every Debian package the build, the tests, the demo and the benchmarks use.
+# Python packages (pytest, Django, Flask, ...) come from PyPI into the venv
+# below; python3-venv is what makes it.
 DEB_PKGS := gcc make python3-dev python3-venv node-llhttp libssl-dev libcmocka-dev \
-            python3-pytest python3-django python3-flask python3-requests \
             gunicorn uwsgi-core uwsgi-plugin-python3 nginx-light wrk python3-uvicorn \
             procps util-linux curl iproute2
 
