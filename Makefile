@@ -2,6 +2,7 @@
 #
 #   make deps        install the Debian packages the build, tests, demo and bench need
 #   make venv        .venv: the e2e suite's and the demo's Python packages (requirements/test.txt)
+#   make bench-venv  .venv-bench: the benchmark peers (requirements/bench.txt)
 #   make             build ./m0serve (release, -O2)
 #   make test        C unit tests (cmocka) + pytest end-to-end suite (in .venv)
 #   make e2e-debian  the e2e suite against Debian's python3-django/-flask instead
@@ -46,7 +47,7 @@ Q :=
 endif
 
 .SECONDARY:
-.PHONY: all deps venv test unit e2e e2e-sanitize e2e-debian sanitize demo bench install clean smoke-core smoke-pool smoke-django-realtime
+.PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo bench install clean smoke-core smoke-pool smoke-django-realtime
 
 all: m0serve
 
@@ -143,10 +144,10 @@ smoke-django-realtime: m0serve venv
 
 # -------------------------------------------------------------------- deps
 # Every Debian package the build, the tests, the demo and the benchmarks use.
-# Python packages (pytest, Django, Flask, ...) come from PyPI into the venv
-# below; python3-venv is what makes it.
+# Python packages (pytest, Django, Flask, gunicorn, uvicorn, ...) come from
+# PyPI into the venvs below; python3-venv is what makes those.
 DEB_PKGS := gcc make python3-dev python3-venv node-llhttp libssl-dev libcmocka-dev \
-            gunicorn uwsgi-core uwsgi-plugin-python3 nginx-light wrk python3-uvicorn \
+            uwsgi-core uwsgi-plugin-python3 nginx-light wrk \
             procps util-linux curl iproute2
 
 deps:
@@ -166,6 +167,7 @@ deps:
 # file and the interpreter's tag: while both match, nothing is done; when
 # either changed, the venv is made afresh (no stale packages survive).
 VENV       := .venv
+BENCH_VENV := .venv-bench
 VPY        := $(VENV)/bin/python
 PIP_INSTALL := -m pip install -q --disable-pip-version-check --no-input
 
@@ -182,12 +184,15 @@ endef
 venv: deps
 	$(call mkvenv,$(VENV),requirements/test.txt)
 
+bench-venv: deps
+	$(call mkvenv,$(BENCH_VENV),requirements/bench.txt)
+
 # -------------------------------------------------------------------- demo
 demo: deps venv m0serve
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) ./m0serve rtsite.wsgi:application --app-dir examples/django_realtime \
 	    --bind 127.0.0.1:8000 --workers 2 --realtime --access-log
 
-bench: deps m0serve
+bench: deps bench-venv m0serve
 	bash bench/run.sh
 
 # ----------------------------------------------------------------- install
