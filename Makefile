@@ -125,8 +125,9 @@ e2e-sanitize: sanitize venv
 # python3-pytest against Debian's python3-django (3.2) and python3-flask (2.2),
 # no virtualenv.
 DEB_PKGS_DEBIAN_LEG := python3-pytest python3-django python3-flask python3-requests
-e2e-debian: m0serve
+e2e-debian: deps
 	$(Q)$(MAKE) --no-print-directory deps DEB_PKGS="$(DEB_PKGS_DEBIAN_LEG)"
+	$(Q)$(MAKE) --no-print-directory m0serve
 	$(Q)env -u VIRTUAL_ENV M0_E2E_LEG=debian $(PYTHON) -m pytest tests/e2e -q $(E2E_ARGS)
 
 test: deps
@@ -188,11 +189,16 @@ bench-venv: deps
 	$(call mkvenv,$(BENCH_VENV),requirements/bench.txt)
 
 # -------------------------------------------------------------------- demo
-demo: deps venv m0serve
+# Like test, demo and bench build in a sub-make once deps has run: on a fresh
+# machine this make read python3-config and looked for llhttp's sources
+# before they were installed.
+demo: deps
+	$(Q)$(MAKE) --no-print-directory m0serve venv
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) ./m0serve rtsite.wsgi:application --app-dir examples/django_realtime \
 	    --bind 127.0.0.1:8000 --workers 2 --realtime --access-log
 
-bench: deps bench-venv m0serve
+bench: deps
+	$(Q)$(MAKE) --no-print-directory m0serve bench-venv
 	bash bench/run.sh
 
 # ----------------------------------------------------------------- install
