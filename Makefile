@@ -1,8 +1,11 @@
 # m0serve — one non-recursive GNU Makefile.
 #
 #   make deps        install the Debian packages the build, tests, demo and bench need
+#   make venv        .venv: the e2e suite's and the demo's Python packages (requirements/test.txt)
+#   make bench-venv  .venv-bench: the benchmark peers (requirements/bench.txt)
 #   make             build ./m0serve (release, -O2)
-#   make test        C unit tests (cmocka) + pytest end-to-end suite
+#   make test        C unit tests (cmocka) + pytest end-to-end suite (in .venv)
+#   make e2e-debian  the e2e suite against Debian's python3-django/-flask instead
 #   make sanitize    build/sanitize/m0serve with ASan+UBSan; run the e2e suite
 #                    against it with: M0SERVE=build/sanitize/m0serve make e2e
 #   make demo        serve the Django example on http://127.0.0.1:8000
@@ -44,7 +47,7 @@ Q :=
 endif
 
 .SECONDARY:
-.PHONY: all deps test unit e2e e2e-sanitize sanitize demo bench install clean smoke-core smoke-pool smoke-django-realtime
+.PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo bench install clean smoke-core smoke-pool smoke-django-realtime
 
 all: m0serve
 
@@ -105,34 +108,47 @@ build/unit/%: tests/unit/%.c $(UNIT_OBJS)
 unit: $(UNIT_TESTS)
 	$(Q)set -e; for t in $(UNIT_TESTS); do echo "  UNIT    $$t"; (cd tests/unit && ../../$$t); done
 
+# The suite runs with the venv's python; tests/e2e/serverproc.py hands the
+# venv to every m0serve it starts (VIRTUAL_ENV), so the served apps import
+# the venv's Django and Flask.
 E2E_ARGS ?=
-e2e: m0serve
-	$(Q)$(PYTHON) -m pytest tests/e2e -q $(E2E_ARGS)
+e2e: m0serve venv
+	$(Q)$(VPY) -m pytest tests/e2e -q $(E2E_ARGS)
 
 # The end-to-end suite against the ASan+UBSan binary (leak checks off: the
 # embedded interpreter keeps its objects until exit by design).
-e2e-sanitize: sanitize
+e2e-sanitize: sanitize venv
 	$(Q)M0SERVE=$(CURDIR)/build/sanitize/m0serve ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
-	    UBSAN_OPTIONS=print_stacktrace=1 $(PYTHON) -m pytest tests/e2e -q $(E2E_ARGS)
+	    UBSAN_OPTIONS=print_stacktrace=1 $(VPY) -m pytest tests/e2e -q $(E2E_ARGS)
+
+# Second leg, not part of `make test`: the same suite run by Debian's
+# python3-pytest against Debian's python3-django (3.2) and python3-flask (2.2),
+# no virtualenv.
+DEB_PKGS_DEBIAN_LEG := python3-pytest python3-django python3-flask python3-requests
+e2e-debian: deps
+	$(Q)$(MAKE) --no-print-directory deps DEB_PKGS="$(DEB_PKGS_DEBIAN_LEG)"
+	$(Q)$(MAKE) --no-print-directory m0serve
+	$(Q)env -u VIRTUAL_ENV M0_E2E_LEG=debian $(PYTHON) -m pytest tests/e2e -q $(E2E_ARGS)
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory m0serve unit
 	$(Q)$(MAKE) --no-print-directory e2e
 
-smoke-core: m0serve
-	$(Q)$(PYTHON) -m pytest tests/e2e -q -k "conformance or malformed or django or flask"
+smoke-core: m0serve venv
+	$(Q)$(VPY) -m pytest tests/e2e -q -k "conformance or malformed or django or flask"
 
-smoke-pool: m0serve
-	$(Q)$(PYTHON) -m pytest tests/e2e/test_pool.py tests/e2e/test_matrix.py -q
+smoke-pool: m0serve venv
+	$(Q)$(VPY) -m pytest tests/e2e/test_pool.py tests/e2e/test_matrix.py -q
 
-smoke-django-realtime: m0serve
-	$(Q)$(PYTHON) -m pytest tests/e2e/test_realtime.py tests/e2e/test_realtime_edges.py -q
+smoke-django-realtime: m0serve venv
+	$(Q)$(VPY) -m pytest tests/e2e/test_realtime.py tests/e2e/test_realtime_edges.py -q
 
 # -------------------------------------------------------------------- deps
 # Every Debian package the build, the tests, the demo and the benchmarks use.
-DEB_PKGS := gcc make python3-dev node-llhttp libssl-dev libcmocka-dev \
-            python3-pytest python3-django python3-flask python3-requests \
-            gunicorn uwsgi-core uwsgi-plugin-python3 nginx-light wrk python3-uvicorn \
+# Python packages (pytest, Django, Flask, gunicorn, uvicorn, ...) come from
+# PyPI into the venvs below; python3-venv is what makes those.
+DEB_PKGS := gcc make python3-dev python3-venv node-llhttp libssl-dev libcmocka-dev \
+            uwsgi-core uwsgi-plugin-python3 nginx-light wrk \
             procps util-linux curl iproute2
 
 deps:
@@ -146,12 +162,43 @@ deps:
 	    $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
+# ------------------------------------------------------------------- venvs
+# Virtualenvs made from $(PYTHON), the interpreter m0serve embeds, with the
+# pinned packages of a requirements file.  Its .stamp holds the sha256 of that
+# file and the interpreter's tag: while both match, nothing is done; when
+# either changed, the venv is made afresh (no stale packages survive).
+VENV       := .venv
+BENCH_VENV := .venv-bench
+VPY        := $(VENV)/bin/python
+PIP_INSTALL := -m pip install -q --disable-pip-version-check --no-input
+
+# $(call mkvenv,DIR,REQUIREMENTS)
+define mkvenv
+	$(Q)want="$$(sha256sum < $(2) | cut -d' ' -f1) $$($(PYTHON) -c 'import sys; print(sys.implementation.cache_tag)')"; \
+	if [ -x $(1)/bin/python ] && [ "$$(cat $(1)/.stamp 2>/dev/null)" = "$$want" ]; then exit 0; fi; \
+	echo "  VENV    $(1) <- $(2)"; \
+	rm -rf $(1) && $(PYTHON) -m venv $(1) && \
+	$(1)/bin/python $(PIP_INSTALL) -r $(2) && \
+	echo "$$want" > $(1)/.stamp
+endef
+
+venv: deps
+	$(call mkvenv,$(VENV),requirements/test.txt)
+
+bench-venv: deps
+	$(call mkvenv,$(BENCH_VENV),requirements/bench.txt)
+
 # -------------------------------------------------------------------- demo
-demo: deps m0serve
-	./m0serve rtsite.wsgi:application --app-dir examples/django_realtime \
+# Like test, demo and bench build in a sub-make once deps has run: on a fresh
+# machine this make read python3-config and looked for llhttp's sources
+# before they were installed.
+demo: deps
+	$(Q)$(MAKE) --no-print-directory m0serve venv
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) ./m0serve rtsite.wsgi:application --app-dir examples/django_realtime \
 	    --bind 127.0.0.1:8000 --workers 2 --realtime --access-log
 
-bench: deps m0serve
+bench: deps
+	$(Q)$(MAKE) --no-print-directory m0serve bench-venv
 	bash bench/run.sh
 
 # ----------------------------------------------------------------- install

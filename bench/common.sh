@@ -10,6 +10,13 @@
 #
 # The sourcing script sets PYTHON, TMP and calls `common_traps` after
 # defining TMP.
+#
+# The Python peers (gunicorn, uvicorn with uvloop and httptools, granian,
+# hypercorn) and the frameworks come from PyPI into the bench venv:
+# `make bench-venv` makes .venv-bench from /usr/bin/python3 (the interpreter
+# m0serve embeds) with requirements/bench.txt.  BENCH_VENV=DIR picks another;
+# resolve_paths sets BENCH_VENV and BENCH_PY (its python).  uWSGI is Debian's
+# uwsgi-core with its python3 plugin (the same CPython).
 
 INVOKE_DIR=$PWD
 REPO_ROOT=$(cd -- "$SCRIPT_DIR/.." && pwd)
@@ -69,6 +76,12 @@ abs_from_invoke() { if [[ $1 == /* ]]; then printf '%s\n' "$1"; else printf '%s\
 resolve_paths() {
     if [[ -n $MARKDOWN ]]; then MARKDOWN=$(abs_from_invoke "$MARKDOWN"); fi
     if [[ -n $LOG_DIR ]]; then LOG_DIR=$(abs_from_invoke "$LOG_DIR"); fi
+    if [[ -z ${BENCH_VENV:-} ]]; then
+        BENCH_VENV=.venv-bench               # the scripts run from the repo root
+    else
+        BENCH_VENV=$(abs_from_invoke "$BENCH_VENV")
+    fi
+    BENCH_PY=$BENCH_VENV/bin/python
     if [[ -z ${M0SERVE:-} ]]; then
         M0SERVE=./m0serve
     elif [[ $M0SERVE == */* && $M0SERVE != /* && -e $INVOKE_DIR/$M0SERVE ]]; then
@@ -419,6 +432,26 @@ ratio() {
 }
 
 ver() { local v; v=$(timeout 5 "$@" 2>&1 | head -n1) || true; printf '%s\n' "${v:-unknown}"; }
+
+# bench_venv_versions: one line with the version of every peer and framework
+# in the bench venv ("-" for one not installed), or why there is none.
+bench_venv_versions() {
+    if [[ ! -x $BENCH_PY ]]; then
+        printf '%s: no venv (run make bench-venv)\n' "$BENCH_VENV"
+        return 0
+    fi
+    timeout 10 "$BENCH_PY" - "$BENCH_VENV" <<'PY' 2>/dev/null || printf '%s: versions unknown\n' "$BENCH_VENV"
+import importlib.metadata as md
+import sys
+found = []
+for name in ("gunicorn", "uvicorn", "uvloop", "httptools", "granian", "hypercorn", "Django", "Flask", "FastAPI"):
+    try:
+        found.append("%s %s" % (name, md.version(name)))
+    except md.PackageNotFoundError:
+        found.append("%s -" % name)
+print("%s: %s; Python %s" % (sys.argv[1], ", ".join(found), sys.version.split()[0]))
+PY
+}
 
 # host_info: sets HOST_INFO ("CPU model, N CPUs, Linux release"; needs NCPU).
 host_info() {

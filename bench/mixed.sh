@@ -37,7 +37,8 @@ Environment:
   HANDOFF_THREADS="0 1 2 8"  m0serve --blocking-threads values for the handoff section
   HANDOFF_CONNECTIONS=32   wrk connections for the handoff section
   SERVER_CPU=0 CLIENT_CPU=1 STARTUP_TIMEOUT=15
-  M0SERVE=./m0serve GUNICORN=gunicorn UWSGI=uwsgi WRK=wrk PYTHON=/usr/bin/python3
+  BENCH_VENV=.venv-bench   venv with the PyPI peers (make bench-venv; requirements/bench.txt)
+  M0SERVE=./m0serve GUNICORN=$BENCH_VENV/bin/gunicorn UWSGI=uwsgi WRK=wrk PYTHON=/usr/bin/python3
 EOF
 }
 
@@ -58,7 +59,6 @@ SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 STARTUP_TIMEOUT=${STARTUP_TIMEOUT:-15}
 PYTHON=${PYTHON:-/usr/bin/python3}
-GUNICORN=${GUNICORN:-gunicorn}
 UWSGI=${UWSGI:-uwsgi}
 WRK=${WRK:-wrk}
 SERVERS=m0serve,gunicorn-sync,gunicorn-gthread,uwsgi
@@ -83,6 +83,7 @@ check_uints DURATION WARMUP CONNECTIONS POOL_THREADS SLOW_CONCURRENCY HANDOFF_CO
 for b in $HANDOFF_THREADS; do [[ $b =~ ^[0-9]+$ ]] || die "HANDOFF_THREADS: not an integer: $b"; done
 
 resolve_paths
+GUNICORN=${GUNICORN:-$BENCH_VENV/bin/gunicorn}
 
 cd -- "$REPO_ROOT"
 check_setup taskset setsid timeout curl ps "$WRK" "$PYTHON"
@@ -129,7 +130,7 @@ server_cmd() {   # server_cmd NAME PORT -> sets SCMD (array) and STOPSIG
 server_missing() {
     case $1 in
         m0serve) [[ -x $M0SERVE ]] || { printf '%s not found or not executable (run make)' "$M0SERVE"; return 0; } ;;
-        gunicorn-*) command -v "$GUNICORN" >/dev/null 2>&1 || { printf '%s not found' "$GUNICORN"; return 0; } ;;
+        gunicorn-*) command -v "$GUNICORN" >/dev/null 2>&1 || { printf '%s not found (run make bench-venv)' "$GUNICORN"; return 0; } ;;
         uwsgi) command -v "$UWSGI" >/dev/null 2>&1 || { printf '%s not found' "$UWSGI"; return 0; } ;;
     esac
     return 1
@@ -288,8 +289,12 @@ handoff_one() {
 # ---------------------------------------------------------------------------
 host_info
 M0_VERSION=$(m0serve_version built)
+PEER_VERSIONS="$(ver "$GUNICORN" --version); uWSGI $(ver "$UWSGI" --version); $(ver "$WRK" -v)"
+BENCH_VENV_VERSIONS=$(bench_venv_versions)
 printf 'm0serve mixed fast/slow benchmark\nhost: %s\n' "$HOST_INFO"
 printf 'm0serve: %s\n' "$M0_VERSION"
+printf 'peers: %s\n' "$PEER_VERSIONS"
+printf 'bench venv %s\n' "$BENCH_VENV_VERSIONS"
 printf 'topology: servers on CPU %s (1 worker each), wrk and the slow client on CPU %s\n' "$SERVER_CPU" "$CLIENT_CPU"
 background_load "$SERVER_CPU" "$CLIENT_CPU"
 
@@ -361,7 +366,8 @@ markdown_report() {
     local s p bt
     md_header 'm0serve mixed fast/slow benchmark'
     printf -- '- topology: every server 1 worker process, pinned to CPU %s; wrk and the slow client pinned to CPU %s; 127.0.0.1\n' "$SERVER_CPU" "$CLIENT_CPU"
-    printf -- '- m0serve: %s; %s; %s; %s\n' "$M0_VERSION" "$(ver "$GUNICORN" --version)" "uWSGI $(ver "$UWSGI" --version)" "$(ver "$WRK" -v)"
+    printf -- '- m0serve: %s; %s\n' "$M0_VERSION" "$PEER_VERSIONS"
+    printf -- '- bench venv: %s\n' "$BENCH_VENV_VERSIONS"
     printf -- '- background load: %s\n' "$BACKGROUND"
     if ((NOISY_RUNS)); then
         printf -- '- **%s measurement(s) had other processes on the pinned cores** (see the notes and the noise column); re-run on a quiet machine\n' "$NOISY_RUNS"

@@ -5,7 +5,8 @@
 # For each server and each stream count (1,000 and 10,000; --quick: 1,000)
 # a fresh server is started pinned to SERVER_CPU (default 0), with 1 worker:
 #   m0serve rt_app:application --realtime --workers 1 --blocking-threads 2
-#   python3 -m uvicorn --app-dir bench asgi_sse:app --workers 1 --no-access-log
+#   .venv-bench/bin/python -m uvicorn --app-dir bench asgi_sse:app --workers 1
+#       --loop uvloop --http httptools --no-access-log
 # and bench/sse_hold.py (pinned to CLIENT_CPU, default 1) opens N idle
 # streams, reads the worker's VmRSS before/after, then publishes 20 events
 # 200 ms apart through the app's /publish route and timestamps every
@@ -32,7 +33,9 @@ Environment:
   CLIENT_TIMEOUT=240       bound on one client run (seconds)
   NOFILE=65536             soft `ulimit -n` wanted (capped at the hard limit
                            unless the hard limit can be raised)
-  M0SERVE=./m0serve PYTHON=/usr/bin/python3 (also runs uvicorn: $PYTHON -m uvicorn)
+  M0SERVE=./m0serve PYTHON=/usr/bin/python3 (runs the client)
+  BENCH_VENV=.venv-bench   venv with uvicorn, uvloop, httptools (make bench-venv);
+                           uvicorn runs as $BENCH_VENV/bin/python -m uvicorn
 EOF
 }
 
@@ -108,8 +111,8 @@ server_cmd() {   # server_cmd NAME PORT -> SCMD, STOPSIG
                   --workers 1 --blocking-threads "$BLOCKING_THREADS")
             STOPSIG=TERM ;;
         uvicorn)
-            SCMD=("$PYTHON" -m uvicorn --app-dir bench asgi_sse:app --host 127.0.0.1 --port "$2"
-                  --workers 1 --no-access-log --log-level warning)
+            SCMD=("$BENCH_PY" -m uvicorn --app-dir bench asgi_sse:app --host 127.0.0.1 --port "$2"
+                  --workers 1 --loop uvloop --http httptools --no-access-log --log-level warning)
             STOPSIG=TERM ;;
     esac
 }
@@ -165,8 +168,8 @@ run_one() {
     NOTE[$key]=""
     printf '\n== %s, %s streams\n' "$name" "$n"
     if [[ $name == m0serve && ! -x $M0SERVE ]]; then STATUS[$key]="missing: $M0SERVE (run make)"; printf '   skipped\n'; return; fi
-    if [[ $name == uvicorn ]] && ! "$PYTHON" -c 'import uvicorn' 2>/dev/null; then
-        STATUS[$key]="missing: uvicorn for $PYTHON"; printf '   skipped\n'; return
+    if [[ $name == uvicorn ]] && ! "$BENCH_PY" -c 'import uvicorn, uvloop, httptools' 2>/dev/null; then
+        STATUS[$key]="missing: uvicorn, uvloop, httptools in $BENCH_VENV (run make bench-venv)"; printf '   skipped\n'; return
     fi
     port=$(free_port); base="http://127.0.0.1:$port"
     server_cmd "$name" "$port"
@@ -229,9 +232,11 @@ run_one() {
 # ---------------------------------------------------------------------------
 host_info
 M0_VERSION=$(m0serve_version built)
-UVICORN_VERSION=$("$PYTHON" -c 'import uvicorn, h11, sys; print("uvicorn %s (h11 %s, asyncio; %s)" % (uvicorn.__version__, h11.__version__, sys.version.split()[0]))' 2>/dev/null || echo "uvicorn ?")
+UVICORN_VERSION=$("$BENCH_PY" -c 'import importlib.metadata as md, sys; print("uvicorn %s (uvloop %s, httptools %s; %s)" % (md.version("uvicorn"), md.version("uvloop"), md.version("httptools"), sys.version.split()[0]))' 2>/dev/null || echo "uvicorn ?")
+BENCH_VENV_VERSIONS=$(bench_venv_versions)
 printf 'm0serve realtime (held SSE streams) benchmark\nhost: %s\n' "$HOST_INFO"
 printf 'm0serve: %s; %s\n' "$M0_VERSION" "$UVICORN_VERSION"
+printf 'bench venv %s\n' "$BENCH_VENV_VERSIONS"
 printf 'topology: server on CPU %s (1 worker), client bench/sse_hold.py on CPU %s; %s events %ss apart per run\n' \
     "$SERVER_CPU" "$CLIENT_CPU" "$EVENTS" "$INTERVAL"
 printf '%s\n' "$FD_NOTE"
@@ -298,6 +303,7 @@ markdown_report() {
     md_header 'm0serve realtime benchmark: held SSE streams'
     printf -- '- topology: server pinned to CPU %s (1 worker), client `bench/sse_hold.py` pinned to CPU %s, 127.0.0.1; %s\n' "$SERVER_CPU" "$CLIENT_CPU" "$FD_NOTE"
     printf -- '- m0serve: %s; %s\n' "$M0_VERSION" "$UVICORN_VERSION"
+    printf -- '- bench venv: %s\n' "$BENCH_VENV_VERSIONS"
     printf -- '- per run: a fresh server; open N idle streams; RSS before/after; %s events published %ss apart via `/publish`\n' "$EVENTS" "$INTERVAL"
     printf -- '- background load: %s\n' "$BACKGROUND"
     if ((NOISY_RUNS)); then

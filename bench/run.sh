@@ -33,7 +33,8 @@ Environment:
   CLIENT_CPU=1             core wrk is pinned to
   STARTUP_TIMEOUT=15       seconds to wait for a server to answer
   PYTHON=/usr/bin/python3  interpreter used for helper one-liners
-  GUNICORN=gunicorn UWSGI=uwsgi NGINX=/usr/sbin/nginx WRK=wrk
+  BENCH_VENV=.venv-bench   venv with the PyPI peers (make bench-venv; requirements/bench.txt)
+  GUNICORN=$BENCH_VENV/bin/gunicorn UWSGI=uwsgi NGINX=/usr/sbin/nginx WRK=wrk
   UWSGI_HTTP_OPT=--http-socket  uWSGI listener option; --http11-socket enables keep-alive
 EOF
 }
@@ -51,7 +52,6 @@ SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 STARTUP_TIMEOUT=${STARTUP_TIMEOUT:-15}
 PYTHON=${PYTHON:-/usr/bin/python3}
-GUNICORN=${GUNICORN:-gunicorn}
 UWSGI=${UWSGI:-uwsgi}
 NGINX=${NGINX:-/usr/sbin/nginx}
 WRK=${WRK:-wrk}
@@ -73,6 +73,7 @@ check_uints DURATION WARMUP CONNECTIONS THREADS SERVER_CPU CLIENT_CPU STARTUP_TI
 ((CONNECTIONS >= THREADS && THREADS > 0)) || die "need CONNECTIONS >= THREADS > 0"
 
 resolve_paths
+GUNICORN=${GUNICORN:-$BENCH_VENV/bin/gunicorn}
 cd -- "$REPO_ROOT"
 
 check_setup taskset setsid timeout curl ps "$WRK" "$PYTHON"
@@ -218,7 +219,7 @@ run_uwsgi() {
 
 run_gunicorn() {
     local port
-    command -v "$GUNICORN" >/dev/null 2>&1 || { skip gunicorn "$GUNICORN not found"; return; }
+    command -v "$GUNICORN" >/dev/null 2>&1 || { skip gunicorn "$GUNICORN not found (run make bench-venv)"; return; }
     port=$(free_port)
     # SIGINT = quick shutdown for gunicorn.
     bench_one gunicorn INT "$port" -- \
@@ -279,11 +280,17 @@ if command -v "$GUNICORN" >/dev/null 2>&1; then VERSION[gunicorn]=$(ver "$GUNICO
 if command -v "$NGINX" >/dev/null 2>&1; then VERSION[nginx]=$(ver "$NGINX" -v); fi
 WRK_VERSION=$(ver "$WRK" -v)
 PY_VERSION=$(ver "$PYTHON" --version)
+BENCH_VENV_VERSIONS=$(bench_venv_versions)
 
 printf 'm0serve hello-world benchmark\n'
 printf 'host: %s\n' "$HOST_INFO"
 printf 'topology: server on CPU %s, wrk on CPU %s; wrk -t%s -c%s -d%ss --latency (warm-up %ss)\n' \
     "$SERVER_CPU" "$CLIENT_CPU" "$THREADS" "$CONNECTIONS" "$DURATION" "$WARMUP"
+
+printf 'versions:\n'
+for s in "${ORDER[@]}"; do printf '  %-9s %s\n' "$s" "${VERSION[$s]:-not found}"; done
+printf '  %-9s %s\n' wrk "$WRK_VERSION" python "$PY_VERSION"
+printf '  bench venv %s\n' "$BENCH_VENV_VERSIONS"
 
 background_load "$SERVER_CPU" "$CLIENT_CPU" short
 
@@ -338,6 +345,7 @@ markdown_report() {
     printf -- '- load: `wrk -t%s -c%s -d%ss --latency`, after a %ss warm-up\n' "$THREADS" "$CONNECTIONS" "$DURATION" "$WARMUP"
     printf -- '- app: `bench/hello.py` (13-byte text/plain body); nginx: `return 200 "%s"`\n' "$EXPECTED_BODY"
     printf -- '- tools: %s; %s\n' "$WRK_VERSION" "$PY_VERSION"
+    printf -- '- bench venv: %s\n' "$BENCH_VENV_VERSIONS"
     printf -- '- background load: %s\n' "$BACKGROUND"
     printf '\n| server | req/s | p50 (ms) | p99 (ms) | errors | keep-alive | server CPU %% | core busy %% server/wrk | status | version |\n'
     printf '|---|---:|---:|---:|---:|:---:|---:|:---:|---|---|\n'

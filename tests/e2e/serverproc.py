@@ -4,6 +4,11 @@ Each server runs in its own session (process group), bound to 127.0.0.1
 port 0; the real port comes from the stderr banner.  stdout and stderr are
 drained by background threads so the pipes never fill, and stderr lines can
 be awaited.  Every wait is bounded.
+
+The server sees the Python packages this suite runs with: when pytest runs in
+a virtualenv (``make test`` runs ``.venv/bin/python -m pytest``) every server
+gets VIRTUAL_ENV pointing at it, so the embedded interpreter imports the
+venv's Django and Flask; outside one, VIRTUAL_ENV is removed.
 """
 
 import os
@@ -11,6 +16,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -74,8 +80,20 @@ class StreamCollector:
             return "\n".join(self.lines)
 
 
+def base_env():
+    """The environment every server starts from: ours, with VIRTUAL_ENV set
+    to the virtualenv this interpreter runs in (removed when it runs in none)."""
+    env = dict(os.environ)
+    if sys.prefix != sys.base_prefix:
+        env["VIRTUAL_ENV"] = sys.prefix
+    else:
+        env.pop("VIRTUAL_ENV", None)
+    return env
+
+
 def spawn(args, env=None, cwd=None):
-    """Start the binary with args in a new session, stdout/stderr piped."""
+    """Start the binary with args in a new session, stdout/stderr piped;
+    env adds to (or overrides) base_env()."""
     if not os.access(BINARY, os.X_OK):
         raise ServerError("m0serve binary not found at %s: run `make` or set M0SERVE" % BINARY)
     return subprocess.Popen(
@@ -84,7 +102,7 @@ def spawn(args, env=None, cwd=None):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-        env=dict(os.environ, **(env or {})),
+        env=dict(base_env(), **(env or {})),
         cwd=cwd,
     )
 

@@ -3,6 +3,7 @@ page, a CSRF-protected form, and the worker pid."""
 
 import re
 
+import django
 import pytest
 import requests
 
@@ -52,3 +53,18 @@ def test_form_post_without_csrf_token_is_403(server, session):
     assert session.get(server.url("/form"), timeout=10).status_code == 200
     response = session.post(server.url("/form"), data={"name": "Ada"}, timeout=10)
     assert response.status_code == 403
+
+
+def test_form_post_with_the_pages_origin_passes_a_foreign_origin_is_403(server, session):
+    """A browser's POST carries Origin; Django >= 4.0 checks it against the
+    scheme and Host m0serve passes in the environ."""
+    page = session.get(server.url("/form"), timeout=10)
+    token = TOKEN_RE.search(page.text).group(1)
+    data = {"csrfmiddlewaretoken": token, "name": "Ada"}
+    response = session.post(server.url("/form"), data=data, headers={"Origin": server.url("")}, timeout=10)
+    assert response.status_code == 200
+    assert '<p id="echo">Hello, Ada!</p>' in response.text
+    if int(django.__version__.split(".")[0]) >= 4:
+        response = session.post(server.url("/form"), data=data, headers={"Origin": "http://elsewhere.example"},
+                                timeout=10)
+        assert response.status_code == 403

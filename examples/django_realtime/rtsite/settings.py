@@ -22,5 +22,7 @@ TEMPLATES = [{
 WSGI_APPLICATION = "rtsite.wsgi.application"
 DATABASES = {}
 USE_TZ = True
+# Django exports TIME_ZONE as TZ (default America/Chicago): keep the workers' log times in UTC.
+TIME_ZONE = "UTC"
 STATIC_URL = "/static/"
 DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
