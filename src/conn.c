@@ -395,7 +395,7 @@ void m0_conn_error(struct m0_server *s, struct m0_conn *c, int status, const cha
     m0_error_response(&c->out, status, reason, 1, (job->req.flags & M0_REQ_HEAD) != 0);
     job->resp.status = status;
     job->body.keep = 0;
-    c->resp_flags = M0_RESP_DONE;
+    c->resp_flags = 0;
     m0_conn_set_state(s, c, M0_CONN_WRITE);
     if (s->cfg->access_log)
         m0_log_access(job->remote_addr[0] ? job->remote_addr : "-", job->req.method ? job->req.method : "-",

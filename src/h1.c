@@ -193,13 +193,13 @@ static void after_run(struct m0_server *s, struct m0_conn *c, int rc)
              * second status line. */
             m0_warn("hold on %s not taken (worker draining): closing the stream", job->head.channel);
             m0_resp_reset(rs);
-            rs->flags = M0_RESP_DONE | M0_RESP_ABORT;
+            rs->flags = M0_RESP_ABORT;
         } else {
             m0_warn("hold on %s not taken (worker draining): answering 503", job->head.channel);
             m0_resp_reset(rs);
             m0_error_response(&rs->out, 503, "The stream could not be held; retry", 1, 0);
             rs->status = 503;
-            rs->flags = M0_RESP_DONE;
+            rs->flags = 0;
             job->body.keep = 0;
         }
     }
@@ -307,7 +307,7 @@ static void answer_health(struct m0_server *s, struct m0_conn *c)
     job->resp.status = 200;
     job->resp.body_bytes = body.len;
     m0_buf_free(&body);
-    c->resp_flags = M0_RESP_DONE;
+    c->resp_flags = 0;
     m0_conn_set_state(s, c, M0_CONN_WRITE);
     m0_conn_flush(s, c);
 }

@@ -452,7 +452,6 @@ static int fail(struct m0_job *job, const char *when)
     } else {
         job->resp.flags |= M0_RESP_ABORT;
     }
-    job->resp.flags |= M0_RESP_DONE;
     finish(job);
     return M0_DONE;
 }
@@ -476,7 +475,6 @@ static int complete(struct m0_job *job)
                  (long long)job->body.length);
         job->resp.flags |= M0_RESP_ABORT;
     }
-    job->resp.flags |= M0_RESP_DONE;
     finish(job);
     return M0_DONE;
 }
@@ -588,7 +586,6 @@ static int try_sendfile(struct m0_job *job, PyObject *result)
     } else {
         close(dupfd);            /* HEAD, or a bodiless status: nothing to send */
     }
-    job->resp.flags |= M0_RESP_DONE;
     finish(job);
     return M0_DONE;
 }
@@ -693,7 +690,7 @@ static void wsgi_abandon(struct m0_job *job)
     struct wsgi_job *ws = state_of(job);
     if (ws != NULL && (ws->result != NULL || ws->iter != NULL || ws->item != NULL || ws->input != NULL))
         finish(job);
-    job->resp.flags |= M0_RESP_ABORT | M0_RESP_DONE;
+    job->resp.flags |= M0_RESP_ABORT;
 }
 
 static int wsgi_setup(struct m0_target *t, const struct m0_config *cfg)

@@ -2,9 +2,10 @@
  * response.h — the response a runner produces and the loop writes, and the
  * pure functions that serialize its head (RFC 9112 §4, §6; RFC 9110 §6.6).
  *
- * A struct m0_resp travels with its job: the runner (loop thread or, later,
- * a pool thread) appends framed bytes to out, and may leave a file range for
- * sendfile; the loop writes out first, then the file range.
+ * A struct m0_resp travels with its job: the runner (a pool thread, or the
+ * loop thread when no pool serves) appends framed bytes to out, and may
+ * leave a file range for sendfile; the loop writes out first, then the file
+ * range.
  */
 #ifndef M0_RESPONSE_H
 #define M0_RESPONSE_H
@@ -12,9 +13,9 @@
 #include "m0/types.h"
 #include "m0/buf.h"
 
-#define M0_RESP_HEAD_SENT 0x01u  /* the head is in out (or already written) */
-#define M0_RESP_DONE      0x02u  /* no bytes will follow what is queued */
-#define M0_RESP_CLOSE     0x04u  /* close the connection after the response */
+/* Whether the connection persists after a response is the body encoder's
+ * decision alone (struct m0_body.keep, written into the head); these flags
+ * say what happens once the bytes are out. */
 #define M0_RESP_ABORT     0x08u  /* the body cannot be completed: close without finishing */
 #define M0_RESP_HOLD      0x20u  /* an SSE hold: after out is written the slot stays open,
                                     subscribed to job->hold_channel (M0-Hold: stream) */

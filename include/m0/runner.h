@@ -11,9 +11,9 @@
  * m0_job_push().
  *
  * Outcomes:
- *   M0_DONE   the response is complete in job->resp (flags say DONE, and
- *             ABORT when it must not be passed off as complete); every
- *             Python object of the job is released, close() included;
+ *   M0_DONE   the response is complete in job->resp (flags say ABORT when
+ *             it must not be passed off as complete); every Python object
+ *             of the job is released, close() included;
  *   M0_AGAIN  body bytes were produced and more will follow: the caller
  *             hands them to the loop (m0_job_push), waits for credit
  *             (m0_job_wait_credit) and calls resume — on the same thread,
