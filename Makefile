@@ -2,7 +2,7 @@
 #
 #   make deps        install the Debian packages the build, tests, demo and bench need
 #   make             build ./m0serve (release, -O2)
-#   make test        C unit tests (cmocka) + pytest end-to-end suite
+#   make test        C unit tests (cmocka), a short fuzz run, pytest end-to-end suite
 #   make fuzz        libFuzzer drivers build/fuzz/fuzz_* (clang, ASan+UBSan)
 #   make fuzz-smoke  each driver FUZZ_SECONDS (30) over its corpus; fails on a crash
 #   make fuzz-run FUZZ=http FUZZ_SECONDS=600   one driver, longer, by hand
@@ -121,6 +121,7 @@ e2e-sanitize: sanitize
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory m0serve unit
+	$(Q)$(MAKE) --no-print-directory fuzz-smoke
 	$(Q)$(MAKE) --no-print-directory e2e
 
 smoke-core: m0serve
