@@ -242,6 +242,12 @@ static int on_headers_complete(llhttp_t *p)
      * HTTP/1.x only (RFC 9112 §3: the version is required). */
     if (r->http_major != 1)
         return reject(h, 400, "Missing HTTP version");
+    /* CONNECT asks for a tunnel (RFC 9110 §9.3.6), which we do not provide.
+     * llhttp ends a CONNECT message at its head, so a body would otherwise
+     * be read as the next request (smuggling past a front end that framed
+     * it by Content-Length). */
+    if (p->method == HTTP_CONNECT)
+        return reject(h, 501, "CONNECT is not supported");
     if (r->http_minor >= 1 && !h->host_seen)
         return reject(h, 400, "Missing Host header");
     const struct m0_hdr *host = m0_req_header(r, "host");

@@ -203,6 +203,26 @@ static void test_request_line_without_version_rejected(void **state)
     }
 }
 
+/* Found by tests/fuzz/fuzz_http: llhttp ends a CONNECT message at its head
+ * (what follows is a tunnel), so a Content-Length body was left to be
+ * parsed as the next request on the connection: request smuggling. */
+static void test_connect_refused_body_never_parsed_as_request(void **state)
+{
+    (void)state;
+    const char raw[] = "CONNECT http://a/ HTTP/1.1\r\nHost: a\r\nContent-Length: 30\r\n\r\n"
+                       "GET /admin HTTP/1.1\r\nHost: a\r\n\r\n";
+    for (size_t step = 0; step <= 1; step++) {
+        struct m0_req r;
+        struct m0_http h;
+        struct outcome o = parse(raw, sizeof raw - 1, step, &r, &h, &lim);
+        assert_int_equal(o.rc, M0_ERR);
+        assert_int_equal(o.status, 501);
+        assert_true(o.close);
+        m0_http_free(&h);
+        m0_req_free(&r);
+    }
+}
+
 static void test_token_and_value_predicates(void **state)
 {
     (void)state;
@@ -224,6 +244,7 @@ int main(void)
         cmocka_unit_test(test_body_spills_to_file),
         cmocka_unit_test(test_headers_trimmed_and_found),
         cmocka_unit_test(test_request_line_without_version_rejected),
+        cmocka_unit_test(test_connect_refused_body_never_parsed_as_request),
         cmocka_unit_test(test_token_and_value_predicates),
     };
     return cmocka_run_group_tests_name("http", tests, NULL, NULL);
