@@ -27,7 +27,8 @@
  *    asterisk-form), header names are tokens, values hold no CR/LF/NUL/CTL
  *    and no surrounding whitespace, one Host at most (exactly one in 1.1),
  *    never both Content-Length and chunked, Content-Length <= max_body,
- *    Transfer-Encoding only with chunked framing, HEAD flag iff HEAD;
+ *    Transfer-Encoding only with chunked framing, HEAD flag iff HEAD,
+ *    no keep-alive when a Connection list holds "close";
  *  - at message end: body_len <= max_body; a Content-Length body is exactly
  *    the bytes before the message end; no framing means no body; the body
  *    reads back in any piece sizes to the same bytes, then 0 at its end;
@@ -128,7 +129,7 @@ static void check_head(const struct m0_req *r, const struct m0_limits *lim, size
     CHECK(!!(r->flags & M0_REQ_HEAD) == (strcmp(r->method, "HEAD") == 0));
     CHECK(r->body_len == 0);
 
-    unsigned hosts = 0, cls = 0, tes = 0;
+    unsigned hosts = 0, cls = 0, tes = 0, conn_close = 0;
     for (unsigned i = 0; i < r->nhdrs; i++) {
         const struct m0_hdr *hd = &r->hdrs[i];
         CHECK(hd->name != NULL && hd->value != NULL);
@@ -146,7 +147,13 @@ static void check_head(const struct m0_req *r, const struct m0_limits *lim, size
         hosts += name_is(hd, "host");
         cls += name_is(hd, "content-length");
         tes += name_is(hd, "transfer-encoding");
+        if (name_is(hd, "connection"))
+            conn_close |= m0_http_list_has(hd->value, hd->value_len, "close");
     }
+    /* RFC 9112 §9.6: "close" in Connection ends the connection after the
+     * response; llhttp's reading of the list and ours must agree. */
+    if (conn_close)
+        CHECK(!(r->flags & M0_REQ_KEEPALIVE));
     CHECK(hosts <= 1);
     if (r->http_minor == 1)
         CHECK(hosts == 1);

@@ -4,8 +4,9 @@
  * model.
  *
  * Input: byte 0 the journal bound in events (0..7, 0: no journal), byte 1
- * the bound in bytes, byte 2 the starting floor; then one operation per
- * opcode byte (low 3 bits) with its operands, over 64 slots and 4 channels:
+ * the bound in bytes, byte 2 the starting floor (bits 0-2) and whether the
+ * registry is freed with fan-outs still pending (bit 3); then one operation
+ * per opcode byte (mod 9) with its operands, over 64 slots and 4 channels:
  *   0 subscribe   slot, channel, Last-Event-ID (0, an id near the newest,
  *                 an id ahead of it, or a small one)
  *   1 unsubscribe slot
@@ -16,7 +17,11 @@
  *   5 set_budget  0..3 subscribers per slice (0: no limit)
  *   6 set_journal_cap
  *   7 drain       fan out until nothing is pending
- * At the end everything is drained, the registry freed (ASan: no leaks).
+ *   8 burst       publish one small event on each of 64..512 new channels
+ *                 nobody holds (the hash table grows; past 65536 channels
+ *                 the least recently active idle ones are forgotten)
+ * At the end everything is drained (unless byte 2 says otherwise) and the
+ * registry freed (ASan: no leaks).
  *
  * Asserted, in the delivery callback and after each operation:
  *  - nothing reaches a slot that is not subscribed;
@@ -55,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define NSLOTS 64
 #define NCHANS 4
-#define MAX_EVENTS 4096
+#define MAX_LOG 4096                 /* events kept per channel in the shadow */
 #define GAP_PREFIX "event: m0-gap\n"
 
 static const char *const chan_names[NCHANS] = {"news", "c1", "room:42", "news2"};
@@ -70,20 +75,23 @@ struct slot {
     unsigned replayed;        /* events received while subscribing */
 };
 
-struct event {
-    int chan;
-    size_t pad;
+/* The events published on one channel, ids increasing. */
+struct chan_log {
+    uint64_t ids[MAX_LOG];
+    uint16_t pads[MAX_LOG];
+    size_t n;
 };
 
 struct world {
     struct m0_registry *r;
     struct slot slots[NSLOTS];
-    struct event *events;     /* by id; id 0 unused */
+    struct chan_log *logs;    /* NCHANS of them */
     uint64_t newest;          /* the last id published */
     uint64_t floor;           /* the highest floor given to the registry */
     int subscribing;          /* slot inside m0_registry_subscribe, or -1 */
     size_t budget;
     unsigned replay_events;   /* the journal bound the registry was made with */
+    unsigned burst_names;     /* burst channels made so far */
 };
 
 /* The frame published with id: its channel, id and a padding of pad bytes. */
@@ -94,6 +102,34 @@ static size_t frame_for(char *out, size_t cap, uint64_t id, int chan, size_t pad
     memset(out + n, 'x', pad);
     memcpy(out + (size_t)n + pad, "\n\n", 2);
     return (size_t)n + pad + 2;
+}
+
+/* Index of id in the log, or -1. */
+static long log_find(const struct chan_log *lg, uint64_t id)
+{
+    size_t lo = 0, hi = lg->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (lg->ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < lg->n && lg->ids[lo] == id ? (long)lo : -1;
+}
+
+/* How many logged ids are above id. */
+static size_t log_count_above(const struct chan_log *lg, uint64_t id)
+{
+    size_t lo = 0, hi = lg->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (lg->ids[mid] <= id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lg->n - lo;
 }
 
 static void deliver(void *ctx, uint32_t s, const char *p, size_t n)
@@ -111,16 +147,16 @@ static void deliver(void *ctx, uint32_t s, const char *p, size_t n)
         sl->gap_seen = 1;
         return;
     }
-    char head[32];
-    size_t hn = n < sizeof head - 1 ? n : sizeof head - 1;
-    memcpy(head, p, hn);
-    head[hn] = '\0';
-    unsigned long long id = 0;
-    CHECK(sscanf(head, "id: %llu\n", &id) == 1);
-    CHECK(id >= 1 && id <= w->newest);
-    const struct event *e = &w->events[id];
-    CHECK(e->chan == sl->chan);                  /* its own channel only */
-    size_t wn = frame_for(want, sizeof want, id, e->chan, e->pad);
+    CHECK(n > 4 && memcmp(p, "id: ", 4) == 0);
+    uint64_t id = 0;
+    size_t k = 4;
+    while (k < n && k < 24 && p[k] >= '0' && p[k] <= '9')
+        id = id * 10 + (uint64_t)(p[k++] - '0');
+    CHECK(k < n && p[k] == '\n');
+    const struct chan_log *lg = &w->logs[sl->chan];
+    long at = log_find(lg, id);
+    CHECK(at >= 0);                              /* an event of its own channel */
+    size_t wn = frame_for(want, sizeof want, id, sl->chan, lg->pads[at]);
     CHECK(n == wn && memcmp(p, want, n) == 0);   /* the published frame, intact */
     CHECK(id > sl->last && id > sl->resume);     /* strictly increasing, above the resume point */
     sl->last = id;
@@ -207,34 +243,58 @@ static void op_subscribe(struct world *w, uint32_t s, int chan, uint64_t resume)
         return;
     }
     /* A resume the journal cannot prove complete must say so. */
-    int missing = resume < w->floor;
-    unsigned expected = 0;
-    for (uint64_t id = resume + 1; id <= w->newest; id++)
-        expected += w->events[id].chan == chan;
-    if (sl->replayed < expected)
-        missing = 1;
+    size_t expected = log_count_above(&w->logs[chan], resume);
     CHECK(sl->replayed <= expected);
-    if (missing)
+    if (resume < w->floor || sl->replayed < expected)
         CHECK(sl->gap_seen);
+}
+
+static void op_publish(struct world *w, int c, uint64_t gap, size_t pad)
+{
+    static char frame[1024];
+    struct chan_log *lg = &w->logs[c];
+    if (lg->n == MAX_LOG)
+        return;
+    w->newest += 1 + gap;          /* ids skipped: published on other channels */
+    lg->ids[lg->n] = w->newest;
+    lg->pads[lg->n] = (uint16_t)pad;
+    lg->n++;
+    size_t fn = frame_for(frame, sizeof frame, w->newest, c, pad);
+    for (int s = 0; s < NSLOTS; s++) {
+        if (w->slots[s].chan == c && w->newest > w->slots[s].resume)
+            w->slots[s].owed++;
+    }
+    size_t got = m0_registry_publish(w->r, chan_names[c], strlen(chan_names[c]), w->newest, frame, fn, deliver, w);
+    if (w->budget != 0)
+        CHECK(got == 0);
+}
+
+static void op_burst(struct world *w, unsigned n)
+{
+    static const char frame[] = "data: b\n\n";
+    char name[32];
+    for (unsigned i = 0; i < n; i++) {
+        int len = snprintf(name, sizeof name, "burst-%u", w->burst_names++);
+        w->newest++;
+        CHECK(m0_registry_publish(w->r, name, (size_t)len, w->newest, frame, sizeof frame - 1, deliver, w) == 0);
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const size_t jbytes[] = {0, 40, 64, 100, 200, 400, 4096, 1 << 20};
     static const size_t caps[] = {0, 50, 100, 300, 1000, 5000, 1 << 20, 1};
-    static char frame[1024];
-    struct world w;
+    static struct world w;
 
     if (size < 3)
         return 0;
     memset(&w, 0, sizeof w);
+    w.logs = calloc(NCHANS, sizeof *w.logs);
+    CHECK(w.logs != NULL);
     w.floor = data[2] % 8;
+    int leave_pending = (data[2] >> 3) & 1;
     w.replay_events = data[0] % 8;
     w.r = m0_registry_new(NSLOTS, w.replay_events, jbytes[data[1] % 8], w.floor);
-    w.events = calloc(MAX_EVENTS + 1, sizeof *w.events);
-    CHECK(w.events != NULL);
-    for (size_t k = 0; k <= MAX_EVENTS; k++)
-        w.events[k].chan = -1;              /* ids never published here */
     w.subscribing = -1;
     for (int s = 0; s < NSLOTS; s++)
         w.slots[s].chan = -1;
@@ -243,7 +303,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #define ARG() (i < size ? data[i++] : 0)
     while (i < size) {
         uint8_t op = data[i++];
-        switch (op & 7) {
+        switch (op % 9) {
         case 0: {
             uint32_t s = ARG() % NSLOTS;
             int c = ARG() % NCHANS;
@@ -268,19 +328,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             int c = ARG() % NCHANS;
             uint8_t a = ARG();
             size_t pad = (size_t)ARG() * 3 % 700;
-            if (w.newest + 1 + a % 4 > MAX_EVENTS)
-                break;
-            w.newest += 1 + a % 4;          /* ids skipped: published to other workers' channels */
-            w.events[w.newest] = (struct event){.chan = c, .pad = pad};
-            size_t fn = frame_for(frame, sizeof frame, w.newest, c, pad);
-            for (int s = 0; s < NSLOTS; s++) {
-                if (w.slots[s].chan == c && w.newest > w.slots[s].resume)
-                    w.slots[s].owed++;
-            }
-            size_t got = m0_registry_publish(w.r, chan_names[c], strlen(chan_names[c]), w.newest, frame, fn,
-                                             deliver, &w);
-            if (w.budget != 0)
-                CHECK(got == 0);
+            op_publish(&w, c, a % 4, pad);
             break;
         }
         case 3: {
@@ -304,16 +352,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case 6:
             m0_registry_set_journal_cap(w.r, caps[ARG() % 8]);
             break;
-        default:
+        case 7:
             drain(&w);
+            break;
+        default:
+            op_burst(&w, 64u << (ARG() % 4));
             break;
         }
         check_counts(&w);
     }
 #undef ARG
-    drain(&w);
-    check_counts(&w);
+    if (!leave_pending) {
+        drain(&w);
+        check_counts(&w);
+    }
     m0_registry_free(w.r);
-    free(w.events);
+    free(w.logs);
     return 0;
 }

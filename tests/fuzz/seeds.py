@@ -151,13 +151,15 @@ def op_pub(chan, gap=0, pad=0):
 
 
 def registry_seeds():
-    # header: journal events (byte 0 % 8), journal bytes index, floor
+    # header: journal events (byte 0 % 8), journal bytes index, floor (and
+    # bit 3: free with fan-outs pending); opcodes mod 9
     fanout = bytes([3])
     budget = lambda b: bytes([5, b])
     cap = lambda c: bytes([6, c])
     drain = bytes([7])
     unsub = lambda s: bytes([1, s])
     floor = lambda d: bytes([4, d])
+    burst = lambda k: bytes([8, k])
     return {
         "fanout": bytes([5, 6, 0]) + op_sub(1, 0, 0) + op_sub(2, 0, 0) + op_sub(3, 1, 0) + op_pub(0) + op_pub(1)
         + op_pub(0, 1),
@@ -171,6 +173,12 @@ def registry_seeds():
         + op_sub(1, 0, 3) + op_sub(2, 1, 3) + op_sub(3, 2, 3),
         "big-frame": bytes([5, 1, 0]) + op_sub(1, 0, 0) + op_pub(0, 0, 200) + unsub(1) + op_sub(1, 0, 3),
         "ahead": bytes([5, 6, 0]) + op_pub(0) + op_sub(1, 0, 2 | 3 << 2) + op_pub(0) + op_pub(0, 3),
+        "free-pending": bytes([5, 6, 8]) + budget(1) + op_sub(1, 0, 0) + op_sub(2, 0, 0) + op_pub(0) + op_pub(0),
+        # 512 new channels per burst: the hash table grows past 2048, and
+        # past 65536 idle channels are forgotten (the floor rises).
+        "grow": bytes([5, 6, 0]) + op_sub(1, 0, 0) + op_pub(0) + burst(3) * 5 + op_pub(0) + op_sub(2, 0, 3),
+        "evict": bytes([5, 6, 0]) + op_pub(1) + op_sub(1, 0, 0) + op_pub(0) + burst(3) * 130 + op_pub(0)
+        + op_sub(2, 1, 3) + op_sub(3, 0, 3),
     }
 
 
