@@ -200,15 +200,26 @@ fuzz-seeds:
 
 # Fold the seeds (if made) and what fuzz-run found into the committed
 # corpus, minimized: -merge=1 keeps the smallest inputs that together cover
-# every feature seen.
+# every feature seen. Past FUZZ_CORPUS_MAX files, cap_corpus.py keeps a
+# greedy cover of the coverage edges instead (tests/fuzz/README.md).
+FUZZ_CORPUS_MAX ?= 199
 fuzz-merge: build/fuzz/fuzz_$(FUZZ)
-	$(Q)rm -rf build/fuzz/merge/$(FUZZ) && mkdir -p build/fuzz/merge/$(FUZZ) build/fuzz/work/$(FUZZ) \
-	    build/fuzz/artifacts/$(FUZZ) tests/fuzz/corpus/$(FUZZ)
-	$(Q)build/fuzz/fuzz_$(FUZZ) -merge=1 -artifact_prefix=build/fuzz/artifacts/$(FUZZ)/ \
+	$(Q)rm -rf build/fuzz/merge/$(FUZZ) build/fuzz/cap/$(FUZZ) build/fuzz/merge-$(FUZZ).ctl && \
+	    mkdir -p build/fuzz/merge/$(FUZZ) \
+	    build/fuzz/work/$(FUZZ) build/fuzz/artifacts/$(FUZZ) tests/fuzz/corpus/$(FUZZ)
+	$(Q)build/fuzz/fuzz_$(FUZZ) -merge=1 -merge_control_file=build/fuzz/merge-$(FUZZ).ctl \
+	    -artifact_prefix=build/fuzz/artifacts/$(FUZZ)/ \
 	    build/fuzz/merge/$(FUZZ) tests/fuzz/corpus/$(FUZZ) build/fuzz/work/$(FUZZ) \
 	    $(wildcard build/fuzz/seeds/$(FUZZ)) > build/fuzz/merge-$(FUZZ).log 2>&1 || \
 	    { tail -n 40 build/fuzz/merge-$(FUZZ).log; exit 1; }
-	$(Q)rm -rf tests/fuzz/corpus/$(FUZZ) && cp -r build/fuzz/merge/$(FUZZ) tests/fuzz/corpus/$(FUZZ)
+	$(Q)src=build/fuzz/merge/$(FUZZ); \
+	if [ $$(ls $$src | wc -l) -gt $(FUZZ_CORPUS_MAX) ]; then \
+	    $(PYTHON) tests/fuzz/cap_corpus.py build/fuzz/fuzz_$(FUZZ) build/fuzz/merge-$(FUZZ).ctl \
+	        $(FUZZ_CORPUS_MAX) build/fuzz/cap/$(FUZZ) || exit 1; \
+	    src=build/fuzz/cap/$(FUZZ); \
+	fi; \
+	[ -n "$$(ls $$src)" ] || { echo "fuzz-merge: nothing merged" >&2; exit 1; }; \
+	rm -rf tests/fuzz/corpus/$(FUZZ) && cp -r $$src tests/fuzz/corpus/$(FUZZ)
 	@echo "  MERGE   tests/fuzz/corpus/$(FUZZ): $$(ls tests/fuzz/corpus/$(FUZZ) | wc -l) files"
 
 # -------------------------------------------------------------------- deps

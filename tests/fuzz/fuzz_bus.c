@@ -9,6 +9,8 @@
  *    M0_BUS_MAX_PAYLOAD, a hold's payload is its 4-byte pid), and when it
  *    accepts, every field equals the reference's and channel and payload
  *    lie inside the datagram (ASan checks the reads).
+ *    The input is also stretched to a payload of exactly
+ *    M0_BUS_MAX_PAYLOAD bytes, or one more, and decoded the same way.
  * 2. The input also gives a hold frame's fields: slot (bytes 0-3), gen
  *    (4-7), Last-Event-ID (8-15), pid (16-19), channel (the rest, at most
  *    65535 bytes: the length field is 16 bits). Asserted: encode writes
@@ -122,9 +124,27 @@ static void round_trip(const uint8_t *data, size_t size)
     free(out);
 }
 
+/* Inputs stay far below the 64 KiB payload bound; this stretches one to
+ * a datagram whose payload is exactly at it, or one byte past it
+ * (bit 0 of byte 3, the header's reserved byte), zero-filled. */
+static void decode_stretched(const uint8_t *data, size_t size)
+{
+    if (size < M0_BUS_HDR || data[0] != 'M' || data[1] != '0')
+        return;
+    size_t total = M0_BUS_HDR + (size_t)le(data + 4, 2) + M0_BUS_MAX_PAYLOAD + (data[3] & 1);
+    size_t keep = size < total ? size : total;
+    uint8_t *big = malloc(total);              /* exact size: ASan sees any overread */
+    CHECK(big != NULL);
+    memcpy(big, data, keep);
+    memset(big + keep, 0, total - keep);
+    decode_any(big, total);
+    free(big);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     decode_any(data, size);
+    decode_stretched(data, size);
     round_trip(data, size);
     return 0;
 }
