@@ -188,7 +188,7 @@ fuzz-smoke: $(FUZZ_BINS)
 	$(Q)set -e; for d in $(FUZZ_DRIVERS); do \
 	    echo "  FUZZ    $$d ($(FUZZ_SECONDS)s)"; \
 	    $(call FUZZ_CMD,$$d,$(FUZZ_SECONDS)) > build/fuzz/$$d.log 2>&1 || { tail -n 60 build/fuzz/$$d.log; exit 1; }; \
-	    grep -E '#[0-9]+ +DONE' build/fuzz/$$d.log | tail -n 1 | sed 's/^/          /'; \
+	    grep -E '#[0-9]+[[:space:]]+DONE' build/fuzz/$$d.log | tail -n 1 | sed 's/^/          /'; \
 	done
 
 fuzz-run: build/fuzz/fuzz_$(FUZZ)
