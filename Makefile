@@ -4,8 +4,11 @@
 #   make venv        .venv: the e2e suite's and the demo's Python packages (requirements/test.txt)
 #   make bench-venv  .venv-bench: the benchmark peers (requirements/bench.txt)
 #   make             build ./m0serve (release, -O2)
-#   make test        C unit tests (cmocka) + pytest end-to-end suite (in .venv)
+#   make test        C unit tests (cmocka), a short fuzz run, pytest end-to-end suite (in .venv)
 #   make e2e-debian  the e2e suite against Debian's python3-django/-flask instead
+#   make fuzz        libFuzzer drivers build/fuzz/fuzz_* (clang, ASan+UBSan)
+#   make fuzz-smoke  each driver FUZZ_SECONDS (30) over its corpus; fails on a crash
+#   make fuzz-run FUZZ=http FUZZ_SECONDS=600   one driver, longer, by hand
 #   make sanitize    build/sanitize/m0serve with ASan+UBSan; run the e2e suite
 #                    against it with: M0SERVE=build/sanitize/m0serve make e2e
 #   make demo        serve the Django example on http://127.0.0.1:8000
@@ -47,7 +50,8 @@ Q :=
 endif
 
 .SECONDARY:
-.PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo bench install clean smoke-core smoke-pool smoke-django-realtime
+.PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo bench install clean \
+        smoke-core smoke-pool smoke-django-realtime fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge
 
 all: m0serve
 
@@ -132,6 +136,7 @@ e2e-debian: deps
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory m0serve unit
+	$(Q)$(MAKE) --no-print-directory fuzz-smoke
 	$(Q)$(MAKE) --no-print-directory e2e
 
 smoke-core: m0serve venv
@@ -143,13 +148,103 @@ smoke-pool: m0serve venv
 smoke-django-realtime: m0serve venv
 	$(Q)$(VPY) -m pytest tests/e2e/test_realtime.py tests/e2e/test_realtime_edges.py -q
 
+# -------------------------------------------------------------------- fuzz
+# libFuzzer drivers (tests/fuzz/README.md) over the pure modules only, built
+# with clang: the modules and llhttp get coverage instrumentation
+# (fuzzer-no-link), the drivers link libFuzzer's main. The linker takes from
+# the archive only the modules a driver calls. Work corpora, crash artifacts
+# and logs stay under build/fuzz; the committed corpora are only read, except
+# by fuzz-merge.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 30
+FUZZ_TIMEOUT ?= 10
+FUZZ         ?= http
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+# clang's -Wformat=2 also flags the va_list vsnprintf in log.c, which gcc accepts.
+FUZZ_WARN    := $(WARN) -Wno-format-nonliteral
+FUZZ_DRIVERS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS    := $(FUZZ_DRIVERS:%=build/fuzz/fuzz_%)
+FUZZ_OBJS    := $(PURE:src/%.c=build/fuzz/obj/%.o) $(LLHTTP:%.c=build/fuzz/llhttp/%.o)
+
+fuzz: $(FUZZ_BINS)
+
+build/fuzz/obj/%.o: src/%.c
+	@mkdir -p $(@D)
+	@echo "  CC      $< (fuzz)"
+	$(Q)$(FUZZ_CC) $(STD) $(FUZZ_WARN) -O1 -g -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(CPPFLAGS) -MMD -MP -c -o $@ $<
+
+build/fuzz/llhttp/%.o: $(LLHTTP_SRC)/%.c
+	@mkdir -p $(@D)
+	$(Q)$(FUZZ_CC) -O1 -g -w $(LLHTTP_FLAGS) -fsanitize=fuzzer-no-link $(FUZZ_SAN) -I$(LLHTTP_INC) -c -o $@ $<
+
+build/fuzz/libm0pure.a: $(FUZZ_OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+build/fuzz/drv/%.o: tests/fuzz/%.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(FUZZ_CC) $(STD) $(FUZZ_WARN) -O1 -g -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(CPPFLAGS) -MMD -MP -c -o $@ $<
+
+build/fuzz/fuzz_%: build/fuzz/drv/fuzz_%.o build/fuzz/libm0pure.a
+	@echo "  LD      $@"
+	$(Q)$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ -lpthread
+
+-include $(wildcard build/fuzz/obj/*.d build/fuzz/drv/*.d)
+
+# One driver: new inputs go to build/fuzz/work/NAME (listed first), the
+# committed corpus is read; a crash leaves build/fuzz/artifacts/NAME/crash-*.
+FUZZ_CMD = mkdir -p build/fuzz/work/$(1) build/fuzz/artifacts/$(1) && \
+	build/fuzz/fuzz_$(1) -max_total_time=$(2) -timeout=$(FUZZ_TIMEOUT) -rss_limit_mb=2048 \
+	    -print_final_stats=1 -artifact_prefix=build/fuzz/artifacts/$(1)/ \
+	    $$(test -f tests/fuzz/$(1).dict && echo -dict=tests/fuzz/$(1).dict) \
+	    build/fuzz/work/$(1) tests/fuzz/corpus/$(1)
+
+fuzz-smoke: $(FUZZ_BINS)
+	$(Q)set -e; for d in $(FUZZ_DRIVERS); do \
+	    echo "  FUZZ    $$d ($(FUZZ_SECONDS)s)"; \
+	    $(call FUZZ_CMD,$$d,$(FUZZ_SECONDS)) > build/fuzz/$$d.log 2>&1 || { tail -n 60 build/fuzz/$$d.log; exit 1; }; \
+	    grep -E '#[0-9]+[[:space:]]+DONE' build/fuzz/$$d.log | tail -n 1 | sed 's/^/          /'; \
+	done
+
+fuzz-run: build/fuzz/fuzz_$(FUZZ)
+	$(Q)$(call FUZZ_CMD,$(FUZZ),$(FUZZ_SECONDS))
+
+# The hand-written seeds (tests/fuzz/seeds.py), for fuzz-merge to fold in.
+fuzz-seeds:
+	$(Q)rm -rf build/fuzz/seeds && $(PYTHON) tests/fuzz/seeds.py build/fuzz/seeds
+
+# Fold the seeds (if made) and what fuzz-run found into the committed
+# corpus, minimized: -merge=1 keeps the smallest inputs that together cover
+# every feature seen. Past FUZZ_CORPUS_MAX files, cap_corpus.py keeps a
+# greedy cover of the coverage edges instead (tests/fuzz/README.md).
+FUZZ_CORPUS_MAX ?= 199
+fuzz-merge: build/fuzz/fuzz_$(FUZZ)
+	$(Q)rm -rf build/fuzz/merge/$(FUZZ) build/fuzz/cap/$(FUZZ) build/fuzz/merge-$(FUZZ).ctl && \
+	    mkdir -p build/fuzz/merge/$(FUZZ) \
+	    build/fuzz/work/$(FUZZ) build/fuzz/artifacts/$(FUZZ) tests/fuzz/corpus/$(FUZZ)
+	$(Q)build/fuzz/fuzz_$(FUZZ) -merge=1 -merge_control_file=build/fuzz/merge-$(FUZZ).ctl \
+	    -artifact_prefix=build/fuzz/artifacts/$(FUZZ)/ \
+	    build/fuzz/merge/$(FUZZ) tests/fuzz/corpus/$(FUZZ) build/fuzz/work/$(FUZZ) \
+	    $(wildcard build/fuzz/seeds/$(FUZZ)) > build/fuzz/merge-$(FUZZ).log 2>&1 || \
+	    { tail -n 40 build/fuzz/merge-$(FUZZ).log; exit 1; }
+	$(Q)src=build/fuzz/merge/$(FUZZ); \
+	if [ $$(ls $$src | wc -l) -gt $(FUZZ_CORPUS_MAX) ]; then \
+	    $(PYTHON) tests/fuzz/cap_corpus.py build/fuzz/fuzz_$(FUZZ) build/fuzz/merge-$(FUZZ).ctl \
+	        $(FUZZ_CORPUS_MAX) build/fuzz/cap/$(FUZZ) || exit 1; \
+	    src=build/fuzz/cap/$(FUZZ); \
+	fi; \
+	[ -n "$$(ls $$src)" ] || { echo "fuzz-merge: nothing merged" >&2; exit 1; }; \
+	rm -rf tests/fuzz/corpus/$(FUZZ) && cp -r $$src tests/fuzz/corpus/$(FUZZ)
+	@echo "  MERGE   tests/fuzz/corpus/$(FUZZ): $$(ls tests/fuzz/corpus/$(FUZZ) | wc -l) files"
+
 # -------------------------------------------------------------------- deps
 # Every Debian package the build, the tests, the demo and the benchmarks use.
 # Python packages (pytest, Django, Flask, gunicorn, uvicorn, ...) come from
-# PyPI into the venvs below; python3-venv is what makes those.
+# PyPI into the venvs below; python3-venv is what makes those. clang and
+# libclang-rt-14-dev build the libFuzzer drivers (make fuzz).
 DEB_PKGS := gcc make python3-dev python3-venv node-llhttp libssl-dev libcmocka-dev \
             uwsgi-core uwsgi-plugin-python3 nginx-light wrk \
-            procps util-linux curl iproute2
+            procps util-linux curl iproute2 clang libclang-rt-14-dev
 
 deps:
 	$(Q)missing=; for p in $(DEB_PKGS); do \

@@ -338,6 +338,11 @@ static int on_headers_complete(llhttp_t *p)
     r->http_minor = (uint8_t)llhttp_get_http_minor(p);
     if (r->target == NULL)
         return reject(h, 400, "Missing request-target");
+    /* llhttp reads a request-line without HTTP-version as HTTP/0.9 and goes
+     * on to parse header lines; on_version_complete never ran. We speak
+     * HTTP/1.x only (RFC 9112 §3: the version is required). */
+    if (r->http_major != 1)
+        return reject(h, 400, "Missing HTTP version");
     if (r->http_minor >= 1 && !h->host_seen)
         return reject(h, 400, "Missing Host header");
     const struct m0_hdr *host = m0_req_header(r, "host");

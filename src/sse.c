@@ -52,10 +52,12 @@ uint64_t m0_sse_parse_last_id(const char *v, size_t len)
     for (size_t i = 0; i < len; i++) {
         if (v[i] < '0' || v[i] > '9')
             return UINT64_MAX;
-        uint64_t next = id * 10 + (uint64_t)(v[i] - '0');
-        if (next < id)
+        uint64_t d = (uint64_t)(v[i] - '0');
+        /* Saturate: checking "id * 10 + d < id" afterwards misses wraps
+         * by less than 2^64 (3 * 10^19 wrapped to a smaller valid id). */
+        if (id > (UINT64_MAX - d) / 10)
             return UINT64_MAX;
-        id = next;
+        id = id * 10 + d;
     }
     return id;
 }

@@ -302,6 +302,46 @@ static void test_headers_trimmed_and_found(void **state)
     m0_req_free(&r);
 }
 
+/* Found by tests/fuzz/fuzz_http: llhttp reads a request-line without an
+ * HTTP-version as HTTP/0.9 and goes on to parse header lines; the request
+ * was served as if it were HTTP/1.1 (http_minor 9). */
+static void test_request_line_without_version_rejected(void **state)
+{
+    (void)state;
+    const char raw[] = "GET /\r\nHost: a\r\n\r\n";
+    for (size_t step = 0; step <= 1; step++) {
+        struct m0_req r;
+        struct m0_http h;
+        struct outcome o = parse(raw, sizeof raw - 1, step, &r, &h, &lim);
+        assert_int_equal(o.rc, M0_ERR);
+        assert_int_equal(o.status, 400);
+        m0_http_free(&h);
+        m0_req_free(&r);
+    }
+}
+
+/* Found by tests/fuzz/fuzz_http: llhttp ends a CONNECT message at its head
+ * (what follows is a tunnel), so a Content-Length body was left to be
+ * parsed as the next request on the connection: request smuggling. A
+ * CONNECT is refused before its head ends — 400 for a target that is not
+ * authority-form (this one), 501 otherwise — and the connection closes. */
+static void test_connect_refused_body_never_parsed_as_request(void **state)
+{
+    (void)state;
+    const char raw[] = "CONNECT http://a/ HTTP/1.1\r\nHost: a\r\nContent-Length: 30\r\n\r\n"
+                       "GET /admin HTTP/1.1\r\nHost: a\r\n\r\n";
+    for (size_t step = 0; step <= 1; step++) {
+        struct m0_req r;
+        struct m0_http h;
+        struct outcome o = parse(raw, sizeof raw - 1, step, &r, &h, &lim);
+        assert_int_equal(o.rc, M0_ERR);
+        assert_int_equal(o.status, 400);
+        assert_true(o.close);
+        m0_http_free(&h);
+        m0_req_free(&r);
+    }
+}
+
 static void test_token_and_value_predicates(void **state)
 {
     (void)state;
@@ -327,6 +367,8 @@ int main(void)
         cmocka_unit_test(test_connect_is_501_with_authority),
         cmocka_unit_test(test_body_spills_to_file),
         cmocka_unit_test(test_headers_trimmed_and_found),
+        cmocka_unit_test(test_request_line_without_version_rejected),
+        cmocka_unit_test(test_connect_refused_body_never_parsed_as_request),
         cmocka_unit_test(test_token_and_value_predicates),
     };
     return cmocka_run_group_tests_name("http", tests, NULL, NULL);

@@ -63,6 +63,22 @@ static void test_last_event_id_parsing(void **state)
     assert_true(m0_sse_parse_last_id("99999999999999999999", 20) == UINT64_MAX);   /* overflow */
 }
 
+/* Values past UINT64_MAX saturate. A check of "next < id" after
+ * id * 10 + d misses a wrap by less than 2^64: 3 * 10^19 wrapped to
+ * 11553255926290448384 and resumed from a made-up id. */
+static void test_last_event_id_saturates(void **state)
+{
+    (void)state;
+    assert_true(m0_sse_parse_last_id("18446744073709551615", 20) == UINT64_MAX);   /* the max itself */
+    assert_true(m0_sse_parse_last_id("18446744073709551614", 20) == UINT64_MAX - 1);
+    assert_true(m0_sse_parse_last_id("18446744073709551616", 20) == UINT64_MAX);
+    assert_true(m0_sse_parse_last_id("18446744073709551620", 20) == UINT64_MAX);
+    assert_true(m0_sse_parse_last_id("30000000000000000000", 20) == UINT64_MAX);   /* wrapped before */
+    assert_true(m0_sse_parse_last_id("25000000000000000000", 20) == UINT64_MAX);   /* wrapped before */
+    assert_true(m0_sse_parse_last_id("36893488147419103231", 20) == UINT64_MAX);   /* 2^65 - 1 */
+    assert_true(m0_sse_parse_last_id("09999999999999999999", 20) == 9999999999999999999ull);
+}
+
 static void test_bus_codec_round_trip_and_rejects(void **state)
 {
     (void)state;
@@ -293,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_frame_splits_lines_like_eventsource),
         cmocka_unit_test(test_channel_rules),
         cmocka_unit_test(test_last_event_id_parsing),
+        cmocka_unit_test(test_last_event_id_saturates),
         cmocka_unit_test(test_bus_codec_round_trip_and_rejects),
         cmocka_unit_test(test_order_window),
         cmocka_unit_test(test_registry_fans_out_per_channel),

@@ -1,0 +1,198 @@
+#!/usr/bin/python3
+"""seeds.py — write the seed inputs of the fuzz drivers (tests/fuzz/fuzz_*.c).
+
+    /usr/bin/python3 tests/fuzz/seeds.py OUTDIR
+
+writes OUTDIR/<driver>/seed-NNN-<name> in each driver's input layout (see
+the comment at the top of each driver). `make fuzz-seeds` runs it and
+`make fuzz-merge FUZZ=<driver>` folds the seeds, minimized, into the
+committed corpus tests/fuzz/corpus/<driver>/. The http seeds are the rows of
+tests/cases/requests.tsv (decoded as tests/unit/cases.c decodes them) plus
+chunked bodies, pipelined requests, 100-continue, upgrades and spills.
+"""
+
+import os
+import re
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CASES = os.path.join(HERE, "..", "cases", "requests.tsv")
+
+# fuzz_http: byte 0 the limits (two bits each: target, head bytes, header
+# count, body), byte 1 body_mem (bits 0-1) and read sizes (bits 2-3), then a
+# 4-byte seed of the read sizes.
+BIG_LIMITS = 0xFF          # 8192, 16384, 100 headers, 1 MiB body
+SMALL_LIMITS = 0x95        # target 32, head bytes 128, 2 headers, body 300
+
+
+def http_prefix(limits=BIG_LIMITS, body_mem=3, reads=2, seed=0x01020304):
+    return bytes([limits, body_mem | reads << 2]) + struct.pack("<I", seed)
+
+
+def decode_case(raw):
+    """requests.tsv raw field: {repeat:N:TEXT} first, then the escapes."""
+    raw = re.sub(r"\{repeat:(\d+):([^}]*)\}", lambda m: m.group(2) * int(m.group(1)), raw)
+    out, i = bytearray(), 0
+    while i < len(raw):
+        c = raw[i]
+        if c != "\\":
+            out += c.encode("utf-8")
+            i += 1
+            continue
+        e = raw[i + 1]
+        if e == "x":
+            out.append(int(raw[i + 2:i + 4], 16))
+            i += 4
+            continue
+        out += {"r": b"\r", "n": b"\n", "t": b"\t", "\\": b"\\"}[e]
+        i += 2
+    return bytes(out)
+
+
+def http_seeds():
+    seeds = {}
+    with open(CASES, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line or line.startswith("#"):
+                continue
+            name, _status, _close, raw = line.split("\t", 3)
+            body = decode_case(raw)
+            if len(body) > 2048:
+                continue          # limit cases: the small limits below reach them
+            seeds["tsv-" + name] = http_prefix() + body
+    get = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"
+    post = b"POST /p?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello"
+    chunked = (b"POST /c HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+               b"3\r\nabc\r\n5;ext=1\r\ndefgh\r\nA\r\n0123456789\r\n0\r\nX-Trailer: t\r\n\r\n")
+    more = {
+        "pipelined": get + post + chunked + b"HEAD /h HTTP/1.1\r\nHost: a\r\n\r\n",
+        "pipelined-bytewise": (get + post, http_prefix(reads=0)),
+        "chunked-spill": (chunked, http_prefix(body_mem=1, reads=1)),
+        "cl-spill": (b"PUT /u HTTP/1.1\r\nHost: a\r\nContent-Length: 40\r\n\r\n" + b"z" * 40,
+                     http_prefix(body_mem=1, reads=1)),
+        "cl-no-mem": (post, http_prefix(body_mem=0, reads=3)),
+        "expect-continue": b"PUT /u HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\ndata",
+        "upgrade": (b"GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                    b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+                    b"\x81\x85\x37\xfa\x21\x3d\x7f\x9f\x4d\x51\x58"),
+        "options-asterisk": b"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n",
+        "absolute-query": b"GET http://example.com:8080?x=1 HTTP/1.1\r\nHost: example.com:8080\r\n\r\n",
+        "http10-keepalive": b"GET /k HTTP/1.0\r\nConnection: keep-alive\r\n\r\n" + get,
+        "leading-crlf": b"\r\n\r\n" + get,
+        "connection-list": b"GET / HTTP/1.1\r\nHost: [::1]:80\r\nConnection: keep-alive, Upgrade\r\n\r\n",
+        "te-list": b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+        "small-target": (b"GET /aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa HTTP/1.1\r\nHost: a\r\n\r\n",
+                         http_prefix(SMALL_LIMITS)),
+        "small-headers": (b"GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n", http_prefix(SMALL_LIMITS)),
+        "small-head-bytes": (b"GET / HTTP/1.1\r\nHost: a\r\nX-Long: " + b"v" * 150 + b"\r\n\r\n",
+                             http_prefix(SMALL_LIMITS)),
+        "small-body": (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 301\r\n\r\n" + b"b" * 301,
+                       http_prefix(SMALL_LIMITS)),
+        "small-chunked": (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                          b"12c\r\n" + b"c" * 300 + b"\r\n1\r\nd\r\n0\r\n\r\n", http_prefix(SMALL_LIMITS)),
+        "too-many-trailers": (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                              b"0\r\nT1: a\r\nT2: b\r\nT3: c\r\n\r\n", http_prefix(SMALL_LIMITS)),
+    }
+    for name, v in more.items():
+        body, prefix = v if isinstance(v, tuple) else (v, http_prefix())
+        seeds[name] = prefix + body
+    return seeds
+
+
+def bus_hold(slot, gen, last_id, pid, channel):
+    return (b"M0h\0" + struct.pack("<HH", len(channel), 0) + struct.pack("<QII", last_id, slot, gen)
+            + channel + struct.pack("<I", pid))
+
+
+def bus_seeds():
+    frame = b"id: 7\nevent: message\ndata: hello\n\n"
+    return {
+        "hold": bus_hold(17, 3, 42, 4242, b"news"),
+        "hold-empty-channel": bus_hold(0, 0, 0, 1, b""),
+        "hold-max": bus_hold(0xFFFFFFFF, 0xFFFFFFFF, 2**64 - 1, 0xFFFFFFFF, b"room:42"),
+        "publish": b"M0p\0" + struct.pack("<HH", 4, 0) + struct.pack("<QII", 7, 0, 0) + b"news" + frame,
+        "publish-no-payload": b"M0p\0" + struct.pack("<HH", 2, 0) + struct.pack("<QII", 1, 0, 0) + b"c1",
+        # byte 3 = 1: the driver stretches it one byte past the payload bound
+        "publish-stretched-over": b"M0p\1" + struct.pack("<HH", 4, 0) + struct.pack("<QII", 9, 0, 0) + b"news",
+        "channel-overrun": b"M0h\0" + struct.pack("<HH", 300, 0) + struct.pack("<QII", 1, 2, 3) + b"abc",
+    }
+
+
+def sse_event(id_=None, name=None, data=b""):
+    flags = (1 if id_ is not None else 0) | (2 if name is not None else 0)
+    out = bytes([flags])
+    if id_ is not None:
+        out += struct.pack("<Q", id_)
+    if name is not None:
+        out += bytes([len(name)]) + name
+    return out + struct.pack("<H", len(data)) + data
+
+
+def sse_seeds():
+    return {
+        "one": sse_event(7, b"message", b"hello"),
+        "lines": sse_event(None, None, b"a\nb\r\nc\rd\r\n\n"),
+        "two": sse_event(1, None, b"") + sse_event(None, b"", b" leading space") + sse_event(2**64 - 1, b"x:y", b"\0z"),
+        "last-id-max": b"18446744073709551615",
+        "last-id-over": b"18446744073709551616",
+        "last-id-wrap": b"30000000000000000000",
+        "last-id-long": b"000000000000000000001",
+        "last-id-small": b"12",
+        "last-id-junk": b"12a",
+    }
+
+
+def op_sub(slot, chan, how):
+    return bytes([0, slot, chan, how])
+
+
+def op_pub(chan, gap=0, pad=0):
+    return bytes([2, chan, gap, pad])
+
+
+def registry_seeds():
+    # header: journal events (byte 0 % 8), journal bytes index, floor (and
+    # bit 3: free with fan-outs pending); opcodes mod 9
+    fanout = bytes([3])
+    budget = lambda b: bytes([5, b])
+    cap = lambda c: bytes([6, c])
+    drain = bytes([7])
+    unsub = lambda s: bytes([1, s])
+    floor = lambda d: bytes([4, d])
+    burst = lambda k: bytes([8, k])
+    return {
+        "fanout": bytes([5, 6, 0]) + op_sub(1, 0, 0) + op_sub(2, 0, 0) + op_sub(3, 1, 0) + op_pub(0) + op_pub(1)
+        + op_pub(0, 1),
+        "resume": bytes([5, 6, 0]) + op_pub(0) + op_pub(0) + op_pub(1) + op_pub(0) + op_sub(4, 0, 3) + op_sub(5, 0, 1 | 2 << 2),
+        "gap-short-journal": bytes([2, 6, 0]) + op_pub(2) + op_pub(2) + op_pub(2) + op_pub(2) + op_sub(9, 2, 3),
+        "gap-floor": bytes([5, 6, 5]) + op_pub(0) + op_sub(1, 0, 3) + floor(2) + op_sub(2, 0, 3),
+        "no-journal": bytes([0, 0, 0]) + op_pub(3, 2) + op_sub(10, 3, 1 | 11 << 2) + op_pub(3),
+        "budget-slices": bytes([5, 6, 0]) + budget(1) + op_sub(1, 0, 0) + op_sub(2, 0, 0) + op_sub(3, 0, 0)
+        + op_pub(0) + op_pub(0) + fanout + unsub(2) + fanout + op_sub(2, 0, 0) + fanout + drain,
+        "journal-cap": bytes([7, 7, 0]) + cap(2) + op_pub(0, 0, 50) + op_pub(1, 0, 50) + op_pub(2, 0, 50)
+        + op_sub(1, 0, 3) + op_sub(2, 1, 3) + op_sub(3, 2, 3),
+        "big-frame": bytes([5, 1, 0]) + op_sub(1, 0, 0) + op_pub(0, 0, 200) + unsub(1) + op_sub(1, 0, 3),
+        "ahead": bytes([5, 6, 0]) + op_pub(0) + op_sub(1, 0, 2 | 3 << 2) + op_pub(0) + op_pub(0, 3),
+        "free-pending": bytes([5, 6, 8]) + budget(1) + op_sub(1, 0, 0) + op_sub(2, 0, 0) + op_pub(0) + op_pub(0),
+        # 512 new channels per burst: the hash table grows past 2048.
+        "grow": bytes([5, 6, 0]) + op_sub(1, 0, 0) + op_pub(0) + burst(3) * 5 + op_pub(0) + op_sub(2, 0, 3),
+    }
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: seeds.py OUTDIR")
+    for driver, seeds in (("http", http_seeds()), ("bus", bus_seeds()), ("sse", sse_seeds()),
+                          ("registry", registry_seeds())):
+        d = os.path.join(sys.argv[1], driver)
+        os.makedirs(d, exist_ok=True)
+        for i, (name, data) in enumerate(sorted(seeds.items())):
+            with open(os.path.join(d, "seed-%03d-%s" % (i, name)), "wb") as f:
+                f.write(data)
+        print("  SEEDS   %s: %d" % (d, len(seeds)))
+
+
+if __name__ == "__main__":
+    main()
