@@ -51,7 +51,7 @@ endif
 
 .SECONDARY:
 .PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo bench install clean \
-        smoke-core smoke-pool smoke-django-realtime fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge
+        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge
 
 all: m0serve
 
@@ -147,6 +147,12 @@ smoke-pool: m0serve venv
 
 smoke-django-realtime: m0serve venv
 	$(Q)$(VPY) -m pytest tests/e2e/test_realtime.py tests/e2e/test_realtime_edges.py -q
+
+smoke-asgi: m0serve venv
+	$(Q)$(VPY) -m pytest tests/e2e/test_asgi.py -q
+
+smoke-streaming: m0serve venv
+	$(Q)$(VPY) -m pytest tests/e2e/test_streaming.py -q
 
 # -------------------------------------------------------------------- fuzz
 # libFuzzer drivers (tests/fuzz/README.md) over the pure modules only, built

@@ -19,7 +19,9 @@
 #include "m0/config.h"
 #include "m0/log.h"
 
-enum opt_type { T_STR, T_STR0, T_LONG, T_SECONDS, T_BYTES, T_BOOL, T_PROTOCOL, T_LOGLEVEL };
+/* T_CHOICE: a string that must be one of the '|'-separated words of the
+ * option's metavar. */
+enum opt_type { T_STR, T_STR0, T_LONG, T_SECONDS, T_BYTES, T_BOOL, T_PROTOCOL, T_LOGLEVEL, T_CHOICE };
 
 struct opt {
     const char *flag;
@@ -44,6 +46,8 @@ static const struct opt opts[] = {
     {"--request-timeout", "M0_REQUEST_TIMEOUT", T_SECONDS, O(request_timeout), 0, 0, "S", "503 for a request still queued after S seconds; log views running longer (default 0: off)"},
     {"--app-dir", "M0_APP_DIR", T_STR, O(app_dir), 0, 0, "DIR", "directory put first on sys.path (default .)"},
     {"--protocol", "M0_PROTOCOL", T_PROTOCOL, O(protocol), 0, 0, "P", "auto|wsgi|asgi (default auto: detect from the callable)"},
+    {"--loop", "M0_LOOP", T_CHOICE, O(asgi_loop), 0, 0, "auto|asyncio|uvloop", "ASGI: the asyncio event loop of the executor (default auto: uvloop when importable)"},
+    {"--lifespan", "M0_LIFESPAN", T_CHOICE, O(lifespan), 0, 0, "auto|on|off", "ASGI lifespan protocol (default auto: used when the app speaks it)"},
     {"--graceful-timeout", "M0_GRACEFUL_TIMEOUT", T_SECONDS, O(graceful_timeout), 0, 0, "S", "seconds to finish in-flight requests on SIGTERM (default 30)"},
     {"--max-body", "M0_MAX_BODY", T_BYTES, O(limits.max_body), 0, 0, "BYTES", "largest request body accepted, else 413 (default 1073741824)"},
     {"--timeout-keep-alive", "M0_TIMEOUT_KEEP_ALIVE", T_SECONDS, O(keepalive_timeout), 0, 0, "S", "close idle keep-alive connections after S seconds (default 5)"},
@@ -76,6 +80,8 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->app_dir = ".";
     cfg->protocol = M0_PROTO_AUTO;
     cfg->graceful_timeout = 30;
+    cfg->asgi_loop = "auto";
+    cfg->lifespan = "auto";
     cfg->keepalive_timeout = 5;
     cfg->header_timeout = 10;
     cfg->body_timeout = 30;
@@ -227,6 +233,20 @@ static int apply(struct m0_config *cfg, const struct opt *o, const char *val, co
         else
             goto bad;
         break;
+    case T_CHOICE: {
+        size_t n = strlen(val);
+        const char *p = o->metavar;
+        int found = 0;
+        while (*p && !found) {
+            size_t w = strcspn(p, "|");
+            found = w == n && strncmp(p, val, n) == 0;
+            p += w + (p[w] == '|');
+        }
+        if (!found)
+            goto bad;
+        *(const char **)dst = val;
+        break;
+    }
     case T_LOGLEVEL: {
         enum m0_log_level lvl;
         if (m0_log_parse_level(val, &lvl) != M0_OK)

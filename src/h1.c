@@ -252,6 +252,16 @@ static void dispatch(struct m0_server *s, struct m0_conn *c, const struct m0_tar
     /* EPOLLIN stays armed while the request is served: a client that waits
      * for its answer sends nothing, so no epoll_ctl is spent here. If bytes
      * do arrive (pipelining, a half-close), the event handler disarms then. */
+    if (t->runner->submit != NULL) {
+        /* An asynchronous runner schedules the job on its own executor. */
+        job->inl = NULL;
+        job->wake = t->runner->wake;
+        job->queued_ms = m0_loop_now(s->loop);
+        atomic_store(&job->run_state, M0_JOB_QUEUED);
+        c->flags |= C_RUNNER;
+        t->runner->submit(t, job);
+        return;
+    }
     if (t->pool != NULL) {
         job->inl = NULL;
         job->queued_ms = m0_loop_now(s->loop);
@@ -355,13 +365,14 @@ static int feed_body(struct m0_server *s, struct m0_conn *c)
     }
     if (!done && !error && (c->flags & C_PEER_GONE))
         error = 1;       /* the client left before the body ended */
-    if (done)
-        job->ch.body_done = 1;
-    if (error)
-        job->ch.body_error = 1;
-    if (job->inl == NULL && job->ch.waiting)
-        pthread_cond_signal(&job->ch.cond);
+    if (job->inl != NULL) {
+        /* Inline: the runner is this thread, nothing to wake. */
+        job->ch.body_done |= (uint8_t)done;
+        job->ch.body_error |= (uint8_t)error;
+    }
     m0_job_unlock(job);
+    if (job->inl == NULL)
+        m0_job_body_progress(job, done, error);
     if (done || error) {
         c->flags &= ~C_LAZY_BODY;
         if (error)

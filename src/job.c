@@ -52,6 +52,7 @@ void m0_job_reset(struct m0_job *job)
     job->ch.body_lazy = job->ch.body_wanted = job->ch.body_done = job->ch.body_error = 0;
     job->target = NULL;
     job->inl = NULL;
+    job->wake = NULL;
     job->hold_start = job->hold_last_id = 0;
     atomic_store(&job->run_state, M0_JOB_IDLE);
 }
@@ -101,7 +102,7 @@ int m0_job_wait_credit(struct m0_job *job)
         return M0_OK;           /* m0_job_push already wrote it all */
     pthread_mutex_lock(&ch->lock);
     while (!ch->gone && m0_buf_unread(&ch->q) + ch->unwritten > M0_JOB_WINDOW) {
-        ch->waiting = 1;
+        ch->waiting |= M0_WAIT_CREDIT;
         pthread_cond_wait(&ch->cond, &ch->lock);
     }
     ch->waiting = 0;
@@ -128,7 +129,7 @@ int m0_job_wait_body(struct m0_job *job, uint64_t want)
         post(job, M0_CPL_CONTINUE);
     pthread_mutex_lock(&ch->lock);
     while (!ch->gone && !ch->body_error && !ch->body_done && job->req.body_len < want) {
-        ch->waiting = 1;
+        ch->waiting |= M0_WAIT_BODY;
         pthread_cond_wait(&ch->cond, &ch->lock);
     }
     ch->waiting = 0;
@@ -190,14 +191,27 @@ size_t m0_job_take(struct m0_job *job, struct m0_buf *dst)
     return n;
 }
 
+/* Wake the runner waiting for one of why (under the lock). */
+static void notify(struct m0_job *job, unsigned why)
+{
+    struct m0_jobchan *ch = &job->ch;
+    if (!(ch->waiting & why))
+        return;
+    ch->waiting = 0;
+    if (job->wake != NULL)
+        job->wake(job);
+    else
+        pthread_cond_signal(&ch->cond);
+}
+
 void m0_job_credit(struct m0_job *job, size_t unwritten)
 {
     struct m0_jobchan *ch = &job->ch;
     pthread_mutex_lock(&ch->lock);
     ch->unwritten = unwritten;
     /* Wake the runner once half the window is free again, not per write. */
-    if (ch->waiting && m0_buf_unread(&ch->q) + unwritten <= M0_JOB_WINDOW / 2)
-        pthread_cond_signal(&ch->cond);
+    if (m0_buf_unread(&ch->q) + unwritten <= M0_JOB_WINDOW / 2)
+        notify(job, M0_WAIT_CREDIT);
     pthread_mutex_unlock(&ch->lock);
 }
 
@@ -206,7 +220,7 @@ void m0_job_gone(struct m0_job *job)
     struct m0_jobchan *ch = &job->ch;
     pthread_mutex_lock(&ch->lock);
     ch->gone = 1;
-    pthread_cond_signal(&ch->cond);
+    notify(job, M0_WAIT_CREDIT | M0_WAIT_BODY | M0_WAIT_GONE);
     pthread_mutex_unlock(&ch->lock);
 }
 
@@ -216,9 +230,35 @@ void m0_job_body_progress(struct m0_job *job, int done, int error)
     pthread_mutex_lock(&ch->lock);
     ch->body_done |= (uint8_t)(done != 0);
     ch->body_error |= (uint8_t)(error != 0);
-    if (ch->waiting)
-        pthread_cond_signal(&ch->cond);
+    notify(job, M0_WAIT_BODY);
     pthread_mutex_unlock(&ch->lock);
+}
+
+unsigned m0_job_poll(struct m0_job *job, unsigned want)
+{
+    struct m0_jobchan *ch = &job->ch;
+    unsigned have = 0;
+    int ask = 0;
+    pthread_mutex_lock(&ch->lock);
+    if (ch->gone) {
+        have = want;        /* nothing more will come: every wait ends */
+    } else {
+        if ((want & M0_WAIT_CREDIT) && m0_buf_unread(&ch->q) + ch->unwritten <= M0_JOB_WINDOW)
+            have |= M0_WAIT_CREDIT;
+        if (want & M0_WAIT_BODY) {
+            if (!ch->body_lazy || ch->body_done || ch->body_error) {
+                have |= M0_WAIT_BODY;
+            } else if (!ch->body_wanted) {
+                ch->body_wanted = 1;
+                ask = 1;
+            }
+        }
+        ch->waiting |= (uint8_t)(want & ~have);    /* several waits may be armed at once */
+    }
+    pthread_mutex_unlock(&ch->lock);
+    if (ask)
+        post(job, M0_CPL_CONTINUE);
+    return have;
 }
 
 void m0_job_lock(struct m0_job *job)

@@ -3,11 +3,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "m0/buf.h"
 #include "m0/lane.h"
 
 int m0_lane_open(struct m0_lane *lane, int sndbuf_bytes)
@@ -108,4 +110,35 @@ int m0_lane_send_many(const struct m0_lane *lane, const struct m0_lane_rec *recs
             return 0;
         return -1;
     }
+}
+
+void m0_lane_q_push(struct m0_lane_q *q, const struct m0_lane_rec *rec)
+{
+    if (q->head > 0 && q->head == q->n)
+        q->head = q->n = 0;
+    if (q->n == q->cap) {
+        q->cap = q->cap ? q->cap * 2 : 256;
+        q->recs = m0_xrealloc(q->recs, q->cap * sizeof *q->recs);
+    }
+    q->recs[q->n++] = *rec;
+}
+
+int m0_lane_q_flush(struct m0_lane_q *q, const struct m0_lane *lane)
+{
+    while (q->head < q->n) {
+        size_t n = q->n - q->head;
+        int sent = m0_lane_send_many(lane, &q->recs[q->head], n > 64 ? 64 : n);
+        if (sent <= 0)
+            return M0_AGAIN;
+        q->head += (size_t)sent;
+    }
+    q->head = q->n = 0;
+    return M0_OK;
+}
+
+void m0_lane_q_free(struct m0_lane_q *q)
+{
+    free(q->recs);
+    q->recs = NULL;
+    q->n = q->cap = q->head = 0;
 }

@@ -50,9 +50,7 @@ struct m0_pool {
     atomic_uint queued;             /* records submitted and not yet taken */
     uint64_t saturated_since;       /* loop clock; 0: not saturated */
 
-    /* Loop-only: records the lane could not take yet. */
-    struct m0_lane_rec *backlog;
-    size_t nbacklog, cap_backlog, backlog_head;
+    struct m0_lane_q backlog;       /* loop-only: records the lane could not take yet */
 };
 
 static void post_done(struct m0_job *job, uint32_t slot, uint32_t gen)
@@ -193,37 +191,12 @@ static int spawn(struct m0_pool *p, char *err, size_t cap)
     return M0_OK;
 }
 
-static void backlog_push(struct m0_pool *p, const struct m0_lane_rec *rec)
-{
-    if (p->backlog_head > 0 && p->backlog_head == p->nbacklog)
-        p->backlog_head = p->nbacklog = 0;
-    if (p->nbacklog == p->cap_backlog) {
-        p->cap_backlog = p->cap_backlog ? p->cap_backlog * 2 : 256;
-        p->backlog = m0_xrealloc(p->backlog, p->cap_backlog * sizeof *p->backlog);
-    }
-    p->backlog[p->nbacklog++] = *rec;
-}
-
-/* Send queued records, oldest first, in sendmmsg batches, until the lane
- * refuses (it is full: the rest wait for the next pass). Keeps order. */
-static void backlog_flush(struct m0_pool *p)
-{
-    while (p->backlog_head < p->nbacklog) {
-        size_t n = p->nbacklog - p->backlog_head;
-        int sent = m0_lane_send_many(&p->lane, &p->backlog[p->backlog_head], n > 64 ? 64 : n);
-        if (sent <= 0)
-            return;
-        p->backlog_head += (size_t)sent;
-    }
-    p->backlog_head = p->nbacklog = 0;
-}
-
 /* Before the loop sleeps: this pass's submissions in one call, and growth
  * when every thread is busy and work has waited GROW_MS. */
 static void pool_hook(struct m0_loop *l, void *ctx)
 {
     struct m0_pool *p = ctx;
-    backlog_flush(p);
+    m0_lane_q_flush(&p->backlog, &p->lane);
     unsigned n = atomic_load(&p->nthreads), busy = atomic_load(&p->busy);
     if (atomic_load(&p->queued) == 0 || busy < n || n >= p->max) {
         p->saturated_since = 0;
@@ -277,7 +250,7 @@ void m0_pool_submit(struct m0_pool *p, uint32_t slot, uint32_t gen)
 {
     struct m0_lane_rec rec = {.slot = slot, .gen = gen, .kind = M0_RUN_START};
     atomic_fetch_add(&p->queued, 1);
-    backlog_push(p, &rec);
+    m0_lane_q_push(&p->backlog, &rec);
 }
 
 void m0_pool_stats(const struct m0_pool *p, unsigned *threads, unsigned *busy, unsigned *max, unsigned *queued)
@@ -298,11 +271,8 @@ void m0_pool_stop(struct m0_pool *p)
         return;
     /* The lane is FIFO: stop records queue behind any remaining work,
      * including records still waiting loop-side (bounded wait). */
-    for (int i = 0; i < 5000 && p->backlog_head < p->nbacklog; i++) {
-        backlog_flush(p);
-        if (p->backlog_head < p->nbacklog)
-            usleep(1000);
-    }
+    for (int i = 0; i < 5000 && m0_lane_q_flush(&p->backlog, &p->lane) == M0_AGAIN; i++)
+        usleep(1000);
     /* One stop record per live thread, counted before any is sent (a
      * thread that takes one exits at once, and must not be counted out);
      * a thread retiring meanwhile leaves its record unread, which is
@@ -321,7 +291,7 @@ void m0_pool_stop(struct m0_pool *p)
     }
     m0_lane_close(&p->lane);
     free(p->threads);
-    free(p->backlog);
+    m0_lane_q_free(&p->backlog);
     free(p);
 }
 

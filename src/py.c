@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "m0/asgi.h"
 #include "m0/config.h"
 #include "m0/log.h"
 #include "m0/py.h"
@@ -107,7 +108,8 @@ int m0_py_init(const struct m0_config *cfg)
     PyPreConfig pre;
     PyConfig config;
 
-    if (PyImport_AppendInittab("m0", init_m0_module) == -1) {
+    if (PyImport_AppendInittab("m0", init_m0_module) == -1 ||
+        PyImport_AppendInittab("_m0asgi", (PyObject * (*)(void)) m0_asgi_module_init) == -1) {
         m0_error("python: cannot register the m0 module");
         return M0_ERR;
     }
@@ -199,7 +201,7 @@ static int register_fork_hook(void)
     return rc;
 }
 
-int m0_py_load_app(const struct m0_config *cfg, struct m0_pool *pool)
+int m0_py_load_app(const struct m0_config *cfg)
 {
     int rc = M0_ERR;
     PyObject *boot = NULL, *res = NULL;
@@ -247,9 +249,10 @@ int m0_py_load_app(const struct m0_config *cfg, struct m0_pool *pool)
         flush_std();
         goto out;
     }
-    if (strcmp(kind, "asgi") == 0) {
-        m0_error("%s is an ASGI application: ASGI is not supported yet by this build of m0serve "
-                 "(serve a WSGI callable, or force --protocol wsgi)", cfg->app);
+    int asgi = strcmp(kind, "asgi") == 0;
+    if (asgi && cfg->threads_explicit && cfg->blocking_threads > 0) {
+        m0_error("%s is an ASGI application: it runs on its asyncio executor, and --blocking-threads "
+                 "applies to WSGI applications only (drop the flag)", cfg->app);
         goto out;
     }
     /* The positional application is the root mount. */
@@ -257,13 +260,13 @@ int m0_py_load_app(const struct m0_config *cfg, struct m0_pool *pool)
     memset(t, 0, sizeof *t);
     t->prefix = "";
     t->prefix_len = 0;
-    t->kind = M0_TARGET_WSGI;
-    t->runner = &m0_wsgi_runner;
-    t->pool = pool;
+    t->kind = asgi ? M0_TARGET_ASGI : M0_TARGET_WSGI;
+    t->runner = asgi ? &m0_asgi_runner : &m0_wsgi_runner;
     t->realtime = cfg->realtime;
     Py_INCREF(app);
     t->app = app;
     if (t->runner->setup(t, cfg) != M0_OK) {
+        m0_error("cannot start the application %s; traceback follows", cfg->app);
         m0_py_print_exception();
         flush_std();
         Py_CLEAR(t->app);

@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "m0/asgi.h"
 #include "m0/config.h"
 #include "m0/conn.h"
 #include "m0/hold.h"
@@ -32,6 +33,9 @@
 #include "m0/log.h"
 #include "m0/loop.h"
 #include "m0/pool.h"
+#include "m0/py.h"
+#include "m0/runner.h"
+#include "m0/target.h"
 #include "m0/serve.h"
 #include "m0/worker.h"
 
@@ -211,18 +215,44 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, int listen_fd, int s
     }
     m0_loop_add_hook(s->loop, serve_hook, v);
     s->next_sweep = m0_loop_now(s->loop) + SWEEP_MS;
-    if (cfg->blocking_threads > 0) {
+    m0_server_current = s;
+    return s;
+}
+
+int m0_serve_start_pools(struct m0_server *s)
+{
+    const struct m0_config *cfg = s->cfg;
+    int wsgi = 0;
+    for (unsigned i = 0; i < m0_targets.n; i++)
+        wsgi |= m0_targets.t[i].runner->start != NULL;
+    if (wsgi && cfg->blocking_threads > 0) {
         char err[256];
         unsigned min = (unsigned)cfg->blocking_threads;
         unsigned max = cfg->threads_explicit ? min : (unsigned)cfg->blocking_threads_max;
         s->pool = m0_pool_start(s, min, max, (uint64_t)(cfg->blocking_threads_idle * 1000), err, sizeof err);
         if (s->pool == NULL) {
             m0_error("%s", err);
-            return NULL;
+            return M0_ERR;
         }
     }
-    m0_server_current = s;
-    return s;
+    for (unsigned i = 0; i < m0_targets.n; i++) {
+        if (m0_targets.t[i].runner->start != NULL)
+            m0_targets.t[i].pool = s->pool;
+    }
+    return M0_OK;
+}
+
+void m0_serve_teardown_targets(struct m0_server *s)
+{
+    (void)s;
+    for (unsigned i = 0; i < m0_targets.n; i++) {
+        struct m0_target *t = &m0_targets.t[i];
+        if (t->runner->teardown != NULL) {
+            m0_py_attach();
+            t->runner->teardown(t);
+            m0_py_detach();
+        }
+    }
 }
 
 void m0_serve_booted(struct m0_server *s)
@@ -305,5 +335,6 @@ void m0_serve_close_in_child(struct m0_server *s)
         close(v->ctl_fd);
     close(v->sig_fd);
     m0_pool_close_in_child(s->pool);
+    m0_asgi_close_in_child();
     m0_loop_close_in_child(s->loop);
 }

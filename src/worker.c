@@ -96,8 +96,12 @@ void m0_worker_main(const struct m0_config *cfg, int listen_fd, int ctl_fd)
     struct m0_server *s = m0_serve_new(cfg, listen_fd, sp[0], ctl_fd);
     if (s == NULL)
         _exit(M0_EXIT_FAIL);
-    if (m0_py_load_app(cfg, s->pool) != M0_OK)
-        _exit(M0_EXIT_BOOT);     /* pool threads idle in recv: nothing to join */
+    if (m0_py_load_app(cfg) != M0_OK) {
+        fflush(NULL);
+        _exit(M0_EXIT_BOOT);     /* executor threads may be alive: nothing to join */
+    }
+    if (m0_serve_start_pools(s) != M0_OK)
+        _exit(M0_EXIT_FAIL);
     m0_info("worker booted (pid %d)", (int)getpid());
     m0_serve_booted(s);
 
@@ -106,6 +110,7 @@ void m0_worker_main(const struct m0_config *cfg, int listen_fd, int ctl_fd)
         fflush(NULL);
         _exit(rc);             /* threads are inside Python: no finalize, no join */
     }
+    m0_serve_teardown_targets(s);
     m0_serve_free(s);
     m0_py_finalize();
     m0_info("worker exiting (pid %d)", (int)getpid());

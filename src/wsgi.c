@@ -706,7 +706,7 @@ static int wsgi_setup(struct m0_target *t, const struct m0_config *cfg)
     if (PyType_Ready(&StartResponseType) < 0)
         return M0_ERR;
     struct wsgi_target *wt = m0_xmalloc(sizeof *wt);
-    wt->environ = m0_environ_template(t, cfg, t->pool != NULL);
+    wt->environ = m0_environ_template(t, cfg, cfg->blocking_threads > 0);
     if (wt->environ == NULL) {
         free(wt);
         return M0_ERR;

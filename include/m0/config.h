@@ -26,6 +26,8 @@ struct m0_config {
     double request_timeout;     /* seconds; 0 = off */
     const char *app_dir;        /* put first on sys.path; default "." */
     enum m0_protocol protocol;
+    const char *asgi_loop;      /* --loop: auto | asyncio | uvloop */
+    const char *lifespan;       /* --lifespan: auto | on | off */
     double graceful_timeout;    /* seconds */
     double keepalive_timeout;   /* seconds an idle keep-alive connection lives */
     double header_timeout;      /* seconds to receive a complete request head */

@@ -44,6 +44,12 @@
  * the job alone. */
 enum m0_job_state { M0_JOB_IDLE, M0_JOB_QUEUED, M0_JOB_RUNNING, M0_JOB_CANCELLED };
 
+/* What a runner can wait for (struct m0_jobchan.waiting); the loop wakes it
+ * when that happens, and always when the client leaves. */
+#define M0_WAIT_CREDIT 0x01u    /* queued + unwritten bytes back under half the window */
+#define M0_WAIT_BODY   0x02u    /* more of a lazy request body, or its end */
+#define M0_WAIT_GONE   0x04u    /* only the client leaving */
+
 /* Completion kinds, runner → loop (struct m0_completion.kind). */
 enum m0_cpl_kind {
     M0_CPL_DONE = 1,     /* the runner is finished with the job: it is the loop's again */
@@ -69,7 +75,7 @@ struct m0_jobchan {
     struct m0_buf q;            /* runner → loop: framed bytes not yet taken */
     size_t unwritten;           /* loop: taken bytes not yet written (credit) */
     uint8_t posted;             /* a PART completion is queued and not yet taken */
-    uint8_t waiting;            /* the runner sleeps on cond */
+    uint8_t waiting;            /* M0_WAIT_*: what the runner waits for (cond, or the runner's wake) */
     uint8_t gone;               /* the client left: the runner stops */
     /* Expect: 100-continue (lazy request body) */
     uint8_t body_lazy;          /* the body is read while the runner runs */
@@ -89,6 +95,10 @@ struct m0_job {
     const struct m0_target *target;
     struct m0_loop *loop;       /* where completions go */
     const struct m0_job_inline *inl;   /* non-NULL: running on the loop thread */
+    /* An asynchronous runner's wakeup (loop thread, under the channel lock):
+     * the loop calls it instead of signalling the condition variable when
+     * something the runner waits for happened. NULL: threads on cond. */
+    void (*wake)(struct m0_job *job);
     atomic_int run_state;       /* enum m0_job_state */
     uint64_t queued_ms;         /* loop clock at submission */
     uint64_t hold_start;        /* newest event id when the hold was decided */
@@ -155,5 +165,16 @@ void m0_job_body_progress(struct m0_job *job, int done, int error);
  * appends to req.body, which the runner reads). */
 void m0_job_lock(struct m0_job *job);
 void m0_job_unlock(struct m0_job *job);
+
+/*
+ * For asynchronous runners, which must not block: take what is ready and
+ * arm the wakeup for what is not (all under the lock, so nothing is missed).
+ *
+ * m0_job_poll: want is M0_WAIT_* bits. Returns the bits of want that hold
+ * now (CREDIT: under the window; BODY: the lazy body is complete or failed;
+ * GONE: the client left), and arms job->wake for the others. A first BODY
+ * poll asks for the body (100 Continue) like m0_job_wait_body.
+ */
+unsigned m0_job_poll(struct m0_job *job, unsigned want);
 
 #endif

@@ -52,4 +52,20 @@ int m0_lane_take(const struct m0_lane *lane, struct m0_lane_rec *rec);
  * property of the lane, shared by every thread reading it. */
 int m0_lane_set_timeout(struct m0_lane *lane, uint64_t ms);
 
+/*
+ * A loop-side FIFO in front of a lane: records are queued without a system
+ * call and sent in sendmmsg batches once per loop pass; what the lane cannot
+ * take yet (its reader is behind) waits here, in order. Loop thread only.
+ */
+struct m0_lane_q {
+    struct m0_lane_rec *recs;
+    size_t n, cap, head;
+};
+
+void m0_lane_q_push(struct m0_lane_q *q, const struct m0_lane_rec *rec);
+/* Send what the lane takes, oldest first. Returns M0_OK when the queue is
+ * empty afterwards, M0_AGAIN when records remain. */
+int m0_lane_q_flush(struct m0_lane_q *q, const struct m0_lane *lane);
+void m0_lane_q_free(struct m0_lane_q *q);
+
 #endif

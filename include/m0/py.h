@@ -18,10 +18,12 @@ struct m0_pool;
 int m0_py_init(const struct m0_config *cfg);
 
 /* Import the application named by cfg->app (MODULE[:ATTR], with bare
- * MODULE discovery) and add it to the target table as the root mount,
- * served on pool (NULL: the loop thread), its runner set up. On failure the
- * traceback is printed and M0_ERR returned. Leaves the thread detached. */
-int m0_py_load_app(const struct m0_config *cfg, struct m0_pool *pool);
+ * MODULE discovery, protocol detection) and add it to the target table as
+ * the root mount with its runner set up (an ASGI runner starts its executor
+ * and lifespan here). WSGI targets get their pool afterwards (t->pool).
+ * On failure the reason or traceback is printed and M0_ERR returned.
+ * Leaves the thread detached. */
+int m0_py_load_app(const struct m0_config *cfg);
 
 /* Print the pending Python exception with its traceback to sys.stderr and
  * clear it. Unlike PyErr_Print, SystemExit and KeyboardInterrupt are only

@@ -10,7 +10,12 @@
  * into job->resp.out (through job->body) and hands them over with
  * m0_job_push().
  *
- * Outcomes:
+ * A runner is synchronous (WSGI: start/resume/abandon, run by the target's
+ * pool threads or inline on the loop thread) or asynchronous (ASGI: submit,
+ * wake, teardown — it schedules jobs on its own executor and reports
+ * through the same completions, m0_loop_post).
+ *
+ * Outcomes of start/resume:
  *   M0_DONE   the response is complete in job->resp (flags say ABORT when
  *             it must not be passed off as complete); every Python object
  *             of the job is released, close() included;
@@ -38,8 +43,20 @@ struct m0_runner {
      * release the job's Python state, close() included; the response is
      * marked ABORT. Idempotent. */
     void (*abandon)(struct m0_job *job);
+
+    /* Asynchronous runners. submit (loop thread): take the job, which the
+     * loop set QUEUED, onto the target's executor; the runner owns it until
+     * it posts M0_CPL_DONE. wake (loop thread, under the job's channel
+     * lock, must not block): something the runner polled for happened
+     * (m0_job_poll). */
+    void (*submit)(const struct m0_target *t, struct m0_job *job);
+    void (*wake)(struct m0_job *job);
+    /* Worker shutdown, after the drain (ASGI: lifespan shutdown), attached
+     * to the interpreter. May be NULL. */
+    void (*teardown)(struct m0_target *t);
 };
 
 extern const struct m0_runner m0_wsgi_runner;
+extern const struct m0_runner m0_asgi_runner;
 
 #endif

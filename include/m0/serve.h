@@ -13,9 +13,16 @@ struct m0_server;
 
 /* Build the server for listen_fd (not yet accepting), reading signals from
  * sig_fd (one byte per signal) and the master from ctl_fd (-1: none).
- * Starts the pool when configured; Python must be initialised and the
- * caller detached. Returns NULL after logging why. */
+ * Returns NULL after logging why. */
 struct m0_server *m0_serve_new(const struct m0_config *cfg, int listen_fd, int sig_fd, int ctl_fd);
+
+/* After the applications are loaded: the handler pool for the WSGI
+ * targets (when any, and --blocking-threads > 0), assigned to them.
+ * Returns M0_OK or M0_ERR (logged). Detached. */
+int m0_serve_start_pools(struct m0_server *s);
+
+/* After the drain: every runner's teardown (ASGI lifespan shutdown). */
+void m0_serve_teardown_targets(struct m0_server *s);
 
 /* Tell the master the application is loaded (M0_CTL_BOOTED). */
 void m0_serve_booted(struct m0_server *s);

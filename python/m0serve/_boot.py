@@ -1,21 +1,19 @@
 """Application discovery for the embedded interpreter (called from C).
 
 ``load(spec, protocol)`` imports ``MODULE[:ATTR]`` and returns
-``(callable, kind)`` where kind is ``"wsgi"`` or ``"asgi"``.
+``(callable, kind)`` where kind is ``"wsgi"`` or ``"asgi"``; an ASGI 2
+application (a class, or a callable returning a per-scope instance with an
+async ``__call__(receive, send)``) comes back wrapped as ASGI 3.
 
 A bare MODULE tries, in order: ``MODULE.asgi:application``,
 ``MODULE.wsgi:application``, ``MODULE:app``, ``MODULE.main:app``
 (DESIGN.md, capability 2). A candidate is skipped only when the module it
 names does not exist; an error raised *inside* an existing module
 propagates, so its traceback reaches the user instead of "not found".
-While this build has no ASGI host, a discovered ASGI candidate is passed
-over in favour of a later WSGI one.
 """
 
 import importlib
 import inspect
-
-ASGI_SUPPORTED = False
 
 
 class LoadError(Exception):
@@ -23,10 +21,26 @@ class LoadError(Exception):
 
 
 def _is_asgi(app):
+    """ASGI 3: a coroutine function, or an object whose __call__ is one."""
     if inspect.iscoroutinefunction(app):
         return True
+    if inspect.isclass(app):
+        return False
     call = getattr(type(app), "__call__", None)
     return call is not None and inspect.iscoroutinefunction(call)
+
+
+def _is_asgi2(app):
+    """ASGI 2: a class whose instances (one per scope) have an async __call__."""
+    return inspect.isclass(app) and inspect.iscoroutinefunction(getattr(app, "__call__", None))
+
+
+def _asgi2_to_3(app):
+    async def asgi3(scope, receive, send):
+        instance = app(scope)
+        await instance(receive, send)
+    asgi3.__wrapped__ = app
+    return asgi3
 
 
 def _missing(exc, modname):
@@ -50,9 +64,14 @@ def _resolve(modname, attr):
 
 
 def _kind(app, protocol):
-    if protocol in ("wsgi", "asgi"):
-        return protocol
-    return "asgi" if _is_asgi(app) else "wsgi"
+    """(app, kind): --protocol wins; auto detects ASGI 3 and ASGI 2 (wrapped)."""
+    if protocol == "wsgi":
+        return app, "wsgi"
+    if _is_asgi(app):
+        return app, "asgi"
+    if _is_asgi2(app) or protocol == "asgi":
+        return _asgi2_to_3(app), "asgi"
+    return app, "wsgi"
 
 
 def load(spec, protocol="auto"):
@@ -61,13 +80,11 @@ def load(spec, protocol="auto"):
         modname, attr = spec.split(":", 1)
         if not modname or not attr:
             raise LoadError(f"invalid application spec {spec!r} (want MODULE[:ATTR])")
-        app = _resolve(modname, attr)
-        return app, _kind(app, protocol)
+        return _kind(_resolve(modname, attr), protocol)
 
     candidates = [(spec + ".asgi", "application"), (spec + ".wsgi", "application"),
                   (spec, "app"), (spec + ".main", "app")]
     tried = []
-    passed_over = None
     for modname, attr in candidates:
         try:
             app = _resolve(modname, attr)
@@ -79,12 +96,5 @@ def load(spec, protocol="auto"):
         except LoadError:
             tried.append(f"{modname}:{attr}")
             continue
-        kind = _kind(app, protocol)
-        if kind == "asgi" and not ASGI_SUPPORTED and protocol == "auto":
-            passed_over = passed_over or (app, kind)
-            tried.append(f"{modname}:{attr} (ASGI)")
-            continue
-        return app, kind
-    if passed_over is not None:
-        return passed_over
+        return _kind(app, protocol)
     raise LoadError(f"no application found for {spec!r}; tried " + ", ".join(tried))

@@ -96,8 +96,8 @@ def test_import_failure_prints_traceback_and_exits_1():
     assert "RuntimeError: importfail: deliberate failure at import time" in stderr
 
 
-def test_an_asgi_callable_is_refused_with_one_clear_line():
-    status, stderr = run_to_exit(["asgi_only:app", "--bind", "127.0.0.1:0", "--app-dir", str(APPS_DIR)])
-    assert status == 1
-    assert "ASGI application: ASGI is not supported yet" in stderr
-    assert "Traceback" not in stderr
+def test_an_asgi_callable_without_lifespan_is_detected_and_served(start_server):
+    # Its lifespan attempt fails ("auto" lifespan: the app does not speak it).
+    server = start_server("asgi_only:app")
+    assert request(server.port, "GET", "/").body == b"asgi"
+    assert "does not speak ASGI lifespan" in server.stderr.text()

@@ -1,0 +1,309 @@
+"""The ASGI executor: one thread per ASGI application per worker, running a
+persistent asyncio loop (uvloop when importable), fed by the C loop.
+
+The C side (src/asgi.c, the built-in ``_m0asgi`` module) owns the sockets,
+the parser, the framing and the scope's construction; this file owns the
+ASGI protocol: one task per request, ``receive``/``send`` (ASGI 3.0, HTTP
+spec 2.4) and lifespan (2.0) with uvicorn's "auto" semantics.
+
+Nothing here blocks the event loop: what a request waits for — credit to
+send more body, a request body that has not arrived yet (Expect:
+100-continue), the client leaving — is polled for in C, and the C loop
+answers with a WAKE record on the lane this loop reads (``add_reader``).
+After a response is complete its job belongs to the C loop again: a task
+that goes on running (background work) gets ``http.disconnect`` from
+``receive`` and never touches the job.
+
+Used only by the server; not a public API.
+"""
+
+import asyncio
+import logging
+import sys
+import threading
+import traceback
+
+import _m0asgi as _c
+
+READ_CHUNK = 64 * 1024
+DISCONNECT = {"type": "http.disconnect"}
+_log = logging.getLogger("m0serve.asgi")
+
+
+def _report(what):
+    """The current exception's traceback, on stderr (the server's error log)."""
+    sys.stderr.write("m0serve: %s\n" % what)
+    traceback.print_exc(file=sys.stderr)
+    sys.stderr.flush()
+
+
+class LifespanFailed(RuntimeError):
+    """The application refused to start (lifespan.startup.failed)."""
+
+
+def start(app, exec_id, fd, loop_kind, lifespan, graceful_timeout):
+    """Start an executor for app reading lane fd; returns it once lifespan
+    startup is over. Raises LifespanFailed (startup.failed, or an error with
+    --lifespan on) or the loop's own error (--loop uvloop without uvloop)."""
+    ex = Executor(app, exec_id, fd, loop_kind, lifespan, graceful_timeout)
+    ex.start()
+    return ex
+
+
+class Executor:
+    def __init__(self, app, exec_id, fd, loop_kind, lifespan, graceful_timeout):
+        self.app = app
+        self.id = exec_id
+        self.fd = fd
+        self.loop_kind = loop_kind
+        self.lifespan = lifespan
+        self.timeout = max(graceful_timeout, 1.0)
+        self.state = {}              # lifespan's scope["state"], copied into every request scope
+        self.cycles = {}             # slot -> the request cycle that owns the slot's job
+        self.loop = None
+        self.thread = None
+        self._ready = threading.Event()
+        self._error = None
+        self._ls = None
+
+    # -------------------------------------------------------------- thread
+
+    def start(self):
+        self.thread = threading.Thread(target=self._run, name="m0serve-asgi-%d" % self.id, daemon=True)
+        self.thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+
+    def _new_loop(self):
+        if self.loop_kind in ("auto", "uvloop"):
+            try:
+                import uvloop
+                return uvloop.new_event_loop()
+            except ImportError:
+                if self.loop_kind == "uvloop":
+                    raise
+        return asyncio.new_event_loop()
+
+    def _run(self):
+        try:
+            self.loop = loop = self._new_loop()
+            asyncio.set_event_loop(loop)
+            loop.run_until_complete(self._startup())
+            loop.add_reader(self.fd, self._drain)
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.remove_reader(self.fd)
+            try:
+                loop.run_until_complete(self._shutdown())
+            except BaseException:
+                _report("lifespan shutdown failed")
+            for task in asyncio.all_tasks(loop):
+                task.cancel()
+            loop.close()
+
+    def stop(self):
+        """Worker shutdown (requests have drained): lifespan shutdown, then
+        the loop and its thread end. Called from the worker's main thread."""
+        if self.loop is not None and self.thread.is_alive():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(self.timeout + 1.0)
+
+    # ------------------------------------------------------------ the lane
+
+    def _drain(self):
+        for kind, slot in _c.take(self.id):
+            if kind == _c.START:
+                cycle = HTTPCycle(self, slot)
+                self.cycles[slot] = cycle
+                self.loop.create_task(cycle.run())
+            else:
+                cycle = self.cycles.get(slot)
+                if cycle is not None:
+                    cycle.wake()
+
+    # ------------------------------------------------------------ lifespan
+
+    async def _startup(self):
+        if self.lifespan == "off":
+            return
+        self._ls = Lifespan(self)
+        await self._ls.startup()
+
+    async def _shutdown(self):
+        if self._ls is not None:
+            await asyncio.wait_for(self._ls.shutdown(), self.timeout)
+
+
+class Lifespan:
+    """ASGI lifespan 2.0, uvicorn's "auto": an application that raises before
+    answering startup does not speak the protocol, and serves anyway; with
+    --lifespan on, that is an error."""
+
+    def __init__(self, ex):
+        self.ex = ex
+        self.queue = asyncio.Queue()
+        self.started = ex.loop.create_future()
+        self.finished = ex.loop.create_future()
+        self.supported = True
+        self.task = None
+
+    async def startup(self):
+        scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}, "state": self.ex.state}
+        self.task = self.ex.loop.create_task(self.main(scope))
+        await self.queue.put({"type": "lifespan.startup"})
+        error = await self.started
+        if error is not None:
+            raise LifespanFailed(error)
+
+    async def shutdown(self):
+        if not self.supported or self.task is None or self.task.done():
+            return
+        await self.queue.put({"type": "lifespan.shutdown"})
+        error = await self.finished
+        if error is not None:
+            sys.stderr.write("m0serve: lifespan shutdown failed: %s\n" % error)
+
+    async def main(self, scope):
+        try:
+            await self.ex.app(scope, self.receive, self.send)
+        except BaseException as exc:
+            if not self.started.done():
+                if self.ex.lifespan == "auto":
+                    self.supported = False
+                    sys.stderr.write("m0serve: the application does not speak ASGI lifespan (%s: %s); "
+                                     "serving without it\n" % (type(exc).__name__, exc))
+                    self.started.set_result(None)
+                else:
+                    _report("lifespan startup raised")
+                    self.started.set_result("%s: %s" % (type(exc).__name__, exc))
+            else:
+                _report("the lifespan task raised")
+        finally:
+            if not self.started.done():
+                self.started.set_result(None)
+            if not self.finished.done():
+                self.finished.set_result(None)
+
+    async def receive(self):
+        return await self.queue.get()
+
+    async def send(self, message):
+        kind = message["type"]
+        if kind == "lifespan.startup.complete":
+            self.started.set_result(None)
+        elif kind == "lifespan.startup.failed":
+            self.started.set_result(message.get("message", "") or "lifespan.startup.failed")
+        elif kind == "lifespan.shutdown.complete":
+            self.finished.set_result(None)
+        elif kind == "lifespan.shutdown.failed":
+            self.finished.set_result(message.get("message", "") or "lifespan.shutdown.failed")
+        else:
+            raise RuntimeError("unexpected ASGI lifespan message %r" % kind)
+
+
+class HTTPCycle:
+    """One HTTP request: its task, receive and send."""
+
+    __slots__ = ("ex", "slot", "started", "complete", "body_done", "gone", "waiters")
+
+    def __init__(self, ex, slot):
+        self.ex = ex
+        self.slot = slot
+        self.started = False        # http.response.start sent
+        self.complete = False       # the response is done: the job is the C loop's again
+        self.body_done = False      # receive() handed out the whole request body
+        self.gone = False           # http.disconnect was seen
+        self.waiters = []
+
+    async def run(self):
+        try:
+            scope = _c.scope(self.slot)
+            await self.ex.app(scope, self.receive, self.send)
+        except BaseException as exc:
+            if self.complete:
+                _report("the application raised after its response was complete")
+            else:
+                _report("the application raised (%s); answering 500 or aborting the connection"
+                        % type(exc).__name__)
+                self._end(failed=True)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            return
+        if not self.complete:
+            sys.stderr.write("m0serve: the ASGI application returned without %s the response\n"
+                             % ("completing" if self.started else "starting"))
+            self._end(failed=True)
+
+    def _end(self, failed=False):
+        """The response is complete (or failed): give the job back."""
+        if failed:
+            _c.fail(self.slot)
+        self.complete = True
+        if self.ex.cycles.get(self.slot) is self:
+            del self.ex.cycles[self.slot]
+        self.wake()
+
+    def wake(self):
+        waiters, self.waiters = self.waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    def _wait(self):
+        fut = self.ex.loop.create_future()
+        self.waiters.append(fut)
+        return fut
+
+    async def receive(self):
+        if self.complete or self.gone:
+            return DISCONNECT
+        if not self.body_done:
+            while True:
+                piece = _c.read(self.slot, READ_CHUNK)
+                if piece is not None:
+                    break
+                await self._wait()          # a lazy body: 100 Continue went out
+                if self.complete:
+                    return DISCONNECT
+            body, more = piece
+            self.body_done = not more
+            return {"type": "http.request", "body": body, "more_body": more}
+        # The body is consumed: wait for the client to leave (or the
+        # response to end), which is all a further receive() can report.
+        while not self.complete:
+            if _c.poll(self.slot, _c.WAIT_GONE):
+                self.gone = True
+                break
+            await self._wait()
+        return DISCONNECT
+
+    async def send(self, message):
+        kind = message["type"]
+        if self.complete:
+            raise RuntimeError("ASGI message %r sent after the response was complete" % kind)
+        if kind == "http.response.start":
+            if self.started:
+                raise RuntimeError("http.response.start sent twice")
+            _c.start(self.slot, message["status"], message.get("headers", ()))
+            self.started = True
+        elif kind == "http.response.body":
+            more = message.get("more_body", False)
+            if not _c.send(self.slot, message.get("body", b""), more):
+                while not _c.poll(self.slot, _c.WAIT_CREDIT):
+                    await self._wait()
+                    if self.complete:
+                        return
+            if not more:
+                self._end()
+        elif kind == "http.response.pathsend":
+            _c.pathsend(self.slot, message["path"])
+            self._end()
+        else:
+            raise RuntimeError("unexpected ASGI message %r in an HTTP response" % kind)

@@ -1,0 +1,722 @@
+/*
+ * asgi.c — the ASGI runner (m0_asgi_runner; ASGI 3.0, HTTP spec 2.4,
+ * lifespan 2.0): a per-target executor thread running a persistent asyncio
+ * loop (python/m0serve/_asgi.py), fed by the loop through a submit lane.
+ *
+ * The loop parks a request and submits (slot, gen) on the target's lane, as
+ * it does for the handler pool; the executor's asyncio loop reads the lane
+ * (add_reader) and turns each record into a task. Everything the task does
+ * to its job goes through the functions of the built-in module `_m0asgi`
+ * below, on the executor thread: the scope is built here, the body read
+ * here, the head and body framed here by the body encoder and handed to the
+ * loop through the job channel (m0_job_push: a PART completion, then DONE).
+ * The C loop never takes the GIL; the executor never blocks: what it waits
+ * for (credit, a lazy body, a disconnect) it polls for (m0_job_poll) and the
+ * loop answers with a WAKE record on the same lane (m0_asgi_runner.wake).
+ *
+ * Framing follows the WSGI runner's rules: a response whose only body
+ * message has more_body False, or that declares Content-Length, keeps a
+ * length; a response sent in several body messages streams as they come
+ * (chunked to HTTP/1.1, close-delimited to HTTP/1.0); an M0-Hold response is
+ * held back whole and becomes a held stream, exactly as from WSGI. An
+ * exception after the head aborts the connection (no chunked terminator);
+ * before it, a 500.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "m0/asgi.h"
+#include "m0/bus.h"
+#include "m0/config.h"
+#include "m0/conn.h"
+#include "m0/job.h"
+#include "m0/lane.h"
+#include "m0/log.h"
+#include "m0/loop.h"
+#include "m0/py.h"
+#include "m0/runner.h"
+#include "m0/sse.h"
+#include "m0/target.h"
+#include "m0/wsgi.h"
+
+enum { REC_START = M0_RUN_START, REC_WAKE = 3 };
+
+struct m0_exec {
+    struct m0_lane lane;           /* loop → executor: START, WAKE, STOP */
+    struct m0_lane_q q;            /* loop side: records the lane cannot take yet */
+    struct m0_target *t;
+    PyObject *py;                  /* the executor object (python/m0serve/_asgi.py) */
+    PyObject *scope;               /* the scope template (type, asgi, scheme, root_path, server, extensions) */
+    PyObject *state;               /* what lifespan startup put in scope["state"], or NULL */
+    unsigned id;
+};
+
+/* The job's ASGI state (job->rstate). */
+struct asgi_job {
+    uint64_t read_off;             /* request body bytes handed to receive() */
+    struct m0_buf held;            /* a hold's body, held back until its last message */
+    uint8_t started;               /* http.response.start was sent (job->head is set) */
+    uint8_t done;                  /* the response is complete: the job is the loop's again */
+};
+
+#define MAX_EXECS 16
+static struct m0_exec *execs[MAX_EXECS];
+static unsigned nexecs;
+
+static PyObject *k_type, *k_http, *k_http_version, *k_method, *k_path, *k_raw_path, *k_query_string,
+    *k_headers, *k_client, *k_state, *v_11, *v_10, *v_GET, *v_POST;
+
+/* ------------------------------------------------------------ loop side */
+
+static void exec_hook(struct m0_loop *l, void *ctx)
+{
+    struct m0_exec *x = ctx;
+    (void)l;
+    m0_lane_q_flush(&x->q, &x->lane);
+}
+
+static void asgi_submit(const struct m0_target *t, struct m0_job *job)
+{
+    struct m0_exec *x = t->rstate;
+    struct m0_lane_rec rec = {.slot = job->slot, .gen = job->gen, .kind = REC_START};
+    m0_lane_q_push(&x->q, &rec);
+}
+
+/* Under the job's channel lock, on the loop thread: queue a WAKE (sent
+ * before the loop sleeps). */
+static void asgi_wake(struct m0_job *job)
+{
+    struct m0_exec *x = job->target->rstate;
+    struct m0_lane_rec rec = {.slot = job->slot, .gen = job->gen, .kind = REC_WAKE};
+    m0_lane_q_push(&x->q, &rec);
+}
+
+/* --------------------------------------------------------- job lookup */
+
+/* The running ASGI job of slot, or NULL with RuntimeError set. */
+static struct m0_job *job_of(unsigned long slot)
+{
+    struct m0_server *s = m0_server_current;
+    struct m0_job *job = s != NULL && slot < s->nconns ? s->jobs[slot] : NULL;
+    if (job == NULL || job->target == NULL || job->target->runner != &m0_asgi_runner ||
+        job->rstate == NULL || ((struct asgi_job *)job->rstate)->done ||
+        atomic_load(&job->run_state) != M0_JOB_RUNNING) {
+        PyErr_Format(PyExc_RuntimeError, "ASGI: slot %lu has no request in flight", slot);
+        return NULL;
+    }
+    return job;
+}
+
+static void post_done(struct m0_job *job)
+{
+    struct asgi_job *aj = job->rstate;
+    aj->done = 1;
+    struct m0_completion c = {.slot = job->slot, .gen = job->gen, .kind = M0_CPL_DONE, .rc = M0_DONE};
+    m0_loop_post(job->loop, &c);
+}
+
+/* ---------------------------------------------------------- _m0asgi module */
+
+/* take(exec_id) -> list of (kind, slot): the lane's records. A START for a
+ * request nobody waits for any more (the client left before the task began)
+ * is completed here and not reported. */
+static PyObject *py_take(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    unsigned long id = PyLong_AsUnsignedLong(arg);
+    if (PyErr_Occurred())
+        return NULL;
+    if (id >= nexecs) {
+        PyErr_SetString(PyExc_ValueError, "no such executor");
+        return NULL;
+    }
+    struct m0_exec *x = execs[id];
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    struct m0_lane_rec rec;
+    for (int i = 0; i < 1024 && m0_lane_poll(&x->lane, &rec) == M0_OK; i++) {
+        if (rec.kind == REC_START) {
+            struct m0_job *job = m0_server_current->jobs[rec.slot];
+            int queued = M0_JOB_QUEUED;
+            if (!atomic_compare_exchange_strong(&job->run_state, &queued, M0_JOB_RUNNING)) {
+                struct m0_completion c = {.slot = rec.slot, .gen = rec.gen, .kind = M0_CPL_DONE, .rc = M0_DONE};
+                m0_loop_post(job->loop, &c);
+                continue;
+            }
+            if (job->rstate == NULL) {
+                job->rstate = m0_xmalloc(sizeof(struct asgi_job));
+                memset(job->rstate, 0, sizeof(struct asgi_job));
+            }
+            struct asgi_job *aj = job->rstate;
+            m0_buf_free(&aj->held);
+            memset(aj, 0, sizeof *aj);
+            m0_head_reset(&job->head);
+            m0_body_reset(&job->body);
+        }
+        PyObject *t = Py_BuildValue("(ik)", (int)rec.kind, (unsigned long)rec.slot);
+        if (t == NULL || PyList_Append(out, t) == -1) {
+            Py_XDECREF(t);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(t);
+    }
+    return out;
+}
+
+static int set_bytes(PyObject *d, PyObject *key, const char *p, size_t n)
+{
+    PyObject *v = PyBytes_FromStringAndSize(p, (Py_ssize_t)n);
+    int rc = v ? PyDict_SetItem(d, key, v) : -1;
+    Py_XDECREF(v);
+    return rc;
+}
+
+/* The percent-decoded path (RFC 3986 §2.1) as bytes. */
+static size_t unquote(const char *s, size_t n, char *dst)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *a, *b;
+        if (s[i] == '%' && i + 2 < n && (a = strchr(hex, s[i + 1] | 0x20)) != NULL && s[i + 1] != 0 &&
+            (b = strchr(hex, s[i + 2] | 0x20)) != NULL && s[i + 2] != 0) {
+            dst[o++] = (char)((a - hex) << 4 | (b - hex));
+            i += 2;
+        } else {
+            dst[o++] = s[i];
+        }
+    }
+    return o;
+}
+
+/* scope(slot) -> dict: the HTTP connection scope (ASGI HTTP 2.4). */
+static PyObject *py_scope(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    struct m0_job *job = job_of(PyLong_AsUnsignedLong(arg));
+    if (job == NULL)
+        return NULL;
+    struct m0_exec *x = job->target->rstate;
+    const struct m0_req *r = &job->req;
+    PyObject *scope = PyDict_Copy(x->scope), *v = NULL;
+    if (scope == NULL)
+        return NULL;
+    if (PyDict_SetItem(scope, k_http_version, r->http_minor ? v_11 : v_10) == -1)
+        goto fail;
+    v = strcmp(r->method, "GET") == 0 ? Py_NewRef(v_GET) : strcmp(r->method, "POST") == 0 ? Py_NewRef(v_POST)
+        : PyUnicode_DecodeLatin1(r->method, r->method_len, NULL);
+    if (v == NULL || PyDict_SetItem(scope, k_method, v) == -1)
+        goto fail;
+    Py_CLEAR(v);
+    /* path: percent-decoded, UTF-8 (undecodable bytes replaced); raw_path:
+     * the bytes as received; the whole path, whatever the mount (root_path
+     * in the template is the mount's prefix). */
+    char small[1024];
+    char *path = r->path_len < sizeof small ? small : m0_xmalloc(r->path_len + 1);
+    size_t plen = unquote(r->path, r->path_len, path);
+    v = PyUnicode_DecodeUTF8(path, (Py_ssize_t)plen, "replace");
+    if (path != small)
+        free(path);
+    if (v == NULL || PyDict_SetItem(scope, k_path, v) == -1)
+        goto fail;
+    Py_CLEAR(v);
+    if (set_bytes(scope, k_raw_path, r->path, r->path_len) == -1 ||
+        set_bytes(scope, k_query_string, r->query, r->query_len) == -1)
+        goto fail;
+    PyObject *headers = PyList_New(0);
+    if (headers == NULL || PyDict_SetItem(scope, k_headers, headers) == -1) {
+        Py_XDECREF(headers);
+        goto fail;
+    }
+    Py_DECREF(headers);
+    for (unsigned i = 0; i < r->nhdrs; i++) {
+        const struct m0_hdr *h = &r->hdrs[i];
+        char lower[256];
+        char *name = h->name_len <= sizeof lower ? lower : m0_xmalloc(h->name_len);
+        for (uint32_t k = 0; k < h->name_len; k++)
+            name[k] = (char)(h->name[k] >= 'A' && h->name[k] <= 'Z' ? h->name[k] + 32 : h->name[k]);
+        PyObject *pair = Py_BuildValue("(y#y#)", name, (Py_ssize_t)h->name_len, h->value, (Py_ssize_t)h->value_len);
+        if (name != lower)
+            free(name);
+        if (pair == NULL || PyList_Append(headers, pair) == -1) {
+            Py_XDECREF(pair);
+            goto fail;
+        }
+        Py_DECREF(pair);
+    }
+    if (job->remote_addr[0] != '\0') {
+        v = Py_BuildValue("(si)", job->remote_addr, (int)job->remote_port);
+        if (v == NULL || PyDict_SetItem(scope, k_client, v) == -1)
+            goto fail;
+        Py_CLEAR(v);
+    }
+    if (x->state != NULL) {
+        v = PyDict_Copy(x->state);       /* shallow: the app's objects are shared */
+        if (v == NULL || PyDict_SetItem(scope, k_state, v) == -1)
+            goto fail;
+        Py_CLEAR(v);
+    }
+    return scope;
+fail:
+    Py_XDECREF(v);
+    Py_DECREF(scope);
+    return NULL;
+}
+
+/* read(slot, max) -> (bytes, more_body) | None: the next piece of the
+ * request body (at most max bytes). None: a lazy body (Expect:
+ * 100-continue) is not there yet — 100 Continue was asked for and a WAKE
+ * comes when it has arrived (or the client left). */
+static PyObject *py_read(PyObject *self, PyObject *args)
+{
+    (void)self;
+    unsigned long slot;
+    Py_ssize_t max;
+    if (!PyArg_ParseTuple(args, "kn:read", &slot, &max))
+        return NULL;
+    struct m0_job *job = job_of(slot);
+    if (job == NULL)
+        return NULL;
+    struct asgi_job *aj = job->rstate;
+    if (job->ch.body_lazy && !(m0_job_poll(job, M0_WAIT_BODY) & M0_WAIT_BODY))
+        Py_RETURN_NONE;
+    if (job->ch.body_error || (job->ch.body_lazy && !job->ch.body_done)) {
+        PyErr_SetString(PyExc_OSError, "the request body was not received (the client left, stalled or "
+                                       "sent a malformed body)");
+        return NULL;
+    }
+    uint64_t left = job->req.body_len - aj->read_off;
+    size_t n = left < (uint64_t)max ? (size_t)left : (size_t)max;
+    PyObject *b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+    if (b == NULL)
+        return NULL;
+    ssize_t got = n ? m0_req_body_read(&job->req, aj->read_off, PyBytes_AS_STRING(b), n) : 0;
+    if (got < 0) {
+        Py_DECREF(b);
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    aj->read_off += (uint64_t)got;
+    if ((size_t)got < n && _PyBytes_Resize(&b, got) == -1)
+        return NULL;
+    PyObject *more = aj->read_off < job->req.body_len ? Py_True : Py_False;
+    PyObject *r = PyTuple_Pack(2, b, more);
+    Py_DECREF(b);
+    return r;
+}
+
+/* poll(slot, want) -> have: M0_WAIT_* bits that hold now; the others are
+ * armed: a WAKE comes when one of them happens (the client leaving ends
+ * every wait). */
+static PyObject *py_poll(PyObject *self, PyObject *args)
+{
+    (void)self;
+    unsigned long slot;
+    unsigned int want;
+    if (!PyArg_ParseTuple(args, "kI:poll", &slot, &want))
+        return NULL;
+    struct m0_job *job = job_of(slot);
+    if (job == NULL)
+        return NULL;
+    return PyLong_FromUnsignedLong(m0_job_poll(job, want));
+}
+
+/* start(slot, status, headers): http.response.start — the head, validated
+ * and copied into C (names as tokens, values as field values, RFC 9110
+ * §5.1, §5.5). Raises ValueError/TypeError for a bad one. */
+static PyObject *py_start(PyObject *self, PyObject *args)
+{
+    (void)self;
+    unsigned long slot;
+    int status;
+    PyObject *headers;
+    if (!PyArg_ParseTuple(args, "kiO:start", &slot, &status, &headers))
+        return NULL;
+    struct m0_job *job = job_of(slot);
+    if (job == NULL)
+        return NULL;
+    struct asgi_job *aj = job->rstate;
+    if (aj->started) {
+        PyErr_SetString(PyExc_RuntimeError, "http.response.start sent twice");
+        return NULL;
+    }
+    if (status < 200 || status > 599) {
+        PyErr_Format(PyExc_ValueError, "invalid status %d (200..599; 1xx are the server's)", status);
+        return NULL;
+    }
+    PyObject *it = PyObject_GetIter(headers);
+    if (it == NULL)
+        return NULL;
+    m0_head_reset(&job->head);
+    m0_head_status(&job->head, status, NULL, 0);
+    PyObject *pair;
+    while ((pair = PyIter_Next(it)) != NULL) {
+        PyObject *seq = PySequence_Fast(pair, "a header must be a (name, value) pair of bytes");
+        Py_DECREF(pair);
+        if (seq == NULL || PySequence_Fast_GET_SIZE(seq) != 2 ||
+            !PyBytes_Check(PySequence_Fast_GET_ITEM(seq, 0)) || !PyBytes_Check(PySequence_Fast_GET_ITEM(seq, 1))) {
+            if (seq != NULL)
+                PyErr_SetString(PyExc_TypeError, "a header must be a (name, value) pair of bytes");
+            Py_XDECREF(seq);
+            Py_DECREF(it);
+            return NULL;
+        }
+        PyObject *n = PySequence_Fast_GET_ITEM(seq, 0), *v = PySequence_Fast_GET_ITEM(seq, 1);
+        const char *why = NULL;
+        int bad = !m0_http_is_token(PyBytes_AS_STRING(n), (size_t)PyBytes_GET_SIZE(n)) ||
+                  !m0_http_is_field_value(PyBytes_AS_STRING(v), (size_t)PyBytes_GET_SIZE(v)) ||
+                  m0_head_add(&job->head, PyBytes_AS_STRING(n), (size_t)PyBytes_GET_SIZE(n),
+                              PyBytes_AS_STRING(v), (size_t)PyBytes_GET_SIZE(v), &why) != M0_OK;
+        if (bad) {
+            PyErr_Format(PyExc_ValueError, "invalid header %R%s%s", seq, why ? ": " : "", why ? why : "");
+            Py_DECREF(seq);
+            Py_DECREF(it);
+            return NULL;
+        }
+        Py_DECREF(seq);
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred())
+        return NULL;
+    if (job->head.hold == M0_HOLD_STREAM && job->head.channel_len == 0) {
+        PyErr_SetString(PyExc_ValueError, "M0-Hold: stream needs an M0-Channel header");
+        return NULL;
+    }
+    aj->started = 1;
+    Py_RETURN_NONE;
+}
+
+/* A hold is taken only where it can be kept (--realtime, 2xx, not HEAD). */
+static int is_hold(const struct m0_job *job)
+{
+    return job->target->realtime && job->head.hold == M0_HOLD_STREAM && job->head.status / 100 == 2 &&
+           !(job->req.flags & M0_REQ_HEAD);
+}
+
+static void commit(struct m0_job *job, int64_t body_len)
+{
+    const struct m0_req *r = &job->req;
+    struct m0_server *s = m0_server_current;
+    int complete;
+    m0_job_body_len(job, &complete);
+    struct m0_body_req br = {
+        .http_minor = r->http_minor,
+        .keepalive = (r->flags & M0_REQ_KEEPALIVE) && !atomic_load(&s->draining) && complete,
+        .head = (r->flags & M0_REQ_HEAD) != 0,
+    };
+    int hold = is_hold(job);
+    if (m0_body_commit(&job->body, &job->resp.out, &job->head, &br, body_len, hold) != M0_OK)
+        return;      /* one head per response: a second commit writes nothing */
+    job->resp.status = job->head.status;
+    if (hold) {
+        const struct m0_hdr *lei = m0_req_header(r, "last-event-id");
+        job->hold_last_id = lei ? m0_sse_parse_last_id(lei->value, lei->value_len) : 0;
+        job->hold_start = m0_bus_last_id();
+        job->resp.flags |= M0_RESP_HOLD;
+    }
+}
+
+static void emit(struct m0_job *job, const char *p, size_t n)
+{
+    size_t took = m0_body_emit(&job->body, &job->resp.out, p, n);
+    if (job->body.framing != M0_FRAME_NONE)
+        job->resp.body_bytes += took;
+}
+
+/* The response is complete: end the framing and give the job back. */
+static void finish_response(struct m0_job *job)
+{
+    if (m0_body_finish(&job->body, &job->resp.out) != M0_OK) {
+        m0_error("%s %s: body shorter than its Content-Length (%llu of %lld bytes); aborting the connection",
+                 job->req.method, job->req.target, (unsigned long long)job->body.sent, (long long)job->body.length);
+        job->resp.flags |= M0_RESP_ABORT;
+    }
+    post_done(job);
+}
+
+/* send(slot, body, more_body) -> bool: http.response.body. True: go on;
+ * False: over the credit window — poll(M0_WAIT_CREDIT) was armed, wait for
+ * the WAKE. Raises OSError when the client has left (ASGI 2.4: send on a
+ * closed connection). A body with more_body False completes the response:
+ * the job is the loop's again. */
+static PyObject *py_send(PyObject *self, PyObject *args)
+{
+    (void)self;
+    unsigned long slot;
+    Py_buffer body;
+    int more;
+    if (!PyArg_ParseTuple(args, "ky*p:send", &slot, &body, &more))
+        return NULL;
+    struct m0_job *job = job_of(slot);
+    if (job == NULL) {
+        PyBuffer_Release(&body);
+        return NULL;
+    }
+    struct asgi_job *aj = job->rstate;
+    if (!aj->started) {
+        PyBuffer_Release(&body);
+        PyErr_SetString(PyExc_RuntimeError, "http.response.body before http.response.start");
+        return NULL;
+    }
+    if (job->ch.gone) {
+        PyBuffer_Release(&body);
+        PyErr_SetString(PyExc_OSError, "the client disconnected");
+        return NULL;
+    }
+    const struct m0_head *h = &job->head;
+    if (!job->body.committed) {
+        if (is_hold(job)) {
+            /* The hold's first bytes go out whole, after the subscription. */
+            m0_buf_append(&aj->held, body.buf, (size_t)body.len);
+            if (!more) {
+                commit(job, (int64_t)aj->held.len);
+                emit(job, aj->held.data, aj->held.len);
+                m0_buf_free(&aj->held);
+                finish_response(job);
+            }
+            PyBuffer_Release(&body);
+            Py_RETURN_TRUE;
+        }
+        commit(job, more || h->content_length >= 0 ? -1 : (int64_t)body.len);
+    }
+    emit(job, body.buf, (size_t)body.len);
+    PyBuffer_Release(&body);
+    if (!more) {
+        finish_response(job);
+        Py_RETURN_TRUE;
+    }
+    if (m0_job_push(job) != M0_OK) {
+        PyErr_SetString(PyExc_OSError, "the client disconnected");
+        return NULL;
+    }
+    if (m0_job_poll(job, M0_WAIT_CREDIT) & M0_WAIT_CREDIT)
+        Py_RETURN_TRUE;
+    Py_RETURN_FALSE;
+}
+
+/* pathsend(slot, path): http.response.pathsend — the file's bytes by
+ * sendfile(2), with its length. Raises OSError when it cannot be opened. */
+static PyObject *py_pathsend(PyObject *self, PyObject *args)
+{
+    (void)self;
+    unsigned long slot;
+    PyObject *path;
+    if (!PyArg_ParseTuple(args, "kO&:pathsend", &slot, PyUnicode_FSConverter, &path))
+        return NULL;
+    struct m0_job *job = job_of(slot);
+    if (job == NULL || !((struct asgi_job *)job->rstate)->started) {
+        if (job != NULL)
+            PyErr_SetString(PyExc_RuntimeError, "http.response.pathsend before http.response.start");
+        Py_DECREF(path);
+        return NULL;
+    }
+    int fd;
+    Py_BEGIN_ALLOW_THREADS
+    fd = open(PyBytes_AS_STRING(path), O_RDONLY | O_CLOEXEC);
+    Py_END_ALLOW_THREADS
+    struct stat st;
+    if (fd == -1 || fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path);
+        if (fd != -1)
+            close(fd);
+        Py_DECREF(path);
+        return NULL;
+    }
+    Py_DECREF(path);
+    commit(job, (int64_t)st.st_size);
+    if (job->body.framing == M0_FRAME_LENGTH) {
+        job->resp.file_fd = fd;
+        job->resp.file_off = 0;
+        job->resp.file_left = (uint64_t)st.st_size;
+        job->resp.body_bytes = (uint64_t)st.st_size;
+        job->body.sent = (uint64_t)st.st_size;
+    } else {
+        close(fd);
+    }
+    finish_response(job);
+    Py_RETURN_NONE;
+}
+
+/* fail(slot): the application raised or returned without completing the
+ * response: a 500 when no head went out, else the connection is aborted. */
+static PyObject *py_fail(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    struct m0_job *job = job_of(PyLong_AsUnsignedLong(arg));
+    if (job == NULL)
+        return NULL;
+    m0_buf_free(&((struct asgi_job *)job->rstate)->held);
+    if (!job->body.committed) {
+        m0_buf_reset(&job->resp.out);
+        m0_error_response(&job->resp.out, 500, "the application raised an error; see the server log", 1,
+                          (job->req.flags & M0_REQ_HEAD) != 0);
+        job->resp.status = 500;
+        job->body.committed = 1;
+        job->body.keep = 0;
+        job->resp.flags &= ~M0_RESP_HOLD;
+    } else {
+        job->resp.flags |= M0_RESP_ABORT;
+    }
+    post_done(job);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"take", py_take, METH_O, "take(exec_id) -> [(kind, slot)]: the records on the executor's lane "
+                              "(START: a request to run; WAKE: something it polled for happened)"},
+    {"scope", py_scope, METH_O, "scope(slot) -> dict: the request's HTTP scope"},
+    {"read", py_read, METH_VARARGS, "read(slot, max) -> (bytes, more_body) | None (wait for a WAKE)"},
+    {"poll", py_poll, METH_VARARGS, "poll(slot, want) -> have: M0_WAIT_* bits; the rest armed"},
+    {"start", py_start, METH_VARARGS, "start(slot, status, headers): http.response.start"},
+    {"send", py_send, METH_VARARGS, "send(slot, body, more_body) -> bool (False: wait for credit)"},
+    {"pathsend", py_pathsend, METH_VARARGS, "pathsend(slot, path): the file by sendfile"},
+    {"fail", py_fail, METH_O, "fail(slot): 500 before the head, an aborted connection after"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_m0asgi",
+    .m_doc = "m0serve's ASGI executor primitives (used by m0serve._asgi only).",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyObject *m0_asgi_module_init(void)
+{
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddIntConstant(m, "START", REC_START) || PyModule_AddIntConstant(m, "WAKE", REC_WAKE) ||
+        PyModule_AddIntConstant(m, "WAIT_CREDIT", M0_WAIT_CREDIT) ||
+        PyModule_AddIntConstant(m, "WAIT_BODY", M0_WAIT_BODY) || PyModule_AddIntConstant(m, "WAIT_GONE", M0_WAIT_GONE)) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* ------------------------------------------------------------- runner */
+
+static int intern_all(void)
+{
+    static const struct {
+        PyObject **slot;
+        const char *text;
+    } names[] = {
+        {&k_type, "type"}, {&k_http, "http"}, {&k_http_version, "http_version"}, {&k_method, "method"},
+        {&k_path, "path"}, {&k_raw_path, "raw_path"}, {&k_query_string, "query_string"},
+        {&k_headers, "headers"}, {&k_client, "client"}, {&k_state, "state"}, {&v_11, "1.1"},
+        {&v_10, "1.0"}, {&v_GET, "GET"}, {&v_POST, "POST"},
+    };
+    for (size_t i = 0; i < M0_ARRAY_LEN(names); i++) {
+        if (*names[i].slot == NULL && (*names[i].slot = PyUnicode_InternFromString(names[i].text)) == NULL)
+            return M0_ERR;
+    }
+    return M0_OK;
+}
+
+/* Start the target's executor (its thread, its asyncio loop, lifespan
+ * startup). On failure the app's message is logged and M0_ERR returned. */
+static int asgi_setup(struct m0_target *t, const struct m0_config *cfg)
+{
+    if (intern_all() != M0_OK)
+        return M0_ERR;
+    if (nexecs == MAX_EXECS) {
+        PyErr_SetString(PyExc_RuntimeError, "too many ASGI applications");
+        return M0_ERR;
+    }
+    struct m0_exec *x = m0_xmalloc(sizeof *x);
+    memset(x, 0, sizeof *x);
+    x->t = t;
+    x->id = nexecs;
+    if (m0_lane_open(&x->lane, 4 * 1024 * 1024) != M0_OK) {
+        free(x);
+        PyErr_SetFromErrno(PyExc_OSError);
+        return M0_ERR;
+    }
+    char *host, *upath;
+    int port;
+    char err[256];
+    if (m0_config_bind_parts(cfg, &host, &port, &upath, err, sizeof err) != M0_OK) {
+        PyErr_SetString(PyExc_ValueError, err);
+        return M0_ERR;
+    }
+    PyObject *server = upath ? Py_BuildValue("(sO)", upath, Py_None)
+                             : Py_BuildValue("(si)", host, cfg->bound_port ? cfg->bound_port : port);
+    x->scope = server == NULL ? NULL : Py_BuildValue(
+        "{s:s,s:{s:s,s:s},s:s,s:s#,s:N,s:O,s:{s:{}}}",
+        "type", "http",
+        "asgi", "version", "3.0", "spec_version", "2.4",
+        "scheme", "http",
+        "root_path", t->prefix, (Py_ssize_t)t->prefix_len,
+        "server", server,
+        "client", Py_None,
+        "extensions", "http.response.pathsend");
+    if (x->scope == NULL) {
+        m0_lane_close(&x->lane);
+        free(x);
+        return M0_ERR;
+    }
+    execs[nexecs++] = x;
+    t->rstate = x;
+    PyObject *mod = PyImport_ImportModule("m0serve._asgi");
+    if (mod == NULL)
+        return M0_ERR;
+    x->py = PyObject_CallMethod(mod, "start", "OIissd", (PyObject *)t->app, x->id, x->lane.take_fd,
+                                cfg->asgi_loop, cfg->lifespan, cfg->graceful_timeout);
+    Py_DECREF(mod);
+    if (x->py == NULL)
+        return M0_ERR;
+    PyObject *state = PyObject_GetAttrString(x->py, "state");
+    if (state == NULL)
+        return M0_ERR;
+    if (PyDict_Check(state) && PyDict_GET_SIZE(state) > 0)
+        x->state = state;
+    else
+        Py_DECREF(state);
+    m0_loop_add_hook(m0_server_current->loop, exec_hook, x);
+    return M0_OK;
+}
+
+/* After the drain: lifespan shutdown, then the executor's thread ends. */
+static void asgi_teardown(struct m0_target *t)
+{
+    struct m0_exec *x = t->rstate;
+    if (x == NULL || x->py == NULL)
+        return;
+    PyObject *r = PyObject_CallMethod(x->py, "stop", NULL);
+    if (r == NULL)
+        m0_py_print_exception();
+    Py_XDECREF(r);
+    Py_CLEAR(x->py);
+    Py_CLEAR(x->scope);
+    Py_CLEAR(x->state);
+    m0_lane_close(&x->lane);
+    m0_lane_q_free(&x->q);
+}
+
+const struct m0_runner m0_asgi_runner = {
+    .name = "asgi",
+    .setup = asgi_setup,
+    .submit = asgi_submit,
+    .wake = asgi_wake,
+    .teardown = asgi_teardown,
+};
+
+void m0_asgi_close_in_child(void)
+{
+    for (unsigned i = 0; i < nexecs; i++)
+        m0_lane_close(&execs[i]->lane);
+}
