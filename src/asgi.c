@@ -572,7 +572,31 @@ static PyObject *py_fail(PyObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* flush(): post the completions this executor collected since the last
+ * flush, waking the C loop at most once (m0_loop_defer). The executor
+ * calls it once per batch of its own work. */
+static PyObject *py_flush(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (m0_server_current != NULL)
+        m0_loop_flush(m0_server_current->loop);
+    Py_RETURN_NONE;
+}
+
+/* defer(on): the calling thread (the executor) collects its completions
+ * until flush(). */
+static PyObject *py_defer(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    if (m0_server_current != NULL)
+        m0_loop_defer(m0_server_current->loop, PyObject_IsTrue(arg));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"flush", py_flush, METH_NOARGS, "flush(): post the collected completions (one loop wakeup)"},
+    {"defer", py_defer, METH_O, "defer(on): collect this thread's completions until flush()"},
     {"take", py_take, METH_O, "take(exec_id) -> [(kind, slot)]: the records on the executor's lane "
                               "(START: a request to run; WAKE: something it polled for happened)"},
     {"scope", py_scope, METH_O, "scope(slot) -> dict: the request's HTTP scope"},

@@ -165,9 +165,55 @@ void m0_loop_on_complete(struct m0_loop *l, m0_complete_cb cb, void *ctx)
     l->done_ctx = ctx;
 }
 
+/* This thread's deferred completions (m0_loop_defer). */
+static __thread struct {
+    int on;
+    struct m0_completion *c;
+    size_t n, cap;
+} deferred;
+
+void m0_loop_defer(struct m0_loop *l, int on)
+{
+    if (!on)
+        m0_loop_flush(l);
+    deferred.on = on;
+}
+
+void m0_loop_flush(struct m0_loop *l)
+{
+    if (deferred.n == 0)
+        return;
+    int wake;
+    pthread_mutex_lock(&l->lock);
+    if (l->ndone + deferred.n > l->cap_done) {
+        while (l->ndone + deferred.n > l->cap_done)
+            l->cap_done = l->cap_done ? l->cap_done * 2 : 64;
+        l->done = m0_xrealloc(l->done, l->cap_done * sizeof *l->done);
+    }
+    memcpy(l->done + l->ndone, deferred.c, deferred.n * sizeof *deferred.c);
+    l->ndone += deferred.n;
+    wake = !l->wake_pending;
+    l->wake_pending = 1;
+    pthread_mutex_unlock(&l->lock);
+    deferred.n = 0;
+    if (wake) {
+        uint64_t one = 1;
+        while (write(l->wake_fd, &one, sizeof one) == -1 && errno == EINTR) {
+        }
+    }
+}
+
 void m0_loop_post(struct m0_loop *l, const struct m0_completion *c)
 {
     int wake;
+    if (deferred.on) {
+        if (deferred.n == deferred.cap) {
+            deferred.cap = deferred.cap ? deferred.cap * 2 : 64;
+            deferred.c = m0_xrealloc(deferred.c, deferred.cap * sizeof *deferred.c);
+        }
+        deferred.c[deferred.n++] = *c;
+        return;
+    }
     pthread_mutex_lock(&l->lock);
     if (l->ndone == l->cap_done) {
         l->cap_done = l->cap_done ? l->cap_done * 2 : 64;

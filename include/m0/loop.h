@@ -58,6 +58,15 @@ void m0_loop_on_complete(struct m0_loop *l, m0_complete_cb cb, void *ctx);
  * a short mutex. */
 void m0_loop_post(struct m0_loop *l, const struct m0_completion *c);
 
+/* A thread that produces many completions per wakeup of its own (the ASGI
+ * executor) may defer them: between m0_loop_defer(l, 1) and
+ * m0_loop_defer(l, 0), m0_loop_post() from this thread only collects, and
+ * m0_loop_flush() posts what was collected with one lock and at most one
+ * wakeup — so the loop is woken once per batch, not once per response.
+ * Thread-local; one loop per thread. */
+void m0_loop_defer(struct m0_loop *l, int on);
+void m0_loop_flush(struct m0_loop *l);
+
 /* Run hook once per pass, before sleeping (in registration order). */
 void m0_loop_add_hook(struct m0_loop *l, m0_hook_cb cb, void *ctx);
 /* The next sleep ends no later than at (loop clock, ms). Reset every pass:

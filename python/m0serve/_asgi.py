@@ -65,6 +65,7 @@ class Executor:
         self._ready = threading.Event()
         self._error = None
         self._ls = None
+        self._flush_scheduled = False
 
     # -------------------------------------------------------------- thread
 
@@ -90,6 +91,7 @@ class Executor:
             self.loop = loop = self._new_loop()
             asyncio.set_event_loop(loop)
             loop.run_until_complete(self._startup())
+            _c.defer(True)         # completions go out in batches: see need_flush()
             loop.add_reader(self.fd, self._drain)
         except BaseException as exc:
             self._error = exc
@@ -99,6 +101,7 @@ class Executor:
         try:
             loop.run_forever()
         finally:
+            _c.defer(False)
             loop.remove_reader(self.fd)
             try:
                 loop.run_until_complete(self._shutdown())
@@ -117,6 +120,17 @@ class Executor:
 
     # ------------------------------------------------------------ the lane
 
+    def need_flush(self):
+        """A completion was collected: post the batch once the callbacks
+        ready now have run (one wakeup of the C loop per batch)."""
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.loop.call_soon(self._flush)
+
+    def _flush(self):
+        self._flush_scheduled = False
+        _c.flush()
+
     def _drain(self):
         for kind, slot in _c.take(self.id):
             if kind == _c.START:
@@ -127,6 +141,10 @@ class Executor:
                 cycle = self.cycles.get(slot)
                 if cycle is not None:
                     cycle.wake()
+        # After the first steps of the tasks just created (they were queued
+        # first): most responses are complete by then, and go out together.
+        # (take() itself completes a START whose client has left.)
+        self.need_flush()
 
     # ------------------------------------------------------------ lifespan
 
@@ -245,6 +263,7 @@ class HTTPCycle:
         """The response is complete (or failed): give the job back."""
         if failed:
             _c.fail(self.slot)
+        self.ex.need_flush()
         self.complete = True
         if self.ex.cycles.get(self.slot) is self:
             del self.ex.cycles[self.slot]
@@ -269,7 +288,8 @@ class HTTPCycle:
                 piece = _c.read(self.slot, READ_CHUNK)
                 if piece is not None:
                     break
-                await self._wait()          # a lazy body: 100 Continue went out
+                self.ex.need_flush()        # a lazy body: 100 Continue is asked for
+                await self._wait()
                 if self.complete:
                     return DISCONNECT
             body, more = piece
@@ -295,7 +315,10 @@ class HTTPCycle:
             self.started = True
         elif kind == "http.response.body":
             more = message.get("more_body", False)
-            if not _c.send(self.slot, message.get("body", b""), more):
+            ok = _c.send(self.slot, message.get("body", b""), more)
+            if more:
+                self.ex.need_flush()        # a streamed piece went to the loop
+            if not ok:
                 while not _c.poll(self.slot, _c.WAIT_CREDIT):
                     await self._wait()
                     if self.complete:
