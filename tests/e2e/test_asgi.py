@@ -16,7 +16,7 @@ import time
 import pytest
 
 from rawhttp import Conn, IncompleteResponse, build_request, request
-from serverproc import rss_kb, run_to_exit, APPS_DIR
+from serverproc import binary_is_sanitized, rss_kb, run_to_exit, APPS_DIR
 from sse import SSEStream
 from test_streaming import first_block_before_the_second, recv_all, recv_until
 
@@ -129,7 +129,8 @@ def test_a_slow_reader_costs_bounded_memory(start_server):
             time.sleep(0.125)
         grown = rss_kb(pid) - before
     assert 0 < received < 10 * 1024 * 1024
-    assert grown < 4 * 1024, "RSS grew %d kB for a client reading 64 KB/s" % grown
+    if not binary_is_sanitized():         # ASan's quarantine keeps freed memory
+        assert grown < 4 * 1024, "RSS grew %d kB for a client reading 64 KB/s" % grown
 
 
 def test_pathsend(start_server, tmp_path):
@@ -246,6 +247,7 @@ def test_django_asgi_handler_serves_async_and_sync_views(start_server):
 
 # ---------------------------------------------------------------- RSS guard
 
+@pytest.mark.skipif(binary_is_sanitized(), reason="ASan's quarantine makes RSS growth meaningless")
 def test_rss_growth_over_10000_requests(start_server):
     server = start_server(RAW)
     pid = next(iter(server.worker_pids()))

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from rawhttp import Conn, IncompleteResponse, build_request, request
-from serverproc import rss_kb
+from serverproc import binary_is_sanitized, rss_kb
 
 STREAM = "stream_app:application"
 
@@ -155,7 +155,8 @@ def test_a_slow_reader_costs_bounded_memory(start_server):
             time.sleep(0.125)
         grown = rss_kb(pid) - before
     assert 0 < received < 10 * 1024 * 1024
-    assert grown < 4 * 1024, "RSS grew %d kB for a client reading 64 KB/s" % grown
+    if not binary_is_sanitized():         # ASan's quarantine keeps freed memory
+        assert grown < 4 * 1024, "RSS grew %d kB for a client reading 64 KB/s" % grown
 
 
 # ------------------------------------------------------------- disconnects
