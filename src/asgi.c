@@ -61,7 +61,8 @@ struct m0_exec {
     unsigned id;
 };
 
-/* The job's ASGI state (job->rstate). */
+/* The job's ASGI state (job->rstate[M0_ASGI_ID]). */
+#define M0_ASGI_ID 1
 struct asgi_job {
     uint64_t read_off;             /* request body bytes handed to receive() */
     struct m0_buf held;            /* a hold's body, held back until its last message */
@@ -109,7 +110,7 @@ static struct m0_job *job_of(unsigned long slot)
     struct m0_server *s = m0_server_current;
     struct m0_job *job = s != NULL && slot < s->nconns ? s->jobs[slot] : NULL;
     if (job == NULL || job->target == NULL || job->target->runner != &m0_asgi_runner ||
-        job->rstate == NULL || ((struct asgi_job *)job->rstate)->done ||
+        job->rstate[M0_ASGI_ID] == NULL || ((struct asgi_job *)job->rstate[M0_ASGI_ID])->done ||
         atomic_load(&job->run_state) != M0_JOB_RUNNING) {
         PyErr_Format(PyExc_RuntimeError, "ASGI: slot %lu has no request in flight", slot);
         return NULL;
@@ -119,7 +120,7 @@ static struct m0_job *job_of(unsigned long slot)
 
 static void post_done(struct m0_job *job)
 {
-    struct asgi_job *aj = job->rstate;
+    struct asgi_job *aj = job->rstate[M0_ASGI_ID];
     aj->done = 1;
     struct m0_completion c = {.slot = job->slot, .gen = job->gen, .kind = M0_CPL_DONE, .rc = M0_DONE};
     m0_loop_post(job->loop, &c);
@@ -154,11 +155,11 @@ static PyObject *py_take(PyObject *self, PyObject *arg)
                 m0_loop_post(job->loop, &c);
                 continue;
             }
-            if (job->rstate == NULL) {
-                job->rstate = m0_xmalloc(sizeof(struct asgi_job));
-                memset(job->rstate, 0, sizeof(struct asgi_job));
+            if (job->rstate[M0_ASGI_ID] == NULL) {
+                job->rstate[M0_ASGI_ID] = m0_xmalloc(sizeof(struct asgi_job));
+                memset(job->rstate[M0_ASGI_ID], 0, sizeof(struct asgi_job));
             }
-            struct asgi_job *aj = job->rstate;
+            struct asgi_job *aj = job->rstate[M0_ASGI_ID];
             m0_buf_free(&aj->held);
             memset(aj, 0, sizeof *aj);
             m0_head_reset(&job->head);
@@ -289,7 +290,7 @@ static PyObject *py_read(PyObject *self, PyObject *args)
     struct m0_job *job = job_of(slot);
     if (job == NULL)
         return NULL;
-    struct asgi_job *aj = job->rstate;
+    struct asgi_job *aj = job->rstate[M0_ASGI_ID];
     if (job->ch.body_lazy && !(m0_job_poll(job, M0_WAIT_BODY) & M0_WAIT_BODY))
         Py_RETURN_NONE;
     if (job->ch.body_error || (job->ch.body_lazy && !job->ch.body_done)) {
@@ -346,7 +347,7 @@ static PyObject *py_start(PyObject *self, PyObject *args)
     struct m0_job *job = job_of(slot);
     if (job == NULL)
         return NULL;
-    struct asgi_job *aj = job->rstate;
+    struct asgi_job *aj = job->rstate[M0_ASGI_ID];
     if (aj->started) {
         PyErr_SetString(PyExc_RuntimeError, "http.response.start sent twice");
         return NULL;
@@ -463,7 +464,7 @@ static PyObject *py_send(PyObject *self, PyObject *args)
         PyBuffer_Release(&body);
         return NULL;
     }
-    struct asgi_job *aj = job->rstate;
+    struct asgi_job *aj = job->rstate[M0_ASGI_ID];
     if (!aj->started) {
         PyBuffer_Release(&body);
         PyErr_SetString(PyExc_RuntimeError, "http.response.body before http.response.start");
@@ -515,7 +516,7 @@ static PyObject *py_pathsend(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "kO&:pathsend", &slot, PyUnicode_FSConverter, &path))
         return NULL;
     struct m0_job *job = job_of(slot);
-    if (job == NULL || !((struct asgi_job *)job->rstate)->started) {
+    if (job == NULL || !((struct asgi_job *)job->rstate[M0_ASGI_ID])->started) {
         if (job != NULL)
             PyErr_SetString(PyExc_RuntimeError, "http.response.pathsend before http.response.start");
         Py_DECREF(path);
@@ -556,7 +557,7 @@ static PyObject *py_fail(PyObject *self, PyObject *arg)
     struct m0_job *job = job_of(PyLong_AsUnsignedLong(arg));
     if (job == NULL)
         return NULL;
-    m0_buf_free(&((struct asgi_job *)job->rstate)->held);
+    m0_buf_free(&((struct asgi_job *)job->rstate[M0_ASGI_ID])->held);
     if (!job->body.committed) {
         m0_buf_reset(&job->resp.out);
         m0_error_response(&job->resp.out, 500, "the application raised an error; see the server log", 1,
@@ -733,6 +734,7 @@ static void asgi_teardown(struct m0_target *t)
 
 const struct m0_runner m0_asgi_runner = {
     .name = "asgi",
+    .id = M0_ASGI_ID,
     .setup = asgi_setup,
     .submit = asgi_submit,
     .wake = asgi_wake,

@@ -448,7 +448,9 @@ void m0_h1_parse(struct m0_server *s, struct m0_conn *c)
                     dispatch(s, c, t);
                     if (c->state == M0_CONN_RUN && (c->flags & C_LAZY_BODY) && m0_buf_unread(&c->in) > 0)
                         m0_h1_read_lazy_body(s, c);     /* body bytes sent without waiting */
-                    return;
+                    if (c->state != M0_CONN_READ_HEAD)
+                        return;
+                    continue;       /* answered inline already: pipelined requests next */
                 }
             }
             head_paused = 1;

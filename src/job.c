@@ -35,7 +35,8 @@ void m0_job_free(struct m0_job *job)
     m0_buf_free(&job->ch.q);
     pthread_mutex_destroy(&job->ch.lock);
     pthread_cond_destroy(&job->ch.cond);
-    free(job->rstate);
+    for (int i = 0; i < M0_RUNNER_MAX; i++)
+        free(job->rstate[i]);
     free(job);
 }
 

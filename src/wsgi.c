@@ -71,7 +71,7 @@ struct wsgi_target {
 
 typedef struct start_response StartResponseObject;
 
-/* The job's state between start and completion (job->rstate). */
+/* The job's state between start and completion (job->rstate[M0_WSGI_ID]). */
 struct wsgi_job {
     PyObject *result;            /* the iterable whose close() is owed, or NULL */
     PyObject *iter;              /* the iterator being drained, or NULL */
@@ -106,9 +106,11 @@ const char *m0_latin1(PyObject *s, Py_ssize_t *len, PyObject **owner)
     return PyBytes_AS_STRING(b);
 }
 
+#define M0_WSGI_ID 0
+
 static struct wsgi_job *state_of(struct m0_job *job)
 {
-    return job->rstate;
+    return job->rstate[M0_WSGI_ID];
 }
 
 /* Has the head been "sent" in PEP 3333's sense? It has once a non-empty
@@ -595,9 +597,9 @@ static int try_sendfile(struct m0_job *job, PyObject *result)
 static int wsgi_start(struct m0_job *job)
 {
     struct wsgi_target *wt = job->target->rstate;
-    if (job->rstate == NULL) {
-        job->rstate = m0_xmalloc(sizeof(struct wsgi_job));
-        memset(job->rstate, 0, sizeof(struct wsgi_job));
+    if (job->rstate[M0_WSGI_ID] == NULL) {
+        job->rstate[M0_WSGI_ID] = m0_xmalloc(sizeof(struct wsgi_job));
+        memset(job->rstate[M0_WSGI_ID], 0, sizeof(struct wsgi_job));
     }
     struct wsgi_job *ws = state_of(job);
     ws->produced = 0;
@@ -717,6 +719,7 @@ static int wsgi_setup(struct m0_target *t, const struct m0_config *cfg)
 
 const struct m0_runner m0_wsgi_runner = {
     .name = "wsgi",
+    .id = M0_WSGI_ID,
     .setup = wsgi_setup,
     .start = wsgi_start,
     .resume = wsgi_resume,

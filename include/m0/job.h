@@ -35,6 +35,9 @@
 #include "m0/http.h"
 #include "m0/response.h"
 
+/* Runners that can keep state in a job (struct m0_runner.id < this). */
+#define M0_RUNNER_MAX 4
+
 /* Bytes a streaming runner may have queued or unwritten before it waits. */
 #define M0_JOB_WINDOW (256 * 1024)
 
@@ -103,7 +106,9 @@ struct m0_job {
     uint64_t queued_ms;         /* loop clock at submission */
     uint64_t hold_start;        /* newest event id when the hold was decided */
     uint64_t hold_last_id;      /* the request's Last-Event-ID (0: none) */
-    void *rstate;               /* the runner's private state (opaque here) */
+    /* Each runner's private per-job state, by runner id: a slot's job may
+     * serve one target's runner now and another's later (mounts). */
+    void *rstate[M0_RUNNER_MAX];
     char remote_addr[INET6_ADDRSTRLEN];
     uint16_t remote_port;
 };

@@ -5,8 +5,8 @@
  *
  * Every operation runs on the thread that runs the target's jobs — a pool
  * thread, or the loop thread when no pool serves — attached to the
- * interpreter. The runner's per-job state lives behind job->rstate and is
- * private to its file. A runner never touches a connection: it frames bytes
+ * interpreter. The runner's per-job state lives behind job->rstate[id] and
+ * is private to its file. A runner never touches a connection: it frames bytes
  * into job->resp.out (through job->body) and hands them over with
  * m0_job_push().
  *
@@ -33,7 +33,8 @@ struct m0_config;
 struct m0_target;
 
 struct m0_runner {
-    const char *name;                               /* "wsgi" */
+    const char *name;                               /* "wsgi", "asgi" */
+    int id;                                         /* its index in job->rstate[] (< M0_RUNNER_MAX) */
     /* Prepare t (its app is set): per-target state such as the environ
      * template. M0_OK, or M0_ERR with a Python exception set. */
     int (*setup)(struct m0_target *t, const struct m0_config *cfg);

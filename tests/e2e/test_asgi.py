@@ -99,7 +99,7 @@ def test_errors_before_and_after_the_head(start_server):
         s.sendall(build_request("GET", "/raise-after"))
         raw = recv_all(s)
     assert b"5\r\nfirst\r\n" in raw and not raw.endswith(b"0\r\n\r\n")
-    assert "asgi app raised before the head" in server.stderr.text()
+    assert server.stderr.wait_for(re.compile("asgi app raised before the head"), 5)
     assert request(server.port, "GET", "/").status == 200
 
 

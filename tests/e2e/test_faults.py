@@ -112,7 +112,8 @@ def test_item2_sys_exit_in_a_view_is_a_500_and_the_worker_serves_on(start_server
             conn.read_response()
     assert worker_pid(server) == pid
     assert server.proc.poll() is None
-    assert "SystemExit" in server.stderr.text() and "KeyboardInterrupt" in server.stderr.text()
+    assert server.stderr.wait_for(re.compile("SystemExit"), 5)
+    assert server.stderr.wait_for(re.compile("KeyboardInterrupt"), 5)
 
 
 # ------------------------------------------------------------ 3. fork in a view

@@ -100,4 +100,4 @@ def test_an_asgi_callable_without_lifespan_is_detected_and_served(start_server):
     # Its lifespan attempt fails ("auto" lifespan: the app does not speak it).
     server = start_server("asgi_only:app")
     assert request(server.port, "GET", "/").body == b"asgi"
-    assert "does not speak ASGI lifespan" in server.stderr.text()
+    assert server.stderr.wait_for(re.compile("does not speak ASGI lifespan"), 5)
