@@ -50,7 +50,7 @@ Q :=
 endif
 
 .SECONDARY:
-.PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo bench install clean \
+.PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
         smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge
 
 all: m0serve
@@ -297,6 +297,11 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory m0serve venv
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) ./m0serve rtsite.wsgi:application --app-dir examples/django_realtime \
 	    --bind 127.0.0.1:8000 --workers 2 --realtime --access-log
+
+demo-fastapi: deps
+	$(Q)$(MAKE) --no-print-directory m0serve venv
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) ./m0serve main:app --app-dir examples/fastapi_app \
+	    --bind 127.0.0.1:8001 --workers 2 --realtime --access-log
 
 bench: deps
 	$(Q)$(MAKE) --no-print-directory m0serve bench-venv
