@@ -1,6 +1,6 @@
 /*
  * timer.c — monotonic clock helper. Timeouts themselves are deadlines kept
- * on each connection and checked by the loop's periodic sweep (loop.c).
+ * on each connection and checked by the periodic sweep (conn.c, from serve.c's hook).
  */
 #include <time.h>
 
