@@ -5,6 +5,7 @@
 #   make bench-venv  .venv-bench: the benchmark peers (requirements/bench.txt)
 #   make             build ./m0serve (release, -O2)
 #   make test        C unit tests (cmocka) + pytest end-to-end suite (in .venv)
+#   make smoke-broker  two m0serve hosts on one Redis (part of make test)
 #   make e2e-debian  the e2e suite against Debian's python3-django/-flask instead
 #   make sanitize    build/sanitize/m0serve with ASan+UBSan; run the e2e suite
 #                    against it with: M0SERVE=build/sanitize/m0serve make e2e
@@ -28,12 +29,13 @@ PY_LDFLAGS = $(shell $(PYTHON)-config --embed --ldflags 2>/dev/null)
 DEFS     := -DM0_VERSION='"$(VERSION)"' -DM0_PYTHONDIR='"$(PREFIX)/share/m0serve/python"' \
             -DM0_PYTHON_EXE='"$(PYTHON)"' -D_GNU_SOURCE
 CPPFLAGS := -Iinclude -I$(LLHTTP_INC) $(DEFS)
-LDLIBS   := $(PY_LDFLAGS) -lcrypto -lpthread
+LDLIBS   := $(PY_LDFLAGS) -lhiredis -lcrypto -lpthread
 
 SRCS     := $(wildcard src/*.c)
 # Modules with no Python in them: linked into the C unit tests.
 PURE     := src/buf.c src/http.c src/response.c src/body.c src/log.c src/timer.c src/cli.c \
-            src/sse.c src/registry.c src/bus.c src/order.c src/health.c src/target.c
+            src/sse.c src/registry.c src/bus.c src/order.c src/health.c src/target.c \
+            src/broker_url.c
 LLHTTP   := api.c http.c llhttp.c
 
 BUILD    ?= build/release
@@ -47,7 +49,7 @@ Q :=
 endif
 
 .SECONDARY:
-.PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo bench install clean smoke-core smoke-pool smoke-django-realtime
+.PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo bench install clean smoke-core smoke-pool smoke-django-realtime smoke-broker
 
 all: m0serve
 
@@ -143,11 +145,16 @@ smoke-pool: m0serve venv
 smoke-django-realtime: m0serve venv
 	$(Q)$(VPY) -m pytest tests/e2e/test_realtime.py tests/e2e/test_realtime_edges.py -q
 
+# Two m0serve "hosts" on one redis-server the test starts itself (make test
+# runs it as part of e2e).
+smoke-broker: m0serve venv
+	$(Q)$(VPY) -m pytest tests/e2e/test_broker.py -q
+
 # -------------------------------------------------------------------- deps
 # Every Debian package the build, the tests, the demo and the benchmarks use.
 # Python packages (pytest, Django, Flask, gunicorn, uvicorn, ...) come from
 # PyPI into the venvs below; python3-venv is what makes those.
-DEB_PKGS := gcc make python3-dev python3-venv node-llhttp libssl-dev libcmocka-dev \
+DEB_PKGS := gcc make python3-dev python3-venv node-llhttp libssl-dev libcmocka-dev libhiredis-dev redis-server \
             uwsgi-core uwsgi-plugin-python3 nginx-light wrk \
             procps util-linux curl iproute2
 
