@@ -40,12 +40,15 @@ const char M0_BROKER_PUBLISH_LUA[] =
     "redis.call('PEXPIRE', KEYS[3], ARGV[5])\n"
     "return id\n";
 
-/* A resume: the newest id and the channel's events from ARGV[1] on
- * (inclusive: finding the client's own last event proves nothing after it
- * was trimmed), in one atomic step. */
+/* A resume, in one atomic step: the counter; whether the client's own last
+ * event (ARGV[1], "N-0") is still in the channel's stream (if it is,
+ * nothing after it was trimmed); and the events after it, newest first, at
+ * most ARGV[2] of them (a full count means older ones were cut). Needs
+ * Redis >= 6.2 (exclusive ranges). */
 const char M0_BROKER_REPLAY_LUA[] =
     "local top = redis.call('GET', KEYS[1]) or '0'\n"
-    "return {top, redis.call('XRANGE', KEYS[2], ARGV[1], '+', 'COUNT', ARGV[2])}\n";
+    "local found = #redis.call('XRANGE', KEYS[2], ARGV[1], ARGV[1])\n"
+    "return {top, found, redis.call('XREVRANGE', KEYS[2], '+', '(' .. ARGV[1], 'COUNT', ARGV[2])}\n";
 
 static int fail(char *err, size_t cap, const char *why)
 {

@@ -73,8 +73,9 @@ int m0_broker_prefix_ok(const char *prefix);
 /* The Lua scripts (their text is also in python/m0pub.py: a test keeps the
  * two equal). PUBLISH: KEYS counter, log, channel stream; ARGV channel,
  * frame without the id line, retention, backlog, channel ttl ms; returns
- * the id. REPLAY: KEYS counter, channel stream; ARGV first id ("N-0",
- * inclusive), COUNT; returns {counter, entries}. */
+ * the id. REPLAY: KEYS counter, channel stream; ARGV the client's last id
+ * ("N-0"), COUNT; returns {counter, 1 if that id is still retained else 0,
+ * the entries after it newest first, at most COUNT}. */
 extern const char M0_BROKER_PUBLISH_LUA[];
 extern const char M0_BROKER_REPLAY_LUA[];
 
