@@ -93,6 +93,8 @@ struct broker {
 };
 
 static struct broker *the;          /* one loop per process (GIL builds) */
+static int boot_known;              /* m0_broker_prepare read the counter */
+static uint64_t boot_position;
 static uint64_t position;           /* newest id read; atomic (pool threads read it) */
 
 static void issue_read(struct broker *b);
@@ -310,6 +312,13 @@ static void on_position(redisAsyncContext *ac, void *reply, void *priv)
     b->newest = p;
     set_position(p);
     m0_rt_floor(b->s, p);
+    struct m0_rt_stats st;
+    m0_rt_stats(b->s, &st);
+    if (p != 0 && st.held > 0) {
+        /* Streams held before the broker could first be reached may have
+         * missed events published meanwhile: they are told (m0-gap). */
+        m0_rt_lost(b->s, p);
+    }
     m0_info("broker %s: reading events after id %llu", b->cfg->shown, (unsigned long long)p);
     issue_read(b);
 }
@@ -621,6 +630,16 @@ static void broker_hook(struct m0_loop *l, void *ctx)
 
 /* ------------------------------------------------------------- lifecycle */
 
+void m0_broker_prepare(void)
+{
+    char err[256];
+    if (m0_broker == NULL)
+        return;
+    boot_known = m0_broker_counter(&boot_position, err, sizeof err) == M0_OK;
+    if (!boot_known)
+        m0_debug("%s (the worker reads the log once it connects)", err);
+}
+
 int m0_broker_start(struct m0_server *s)
 {
     struct broker *b = m0_xmalloc(sizeof *b);
@@ -635,6 +654,13 @@ int m0_broker_start(struct m0_server *s)
     the = b;
     set_position(0);
     m0_bus_position = &position;
+    if (boot_known) {
+        b->positioned = 1;
+        b->newest = boot_position;
+        set_position(boot_position);
+        m0_rt_floor(s, boot_position);
+        m0_info("broker %s: reading events after id %llu", b->cfg->shown, (unsigned long long)boot_position);
+    }
     dial(&b->rd);
     dial(&b->cmd);
     m0_loop_add_hook(s->loop, broker_hook, b);

@@ -190,3 +190,38 @@ int m0_broker_publish(const char *channel, size_t clen, const char *event, const
     }
     return M0_ERR;
 }
+
+int m0_broker_counter(uint64_t *out, char *err, size_t cap)
+{
+    const struct m0_broker_cfg *b = m0_broker;
+    *out = 0;
+    if (b == NULL) {
+        snprintf(err, cap, "no broker configured");
+        return M0_ERR;
+    }
+    redisContext *c = dial(b, err, cap);
+    if (c == NULL)
+        return M0_ERR;
+    redisReply *r = redisCommand(c, "GET %sseq", b->prefix);
+    int rc = M0_ERR;
+    if (r == NULL) {
+        snprintf(err, cap, "broker %s: %s", b->shown, c->errstr);
+    } else if (r->type == REDIS_REPLY_NIL) {
+        rc = M0_OK;
+    } else if (r->type == REDIS_REPLY_STRING) {
+        char *end;
+        unsigned long long v = strtoull(r->str, &end, 10);
+        if (end != r->str && *end == '\0') {
+            *out = v;
+            rc = M0_OK;
+        } else {
+            snprintf(err, cap, "broker %s: the counter key holds something else", b->shown);
+        }
+    } else {
+        snprintf(err, cap, "broker %s: %s", b->shown, r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+    }
+    if (r)
+        freeReplyObject(r);
+    redisFree(c);
+    return rc;
+}

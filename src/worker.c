@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "m0/broker.h"
 #include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/conn.h"
@@ -98,6 +99,7 @@ void m0_worker_main(const struct m0_config *cfg, int listen_fd, int ctl_fd)
         _exit(M0_EXIT_FAIL);
     if (m0_py_load_app(cfg, s->pool) != M0_OK)
         _exit(M0_EXIT_BOOT);     /* pool threads idle in recv: nothing to join */
+    m0_broker_prepare();       /* --broker: where the log stands, before serving */
     m0_info("worker booted (pid %d)", (int)getpid());
     m0_serve_booted(s);
 

@@ -102,7 +102,20 @@ extern const struct m0_broker_cfg *m0_broker;
 int m0_broker_publish(const char *channel, size_t clen, const char *event, const char *data, size_t dlen,
                       uint64_t *id_out, char *err, size_t cap);
 
+/* The broker's counter (the newest id issued; 0 when none yet), read with
+ * a blocking connection of its own (at most about 2 s). Returns M0_OK or
+ * M0_ERR with a reason in err. */
+int m0_broker_counter(uint64_t *out, char *err, size_t cap);
+
 /* ------------------------------------------------------- loop side (worker) */
+
+/* In a worker, before its loop serves anything (after the application
+ * loaded): read where the broker's log stands, so that the reader starts
+ * there and streams held before it first connects miss nothing. A broker
+ * that cannot be reached now is not an error: the reader finds the
+ * position when it connects (and streams held before that are told of a
+ * possible gap). */
+void m0_broker_prepare(void);
 
 /* Start the worker's broker side on s's loop (after m0_rt_start set up the
  * registry): connect (without waiting: an unreachable broker is retried
