@@ -44,6 +44,7 @@ void m0_worker_after_fork_child(void)
         close(m0_bus_current->read_fds[m0_bus_index]);
     if (sig_pipe_w != -1)
         close(sig_pipe_w);
+    m0_broker_close_in_child();
     /* The child owns nothing of the server: no slot table, no loop. What
      * it does next is the application's business (m0pub.publish still
      * works: the bus write ends are kept). */
