@@ -161,6 +161,31 @@ static void note_error(struct broker *b, const char *what)
     snprintf(b->last_error, sizeof b->last_error, "%s", what);
 }
 
+/* A Redis that comes back with a counter below an id this worker already
+ * read lost writes it had acknowledged (a partial persistence loss): the
+ * counter is raised past that id, so no id is ever issued twice, and live
+ * streams are told that events may be missing. (A counter that is gone
+ * altogether restarts from the clock in the publish script instead.) */
+static const char RAISE_LUA[] =
+    "local c = redis.call('GET', KEYS[1])\n"
+    "if c and tonumber(c) < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) return 1 end\n"
+    "return 0\n";
+
+static void on_raise(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct broker *b = priv;
+    redisReply *r = reply;
+    (void)ac;
+    if (r == NULL || b->stopped || r->type != REDIS_REPLY_INTEGER || r->integer != 1)
+        return;
+    uint64_t at = m0_broker_position();
+    m0_warn("broker %s came back with its counter below id %llu, which this worker had read: it lost "
+            "acknowledged events; the counter was raised and live streams are told (m0-gap)",
+            b->cfg->shown, (unsigned long long)at);
+    b->gaps++;
+    m0_rt_lost(b->s, at);
+}
+
 /* ---------------------------------------------------------- connections */
 
 static void schedule_retry(struct bconn *bc, const char *why)
@@ -219,6 +244,28 @@ static void hang_up(struct bconn *bc)
         redisAsyncFree(bc->ev.ac);
 }
 
+/* Resumes answer from the counter and join at it: they go once the command
+ * connection is up and the reader knows where it stands (else events
+ * between the two could fall through). */
+static int can_resume(const struct broker *b)
+{
+    return b->cmd.state == UP && b->positioned && !b->stopped;
+}
+
+static void flush_waiting(struct broker *b)
+{
+    if (!can_resume(b))
+        return;
+    while (b->wait_head != NULL) {
+        struct resume *r = b->wait_head;
+        b->wait_head = r->next;
+        b->nwait--;
+        b->wait_bytes -= sizeof *r + r->clen;
+        send_resume(b, r);
+    }
+    b->wait_tail = NULL;
+}
+
 static void on_connect(const redisAsyncContext *cac, int status)
 {
     struct bconn *bc = cac->data;
@@ -244,20 +291,18 @@ static void on_connect(const redisAsyncContext *cac, int status)
         redisAsyncCommand(ac, on_setup, bc, "SELECT %d", b->cfg->db);
     if (bc == &b->rd) {
         b->reading = 0;
-        if (!b->positioned)
+        if (!b->positioned) {
             redisAsyncCommand(ac, on_position, b, "GET %s", b->seq_key);
-        else
+        } else {
+            char at[32];
+            snprintf(at, sizeof at, "%llu", (unsigned long long)m0_broker_position());
+            const char *argv[] = {"EVAL", RAISE_LUA, "1", b->seq_key, at};
+            redisAsyncCommandArgv(ac, on_raise, b, (int)M0_ARRAY_LEN(argv), argv, NULL);
             issue_read(b);
+        }
     } else {
         b->probing = 0;
-        while (b->wait_head != NULL) {
-            struct resume *r = b->wait_head;
-            b->wait_head = r->next;
-            b->nwait--;
-            b->wait_bytes -= sizeof *r + r->clen;
-            send_resume(b, r);
-        }
-        b->wait_tail = NULL;
+        flush_waiting(b);
     }
 }
 
@@ -324,6 +369,7 @@ static void on_position(redisAsyncContext *ac, void *reply, void *priv)
     }
     m0_info("broker %s: reading events after id %llu", b->cfg->shown, (unsigned long long)p);
     issue_read(b);
+    flush_waiting(b);
 }
 
 /* One log entry, in order. */
@@ -559,7 +605,7 @@ int m0_broker_resume(struct m0_server *s, struct m0_conn *c, const char *channel
     struct broker *b = the;
     if (b == NULL || b->stopped)
         return M0_ERR;
-    if (b->cmd.state != UP && b->nwait >= MAX_WAITING)
+    if (!can_resume(b) && b->nwait >= MAX_WAITING)
         return M0_ERR;
     struct resume *res = m0_xmalloc(sizeof *res + clen);
     res->next = NULL;
@@ -568,7 +614,7 @@ int m0_broker_resume(struct m0_server *s, struct m0_conn *c, const char *channel
     res->last = last_id;
     res->clen = clen;
     memcpy(res->channel, channel, clen);
-    if (b->cmd.state == UP) {
+    if (can_resume(b)) {
         send_resume(b, res);
     } else {
         if (b->wait_tail)

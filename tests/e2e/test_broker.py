@@ -244,6 +244,31 @@ def test_redis_killed_and_restarted_mid_stream(start_server, redis):
         s.close()
 
 
+def test_a_counter_that_went_back_is_raised_and_told(start_server, redis):
+    """A Redis that lost acknowledged writes (its counter below an id a worker
+    read): the worker raises the counter on reconnect, so no id is issued
+    twice, and tells its live streams."""
+    a = host(start_server, redis.url)
+    streams = list(hold_each_worker(a.port).values())
+    before = publish(a.port, n=3)
+    for s in streams:
+        assert [e.id for e in events_until(s, 3)] == before
+    redis.command("SET", "m0:seq", str(before[0]))
+    redis.command("CLIENT", "KILL", "TYPE", "normal")          # every worker reconnects
+    wait_health(a.port, lambda h: h["broker"]["connected"])
+    [after] = publish(a.port)
+    assert after > before[-1]                  # never an id issued twice
+    gaps = 0
+    for s in streams:
+        ev = s.next_event(EVENT_TIMEOUT)
+        if ev.event == "m0-gap":               # the worker that found the counter low
+            gaps += 1
+            ev = s.next_event(EVENT_TIMEOUT)
+        assert ev.id == after
+        s.close()
+    assert gaps >= 1
+
+
 def test_broker_unreachable_at_start(start_server, redis):
     redis.kill()                                 # nothing listens at first
     a = host(start_server, redis.unix_url, workers=1)
