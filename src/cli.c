@@ -118,7 +118,8 @@ void m0_config_resolve(struct m0_config *cfg)
 
 void m0_config_usage(void)
 {
-    printf("usage: m0serve MODULE[:ATTR] [options]\n\n"
+    printf("usage: m0serve MODULE[:ATTR] [options]\n"
+           "       m0serve publish CHANNEL DATA [--event NAME] [--broker URL]   (DATA '-': stdin)\n\n"
            "Serve a WSGI application (PEP 3333) over HTTP/1.1 with prefork workers.\n"
            "A bare MODULE tries MODULE.asgi:application, MODULE.wsgi:application,\n"
            "MODULE:app and MODULE.main:app, in that order.\n\noptions:\n");
