@@ -19,7 +19,9 @@
  * (at most MAX_WAITING; beyond, 503 and the client retries). Nothing here
  * blocks: connects are non-blocking, with a deadline.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +99,7 @@ struct broker {
 
 static struct broker *the;          /* one loop per process (GIL builds) */
 static int boot_known;              /* m0_broker_prepare read the counter */
+static char resolved[64];           /* the broker host's address, looked up before the loop runs */
 static uint64_t boot_position;
 static uint64_t position;           /* newest id read; atomic (pool threads read it) */
 
@@ -140,6 +143,13 @@ static uint64_t entry_id(const redisReply *r)
     int ok;
     uint64_t v = parse_u64(r->str, dash ? (size_t)(dash - r->str) : r->len, &ok);
     return ok ? v : 0;
+}
+
+/* A stream entry as Redis sends it: [id, [field, value, ...]]. */
+static int entry_ok(const redisReply *e)
+{
+    return e != NULL && e->type == REDIS_REPLY_ARRAY && e->elements == 2 &&
+           e->element[0]->type == REDIS_REPLY_STRING && e->element[1]->type == REDIS_REPLY_ARRAY;
 }
 
 /* The value of field name in an entry's field array (NULL: absent). */
@@ -216,7 +226,10 @@ static void dial(struct bconn *bc)
 {
     struct broker *b = bc->b;
     const struct m0_broker_cfg *cfg = b->cfg;
-    redisAsyncContext *ac = cfg->is_unix ? redisAsyncConnectUnix(cfg->path) : redisAsyncConnect(cfg->host, cfg->port);
+    /* A numeric address: hiredis resolves names with getaddrinfo, which
+     * would block the loop (the name was looked up before the loop ran). */
+    redisAsyncContext *ac = cfg->is_unix ? redisAsyncConnectUnix(cfg->path)
+                                         : redisAsyncConnect(resolved[0] ? resolved : cfg->host, cfg->port);
     if (ac == NULL || ac->err) {
         char why[160];
         snprintf(why, sizeof why, "%s", ac ? ac->errstr : "out of memory");
@@ -375,7 +388,7 @@ static void on_position(redisAsyncContext *ac, void *reply, void *priv)
 /* One log entry, in order. */
 static void take_entry(struct broker *b, const redisReply *e)
 {
-    if (e->type != REDIS_REPLY_ARRAY || e->elements != 2)
+    if (!entry_ok(e))
         return;
     uint64_t id = entry_id(e->element[0]);
     uint64_t at = m0_broker_position();
@@ -515,12 +528,12 @@ static void finish_resume(struct broker *b, struct resume *res, const redisReply
     }
     /* Newest first: keep what fits in --replay-bytes. */
     size_t n = entries->elements, keep = 0, bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!entry_ok(entries->element[i]))
+            n = i;                  /* malformed: treat the rest as not retained */
+    }
     while (keep < n) {
-        const redisReply *f = field(entries->element[keep]->type == REDIS_REPLY_ARRAY &&
-                                            entries->element[keep]->elements == 2
-                                        ? entries->element[keep]->element[1]
-                                        : NULL,
-                                    "f");
+        const redisReply *f = field(entries->element[keep]->element[1], "f");
         size_t len = f ? f->len + 32 : 0;
         if (bytes + len > s->cfg->replay_bytes)
             break;
@@ -693,11 +706,41 @@ static void broker_hook(struct m0_loop *l, void *ctx)
 
 /* ------------------------------------------------------------- lifecycle */
 
+/* The broker's host name as a numeric address, once, before the loop runs
+ * (a DNS lookup on the loop would stall it). A name that does not resolve
+ * now is left to hiredis (looked up at each connect: logged). */
+static void resolve(const struct m0_broker_cfg *cfg)
+{
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICHOST;
+    if (cfg->is_unix || getaddrinfo(cfg->host, NULL, &hints, &res) == 0) {
+        if (res)
+            freeaddrinfo(res);
+        return;                 /* already numeric (or a socket path) */
+    }
+    hints.ai_flags = 0;
+    int rc = getaddrinfo(cfg->host, NULL, &hints, &res);
+    if (rc != 0 || res == NULL) {
+        m0_warn("broker host %s does not resolve now (%s): it is looked up at each connect", cfg->host,
+                gai_strerror(rc));
+        return;
+    }
+    const void *addr = res->ai_family == AF_INET6 ? (const void *)&((struct sockaddr_in6 *)res->ai_addr)->sin6_addr
+                                                 : (const void *)&((struct sockaddr_in *)res->ai_addr)->sin_addr;
+    if (inet_ntop(res->ai_family, addr, resolved, sizeof resolved) == NULL)
+        resolved[0] = '\0';
+    freeaddrinfo(res);
+}
+
 void m0_broker_prepare(void)
 {
     char err[256];
     if (m0_broker == NULL)
         return;
+    resolve(m0_broker);
     boot_known = m0_broker_counter(&boot_position, err, sizeof err) == M0_OK;
     if (!boot_known)
         m0_debug("%s (the worker reads the log once it connects)", err);
@@ -773,6 +816,20 @@ void m0_broker_close_in_child(void)
     the = NULL;                 /* the contexts are left alone: freeing them would talk */
 }
 
+/* A JSON string of printable ASCII (anything else is dropped). */
+static void json_str(struct m0_buf *out, const char *p)
+{
+    m0_buf_puts(out, "\"");
+    for (; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch == '"' || ch == '\\')
+            m0_buf_printf(out, "\\%c", ch);
+        else if (ch >= 0x20 && ch < 0x7f)
+            m0_buf_append(out, p, 1);
+    }
+    m0_buf_puts(out, "\"");
+}
+
 void m0_broker_health(const struct m0_server *s, struct m0_buf *out)
 {
     const struct broker *b = the;
@@ -782,23 +839,19 @@ void m0_broker_health(const struct m0_server *s, struct m0_buf *out)
         return;
     }
     uint64_t at = m0_broker_position();
+    m0_buf_puts(out, "{\"url\": ");
+    json_str(out, b->cfg->shown);
     m0_buf_printf(out,
-                  "{\"url\": \"%s\", \"connected\": %s, \"reader\": \"%s\", \"commands\": \"%s\", "
+                  ", \"connected\": %s, \"reader\": \"%s\", \"commands\": \"%s\", "
                   "\"last_id\": %llu, \"newest_id\": %llu, \"lag\": %llu, \"events\": %llu, \"gaps\": %llu, "
                   "\"reconnects\": %llu, \"resumes\": %llu, \"resume_gaps\": %llu, \"resumes_in_flight\": %zu, "
-                  "\"resumes_waiting\": %zu, \"resumes_waiting_max\": %d, \"waiting_bytes\": %zu, \"last_error\": \"",
-                  b->cfg->shown, b->rd.state == UP && b->cmd.state == UP ? "true" : "false",
+                  "\"resumes_waiting\": %zu, \"resumes_waiting_max\": %d, \"waiting_bytes\": %zu, \"last_error\": ",
+                  b->rd.state == UP && b->cmd.state == UP ? "true" : "false",
                   state_names[b->rd.state], state_names[b->cmd.state], (unsigned long long)at,
                   (unsigned long long)(b->newest > at ? b->newest : at),
                   (unsigned long long)(b->newest > at ? b->newest - at : 0), (unsigned long long)b->events,
                   (unsigned long long)b->gaps, (unsigned long long)b->reconnects, (unsigned long long)b->resumes,
                   (unsigned long long)b->resume_gaps, b->inflight, b->nwait, MAX_WAITING, b->wait_bytes);
-    for (const char *p = b->last_error; *p; p++) {
-        unsigned char ch = (unsigned char)*p;
-        if (ch == '"' || ch == '\\')
-            m0_buf_printf(out, "\\%c", ch);
-        else if (ch >= 0x20 && ch < 0x7f)
-            m0_buf_append(out, p, 1);
-    }
-    m0_buf_puts(out, "\"}");
+    json_str(out, b->last_error);
+    m0_buf_puts(out, "}");
 }
