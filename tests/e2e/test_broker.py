@@ -313,6 +313,29 @@ def test_worker_killed_with_sigkill_rejoins(start_server, redis):
         s.close()
 
 
+def test_reload_with_held_streams_resumes_on_the_new_workers(start_server, redis):
+    """SIGHUP: the old workers end their streams, the clients come back with
+    Last-Event-ID to the new generation, which replays from the broker (its
+    journal starts later) and goes on live."""
+    a = host(start_server, redis.url)
+    held = hold_each_worker(a.port)
+    [i1] = publish(a.port)
+    for s in held.values():
+        assert s.next_event(EVENT_TIMEOUT).id == i1
+    old = set(held)
+    a.signal(signal.SIGHUP)
+    for s in held.values():
+        assert s.wait_closed(EVENT_TIMEOUT)
+    a.wait_workers(lambda p: len(p) == 2 and not p & old)
+    missed = publish(a.port, n=2)
+    back, pid = open_stream(a.port, headers=[("Last-Event-ID", str(i1))])
+    assert pid not in old
+    assert [e.id for e in events_until(back, 2)] == missed
+    [live] = publish(a.port)
+    assert back.next_event(EVENT_TIMEOUT).id == live
+    back.close()
+
+
 def c_string(source, name):
     """The value of a C string literal array (adjacent literals joined)."""
     m = re.search(r"%s\[\]\s*=\s*((?:\s*\"(?:[^\"\\]|\\.)*\")+)\s*;" % name, source)
