@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import pytest
@@ -186,6 +187,41 @@ def test_resume_on_another_host(start_server, redis):
         x.close()
 
 
+def test_resume_from_the_broker_while_events_keep_coming(start_server, redis):
+    """The broker's replay arrives while live events are being read: every
+    event after the client's id comes once, in order, replay then live."""
+    a = host(start_server, redis.url, workers=1)
+    [i1] = publish(a.port, channel="race")
+    c = host(start_server, redis.url, workers=1)     # its journal starts after i1: the broker answers
+    sys.path.insert(0, str(PYDIR))
+    import m0pub
+    ids, done = [], threading.Event()
+
+    def publisher():
+        os.environ["M0_BROKER"] = redis.url
+        try:
+            for k in range(400):
+                ids.append(m0pub.publish("race", "e%d" % k))
+                if k == 100:
+                    done.set()
+        finally:
+            os.environ.pop("M0_BROKER", None)
+            done.set()
+
+    t = threading.Thread(target=publisher)
+    t.start()
+    done.wait(10)
+    r, _ = open_stream(c.port, "race", headers=[("Last-Event-ID", str(i1))])   # mid-stream
+    t.join(30)
+    got = []
+    while len(got) < len(ids):
+        ev = r.next_event(EVENT_TIMEOUT)
+        assert ev.event != "m0-gap", ev
+        got.append(ev.id)
+    assert got == ids                           # all, in order, no duplicate
+    r.close()
+
+
 def test_resume_beyond_retention_is_a_gap(start_server, redis):
     a = host(start_server, redis.url, "--broker-retention", "3", workers=1)
     [i1] = publish(a.port, channel="tiny")
@@ -315,8 +351,8 @@ def test_worker_killed_with_sigkill_rejoins(start_server, redis):
 
 def test_reload_with_held_streams_resumes_on_the_new_workers(start_server, redis):
     """SIGHUP: the old workers end their streams, the clients come back with
-    Last-Event-ID to the new generation, which replays from the broker (its
-    journal starts later) and goes on live."""
+    Last-Event-ID to the new generation (which read the log from when it
+    booted: its journal replays) and go on live."""
     a = host(start_server, redis.url)
     held = hold_each_worker(a.port)
     [i1] = publish(a.port)
