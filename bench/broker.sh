@@ -38,6 +38,7 @@ Environment:
   BLOCKING_THREADS=4          m0serve --blocking-threads
   LOCAL_WORKERS=2             workers of the one local-bus m0serve
   BROKER_WORKERS=1            workers of each of the two broker hosts (same total)
+  SKIP_THROUGHPUT=1           latency runs only
   STARTUP_TIMEOUT=15 CLIENT_TIMEOUT=240 NOFILE=65536
   M0SERVE=./m0serve PYTHON=/usr/bin/python3 REDIS_SERVER=redis-server
 EOF
@@ -129,6 +130,7 @@ ready() {   # ready PORT
 }
 
 declare -A RES STATUS
+TP_M0PUB="not run" TP_SERVER="not run" TP_HEALTH=""
 summarize() {
     "$PYTHON" - "$1" <<'PY'
 import json, sys
