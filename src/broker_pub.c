@@ -26,6 +26,7 @@
 struct pubconn {
     redisContext *c;
     pid_t pid;                 /* a process forked by a view must not share it */
+    struct m0_buf frame, key;  /* scratch for one publish */
 };
 
 static pthread_key_t conn_key;
@@ -39,6 +40,8 @@ static void conn_free(void *p)
         return;
     if (pc->c != NULL)
         redisFree(pc->c);
+    m0_buf_free(&pc->frame);
+    m0_buf_free(&pc->key);
     free(pc);
 }
 
@@ -100,7 +103,6 @@ static int closed_before_use(const redisContext *c)
 int m0_broker_publish(const char *channel, size_t clen, const char *event, const char *data, size_t dlen,
                       uint64_t *id_out, char *err, size_t cap)
 {
-    static __thread struct m0_buf frame, key;
     const struct m0_broker_cfg *b = m0_broker;
     *id_out = 0;
     if (b == NULL) {
@@ -109,12 +111,6 @@ int m0_broker_publish(const char *channel, size_t clen, const char *event, const
     }
     if (m0_sse_channel_error(channel, clen) != NULL) {
         snprintf(err, cap, "invalid channel name");
-        return M0_ERR;
-    }
-    m0_buf_reset(&frame);
-    m0_sse_frame(&frame, 0, event, data, dlen);
-    if (frame.len + sizeof "id: 18446744073709551615\n" - 1 > M0_BUS_MAX_PAYLOAD) {
-        snprintf(err, cap, "event too large (%zu bytes framed; the limit is %d)", frame.len, M0_BUS_MAX_PAYLOAD);
         return M0_ERR;
     }
     pthread_once(&conn_once, conn_init);
@@ -127,22 +123,29 @@ int m0_broker_publish(const char *channel, size_t clen, const char *event, const
         }
         pthread_setspecific(conn_key, pc);
     }
+    struct m0_buf *frame = &pc->frame, *key = &pc->key;
+    m0_buf_reset(frame);
+    m0_sse_frame(frame, 0, event, data, dlen);
+    if (frame->len + sizeof "id: 9223372036854775808\n" - 1 > M0_BUS_MAX_PAYLOAD) {   /* as m0pub counts */
+        snprintf(err, cap, "event too large (%zu bytes framed; the limit is %d)", frame->len, M0_BUS_MAX_PAYLOAD);
+        return M0_ERR;
+    }
     if (pc->c != NULL && pc->pid != getpid()) {
         redisFree(pc->c);        /* inherited through fork: the parent's socket */
         pc->c = NULL;
     }
     /* Keys: PREFIXseq, PREFIXlog, PREFIXch:CHANNEL (one buffer, three spans). */
-    m0_buf_reset(&key);
-    m0_buf_printf(&key, "%sseq%slog%sch:", b->prefix, b->prefix, b->prefix);
-    m0_buf_append(&key, channel, clen);
+    m0_buf_reset(key);
+    m0_buf_printf(key, "%sseq%slog%sch:", b->prefix, b->prefix, b->prefix);
+    m0_buf_append(key, channel, clen);
     size_t pl = strlen(b->prefix);
     char ret[24], back[24], ttl[24];
     snprintf(ret, sizeof ret, "%ld", b->retention);
     snprintf(back, sizeof back, "%ld", b->backlog);
     snprintf(ttl, sizeof ttl, "%d", M0_BROKER_CHANNEL_TTL_MS);
-    const char *argv[] = {"EVALSHA", publish_sha, "3", key.data, key.data + pl + 3, key.data + 2 * pl + 6,
-                          channel, frame.data, ret, back, ttl};
-    size_t lens[] = {7, 40, 1, pl + 3, pl + 3, pl + 3 + clen, clen, frame.len, strlen(ret), strlen(back), strlen(ttl)};
+    const char *argv[] = {"EVALSHA", publish_sha, "3", key->data, key->data + pl + 3, key->data + 2 * pl + 6,
+                          channel, frame->data, ret, back, ttl};
+    size_t lens[] = {7, 40, 1, pl + 3, pl + 3, pl + 3 + clen, clen, frame->len, strlen(ret), strlen(back), strlen(ttl)};
 
     for (int attempt = 0; attempt < 2; attempt++) {
         int fresh = pc->c == NULL;
@@ -184,8 +187,8 @@ int m0_broker_publish(const char *channel, size_t clen, const char *event, const
             rc = M0_ERR;
         }
         freeReplyObject(r);
-        if (frame.cap > 256 * 1024)
-            m0_buf_free(&frame);
+        if (frame->cap > 256 * 1024)
+            m0_buf_free(frame);
         return rc;
     }
     return M0_ERR;

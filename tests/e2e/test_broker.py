@@ -421,6 +421,20 @@ def test_m0pub_without_a_server_raises_when_the_broker_is_down():
     assert rc != 0 and "BrokerError" in err and "unreachable" in err
 
 
+def test_the_same_limits_through_the_broker(start_server, redis):
+    rc, out, err = python_publish(redis.url, "news", "x" * 70000)
+    assert rc != 0 and "ValueError" in err and "exceeds" in err
+    rc, out, err = python_publish(redis.url, "m0.internal", "x")
+    assert rc != 0 and "ValueError" in err
+    a = host(start_server, redis.url, workers=1)
+    s, _ = open_stream(a.port)
+    rc, out, err = python_publish(redis.url, "news", "y" * 65000)      # fits: the same frame everywhere
+    assert rc == 0, err
+    ev = s.next_event(EVENT_TIMEOUT)
+    assert (ev.id, len(ev.data)) == (int(out), 65000)
+    s.close()
+
+
 @pytest.mark.parametrize("url", ["redis://:pw@host:1234/3", "redis://host", "redis://[::1]:7000/1",
                                  "unix:///run/redis.sock?db=2"])
 def test_m0pub_parses_the_same_urls(url):
