@@ -5,6 +5,7 @@
 #   make bench-venv  .venv-bench: the benchmark peers (requirements/bench.txt)
 #   make             build ./m0serve (release, -O2)
 #   make test        C unit tests (cmocka), a short fuzz run, pytest end-to-end suite (in .venv)
+#   make smoke-broker  two m0serve hosts on one Redis (part of make test)
 #   make e2e-debian  the e2e suite against Debian's python3-django/-flask instead
 #   make fuzz        libFuzzer drivers build/fuzz/fuzz_* (clang, ASan+UBSan)
 #   make fuzz-smoke  each driver FUZZ_SECONDS (30) over its corpus; fails on a crash
@@ -31,12 +32,13 @@ PY_LDFLAGS = $(shell $(PYTHON)-config --embed --ldflags 2>/dev/null)
 DEFS     := -DM0_VERSION='"$(VERSION)"' -DM0_PYTHONDIR='"$(PREFIX)/share/m0serve/python"' \
             -DM0_PYTHON_EXE='"$(PYTHON)"' -D_GNU_SOURCE
 CPPFLAGS := -Iinclude -I$(LLHTTP_INC) $(DEFS)
-LDLIBS   := $(PY_LDFLAGS) -lcrypto -lpthread
+LDLIBS   := $(PY_LDFLAGS) -lhiredis -lcrypto -lpthread
 
 SRCS     := $(wildcard src/*.c)
 # Modules with no Python in them: linked into the C unit tests.
 PURE     := src/buf.c src/http.c src/response.c src/body.c src/log.c src/timer.c src/cli.c \
-            src/sse.c src/registry.c src/bus.c src/order.c src/health.c src/target.c
+            src/sse.c src/registry.c src/bus.c src/order.c src/health.c src/target.c \
+            src/broker_url.c
 LLHTTP   := api.c http.c llhttp.c
 
 BUILD    ?= build/release
@@ -51,7 +53,7 @@ endif
 
 .SECONDARY:
 .PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
-        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge
+        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge
 
 all: m0serve
 
@@ -154,6 +156,11 @@ smoke-asgi: m0serve venv
 smoke-streaming: m0serve venv
 	$(Q)$(VPY) -m pytest tests/e2e/test_streaming.py -q
 
+# Two m0serve "hosts" on one redis-server the test starts itself (make test
+# runs it as part of e2e).
+smoke-broker: m0serve venv
+	$(Q)$(VPY) -m pytest tests/e2e/test_broker.py -q
+
 # -------------------------------------------------------------------- fuzz
 # libFuzzer drivers (tests/fuzz/README.md) over the pure modules only, built
 # with clang: the modules and llhttp get coverage instrumentation
@@ -243,12 +250,13 @@ fuzz-merge: build/fuzz/fuzz_$(FUZZ)
 	rm -rf tests/fuzz/corpus/$(FUZZ) && cp -r $$src tests/fuzz/corpus/$(FUZZ)
 	@echo "  MERGE   tests/fuzz/corpus/$(FUZZ): $$(ls tests/fuzz/corpus/$(FUZZ) | wc -l) files"
 
+
 # -------------------------------------------------------------------- deps
 # Every Debian package the build, the tests, the demo and the benchmarks use.
 # Python packages (pytest, Django, Flask, gunicorn, uvicorn, ...) come from
 # PyPI into the venvs below; python3-venv is what makes those. clang and
 # libclang-rt-14-dev build the libFuzzer drivers (make fuzz).
-DEB_PKGS := gcc make python3-dev python3-venv node-llhttp libssl-dev libcmocka-dev \
+DEB_PKGS := gcc make python3-dev python3-venv node-llhttp libssl-dev libcmocka-dev libhiredis-dev redis-server \
             uwsgi-core uwsgi-plugin-python3 nginx-light wrk \
             procps util-linux curl iproute2 clang libclang-rt-14-dev
 

@@ -106,6 +106,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--stream-ports", default="",
+                    help="comma-separated ports to spread the streams over, round robin (default: --port); "
+                         "publishing and /health still go to --port")
     ap.add_argument("-n", "--streams", type=int, default=1000)
     ap.add_argument("--path", default="/events")
     ap.add_argument("--rss-pid", type=int, default=0)
@@ -281,6 +284,8 @@ def main():
             else:
                 on_readable(c)
 
+    stream_ports = [int(p) for p in a.stream_ports.split(",") if p] or [a.port]
+
     # ---- 1. baseline RSS
     out["rss_before_kb"] = rss_kb(a.rss_pid)
 
@@ -299,7 +304,7 @@ def main():
             c = Conn(s)
             conns.append(c)
             started += 1
-            rc = s.connect_ex((a.host, a.port))
+            rc = s.connect_ex((a.host, stream_ports[(started - 1) % len(stream_ports)]))
             if rc not in (0, errno.EINPROGRESS):
                 s.close()
                 c.state = "closed"

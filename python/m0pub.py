@@ -10,21 +10,235 @@ held by any worker receive it, numbered with a global id (``id:`` line) that
 returns within about a millisecond (it never waits for a busy worker: one
 that misses the event tells its streams with an ``m0-gap`` event). Outside
 m0serve (gunicorn, a management command, tests) ``publish`` is a no-op that
-returns ``None`` and logs once.
+returns ``None`` and logs once -- unless a broker is configured.
 
-Standard library only; safe to call from any thread, and from async code
-(it does not wait long enough to need an executor).
+With a broker (``m0serve --broker URL``; docs/broker.md) events go through
+Redis and reach every m0serve host using it. A process that is not a
+worker (a Celery task, cron, ``manage.py shell``) publishes there too when
+``M0_BROKER`` is set (``redis://[:PASSWORD@]HOST:PORT[/DB]`` or
+``unix:///path/redis.sock``; ``M0_BROKER_PREFIX``, ``M0_BROKER_RETENTION``,
+``M0_BROKER_BACKLOG`` as the servers have them): same framing, limits and
+return value (the global id), through a minimal RESP client below running
+the same script as the server. Such a call blocks for one round trip (at
+most about 3 s when the broker is down) and raises ``BrokerError`` when the
+event could not be published -- never a silent drop.
+
+Standard library only; safe to call from any thread (each thread keeps its
+own broker connection; a forked child makes its own).
 """
 
+import hashlib
 import logging
+import os
+import socket
+import threading
 
-__all__ = ["publish", "MAX_FRAME", "enabled"]
+__all__ = ["publish", "MAX_FRAME", "enabled", "BrokerError"]
 
 MAX_FRAME = 65536          # bytes of one framed event (the bus datagram cap)
 CHANNEL_MAX = 200          # bytes of a channel name
 _log = logging.getLogger("m0pub")
 _warned = False
 _m0 = None
+
+
+class BrokerError(ConnectionError):
+    """The broker could not be reached, or refused the event: it was not published."""
+
+
+# Keep these equal to the server's (include/m0/broker.h, src/broker_url.c):
+# tests/e2e/test_broker.py checks the script text against the C source.
+PREFIX_DEFAULT = "m0:"
+RETENTION_DEFAULT = 1000
+BACKLOG_DEFAULT = 100000
+CHANNEL_TTL_MS = 86400000
+TIMEOUT = 1.0              # seconds: connect, and each reply
+PUBLISH_LUA = (
+    "local id = redis.call('INCR', KEYS[1])\n"
+    "local seeded = '0'\n"
+    "if id == 1 then\n"
+    "  local t = redis.call('TIME')\n"
+    "  id = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+    "  redis.call('SET', KEYS[1], string.format('%d', id))\n"
+    "  seeded = '1'\n"
+    "end\n"
+    "local sid = string.format('%d-0', id)\n"
+    "redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], sid, 'c', ARGV[1], 'f', ARGV[2], 's', seeded)\n"
+    "redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], sid, 'f', ARGV[2])\n"
+    "redis.call('PEXPIRE', KEYS[3], ARGV[5])\n"
+    "return id\n"
+)
+_PUBLISH_SHA = hashlib.sha1(PUBLISH_LUA.encode()).hexdigest()
+
+
+class _ReplyError(Exception):
+    """An error reply (-ERR ...) from the broker."""
+
+
+def parse_broker_url(url):
+    """``redis://[:PASSWORD@]HOST[:PORT][/DB]`` or ``unix:///path[?db=N]`` ->
+    dict(host, port, path, password, db, shown). Raises ValueError."""
+    cfg = {"host": None, "port": 6379, "path": None, "password": None, "db": 0}
+    if url.startswith("unix://"):
+        path, _, query = url[7:].partition("?")
+        if not path.startswith("/"):
+            raise ValueError("M0_BROKER: want unix:///absolute/path/redis.sock")
+        if query:
+            if not query.startswith("db=") or not query[3:].isdigit():
+                raise ValueError("M0_BROKER: the only query is ?db=N")
+            cfg["db"] = int(query[3:])
+        cfg["path"] = path
+        cfg["shown"] = url
+        return cfg
+    if not url.startswith("redis://"):
+        raise ValueError("M0_BROKER: want redis://[:PASSWORD@]HOST:PORT[/DB] or unix:///path/redis.sock")
+    rest = url[8:]
+    if "@" in rest:
+        userinfo, rest = rest.rsplit("@", 1)
+        cfg["password"] = userinfo.split(":", 1)[1] if ":" in userinfo else userinfo
+        if not cfg["password"]:
+            raise ValueError("M0_BROKER: empty password")
+    hostport, _, db = rest.partition("/")
+    if hostport.startswith("["):
+        host, _, port = hostport[1:].partition("]")
+        port = port[1:] if port.startswith(":") else ("" if not port else None)
+        if port is None:
+            raise ValueError("M0_BROKER: want [ADDR]:PORT")
+    else:
+        host, _, port = hostport.partition(":")
+    if not host:
+        raise ValueError("M0_BROKER: missing host")
+    if port:
+        if not port.isdigit() or not 1 <= int(port) <= 65535:
+            raise ValueError("M0_BROKER: port must be 1..65535")
+        cfg["port"] = int(port)
+    if db:
+        if not db.isdigit():
+            raise ValueError("M0_BROKER: database must be a number")
+        cfg["db"] = int(db)
+    cfg["host"] = host
+    cfg["shown"] = "redis://%s%s:%d/%d" % (":***@" if cfg["password"] else "", host, cfg["port"], cfg["db"])
+    return cfg
+
+
+class _Resp:
+    """One blocking RESP2 connection (the few replies the script returns)."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.pid = os.getpid()
+        try:
+            if cfg["path"]:
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock.settimeout(TIMEOUT)
+                sock.connect(cfg["path"])
+            else:
+                sock = socket.create_connection((cfg["host"], cfg["port"]), timeout=TIMEOUT)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError as e:
+            raise BrokerError("broker %s unreachable: %s" % (cfg["shown"], e.strerror or e)) from None
+        self.sock = sock
+        self.rfile = sock.makefile("rb")
+        try:
+            if cfg["password"]:
+                self.command(b"AUTH", cfg["password"].encode())
+            if cfg["db"]:
+                self.command(b"SELECT", str(cfg["db"]).encode())
+        except _ReplyError as e:
+            self.close()
+            raise BrokerError("broker %s refused the connection: %s" % (cfg["shown"], e)) from None
+
+    def close(self):
+        try:
+            self.rfile.close()
+            self.sock.close()
+        except OSError:
+            pass
+
+    def command(self, *args):
+        out = [b"*%d\r\n" % len(args)]
+        for a in args:
+            out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+        self.sock.sendall(b"".join(out))
+        return self._reply()
+
+    def _reply(self):
+        line = self.rfile.readline()
+        if not line.endswith(b"\r\n"):
+            raise EOFError("connection closed by the broker")
+        kind, body = line[:1], line[1:-2]
+        if kind == b"+":
+            return body
+        if kind == b"-":
+            raise _ReplyError(body.decode("utf-8", "replace"))
+        if kind == b":":
+            return int(body)
+        if kind == b"$":
+            n = int(body)
+            if n < 0:
+                return None
+            data = self.rfile.read(n + 2)
+            if len(data) != n + 2:
+                raise EOFError("connection closed by the broker")
+            return data[:-2]
+        if kind == b"*":
+            n = int(body)
+            return None if n < 0 else [self._reply() for _ in range(n)]
+        raise _ReplyError("unexpected reply %r" % line[:20])
+
+
+_local = threading.local()
+
+
+def _broker_settings():
+    """(cfg, prefix, retention, backlog) from M0_BROKER*, or None when unset."""
+    url = os.environ.get("M0_BROKER")
+    if not url:
+        return None
+    cfg = parse_broker_url(url)
+    prefix = os.environ.get("M0_BROKER_PREFIX") or PREFIX_DEFAULT
+    retention = int(os.environ.get("M0_BROKER_RETENTION") or RETENTION_DEFAULT)
+    backlog = int(os.environ.get("M0_BROKER_BACKLOG") or BACKLOG_DEFAULT)
+    return cfg, prefix, retention, backlog
+
+
+def _broker_publish(settings, name, event, data):
+    """Run the publish script; the id. Raises BrokerError."""
+    cfg, prefix, retention, backlog = settings
+    body = frame(data, event)
+    p = prefix.encode()
+    args = [_PUBLISH_SHA.encode(), b"3", p + b"seq", p + b"log", p + b"ch:" + name,
+            name, body, str(retention).encode(), str(backlog).encode(), str(CHANNEL_TTL_MS).encode()]
+    for attempt in range(2):
+        conn = getattr(_local, "conn", None)
+        if conn is not None and (conn.pid != os.getpid() or conn.cfg != cfg):
+            conn = None                  # inherited through fork, or another broker
+        fresh = conn is None
+        if fresh:
+            conn = _local.conn = _Resp(cfg)
+        try:
+            try:
+                reply = conn.command(b"EVALSHA", *args)
+            except _ReplyError as e:
+                if not str(e).startswith("NOSCRIPT"):
+                    raise
+                reply = conn.command(b"EVAL", PUBLISH_LUA.encode(), *args[1:])   # loads it
+        except _ReplyError as e:
+            raise BrokerError("broker %s refused the event: %s" % (cfg["shown"], e)) from None
+        except (EOFError, ConnectionResetError, BrokenPipeError) as e:
+            conn.close()
+            _local.conn = None
+            if not fresh and attempt == 0:
+                continue                 # the broker closed an idle connection: once more
+            raise BrokerError("broker %s: %s" % (cfg["shown"], e)) from None
+        except OSError as e:             # timeouts included: the script may have run
+            conn.close()
+            _local.conn = None
+            raise BrokerError("broker %s: %s" % (cfg["shown"], e)) from None
+        if not isinstance(reply, int) or reply <= 0:
+            raise BrokerError("broker %s answered %r" % (cfg["shown"], reply))
+        return reply
+    raise BrokerError("broker %s unreachable" % cfg["shown"])
 
 
 def _setup():
@@ -40,8 +254,9 @@ def _setup():
 
 
 def enabled():
-    """True when publish() reaches held streams (running under m0serve --realtime)."""
-    return _setup() is not None
+    """True when publish() reaches held streams: running under m0serve
+    --realtime or --broker, or M0_BROKER is set."""
+    return _setup() is not None or bool(os.environ.get("M0_BROKER"))
 
 
 def _check_channel(channel):
@@ -79,13 +294,16 @@ def frame(data, event=None, event_id=None):
 
 def publish(channel, data, event=None):
     """Send data (str or bytes, UTF-8) as one event on channel to every held
-    stream of every worker. Returns the event's global id (int), or None
-    outside m0serve --realtime.
+    stream of every worker (with a broker: of every host). Returns the
+    event's global id (int), or None outside m0serve --realtime without
+    M0_BROKER.
 
     Raises TypeError/ValueError for a bad channel, event or data, and
-    ValueError when the framed event exceeds 64 KB. Delivery is best effort:
-    a worker whose bus is full misses the event (its clients see the gap on
-    their next resume)."""
+    ValueError when the framed event exceeds 64 KB; with a broker,
+    BrokerError (a ConnectionError) when it could not be published.
+    Delivery is best effort: a worker whose bus is full (or that could not
+    read the broker's log in time) misses the event and tells its clients
+    (m0-gap)."""
     global _warned
     name = _check_channel(channel)
     size = len(frame(data, event, 2 ** 63))   # validates data and event too
@@ -93,6 +311,9 @@ def publish(channel, data, event=None):
         raise ValueError("event of %d bytes exceeds the %d-byte frame limit" % (size, MAX_FRAME))
     m0 = _setup()
     if m0 is None:
+        settings = _broker_settings()
+        if settings is not None:
+            return _broker_publish(settings, name, event, data)
         if not _warned:
             _warned = True
             _log.warning("m0pub.publish(%r): not running under m0serve --realtime; events are dropped",
@@ -102,4 +323,7 @@ def publish(channel, data, event=None):
     # it never waits for a full bus (that worker misses the event and tells
     # its streams: m0-gap), so a call returns within about a millisecond.
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    return m0.publish(name, event, raw)
+    try:
+        return m0.publish(name, event, raw)
+    except ConnectionError as e:         # --broker: the server could not publish it
+        raise BrokerError(str(e)) from None

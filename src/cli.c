@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "m0/broker.h"
 #include "m0/config.h"
 #include "m0/log.h"
 
@@ -63,6 +64,10 @@ static const struct opt opts[] = {
     {"--replay-bytes", "M0_REPLAY_BYTES", T_BYTES, O(replay_bytes), 0, 0, "BYTES", "journal bytes kept per channel (default 1m)"},
     {"--replay-total", "M0_REPLAY_TOTAL", T_BYTES, O(replay_total), 0, 0, "BYTES", "journal bytes kept per worker across all channels (default 64m)"},
     {"--outbox-limit", "M0_OUTBOX_LIMIT", T_BYTES, O(outbox_limit), 0, 0, "BYTES", "bytes queued for a slow held stream before it is closed (default 256k)"},
+    {"--broker", "M0_BROKER", T_STR, O(broker), 0, 0, "URL", "publish and deliver through Redis: redis://[:PASSWORD@]HOST:PORT[/DB] or unix:///path/redis.sock (default: the local bus only)"},
+    {"--broker-prefix", "M0_BROKER_PREFIX", T_STR, O(broker_prefix), 0, 0, "P", "key prefix in the broker (default m0:)"},
+    {"--broker-retention", "M0_BROKER_RETENTION", T_LONG, O(broker_retention), 1, 10000000, "N", "events the broker keeps per channel for Last-Event-ID resume on any host (default 1000)"},
+    {"--broker-backlog", "M0_BROKER_BACKLOG", T_LONG, O(broker_backlog), 100, 100000000, "N", "events the broker keeps in its all-channel log, how far a reconnecting worker catches up (default 100000)"},
     {"--health-path", "M0_HEALTH_PATH", T_STR0, O(health_path), 0, 0, "PATH", "path answered in C with worker health as JSON (default /health with --realtime; '' disables)"},
     {"--access-log", "M0_ACCESS_LOG", T_BOOL, O(access_log), 0, 0, NULL, "log one line per request to stdout"},
     {"--log-level", "M0_LOG_LEVEL", T_LOGLEVEL, O(log_level), 0, 0, "L", "debug|info|warning|error|critical (default info)"},
@@ -91,6 +96,9 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->replay_bytes = 1024 * 1024;
     cfg->replay_total = 64 * 1024 * 1024;
     cfg->outbox_limit = 256 * 1024;
+    cfg->broker_prefix = M0_BROKER_PREFIX_DEFAULT;
+    cfg->broker_retention = M0_BROKER_RETENTION_DEFAULT;
+    cfg->broker_backlog = M0_BROKER_BACKLOG_DEFAULT;
     cfg->backlog = 2048;
     cfg->max_connections = 16384;
     cfg->limits.max_target = 8192;
@@ -116,7 +124,8 @@ void m0_config_resolve(struct m0_config *cfg)
 
 void m0_config_usage(void)
 {
-    printf("usage: m0serve MODULE[:ATTR] [options]\n\n"
+    printf("usage: m0serve MODULE[:ATTR] [options]\n"
+           "       m0serve publish CHANNEL DATA [--event NAME] [--broker URL]   (DATA '-': stdin)\n\n"
            "Serve a WSGI application (PEP 3333) over HTTP/1.1 with prefork workers.\n"
            "A bare MODULE tries MODULE.asgi:application, MODULE.wsgi:application,\n"
            "MODULE:app and MODULE.main:app, in that order.\n\noptions:\n");
@@ -353,6 +362,19 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
         int ipv6 = strchr(cfg->host, ':') != NULL;
         snprintf(folded, sizeof folded, ipv6 ? "[%s]:%ld" : "%s:%ld", cfg->host, cfg->port);
         cfg->bind = folded;
+    }
+    if (cfg->broker != NULL) {
+        struct m0_broker_cfg b;
+        char why[160];
+        if (m0_broker_parse_url(cfg->broker, &b, why, sizeof why) != M0_OK) {
+            snprintf(err, cap, "m0serve: error: --broker: invalid value '%s' (%s)", cfg->broker, why);
+            return M0_ERR;
+        }
+    }
+    if (!m0_broker_prefix_ok(cfg->broker_prefix)) {
+        snprintf(err, cap, "m0serve: error: --broker-prefix: invalid value '%s' (1..63 printable bytes, no spaces)",
+                 cfg->broker_prefix);
+        return M0_ERR;
     }
     char *h, *p;
     int port;

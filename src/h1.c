@@ -28,6 +28,7 @@
 #include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/conn.h"
+#include "m0/broker.h"
 #include "m0/health.h"
 #include "m0/hold.h"
 #include "m0/job.h"
@@ -301,8 +302,14 @@ static void answer_health(struct m0_server *s, struct m0_conn *c)
         .draining = atomic_load(&s->draining),
     };
     m0_pool_stats(s->pool, &h.pool_threads, &h.pool_busy, &h.pool_max, &h.pool_queued);
-    struct m0_buf body = {0};
+    struct m0_buf body = {0}, broker = {0};
+    if (m0_broker != NULL && s->rt != NULL) {
+        m0_broker_health(s, &broker);
+        m0_buf_append(&broker, "", 1);
+        h.broker = broker.data;
+    }
     m0_health_render(&body, &h, top, m0_rt_top(s, top, M0_ARRAY_LEN(top)));
+    m0_buf_free(&broker);
     m0_head_reset(&job->head);
     m0_head_status(&job->head, 200, NULL, 0);
     const char *why;

@@ -38,5 +38,8 @@ void m0_health_render(struct m0_buf *b, const struct m0_health *h, const struct 
         json_string(b, top[i].name, top[i].len);
         m0_buf_printf(b, ", \"subscribers\": %u}", top[i].subscribers);
     }
-    m0_buf_puts(b, "]}\n");
+    m0_buf_puts(b, "]");
+    if (h->broker != NULL)
+        m0_buf_printf(b, ", \"broker\": %s", h->broker);
+    m0_buf_puts(b, "}\n");
 }

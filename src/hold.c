@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "m0/broker.h"
 #include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/conn.h"
@@ -45,6 +46,7 @@ struct m0_realtime {
     uint64_t heartbeat_ms;
     size_t outbox_limit;
     int replaying;                  /* inside a subscribe: replay allowance */
+    int broker;                     /* --broker: events come from broker.c, not the bus */
     uint64_t seen_lost;             /* the lost[] marker last acted on */
     uint64_t noticed;               /* newest id already announced lost */
     uint64_t next_slow_log;
@@ -228,7 +230,7 @@ static void rt_hook(struct m0_loop *l, void *ctx)
 {
     struct m0_server *s = ctx;
     struct m0_realtime *rt = s->rt;
-    if (rt->reading)
+    if (rt->reading && !rt->broker)
         settle(s);
     if (m0_registry_fanout_pending(rt->reg)) {
         m0_registry_fanout(rt->reg, deliver, s);
@@ -262,6 +264,13 @@ int m0_rt_start(struct m0_server *s)
     m0_registry_set_journal_cap(rt->reg, (size_t)cfg->replay_total);
     m0_order_init(&rt->order, newest + 1);
     rt->seen_lost = rt->noticed = m0_bus_lost(m0_bus_index);
+    if (m0_broker != NULL) {
+        /* The broker replaces the bus as this worker's source of events. */
+        rt->broker = 1;
+        rt->reading = 1;
+        m0_loop_add_hook(s->loop, rt_hook, s);
+        return m0_broker_start(s);
+    }
     if (m0_loop_add_fd(s->loop, rt->bus_fd, EPOLLIN, bus_read, s) == M0_ERR) {
         m0_log_errno("epoll_ctl(bus)");
         return M0_ERR;
@@ -273,7 +282,10 @@ int m0_rt_start(struct m0_server *s)
 
 void m0_rt_stop_reading(struct m0_server *s)
 {
-    if (s->rt != NULL && s->rt->reading) {
+    if (s->rt != NULL && s->rt->broker) {
+        m0_broker_stop(s);
+        s->rt->reading = 0;
+    } else if (s->rt != NULL && s->rt->reading) {
         /* A replacement worker reads this bus next: leave it the events. */
         m0_loop_del_fd(s->loop, s->rt->bus_fd);
         s->rt->reading = 0;
@@ -285,6 +297,8 @@ void m0_rt_free(struct m0_server *s)
     struct m0_realtime *rt = s->rt;
     if (rt == NULL)
         return;
+    if (rt->broker)
+        m0_broker_free(s);
     m0_registry_free(rt->reg);
     m0_order_free(&rt->order);
     free(rt->buf);
@@ -307,6 +321,59 @@ size_t m0_rt_top(const struct m0_server *s, struct m0_channel_stat *out, size_t 
     return s->rt != NULL ? m0_registry_top(s->rt->reg, out, max) : 0;
 }
 
+/* -------------------------------------------------------------- broker */
+
+void m0_rt_event(struct m0_server *s, const char *channel, size_t clen, uint64_t id, const char *frame, size_t flen)
+{
+    s->rt->st.published++;
+    m0_registry_publish(s->rt->reg, channel, clen, id, frame, flen, deliver, s);
+}
+
+void m0_rt_lost(struct m0_server *s, uint64_t id)
+{
+    announce_lost(s, id);
+}
+
+void m0_rt_floor(struct m0_server *s, uint64_t id)
+{
+    m0_registry_raise_floor(s->rt->reg, id);
+}
+
+int m0_rt_busy(const struct m0_server *s)
+{
+    return m0_registry_fanout_backlog(s->rt->reg) >= BUS_BACKLOG;
+}
+
+struct m0_conn *m0_rt_awaiting(struct m0_server *s, uint32_t slot, uint32_t gen)
+{
+    if (s->rt == NULL || slot >= s->nconns)
+        return NULL;
+    struct m0_conn *c = &s->conns[slot];
+    if (c->gen != gen || c->hold == NULL || (c->flags & C_DOOMED) || m0_registry_is_subscribed(s->rt->reg, slot))
+        return NULL;
+    if (c->state != M0_CONN_HELD && c->state != M0_CONN_WRITE && c->state != M0_CONN_RUN)
+        return NULL;
+    return c;
+}
+
+void m0_rt_replay(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
+{
+    s->rt->replaying = 1;
+    held_send(s, c, p, n);
+    s->rt->replaying = 0;
+}
+
+void m0_rt_join(struct m0_server *s, struct m0_conn *c, const char *channel, size_t clen, uint64_t last)
+{
+    struct m0_realtime *rt = s->rt;
+    if ((c->flags & C_DOOMED) == 0) {
+        rt->replaying = 1;
+        m0_registry_subscribe(rt->reg, m0_conn_slot(s, c), channel, clen, last, 0, deliver, s);
+        rt->replaying = 0;
+    }
+    m0_conn_close_doomed(s);
+}
+
 /* --------------------------------------------------------------- holds */
 
 int m0_hold_subscribe(struct m0_server *s, struct m0_conn *c)
@@ -325,6 +392,18 @@ int m0_hold_subscribe(struct m0_server *s, struct m0_conn *c)
     int quiet = 0;
     if (s->cfg->replay == 0)
         m0_registry_raise_floor(rt->reg, newest);   /* no journal: any resume may have missed some */
+    if (rt->broker && last != 0 &&
+        (last > newest || !m0_registry_resumable(rt->reg, job->head.channel, job->head.channel_len, last))) {
+        /* The client's id is ahead of this worker or behind its journal:
+         * the broker's retention answers (asynchronously; the stream starts
+         * when the reply arrives). */
+        if (m0_broker_resume(s, c, job->head.channel, job->head.channel_len, last) != M0_OK) {
+            free(c->hold);
+            c->hold = NULL;
+            return M0_ERR;
+        }
+        return M0_OK;
+    }
     rt->replaying = 1;
     if (last > newest) {
         /* An id we never issued (garbage, or from before a full restart

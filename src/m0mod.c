@@ -5,6 +5,7 @@
  */
 #include "m0/wsgi.h"
 
+#include "m0/broker.h"
 #include "m0/bus.h"
 #include "m0/worker.h"
 
@@ -17,6 +18,19 @@ static PyObject *py_publish(PyObject *self, PyObject *args)
         return NULL;
     uint64_t id;
     int rc;
+    if (m0_broker != NULL) {
+        /* --broker: one round trip to Redis on this thread (broker.h); a
+         * broker that cannot be reached raises, never drops silently. */
+        char err[512];
+        Py_BEGIN_ALLOW_THREADS
+        rc = m0_broker_publish(channel, (size_t)clen, event, data, (size_t)dlen, &id, err, sizeof err);
+        Py_END_ALLOW_THREADS
+        if (rc != M0_OK) {
+            PyErr_Format(PyExc_ConnectionError, "m0 publish: %s", err);
+            return NULL;
+        }
+        return PyLong_FromUnsignedLongLong(id);
+    }
     Py_BEGIN_ALLOW_THREADS
     rc = m0_bus_publish(channel, (size_t)clen, event, data, (size_t)dlen, &id);
     Py_END_ALLOW_THREADS
@@ -33,7 +47,7 @@ static PyObject *py_enabled(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
-    return PyBool_FromLong(m0_bus_current != NULL);
+    return PyBool_FromLong(m0_bus_current != NULL || m0_broker != NULL);
 }
 
 static PyObject *py_after_fork_child(PyObject *self, PyObject *unused)
@@ -49,9 +63,11 @@ static PyMethodDef m0_functions[] = {
      "publish(channel: bytes, event: str | None, data: bytes) -> int | None: frame one SSE event "
      "and write it to every worker's bus; returns its global id, None without --realtime. Blocks "
      "for at most about a millisecond (never waits for a full bus: that worker misses the event "
-     "and tells its streams). m0pub.publish is the documented API."},
+     "and tells its streams). With --broker the event goes through Redis instead (one round trip, "
+     "at most about 3 s when the broker is down) and ConnectionError is raised when it cannot be "
+     "published. m0pub.publish is the documented API."},
     {"enabled", py_enabled, METH_NOARGS,
-     "enabled() -> bool: publish() reaches held streams (the server runs with --realtime)."},
+     "enabled() -> bool: publish() reaches held streams (the server runs with --realtime or --broker)."},
     {"_after_fork_child", py_after_fork_child, METH_NOARGS,
      "_after_fork_child(): close the server's descriptors in a process forked by a view "
      "(registered with os.register_at_fork)."},

@@ -6,16 +6,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "m0/broker.h"
 #include "m0/config.h"
 #include "m0/log.h"
 #include "m0/master.h"
+#include "m0/publish_cli.h"
 #include "m0/py.h"
+#include <string.h>
 
 int main(int argc, char **argv)
 {
     struct m0_config cfg;
     char err[512];
 
+    /* Subcommands come first; anything else is MODULE[:ATTR] [options]. */
+    if (argc > 1 && strcmp(argv[1], "publish") == 0)
+        return m0_publish_main(argc - 1, argv + 1);
     m0_config_defaults(&cfg);
     if (m0_config_parse(&cfg, argc, argv, err, sizeof err) != M0_OK) {
         fprintf(stderr, "%s\n", err);
@@ -30,6 +36,10 @@ int main(int argc, char **argv)
         return M0_EXIT_OK;
     }
     m0_config_resolve(&cfg);
+    if (m0_broker_configure(&cfg) != M0_OK) {
+        fprintf(stderr, "m0serve: error: --broker: invalid value '%s'\n", cfg.broker);
+        return M0_EXIT_USAGE;
+    }
     setvbuf(stdout, NULL, _IOLBF, 0);
     return m0_master_run(&cfg);
 }

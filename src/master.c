@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "m0/broker.h"
 #include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/listen.h"
@@ -415,9 +416,10 @@ static void banner(const struct master *m, const char *host, int port)
                       : cfg->workers_explicit ? "default pool"
                                               : "default topology: 1 worker, an elastic pool";
     m0_info("m0serve %s (Python %s, GIL %s) listening on %s workers=%d blocking-threads=%s (%s) "
-            "protocol=%s realtime=%s app=%s",
+            "protocol=%s realtime=%s%s%s app=%s",
             M0_VERSION, m0_py_version(), m0_py_gil_enabled() ? "enabled" : "disabled", where,
-            m->nworkers, pool, why, protos[cfg->protocol], cfg->realtime ? "on" : "off", cfg->app);
+            m->nworkers, pool, why, protos[cfg->protocol], cfg->realtime ? "on" : "off",
+            m0_broker ? " broker=" : "", m0_broker ? m0_broker->shown : "", cfg->app);
 }
 
 static void on_signal(struct master *m)

@@ -307,6 +307,15 @@ void m0_registry_subscribe(struct m0_registry *r, uint32_t slot, const char *cha
     }
 }
 
+int m0_registry_resumable(const struct m0_registry *r, const char *channel, size_t len, uint64_t last_id)
+{
+    const struct chan *c = find(r, channel, len);
+    uint64_t proven = r->floor;
+    if (c != NULL && c->evicted_max > proven)
+        proven = c->evicted_max;
+    return last_id >= proven;
+}
+
 void m0_registry_raise_floor(struct m0_registry *r, uint64_t id)
 {
     if (id > r->floor)

@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "m0/broker.h"
 #include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/conn.h"
@@ -43,6 +44,7 @@ void m0_worker_after_fork_child(void)
         close(m0_bus_current->read_fds[m0_bus_index]);
     if (sig_pipe_w != -1)
         close(sig_pipe_w);
+    m0_broker_close_in_child();
     /* The child owns nothing of the server: no slot table, no loop. What
      * it does next is the application's business (m0pub.publish still
      * works: the bus write ends are kept). */
@@ -102,6 +104,7 @@ void m0_worker_main(const struct m0_config *cfg, int listen_fd, int ctl_fd)
     }
     if (m0_serve_start_pools(s) != M0_OK)
         _exit(M0_EXIT_FAIL);
+    m0_broker_prepare();       /* --broker: where the log stands, before serving */
     m0_info("worker booted (pid %d)", (int)getpid());
     m0_serve_booted(s);
 

@@ -41,6 +41,10 @@ struct m0_config {
     uint64_t replay_bytes;      /* journal bytes per channel */
     uint64_t replay_total;      /* journal bytes per worker, all channels */
     uint64_t outbox_limit;      /* bytes queued for one held stream before it is closed */
+    const char *broker;         /* --broker URL (NULL: the local bus only) */
+    const char *broker_prefix;  /* key prefix in the broker */
+    long broker_retention;      /* events kept per channel in the broker (resume) */
+    long broker_backlog;        /* events kept in the broker's all-channel log (catch-up) */
     const char *health_path;    /* answered in C; "" disables */
     int health_explicit;
     long max_connections;       /* connection slots per worker */

@@ -24,6 +24,7 @@ struct m0_health {
     unsigned pool_max;             /* the elastic pool's ceiling */
     unsigned pool_queued;          /* jobs waiting for a thread */
     int draining;
+    const char *broker;            /* --broker: the "broker" object (JSON), else NULL */
 };
 
 /* Append the JSON body: the fields above plus "channels", the busiest

@@ -65,4 +65,27 @@ void m0_hold_release(struct m0_server *s, struct m0_conn *c);
  * client reconnects and resumes with Last-Event-ID). */
 void m0_hold_end_all(struct m0_server *s);
 
+/* ---- the broker's side of the loop (broker.c; loop thread) ---- */
+
+/* One event read from the broker, in id order: journal it and fan it out
+ * (frame is the whole SSE event, id line included). */
+void m0_rt_event(struct m0_server *s, const char *channel, size_t clen, uint64_t id, const char *frame, size_t flen);
+/* Events up to id will never arrive (announce_lost: m0-gap to live streams,
+ * resumes from below go to the broker). */
+void m0_rt_lost(struct m0_server *s, uint64_t id);
+/* Events up to id were published before this worker read the broker: its
+ * journal cannot prove a resume from below them whole. */
+void m0_rt_floor(struct m0_server *s, uint64_t id);
+/* Fan-outs are backed up: stop reading the broker for now. */
+int m0_rt_busy(const struct m0_server *s);
+/* The connection of slot if it is still the one (generation gen) whose
+ * hold waits for a broker resume; NULL when it left or was subscribed. */
+struct m0_conn *m0_rt_awaiting(struct m0_server *s, uint32_t slot, uint32_t gen);
+/* Queue replayed bytes (an event or a gap notice) on a waiting hold; a
+ * replay may exceed --outbox-limit, as a journal replay may. */
+void m0_rt_replay(struct m0_server *s, struct m0_conn *c, const char *p, size_t n);
+/* The replay is out: subscribe the hold's slot to channel with filter
+ * last (journal events after it follow, then live ones). */
+void m0_rt_join(struct m0_server *s, struct m0_conn *c, const char *channel, size_t clen, uint64_t last);
+
 #endif

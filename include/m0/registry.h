@@ -50,6 +50,12 @@ size_t m0_registry_notice_all(struct m0_registry *r, const char *frame, size_t f
  * publisher found the bus full): resumes from below it get the gap marker. */
 void m0_registry_raise_floor(struct m0_registry *r, uint64_t id);
 
+/* Would m0_registry_subscribe(.., last_id, quiet = 0, ..) replay every
+ * event of channel after last_id from the journal, without a gap marker?
+ * (With a broker, a resume the journal cannot prove whole is asked of the
+ * broker instead.) */
+int m0_registry_resumable(const struct m0_registry *r, const char *channel, size_t len, uint64_t last_id);
+
 /* Forget slot's subscription (no-op when it has none). */
 void m0_registry_unsubscribe(struct m0_registry *r, uint32_t slot);
 int m0_registry_is_subscribed(const struct m0_registry *r, uint32_t slot);

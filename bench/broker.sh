@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# bench/broker.sh — the broadcast bus on Redis (--broker) beside the local bus,
+# in one run:
+#
+#  1. publish->delivery latency to N held streams (1,000 and 10,000):
+#       local   one m0serve --realtime --workers 2, all N streams on it;
+#       broker  two m0serve --realtime --workers 1 --broker (hosts A and B, one
+#               redis-server), N/2 streams on each; events published on A
+#               (the same number of workers fanning out as the local leg:
+#               on a 2-core machine more processes only measure contention).
+#     bench/sse_hold.py opens the streams, publishes EVENTS events INTERVAL s
+#     apart through A's /publish (bench/rt_app.py: the event carries the
+#     time.time() of the publish) and timestamps every delivery.
+#  2. sustained publishes/s through that one Redis with A and B reading it
+#     (bench/broker_pub.py): m0pub outside any server (PROCS processes), and
+#     views publishing from A's pool threads (CONCURRENCY clients).
+#
+# redis-server is started here (temporary dir, free port, no persistence) and
+# stopped at exit. Nothing is pinned: the 2-core machine runs Redis, the
+# servers and the client together (both legs alike).
+set -euo pipefail
+
+usage() {
+    cat <<'EOF'
+Usage: bench/broker.sh [options]
+
+Options:
+  --quick            1,000 streams only (default: 1,000 and 10,000)
+  --streams LIST     comma-separated stream counts (default 1000,10000)
+  --markdown FILE    also write the results as a markdown report to FILE
+  --log-dir DIR      keep server logs and the raw client JSON in DIR
+  -h, --help         show this help
+
+Environment:
+  EVENTS=20 INTERVAL=0.2      events per latency run, seconds apart
+  SECONDS_PUB=5               seconds of each throughput run
+  PROCS=2 CONCURRENCY=4 PER_REQUEST=200
+  BLOCKING_THREADS=4          m0serve --blocking-threads
+  LOCAL_WORKERS=2             workers of the one local-bus m0serve
+  BROKER_WORKERS=1            workers of each of the two broker hosts (same total)
+  SKIP_THROUGHPUT=1           latency runs only
+  STARTUP_TIMEOUT=15 CLIENT_TIMEOUT=240 NOFILE=65536
+  M0SERVE=./m0serve PYTHON=/usr/bin/python3 REDIS_SERVER=redis-server
+EOF
+}
+
+PROG=broker.sh
+SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=bench/common.sh
+. "$SCRIPT_DIR/common.sh"
+
+EVENTS=${EVENTS:-20}
+INTERVAL=${INTERVAL:-0.2}
+SECONDS_PUB=${SECONDS_PUB:-5}
+PROCS=${PROCS:-2}
+CONCURRENCY=${CONCURRENCY:-4}
+PER_REQUEST=${PER_REQUEST:-200}
+BLOCKING_THREADS=${BLOCKING_THREADS:-4}
+LOCAL_WORKERS=${LOCAL_WORKERS:-2}     # the local leg: one m0serve
+BROKER_WORKERS=${BROKER_WORKERS:-1}   # per host in the broker leg (two hosts: the same worker count)
+STARTUP_TIMEOUT=${STARTUP_TIMEOUT:-15}
+CLIENT_TIMEOUT=${CLIENT_TIMEOUT:-240}
+NOFILE=${NOFILE:-65536}
+PYTHON=${PYTHON:-/usr/bin/python3}
+SERVER_CPU=0 CLIENT_CPU=0   # check_setup wants them; this script pins nothing
+REDIS_SERVER=${REDIS_SERVER:-redis-server}
+STREAMS=1000,10000
+SERVERS=local,broker
+MARKDOWN=""
+LOG_DIR=""
+
+while (($#)); do
+    case $1 in
+        --quick) STREAMS=1000; SHIFT=1 ;;
+        --streams|--streams=*) take_value STREAMS "a LIST" "$@" ;;
+        *) common_option "$@" ;;
+    esac
+    shift "$SHIFT"
+done
+check_uints EVENTS SECONDS_PUB PROCS CONCURRENCY PER_REQUEST BLOCKING_THREADS STARTUP_TIMEOUT CLIENT_TIMEOUT NOFILE
+IFS=, read -r -a COUNTS <<<"$STREAMS"
+for n in "${COUNTS[@]}"; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "bad stream count: $n"; done
+resolve_paths
+cd -- "$REPO_ROOT"
+check_setup setsid timeout curl "$PYTHON" "$REDIS_SERVER"
+[[ -x $M0SERVE ]] || die "no m0serve binary at $M0SERVE (run make)"
+
+hard=$(ulimit -Hn)
+if [[ $hard != unlimited ]] && ((hard < NOFILE)); then ulimit -Hn "$NOFILE" 2>/dev/null || true; hard=$(ulimit -Hn); fi
+if [[ $hard == unlimited ]] || ((hard >= NOFILE)); then ulimit -Sn "$NOFILE"; else ulimit -Sn "$hard"; fi
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/m0broker.XXXXXX")
+common_traps
+COPY_LOGS_ON_EXIT=1
+
+# ---- redis ----------------------------------------------------------------
+RPORT=$(free_port)
+setsid "$REDIS_SERVER" --port "$RPORT" --bind 127.0.0.1 --dir "$TMP" --save "" --appendonly no \
+    --loglevel warning >"$TMP/redis.log" 2>&1 </dev/null &
+REDIS_SID=$!
+track_session "$REDIS_SID" TERM
+for _ in $(seq 100); do
+    if "$PYTHON" -c "import socket,sys; s=socket.create_connection(('127.0.0.1',$RPORT),1); s.sendall(b'PING\r\n'); sys.exit(0 if s.recv(7)==b'+PONG\r\n' else 1)" 2>/dev/null; then break; fi
+    sleep 0.1
+done
+BROKER=redis://127.0.0.1:$RPORT
+REDIS_VERSION=$("$REDIS_SERVER" --version | sed 's/ sha=.*//')
+
+# ---- servers ----------------------------------------------------------------
+SIDS=()
+start_m0() {   # start_m0 LOG PORT WORKERS [extra args...]; appends the session to SIDS
+    local log=$1 port=$2 workers=$3; shift 3
+    setsid "$M0SERVE" rt_app:application --app-dir bench --bind "127.0.0.1:$port" --realtime --workers "$workers" \
+        --blocking-threads "$BLOCKING_THREADS" "$@" >"$log" 2>&1 </dev/null &
+    SIDS+=("$!")
+    track_session "$!" TERM
+}
+stop_all() {
+    local sid
+    for sid in "${SIDS[@]}"; do stop_session "$sid" TERM; untrack_session "$sid"; done
+    SIDS=()
+}
+ready() {   # ready PORT
+    local deadline=$(($(now_ms) + STARTUP_TIMEOUT * 1000))
+    while (($(now_ms) < deadline)); do
+        curl -sf -o /dev/null --max-time 1 "http://127.0.0.1:$1/ping" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+declare -A RES STATUS
+TP_M0PUB="not run" TP_SERVER="not run" TP_HEALTH=""
+summarize() {
+    "$PYTHON" - "$1" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+lat, k = d.get("latency_ms", {}), d.get("kernel_latency_ms", {})
+f = lambda v: "-" if v is None else "%.2f" % v
+print("\t".join(["%d/%d" % (d.get("opened", 0), d.get("requested", 0)), f(lat.get("p50")), f(lat.get("p99")),
+                 f(k.get("p50")), f(k.get("p99")), "%d/%d" % (d.get("deliveries", 0), d.get("deliveries_expected", 0)),
+                 f(d.get("publish", {}).get("request_ms_p50"))]))
+PY
+}
+
+run_latency() {   # run_latency local|broker N
+    local leg=$1 n=$2 key="$1/$2" pa pb out ports rc=0
+    printf '\n== %s, %s streams\n' "$leg" "$n"
+    pa=$(free_port)
+    if [[ $leg == local ]]; then
+        start_m0 "$TMP/$leg-$n-a.log" "$pa" "$LOCAL_WORKERS"
+        ports=$pa
+    else
+        pb=$(free_port)
+        start_m0 "$TMP/$leg-$n-a.log" "$pa" "$BROKER_WORKERS" --broker "$BROKER"
+        start_m0 "$TMP/$leg-$n-b.log" "$pb" "$BROKER_WORKERS" --broker "$BROKER"
+        ports=$pa,$pb
+    fi
+    if ! ready "$pa" || { [[ $leg == broker ]] && ! ready "$pb"; }; then
+        STATUS[$key]="failed to start"; stop_all; return
+    fi
+    curl -s --max-time 5 -o /dev/null "http://127.0.0.1:$pa/publish?n=1&seq=-1" || true
+    out=$TMP/$leg-$n.json
+    setsid timeout -k 5 "$CLIENT_TIMEOUT" "$PYTHON" bench/sse_hold.py --port "$pa" --stream-ports "$ports" -n "$n" \
+        --events "$EVENTS" --interval "$INTERVAL" --health-path /health >"$out" 2>"$TMP/$leg-$n.err" </dev/null || rc=$?
+    stop_all
+    if ((rc != 0)) || [[ ! -s $out ]]; then STATUS[$key]="client failed (exit $rc)"; return; fi
+    RES[$key]=$(summarize "$out")
+    STATUS[$key]=ok
+    printf '   %s\n' "${RES[$key]}"
+}
+
+run_throughput() {
+    local pa pb
+    printf '\n== sustained publishes/s through one Redis (hosts A and B reading it)\n'
+    pa=$(free_port); pb=$(free_port)
+    start_m0 "$TMP/tp-a.log" "$pa" "$BROKER_WORKERS" --broker "$BROKER"
+    start_m0 "$TMP/tp-b.log" "$pb" "$BROKER_WORKERS" --broker "$BROKER"
+    ready "$pa" && ready "$pb" || { TP_M0PUB='{"error": "servers did not start"}'; TP_SERVER=$TP_M0PUB; stop_all; return; }
+    TP_M0PUB=$("$PYTHON" bench/broker_pub.py --mode m0pub --url "$BROKER" --procs "$PROCS" --seconds "$SECONDS_PUB")
+    printf '   m0pub (%s processes): %s\n' "$PROCS" "$TP_M0PUB"
+    TP_SERVER=$("$PYTHON" bench/broker_pub.py --mode server --port "$pa" --concurrency "$CONCURRENCY" --n "$PER_REQUEST" \
+        --seconds "$SECONDS_PUB")
+    printf '   views on A (%s clients x %s events/request): %s\n' "$CONCURRENCY" "$PER_REQUEST" "$TP_SERVER"
+    sleep 1
+    TP_HEALTH=$(curl -s --max-time 5 "http://127.0.0.1:$pb/health" | "$PYTHON" -c 'import json,sys; b=json.load(sys.stdin)["broker"]; print("B after the runs: lag %s events, gaps %s, connected %s" % (b["lag"], b["gaps"], b["connected"]))' 2>/dev/null || echo "B /health unreadable")
+    printf '   %s\n' "$TP_HEALTH"
+    stop_all
+}
+
+host_info
+M0_VERSION=$(m0serve_version built)
+printf 'm0serve broker benchmark\nhost: %s\nm0serve: %s; %s\n' "$HOST_INFO" "$M0_VERSION" "$REDIS_VERSION"
+printf 'local: 1 m0serve x %s workers; broker: 2 m0serve x %s worker(s) on one Redis; --blocking-threads %s; %s events %ss apart per latency run; no CPU pinning\n' \
+    "$LOCAL_WORKERS" "$BROKER_WORKERS" "$BLOCKING_THREADS" "$EVENTS" "$INTERVAL"
+for n in "${COUNTS[@]}"; do
+    run_latency local "$n"
+    run_latency broker "$n"
+done
+[[ ${SKIP_THROUGHPUT:-0} == 1 ]] || run_throughput
+
+# ---- report -------------------------------------------------------------------
+field() { local -a f; IFS=$'\t' read -r -a f <<<"${RES[$1]:-}"; printf '%s' "${f[$2]:--}"; }
+printf '\n%-7s %7s %-13s %8s %8s %9s %9s %-13s %s\n' leg streams opened "p50 ms" "p99 ms" "kp50 ms" "kp99 ms" delivered "publish ms"
+for n in "${COUNTS[@]}"; do
+    for leg in local broker; do
+        k=$leg/$n
+        if [[ ${STATUS[$k]:-} != ok ]]; then printf '%-7s %7s %s\n' "$leg" "$n" "${STATUS[$k]:-not run}"; continue; fi
+        printf '%-7s %7s %-13s %8s %8s %9s %9s %-13s %s\n' "$leg" "$n" "$(field "$k" 0)" "$(field "$k" 1)" "$(field "$k" 2)" \
+            "$(field "$k" 3)" "$(field "$k" 4)" "$(field "$k" 5)" "$(field "$k" 6)"
+    done
+    if [[ ${STATUS[local/$n]:-} == ok && ${STATUS[broker/$n]:-} == ok ]]; then
+        printf '        broker - local at p50: %s ms (client read), %s ms (kernel rx)\n' \
+            "$("$PYTHON" -c "print('%.2f' % ($(field "broker/$n" 1) - $(field "local/$n" 1)))")" \
+            "$("$PYTHON" -c "print('%.2f' % ($(field "broker/$n" 3) - $(field "local/$n" 3)))")"
+    fi
+done
+printf '(latency = receive time - the time.time() of the publish in the view; p50/p99 when the client read it,\n'
+printf ' kp50/kp99 the kernel receive timestamp: the server side without the Python client'"'"'s read lag.\n'
+printf ' local: one m0serve, every stream on it; broker: streams split over hosts A and B, published on A.)\n'
+printf 'throughput: m0pub %s\n            views %s\n            %s\n' "$TP_M0PUB" "$TP_SERVER" "$TP_HEALTH"
+
+# shellcheck disable=SC2016
+markdown_report() {
+    local n leg k
+    md_header 'm0serve broker benchmark: the bus on Redis beside the local bus'
+    printf -- '- m0serve: %s; %s; no CPU pinning (Redis, servers and client share the cores)\n' "$M0_VERSION" "$REDIS_VERSION"
+    printf -- '- local leg: one m0serve, %s workers; broker leg: two m0serve (A, B), %s worker(s) each, on one Redis; --realtime --blocking-threads %s\n' "$LOCAL_WORKERS" "$BROKER_WORKERS" "$BLOCKING_THREADS"
+    printf -- '- per latency run: N streams (split over A and B for the broker), %s events %ss apart published on A\n\n' "$EVENTS" "$INTERVAL"
+    printf '| leg | streams | opened | p50 (ms) | p99 (ms) | kernel-rx p50 (ms) | kernel-rx p99 (ms) | delivered |\n|---|---:|---:|---:|---:|---:|---:|---:|\n'
+    for n in "${COUNTS[@]}"; do
+        for leg in local broker; do
+            k=$leg/$n
+            if [[ ${STATUS[$k]:-} != ok ]]; then printf '| %s | %s | %s ||||||\n' "$leg" "$n" "${STATUS[$k]:-not run}"; continue; fi
+            printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$leg" "$n" "$(field "$k" 0)" "$(field "$k" 1)" "$(field "$k" 2)" \
+                "$(field "$k" 3)" "$(field "$k" 4)" "$(field "$k" 5)"
+        done
+    done
+    printf '\nSustained publishes through one Redis (A and B reading the log):\n\n- m0pub outside a server, %s processes: `%s`\n- views on A (%s clients, %s events per request): `%s`\n- %s\n' \
+        "$PROCS" "$TP_M0PUB" "$CONCURRENCY" "$PER_REQUEST" "$TP_SERVER" "$TP_HEALTH"
+}
+write_markdown markdown_report

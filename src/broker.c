@@ -1,0 +1,857 @@
+/*
+ * broker.c — a worker's side of the broker (see broker.h, docs/broker.md):
+ * two hiredis async connections on the worker's own loop.
+ *
+ *   reader    XREAD BLOCK on the all-channel log from the last id this
+ *             worker saw: events arrive in id order and go to the registry
+ *             (journal, fan-out) through hold.c. A reconnect resumes from
+ *             that id, so what was published meanwhile is caught up; an id
+ *             that does not follow the previous one means the log no longer
+ *             had it (trimmed, or the broker lost its data): live streams
+ *             get m0-gap, as with a full local bus. While fan-outs are
+ *             backed up the next XREAD waits (events wait in Redis).
+ *   commands  resumes (M0_BROKER_REPLAY_LUA) and a once-a-second probe of
+ *             the counter, for /health's lag.
+ *
+ * Faults: a connection that fails or drops is retried with a backoff (100
+ * ms doubling to 5 s) by a before-sleep hook; held streams stay open
+ * meanwhile (heartbeats go on). Resumes asked while the broker is down wait
+ * (at most MAX_WAITING; beyond, 503 and the client retries). Nothing here
+ * blocks: connects are non-blocking, with a deadline.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+#include "m0/broker.h"
+#include "m0/bus.h"
+#include "m0/config.h"
+#include "m0/conn.h"
+#include "m0/hold.h"
+#include "m0/log.h"
+#include "m0/loop.h"
+#include "m0/redis_loop.h"
+#include "m0/sse.h"
+
+#define READ_COUNT 256              /* log entries per XREAD */
+#define BLOCK_MS 5000               /* XREAD BLOCK: an idle reader hears from Redis this often */
+#define SILENCE_MS (BLOCK_MS + 10000) /* no reply to an XREAD for this long: the connection is dead */
+#define CONNECT_MS 2000             /* a connect that has not completed by then is abandoned */
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+#define PROBE_MS 1000               /* counter probe, for /health's lag */
+#define PACE_MS 1                   /* under load, one XREAD per reader per ms (see on_read) */
+#define MAX_WAITING 1024            /* resumes queued while the command connection is down */
+
+enum { DOWN, CONNECTING, UP };
+static const char *const state_names[] = {"down", "connecting", "up"};
+
+struct broker;
+
+struct bconn {
+    struct m0_redis_ev ev;          /* ev.ac: the live context, or NULL */
+    struct broker *b;
+    const char *role;               /* "reader" / "commands" */
+    int state;
+    unsigned failures;              /* consecutive failed attempts (backoff) */
+    uint64_t retry_at;              /* DOWN: next attempt */
+    uint64_t deadline;              /* CONNECTING: give up then */
+    int logged_down;                /* this outage was reported */
+};
+
+/* A resume waiting for (or in flight to) the broker. */
+struct resume {
+    struct resume *next;
+    uint32_t slot, gen;
+    uint64_t last;
+    size_t clen;
+    char channel[];
+};
+
+struct broker {
+    struct m0_server *s;
+    const struct m0_broker_cfg *cfg;
+    struct bconn rd, cmd;
+    int stopped;
+    int positioned;                 /* position is known (first GET of the counter done) */
+    int reading;                    /* an XREAD is outstanding */
+    uint64_t read_sent;             /* when it was sent */
+    int stalled;                    /* the registry is backed up: next XREAD deferred */
+    uint64_t paced_until;           /* the next XREAD waits until then (0: no wait) */
+    int probing;
+    uint64_t next_probe;
+    uint64_t newest;                /* the counter, as last probed */
+    struct resume *wait_head, *wait_tail;
+    size_t nwait, wait_bytes;
+    size_t inflight;                /* resumes sent, not answered */
+    uint64_t reconnects, resumes, resume_gaps, gaps, events;
+    char last_error[160];
+    char seq_key[80], log_key[80];
+    struct m0_buf frame;            /* scratch: one event's frame with its id line */
+};
+
+static struct broker *the;          /* one loop per process (GIL builds) */
+static int boot_known;              /* m0_broker_prepare read the counter */
+static char resolved[64];           /* the broker host's address, looked up before the loop runs */
+static uint64_t boot_position;
+static uint64_t position;           /* newest id read; atomic (pool threads read it) */
+
+static void issue_read(struct broker *b);
+static void send_resume(struct broker *b, struct resume *r);
+
+static uint64_t now_ms(const struct broker *b)
+{
+    return m0_loop_now(b->s->loop);
+}
+
+static void set_position(uint64_t id)
+{
+    __atomic_store_n(&position, id, __ATOMIC_SEQ_CST);
+}
+
+uint64_t m0_broker_position(void)
+{
+    return __atomic_load_n(&position, __ATOMIC_SEQ_CST);
+}
+
+static uint64_t parse_u64(const char *p, size_t n, int *ok)
+{
+    uint64_t v = 0;
+    *ok = n > 0 && n <= 20;
+    for (size_t i = 0; i < n && *ok; i++) {
+        if (p[i] < '0' || p[i] > '9' || v > (UINT64_MAX - 9) / 10)
+            *ok = 0;
+        else
+            v = v * 10 + (uint64_t)(p[i] - '0');
+    }
+    return v;
+}
+
+/* A stream entry id "N-0" → N (0 when malformed). */
+static uint64_t entry_id(const redisReply *r)
+{
+    if (r == NULL || r->type != REDIS_REPLY_STRING)
+        return 0;
+    const char *dash = memchr(r->str, '-', r->len);
+    int ok;
+    uint64_t v = parse_u64(r->str, dash ? (size_t)(dash - r->str) : r->len, &ok);
+    return ok ? v : 0;
+}
+
+/* A stream entry as Redis sends it: [id, [field, value, ...]]. */
+static int entry_ok(const redisReply *e)
+{
+    return e != NULL && e->type == REDIS_REPLY_ARRAY && e->elements == 2 &&
+           e->element[0]->type == REDIS_REPLY_STRING && e->element[1]->type == REDIS_REPLY_ARRAY;
+}
+
+/* The value of field name in an entry's field array (NULL: absent). */
+static const redisReply *field(const redisReply *fields, const char *name)
+{
+    if (fields == NULL || fields->type != REDIS_REPLY_ARRAY)
+        return NULL;
+    size_t n = strlen(name);
+    for (size_t i = 0; i + 1 < fields->elements; i += 2) {
+        const redisReply *k = fields->element[i];
+        if (k->type == REDIS_REPLY_STRING && k->len == n && memcmp(k->str, name, n) == 0)
+            return fields->element[i + 1]->type == REDIS_REPLY_STRING ? fields->element[i + 1] : NULL;
+    }
+    return NULL;
+}
+
+static void note_error(struct broker *b, const char *what)
+{
+    snprintf(b->last_error, sizeof b->last_error, "%s", what);
+}
+
+/* A Redis that comes back with a counter below an id this worker already
+ * read lost writes it had acknowledged (a partial persistence loss): the
+ * counter is raised past that id, so no id is ever issued twice, and live
+ * streams are told that events may be missing. (A counter that is gone
+ * altogether restarts from the clock in the publish script instead.) */
+static const char RAISE_LUA[] =
+    "local c = redis.call('GET', KEYS[1])\n"
+    "if c and tonumber(c) < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) return 1 end\n"
+    "return 0\n";
+
+static void on_raise(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct broker *b = priv;
+    redisReply *r = reply;
+    (void)ac;
+    if (r == NULL || b->stopped || r->type != REDIS_REPLY_INTEGER || r->integer != 1)
+        return;
+    uint64_t at = m0_broker_position();
+    m0_warn("broker %s came back with its counter below id %llu, which this worker had read: it lost "
+            "acknowledged events; the counter was raised and live streams are told (m0-gap)",
+            b->cfg->shown, (unsigned long long)at);
+    b->gaps++;
+    m0_rt_lost(b->s, at);
+}
+
+/* ---------------------------------------------------------- connections */
+
+static void schedule_retry(struct bconn *bc, const char *why)
+{
+    struct broker *b = bc->b;
+    bc->state = DOWN;
+    unsigned shift = bc->failures < 6 ? bc->failures : 6;
+    uint64_t delay = (uint64_t)BACKOFF_MIN_MS << shift;
+    if (delay > BACKOFF_MAX_MS)
+        delay = BACKOFF_MAX_MS;
+    bc->failures++;
+    bc->retry_at = now_ms(b) + delay;
+    if (why != NULL)
+        note_error(b, why);
+    if (!bc->logged_down && !b->stopped) {
+        bc->logged_down = 1;
+        m0_warn("broker %s unreachable (%s: %s): retrying with backoff up to %d s; held streams stay open",
+                b->cfg->shown, bc->role, why ? why : "?", BACKOFF_MAX_MS / 1000);
+    }
+}
+
+static void on_connect(const redisAsyncContext *ac, int status);
+static void on_disconnect(const redisAsyncContext *ac, int status);
+static void on_position(redisAsyncContext *ac, void *reply, void *priv);
+static void on_setup(redisAsyncContext *ac, void *reply, void *priv);
+
+static void dial(struct bconn *bc)
+{
+    struct broker *b = bc->b;
+    const struct m0_broker_cfg *cfg = b->cfg;
+    /* A numeric address: hiredis resolves names with getaddrinfo, which
+     * would block the loop (the name was looked up before the loop ran). */
+    redisAsyncContext *ac = cfg->is_unix ? redisAsyncConnectUnix(cfg->path)
+                                         : redisAsyncConnect(resolved[0] ? resolved : cfg->host, cfg->port);
+    if (ac == NULL || ac->err) {
+        char why[160];
+        snprintf(why, sizeof why, "%s", ac ? ac->errstr : "out of memory");
+        if (ac)
+            redisAsyncFree(ac);
+        schedule_retry(bc, why);
+        return;
+    }
+    ac->data = bc;
+    if (m0_redis_attach(&bc->ev, b->s->loop, ac) != M0_OK) {
+        redisAsyncFree(ac);
+        schedule_retry(bc, "cannot watch the socket");
+        return;
+    }
+    redisAsyncSetConnectCallback(ac, on_connect);      /* after attach: this asks for write readiness */
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    bc->state = CONNECTING;
+    bc->deadline = now_ms(b) + CONNECT_MS;
+}
+
+/* Close now (pending callbacks run with a NULL reply). */
+static void hang_up(struct bconn *bc)
+{
+    if (bc->ev.ac != NULL)
+        redisAsyncFree(bc->ev.ac);
+}
+
+/* Resumes answer from the counter and join at it: they go once the command
+ * connection is up and the reader knows where it stands (else events
+ * between the two could fall through). */
+static int can_resume(const struct broker *b)
+{
+    return b->cmd.state == UP && b->positioned && !b->stopped;
+}
+
+static void flush_waiting(struct broker *b)
+{
+    if (!can_resume(b))
+        return;
+    while (b->wait_head != NULL) {
+        struct resume *r = b->wait_head;
+        b->wait_head = r->next;
+        b->nwait--;
+        b->wait_bytes -= sizeof *r + r->clen;
+        send_resume(b, r);
+    }
+    b->wait_tail = NULL;
+}
+
+static void on_connect(const redisAsyncContext *cac, int status)
+{
+    struct bconn *bc = cac->data;
+    struct broker *b = bc->b;
+    redisAsyncContext *ac = (redisAsyncContext *)cac;
+    if (status != REDIS_OK) {
+        schedule_retry(bc, cac->errstr);      /* hiredis frees the context after this */
+        return;
+    }
+    bc->state = UP;
+    if (bc->logged_down || bc->failures > 0)
+        b->reconnects += bc == &b->rd;
+    if (bc->logged_down)
+        m0_info("broker %s: %s connection restored", b->cfg->shown, bc->role);
+    else
+        m0_debug("broker %s: %s connected", b->cfg->shown, bc->role);
+    bc->failures = 0;
+    bc->logged_down = 0;
+    /* Pipelined: Redis runs them in order, so AUTH and SELECT come first. */
+    if (b->cfg->password[0])
+        redisAsyncCommand(ac, on_setup, bc, "AUTH %s", b->cfg->password);
+    if (b->cfg->db != 0)
+        redisAsyncCommand(ac, on_setup, bc, "SELECT %d", b->cfg->db);
+    if (bc == &b->rd) {
+        b->reading = 0;
+        if (!b->positioned) {
+            redisAsyncCommand(ac, on_position, b, "GET %s", b->seq_key);
+        } else {
+            char at[32];
+            snprintf(at, sizeof at, "%llu", (unsigned long long)m0_broker_position());
+            const char *argv[] = {"EVAL", RAISE_LUA, "1", b->seq_key, at};
+            redisAsyncCommandArgv(ac, on_raise, b, (int)M0_ARRAY_LEN(argv), argv, NULL);
+            issue_read(b);
+        }
+    } else {
+        b->probing = 0;
+        flush_waiting(b);
+    }
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+    struct bconn *bc = ac->data;
+    struct broker *b = bc->b;
+    (void)status;
+    if (bc == &b->rd) {
+        b->reading = 0;
+    } else {
+        b->probing = 0;
+    }
+    if (!b->stopped)
+        schedule_retry(bc, ac->errstr[0] ? ac->errstr : "connection closed");
+    else
+        bc->state = DOWN;
+}
+
+static void on_setup(redisAsyncContext *ac, void *reply, void *priv)
+{
+    redisReply *r = reply;
+    struct bconn *bc = priv;
+    if (r != NULL && r->type == REDIS_REPLY_ERROR) {
+        m0_error("broker %s refused %s setup: %s", bc->b->cfg->shown, bc->role, r->str);
+        note_error(bc->b, r->str);
+        redisAsyncDisconnect(ac);
+    }
+}
+
+/* ---------------------------------------------------------------- reader */
+
+static void on_position(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct broker *b = priv;
+    redisReply *r = reply;
+    (void)ac;
+    if (r == NULL || b->stopped)
+        return;
+    int ok = 1;
+    uint64_t p = 0;
+    if (r->type == REDIS_REPLY_STRING)
+        p = parse_u64(r->str, r->len, &ok);
+    else if (r->type != REDIS_REPLY_NIL)
+        ok = 0;
+    if (!ok) {
+        m0_error("broker %s: %s is not a counter", b->cfg->shown, b->seq_key);
+        note_error(b, "the counter key holds something else");
+        redisAsyncDisconnect(ac);
+        return;
+    }
+    /* Start from the newest id: what came before is not in this worker's
+     * journal (resumes from below it go to the broker). */
+    b->positioned = 1;
+    b->newest = p;
+    set_position(p);
+    m0_rt_floor(b->s, p);
+    struct m0_rt_stats st;
+    m0_rt_stats(b->s, &st);
+    if (p != 0 && st.held > 0) {
+        /* Streams held before the broker could first be reached may have
+         * missed events published meanwhile: they are told (m0-gap). */
+        m0_rt_lost(b->s, p);
+    }
+    m0_info("broker %s: reading events after id %llu", b->cfg->shown, (unsigned long long)p);
+    issue_read(b);
+    flush_waiting(b);
+}
+
+/* One log entry, in order. */
+static void take_entry(struct broker *b, const redisReply *e)
+{
+    if (!entry_ok(e))
+        return;
+    uint64_t id = entry_id(e->element[0]);
+    uint64_t at = m0_broker_position();
+    if (id == 0 || id <= at)
+        return;                 /* malformed, or already seen */
+    const redisReply *ch = field(e->element[1], "c"), *f = field(e->element[1], "f");
+    const redisReply *seeded = field(e->element[1], "s");
+    int reseed = seeded != NULL && seeded->len == 1 && seeded->str[0] == '1';
+    if (at != 0 && (id != at + 1 || reseed)) {
+        /* Ids in between were issued and are no longer in the log (it was
+         * trimmed while we were away), or the broker restarted its count
+         * (it lost its data: what we had not read is gone). */
+        b->gaps++;
+        m0_rt_lost(b->s, id - 1);
+    }
+    set_position(id);
+    b->events++;
+    if (ch == NULL || f == NULL || m0_sse_channel_error(ch->str, ch->len) != NULL ||
+        f->len > M0_BUS_MAX_PAYLOAD - 32)
+        return;                 /* not ours, or malformed: skipped, its id still counted */
+    m0_buf_reset(&b->frame);
+    m0_buf_printf(&b->frame, "id: %llu\n", (unsigned long long)id);
+    m0_buf_append(&b->frame, f->str, f->len);
+    m0_rt_event(b->s, ch->str, ch->len, id, b->frame.data, b->frame.len);
+}
+
+static void on_read(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct broker *b = priv;
+    redisReply *r = reply;
+    b->reading = 0;
+    if (r == NULL || b->stopped)
+        return;                 /* the connection went: on_disconnect retries */
+    if (r->type == REDIS_REPLY_ERROR) {
+        m0_error("broker %s: XREAD failed: %s", b->cfg->shown, r->str);
+        note_error(b, r->str);
+        redisAsyncDisconnect(ac);
+        return;
+    }
+    if (r->type == REDIS_REPLY_ARRAY) {
+        /* [[key, [entry, ...]]] */
+        for (size_t k = 0; k < r->elements; k++) {
+            const redisReply *kv = r->element[k];
+            if (kv->type != REDIS_REPLY_ARRAY || kv->elements != 2 || kv->element[1]->type != REDIS_REPLY_ARRAY)
+                continue;
+            const redisReply *entries = kv->element[1];
+            for (size_t i = 0; i < entries->elements; i++)
+                take_entry(b, entries->element[i]);
+        }
+        m0_conn_close_doomed(b->s);
+        if (b->frame.cap > 256 * 1024)
+            m0_buf_free(&b->frame);
+        /* Under a stream of publishes every reply comes back at once with
+         * an event or two, and each reader's next XREAD would cost Redis a
+         * command per event: one XREAD per PACE_MS lets events gather
+         * instead (at most a millisecond more under load; none when the
+         * XREAD had been waiting, as it has between sparse events). */
+        uint64_t now = now_ms(b);
+        if (now < b->read_sent + PACE_MS) {
+            b->paced_until = b->read_sent + PACE_MS;
+            m0_loop_wake_at(b->s->loop, b->paced_until);
+            return;
+        }
+    }
+    issue_read(b);              /* NIL: BLOCK timed out with nothing new */
+}
+
+static void issue_read(struct broker *b)
+{
+    if (b->stopped || b->rd.state != UP || b->reading || !b->positioned)
+        return;
+    if (m0_rt_busy(b->s)) {
+        b->stalled = 1;         /* the hook reads again once fan-outs caught up */
+        return;
+    }
+    b->stalled = 0;
+    b->paced_until = 0;
+    char from[32];
+    snprintf(from, sizeof from, "%llu-0", (unsigned long long)m0_broker_position());
+    if (redisAsyncCommand(b->rd.ev.ac, on_read, b, "XREAD COUNT %d BLOCK %d STREAMS %s %s", READ_COUNT, BLOCK_MS,
+                          b->log_key, from) == REDIS_OK) {
+        b->reading = 1;
+        b->read_sent = now_ms(b);
+    }
+}
+
+/* --------------------------------------------------------------- resumes */
+
+static void deliver_gap(struct broker *b, struct m0_conn *c, uint64_t last, uint64_t from, int unknown)
+{
+    char gap[160];
+    int n = unknown ? snprintf(gap, sizeof gap, "event: m0-gap\ndata: {\"last_event_id\": null}\n\n")
+                    : snprintf(gap, sizeof gap,
+                               "event: m0-gap\ndata: {\"last_event_id\": %llu, \"replay_from\": %llu}\n\n",
+                               (unsigned long long)last, (unsigned long long)from);
+    b->resume_gaps++;
+    m0_rt_replay(b->s, c, gap, (size_t)n);
+}
+
+/*
+ * The broker's answer to a resume from last: {counter, found, entries after
+ * last newest first (at most retention + 1)}. Replays what the client
+ * missed, oldest first, with an m0-gap first when something after last is
+ * no longer retained, then subscribes the slot with the filter set past
+ * everything the reply covered (events the worker reads later pass it; ones
+ * it already journaled after the counter are replayed by the registry).
+ */
+static void finish_resume(struct broker *b, struct resume *res, const redisReply *r)
+{
+    struct m0_server *s = b->s;
+    struct m0_conn *c = m0_rt_awaiting(s, res->slot, res->gen);
+    if (c == NULL)
+        return;                 /* the client left meanwhile */
+    uint64_t top = 0;
+    int ok = 0;
+    const redisReply *entries = NULL;
+    int found = 0;
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->type == REDIS_REPLY_STRING &&
+        r->element[2]->type == REDIS_REPLY_ARRAY) {
+        top = parse_u64(r->element[0]->str, r->element[0]->len, &ok);
+        found = r->element[1]->type == REDIS_REPLY_INTEGER && r->element[1]->integer == 1;
+        entries = r->element[2];
+    }
+    if (!ok) {
+        /* The broker answered something else (an error): resync from now. */
+        uint64_t at = m0_broker_position();
+        deliver_gap(b, c, res->last, at + 1, 0);
+        m0_rt_join(s, c, res->channel, res->clen, at);
+        return;
+    }
+    if (res->last > top) {
+        /* An id the broker never issued: the client resyncs, the stream
+         * starts from now. */
+        deliver_gap(b, c, 0, 0, 1);
+        m0_rt_join(s, c, res->channel, res->clen, top);
+        return;
+    }
+    /* Newest first: keep what fits in --replay-bytes. */
+    size_t n = entries->elements, keep = 0, bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!entry_ok(entries->element[i]))
+            n = i;                  /* malformed: treat the rest as not retained */
+    }
+    while (keep < n) {
+        const redisReply *f = field(entries->element[keep]->element[1], "f");
+        size_t len = f ? f->len + 32 : 0;
+        if (bytes + len > s->cfg->replay_bytes)
+            break;
+        bytes += len;
+        keep++;
+    }
+    int whole = found && (long)n <= b->cfg->retention && keep == n;
+    uint64_t oldest = keep > 0 ? entry_id(entries->element[keep - 1]->element[0]) : top + 1;
+    if (!whole)
+        deliver_gap(b, c, res->last, oldest, 0);
+    uint64_t through = res->last;
+    for (size_t i = keep; i-- > 0;) {
+        const redisReply *e = entries->element[i];
+        uint64_t id = entry_id(e->element[0]);
+        const redisReply *f = field(e->element[1], "f");
+        if (id <= through || f == NULL)
+            continue;
+        m0_buf_reset(&b->frame);
+        m0_buf_printf(&b->frame, "id: %llu\n", (unsigned long long)id);
+        m0_buf_append(&b->frame, f->str, f->len);
+        m0_rt_replay(s, c, b->frame.data, b->frame.len);
+        through = id;
+    }
+    /* Nothing of this channel exists between the last replayed event and
+     * the counter: the filter starts at the counter. */
+    m0_rt_join(s, c, res->channel, res->clen, through > top ? through : top);
+}
+
+static void on_resume(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct resume *res = priv;
+    struct broker *b = the;
+    (void)ac;
+    if (b == NULL || b->stopped) {
+        free(res);
+        return;
+    }
+    b->inflight--;
+    if (reply == NULL) {
+        /* The connection went before the answer: ask again after reconnecting. */
+        res->next = b->wait_head;
+        b->wait_head = res;
+        if (b->wait_tail == NULL)
+            b->wait_tail = res;
+        b->nwait++;
+        b->wait_bytes += sizeof *res + res->clen;
+        return;
+    }
+    const redisReply *r = reply;
+    if (r->type == REDIS_REPLY_ERROR) {
+        m0_error("broker %s: resume on %.*s failed: %s", b->cfg->shown, (int)res->clen, res->channel, r->str);
+        note_error(b, r->str);
+    }
+    finish_resume(b, res, r);
+    free(res);
+}
+
+static void send_resume(struct broker *b, struct resume *res)
+{
+    char key[320], from[32], count[24];
+    snprintf(key, sizeof key, "%sch:%.*s", b->cfg->prefix, (int)res->clen, res->channel);
+    snprintf(from, sizeof from, "%llu-0", (unsigned long long)res->last);
+    snprintf(count, sizeof count, "%ld", b->cfg->retention + 1);
+    const char *argv[] = {"EVAL", M0_BROKER_REPLAY_LUA, "2", b->seq_key, key, from, count};
+    if (redisAsyncCommandArgv(b->cmd.ev.ac, on_resume, res, (int)M0_ARRAY_LEN(argv), argv, NULL) != REDIS_OK) {
+        res->next = NULL;
+        if (b->wait_tail)
+            b->wait_tail->next = res;
+        else
+            b->wait_head = res;
+        b->wait_tail = res;
+        b->nwait++;
+        b->wait_bytes += sizeof *res + res->clen;
+        return;
+    }
+    b->inflight++;
+    b->resumes++;
+}
+
+int m0_broker_resume(struct m0_server *s, struct m0_conn *c, const char *channel, size_t clen, uint64_t last_id)
+{
+    struct broker *b = the;
+    if (b == NULL || b->stopped)
+        return M0_ERR;
+    if (!can_resume(b) && b->nwait >= MAX_WAITING)
+        return M0_ERR;
+    struct resume *res = m0_xmalloc(sizeof *res + clen);
+    res->next = NULL;
+    res->slot = m0_conn_slot(s, c);
+    res->gen = c->gen;
+    res->last = last_id;
+    res->clen = clen;
+    memcpy(res->channel, channel, clen);
+    if (can_resume(b)) {
+        send_resume(b, res);
+    } else {
+        if (b->wait_tail)
+            b->wait_tail->next = res;
+        else
+            b->wait_head = res;
+        b->wait_tail = res;
+        b->nwait++;
+        b->wait_bytes += sizeof *res + clen;
+    }
+    return M0_OK;
+}
+
+/* ------------------------------------------------------------------ hook */
+
+static void on_probe(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct broker *b = priv;
+    redisReply *r = reply;
+    (void)ac;
+    if (b->stopped)
+        return;
+    b->probing = 0;
+    int ok;
+    if (r != NULL && r->type == REDIS_REPLY_STRING) {
+        uint64_t v = parse_u64(r->str, r->len, &ok);
+        if (ok)
+            b->newest = v;
+    }
+}
+
+static void tend(struct broker *b, struct bconn *bc, uint64_t now)
+{
+    if (bc->state == DOWN && now >= bc->retry_at)
+        dial(bc);
+    if (bc->state == CONNECTING && now >= bc->deadline) {
+        hang_up(bc);            /* not connected: no disconnect callback */
+        bc->ev.ac = NULL;
+        schedule_retry(bc, "connect timed out");
+    }
+    if (bc->state == DOWN)
+        m0_loop_wake_at(b->s->loop, bc->retry_at);
+    else if (bc->state == CONNECTING)
+        m0_loop_wake_at(b->s->loop, bc->deadline);
+}
+
+static void broker_hook(struct m0_loop *l, void *ctx)
+{
+    struct broker *b = ctx;
+    if (b->stopped)
+        return;
+    uint64_t now = m0_loop_now(l);
+    tend(b, &b->rd, now);
+    tend(b, &b->cmd, now);
+    if (b->rd.state == UP && b->reading) {
+        if (now - b->read_sent > SILENCE_MS) {
+            m0_warn("broker %s: no reply to XREAD for %d s: reconnecting", b->cfg->shown, SILENCE_MS / 1000);
+            hang_up(&b->rd);
+        } else {
+            m0_loop_wake_at(l, b->read_sent + SILENCE_MS + 1);
+        }
+    }
+    if (b->stalled || (b->paced_until != 0 && now >= b->paced_until))
+        issue_read(b);
+    else if (b->paced_until != 0)
+        m0_loop_wake_at(l, b->paced_until);
+    if (b->cmd.state == UP && now >= b->next_probe) {
+        if (!b->probing &&
+            redisAsyncCommand(b->cmd.ev.ac, on_probe, b, "GET %s", b->seq_key) == REDIS_OK)
+            b->probing = 1;
+        b->next_probe = now + PROBE_MS;
+    }
+    if (b->cmd.state == UP)
+        m0_loop_wake_at(l, b->next_probe);
+}
+
+/* ------------------------------------------------------------- lifecycle */
+
+/* The broker's host name as a numeric address, once, before the loop runs
+ * (a DNS lookup on the loop would stall it). A name that does not resolve
+ * now is left to hiredis (looked up at each connect: logged). */
+static void resolve(const struct m0_broker_cfg *cfg)
+{
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICHOST;
+    if (cfg->is_unix || getaddrinfo(cfg->host, NULL, &hints, &res) == 0) {
+        if (res)
+            freeaddrinfo(res);
+        return;                 /* already numeric (or a socket path) */
+    }
+    hints.ai_flags = 0;
+    int rc = getaddrinfo(cfg->host, NULL, &hints, &res);
+    if (rc != 0 || res == NULL) {
+        m0_warn("broker host %s does not resolve now (%s): it is looked up at each connect", cfg->host,
+                gai_strerror(rc));
+        return;
+    }
+    const void *addr = res->ai_family == AF_INET6 ? (const void *)&((struct sockaddr_in6 *)res->ai_addr)->sin6_addr
+                                                 : (const void *)&((struct sockaddr_in *)res->ai_addr)->sin_addr;
+    if (inet_ntop(res->ai_family, addr, resolved, sizeof resolved) == NULL)
+        resolved[0] = '\0';
+    freeaddrinfo(res);
+}
+
+void m0_broker_prepare(void)
+{
+    char err[256];
+    if (m0_broker == NULL)
+        return;
+    resolve(m0_broker);
+    boot_known = m0_broker_counter(&boot_position, err, sizeof err) == M0_OK;
+    if (!boot_known)
+        m0_debug("%s (the worker reads the log once it connects)", err);
+}
+
+int m0_broker_start(struct m0_server *s)
+{
+    struct broker *b = m0_xmalloc(sizeof *b);
+    memset(b, 0, sizeof *b);
+    b->s = s;
+    b->cfg = m0_broker;
+    b->rd.b = b->cmd.b = b;
+    b->rd.role = "reader";
+    b->cmd.role = "commands";
+    snprintf(b->seq_key, sizeof b->seq_key, "%sseq", b->cfg->prefix);
+    snprintf(b->log_key, sizeof b->log_key, "%slog", b->cfg->prefix);
+    the = b;
+    set_position(0);
+    m0_bus_position = &position;
+    if (boot_known) {
+        b->positioned = 1;
+        b->newest = boot_position;
+        set_position(boot_position);
+        m0_rt_floor(s, boot_position);
+        m0_info("broker %s: reading events after id %llu", b->cfg->shown, (unsigned long long)boot_position);
+    }
+    dial(&b->rd);
+    dial(&b->cmd);
+    m0_loop_add_hook(s->loop, broker_hook, b);
+    return M0_OK;
+}
+
+void m0_broker_stop(struct m0_server *s)
+{
+    struct broker *b = the;
+    (void)s;
+    if (b == NULL || b->stopped)
+        return;
+    b->stopped = 1;
+    hang_up(&b->rd);
+    hang_up(&b->cmd);
+    while (b->wait_head != NULL) {
+        struct resume *r = b->wait_head;
+        b->wait_head = r->next;
+        free(r);
+    }
+    b->wait_tail = NULL;
+    b->nwait = b->wait_bytes = 0;
+}
+
+void m0_broker_free(struct m0_server *s)
+{
+    struct broker *b = the;
+    if (b == NULL)
+        return;
+    m0_broker_stop(s);
+    m0_buf_free(&b->frame);
+    the = NULL;
+    free(b);
+    /* the hook stays registered with the loop, which is freed next: it
+     * must not run again (the loop has stopped). */
+}
+
+void m0_broker_close_in_child(void)
+{
+    struct broker *b = the;
+    if (b == NULL)
+        return;
+    if (b->rd.ev.ac != NULL)
+        close(b->rd.ev.fd);
+    if (b->cmd.ev.ac != NULL)
+        close(b->cmd.ev.fd);
+    the = NULL;                 /* the contexts are left alone: freeing them would talk */
+}
+
+/* A JSON string of printable ASCII (anything else is dropped). */
+static void json_str(struct m0_buf *out, const char *p)
+{
+    m0_buf_puts(out, "\"");
+    for (; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch == '"' || ch == '\\')
+            m0_buf_printf(out, "\\%c", ch);
+        else if (ch >= 0x20 && ch < 0x7f)
+            m0_buf_append(out, p, 1);
+    }
+    m0_buf_puts(out, "\"");
+}
+
+void m0_broker_health(const struct m0_server *s, struct m0_buf *out)
+{
+    const struct broker *b = the;
+    (void)s;
+    if (b == NULL) {
+        m0_buf_puts(out, "null");
+        return;
+    }
+    uint64_t at = m0_broker_position();
+    m0_buf_puts(out, "{\"url\": ");
+    json_str(out, b->cfg->shown);
+    m0_buf_printf(out,
+                  ", \"connected\": %s, \"reader\": \"%s\", \"commands\": \"%s\", "
+                  "\"last_id\": %llu, \"newest_id\": %llu, \"lag\": %llu, \"events\": %llu, \"gaps\": %llu, "
+                  "\"reconnects\": %llu, \"resumes\": %llu, \"resume_gaps\": %llu, \"resumes_in_flight\": %zu, "
+                  "\"resumes_waiting\": %zu, \"resumes_waiting_max\": %d, \"waiting_bytes\": %zu, \"last_error\": ",
+                  b->rd.state == UP && b->cmd.state == UP ? "true" : "false",
+                  state_names[b->rd.state], state_names[b->cmd.state], (unsigned long long)at,
+                  (unsigned long long)(b->newest > at ? b->newest : at),
+                  (unsigned long long)(b->newest > at ? b->newest - at : 0), (unsigned long long)b->events,
+                  (unsigned long long)b->gaps, (unsigned long long)b->reconnects, (unsigned long long)b->resumes,
+                  (unsigned long long)b->resume_gaps, b->inflight, b->nwait, MAX_WAITING, b->wait_bytes);
+    json_str(out, b->last_error);
+    m0_buf_puts(out, "}");
+}
