@@ -48,7 +48,7 @@ Q :=
 endif
 
 .SECONDARY:
-.PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo bench install clean smoke-core smoke-pool smoke-django-realtime
+.PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo bench install clean smoke-core smoke-pool smoke-django-realtime smoke-hybrid
 
 all: m0serve
 
@@ -143,6 +143,11 @@ smoke-pool: m0serve venv
 
 smoke-django-realtime: m0serve venv
 	$(Q)$(VPY) -m pytest tests/e2e/test_realtime.py tests/e2e/test_realtime_edges.py -q
+
+# Mounts and static files (issue 11): Django at /, Flask at /flask, static
+# files at /static, one server; part of `make test` through tests/e2e.
+smoke-hybrid: m0serve venv
+	$(Q)$(VPY) -m pytest tests/e2e/test_hybrid.py -q
 
 # -------------------------------------------------------------------- deps
 # Every Debian package the build, the tests, the demo and the benchmarks use.

@@ -917,7 +917,9 @@ void m0_static_respond(const struct m0_static *st, const struct m0_req *r, size_
     }
     const char *type = m0_mime_type(rel, rlen);
 
-    /* A precompressed sibling the client prefers (and that is not stale). */
+    /* A precompressed sibling the client prefers. Its age is not compared
+     * with the file's: a checkout gives both arbitrary mtimes; keeping them
+     * in step is the build step's job (as with nginx's gzip_static). */
     enum m0_coding order[3];
     size_t ncod = m0_accept_encoding(r, order);
     const char *encoding = NULL;
@@ -929,9 +931,7 @@ void m0_static_respond(const struct m0_static *st, const struct m0_req *r, size_
         struct stat ss;
         if (sfd == -1)
             continue;
-        if (fstat(sfd, &ss) == 0 && S_ISREG(ss.st_mode) &&
-            (ss.st_mtim.tv_sec > sb.st_mtim.tv_sec ||
-             (ss.st_mtim.tv_sec == sb.st_mtim.tv_sec && ss.st_mtim.tv_nsec >= sb.st_mtim.tv_nsec))) {
+        if (fstat(sfd, &ss) == 0 && S_ISREG(ss.st_mode)) {
             close(fd);
             fd = sfd;
             sb = ss;

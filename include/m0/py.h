@@ -17,11 +17,16 @@ struct m0_pool;
  * error log and returns M0_ERR. The calling thread is left detached. */
 int m0_py_init(const struct m0_config *cfg);
 
-/* Import the application named by cfg->app (MODULE[:ATTR], with bare
- * MODULE discovery) and add it to the target table as the root mount,
- * served on pool (NULL: the loop thread), its runner set up. On failure the
- * traceback is printed and M0_ERR returned. Leaves the thread detached. */
-int m0_py_load_app(const struct m0_config *cfg, struct m0_pool *pool);
+/* Import every application mount of cfg (the positional app is the root
+ * mount; --mount adds the others), each with its own discovery (MODULE[:
+ * ATTR], bare MODULE tried as in DESIGN capability 2) and protocol
+ * detection (m0serve._boot.load; --protocol forces one for all), and add
+ * each to the target table with its runner set up: a WSGI mount runs on
+ * pool (NULL: the loop thread). An ASGI mount is refused with one line
+ * until the executor exists (see bind_runner in py.c). On failure the
+ * reason (one line, or the application's traceback) is printed and M0_ERR
+ * returned. Leaves the thread detached. */
+int m0_py_load_apps(const struct m0_config *cfg, struct m0_pool *pool);
 
 /* Print the pending Python exception with its traceback to sys.stderr and
  * clear it. Unlike PyErr_Print, SystemExit and KeyboardInterrupt are only

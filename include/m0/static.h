@@ -40,8 +40,9 @@
  *     byteranges costs more than it saves); a malformed one → ignored.
  *   - Precompressed siblings: FILE.br and FILE.gz are served for FILE when
  *     Accept-Encoding prefers them (q-values honoured; br before gzip at
- *     equal q) and they are regular files no older than FILE; every answer
- *     carries Vary: Accept-Encoding.
+ *     equal q) and they are regular files (regenerating them with FILE is
+ *     the build step's job; their mtimes are not compared, a checkout sets
+ *     them in any order); every answer carries Vary: Accept-Encoding.
  *   - Cache-Control: public, max-age=S with --static-max-age S; none else.
  *   - A file replaced (rename) while it is being sent: the response is the
  *     old file's bytes, whole — the open descriptor pins the old inode. A

@@ -1,7 +1,10 @@
 """Application discovery for the embedded interpreter (called from C).
 
 ``load(spec, protocol)`` imports ``MODULE[:ATTR]`` and returns
-``(callable, kind)`` where kind is ``"wsgi"`` or ``"asgi"``.
+``(callable, kind, found)`` where kind is ``"wsgi"`` or ``"asgi"`` and
+found is the ``MODULE:ATTR`` that was loaded (for the banner).  C calls it
+once per application mount (the positional app and each ``--mount``), so
+every mount has its own discovery and its own protocol detection.
 
 A bare MODULE tries, in order: ``MODULE.asgi:application``,
 ``MODULE.wsgi:application``, ``MODULE:app``, ``MODULE.main:app``
@@ -56,13 +59,13 @@ def _kind(app, protocol):
 
 
 def load(spec, protocol="auto"):
-    """Import spec and return (app, kind). Raises LoadError or the app's own error."""
+    """Import spec and return (app, kind, found). Raises LoadError or the app's own error."""
     if ":" in spec:
         modname, attr = spec.split(":", 1)
         if not modname or not attr:
             raise LoadError(f"invalid application spec {spec!r} (want MODULE[:ATTR])")
         app = _resolve(modname, attr)
-        return app, _kind(app, protocol)
+        return app, _kind(app, protocol), spec
 
     candidates = [(spec + ".asgi", "application"), (spec + ".wsgi", "application"),
                   (spec, "app"), (spec + ".main", "app")]
@@ -81,10 +84,10 @@ def load(spec, protocol="auto"):
             continue
         kind = _kind(app, protocol)
         if kind == "asgi" and not ASGI_SUPPORTED and protocol == "auto":
-            passed_over = passed_over or (app, kind)
+            passed_over = passed_over or (app, kind, f"{modname}:{attr}")
             tried.append(f"{modname}:{attr} (ASGI)")
             continue
-        return app, kind
+        return app, kind, f"{modname}:{attr}"
     if passed_over is not None:
         return passed_over
     raise LoadError(f"no application found for {spec!r}; tried " + ", ".join(tried))
