@@ -9,6 +9,7 @@
 #   make sanitize    build/sanitize/m0serve with ASan+UBSan; run the e2e suite
 #                    against it with: M0SERVE=build/sanitize/m0serve make e2e
 #   make demo        serve the Django example on http://127.0.0.1:8000
+#   make hybrid-demo Django at /, Flask at /flask, static files at /static (examples/hybrid)
 #   make bench       hello-world benchmark against gunicorn, uWSGI and nginx
 #   make install PREFIX=/usr/local
 
@@ -48,7 +49,7 @@ Q :=
 endif
 
 .SECONDARY:
-.PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo bench install clean smoke-core smoke-pool smoke-django-realtime smoke-hybrid
+.PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo bench install clean smoke-core smoke-pool smoke-django-realtime smoke-hybrid hybrid-demo
 
 all: m0serve
 
@@ -202,6 +203,12 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory m0serve venv
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) ./m0serve rtsite.wsgi:application --app-dir examples/django_realtime \
 	    --bind 127.0.0.1:8000 --workers 2 --realtime --access-log
+
+# Django at /, Flask at /flask, static files at /static (issue 11).
+hybrid-demo: deps
+	$(Q)$(MAKE) --no-print-directory m0serve venv
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) ./m0serve hybridsite --app-dir examples/hybrid --mount /flask=flaskapp \
+	    --static /static=examples/hybrid/static --bind 127.0.0.1:8000 --workers 2 --realtime --access-log
 
 bench: deps
 	$(Q)$(MAKE) --no-print-directory m0serve bench-venv

@@ -823,8 +823,13 @@ static void plain(struct m0_static_out *o, struct m0_head *h, struct m0_body *b,
  * (200, 206, 304 — RFC 9110 §15.4.5 asks a 304 for the same ones). */
 static void file_fields(const struct m0_static *st, struct m0_head *h, const char *etag, time_t mtime)
 {
-    char date[40];
-    m0_http_date_format(mtime, date, sizeof date);
+    /* The same few files answer most requests: their date is formatted once. */
+    static __thread char date[40];
+    static __thread time_t date_of = (time_t)-1;
+    if (mtime != date_of) {
+        m0_http_date_format(mtime, date, sizeof date);
+        date_of = mtime;
+    }
     line(h, "Last-Modified", date);
     line(h, "ETag", etag);
     if (st->max_age >= 0)
