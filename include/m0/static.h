@@ -49,6 +49,11 @@
  *     file truncated in place while being sent: the connection is closed
  *     short of its Content-Length (the client sees the truncation).
  *
+ * The opens, fstat and small reads happen on the loop thread: a file that
+ * is not in the page cache stalls the loop for one disk read, as nginx
+ * does without aio. Static trees are small and hot; a cold multi-gigabyte
+ * archive is better behind a proxy.
+ *
  * Loop thread only, except the pure functions, which any thread may call.
  */
 #ifndef M0_STATIC_H
