@@ -263,12 +263,17 @@ m0_ratio() {   # m0_ratio PEER FILE
 }
 mbps() { awk -v r="${1:-}" 'BEGIN { if (r ~ /^[0-9.]+$/) printf "%.0f", r * 1048576 / 1e6; else printf "-" }'; }
 
-printf '\n%-19s | %9s %7s %7s | %9s %7s %7s %8s | %s\n' server "1K req/s" "p50 ms" "p99 ms" "1M req/s" "p50 ms" "p99 ms" "MB/s" status
+# Server CPU (% of one core, all its processes) beside each figure: with the
+# client core saturated (1 MiB above all: wrk copies every byte), what the
+# server spent per request is the comparison that remains.
+printf '\n%-19s | %9s %7s %7s %5s | %9s %7s %7s %8s %5s | %s\n' server "1K req/s" "p50 ms" "p99 ms" "cpu%" \
+    "1M req/s" "p50 ms" "p99 ms" "MB/s" "cpu%" status
 for s in "${ORDER[@]}"; do
-    printf '%-19s | %9s %7s %7s | %9s %7s %7s %8s | %s\n' "$s" \
+    printf '%-19s | %9s %7s %7s %5s | %9s %7s %7s %8s %5s | %s\n' "$s" \
         "$(cell "${RPS[$s/1k.css]:-}")" "$(cell "${P50[$s/1k.css]:-}")" "$(cell "${P99[$s/1k.css]:-}")" \
+        "$(cell "${OCPU[$s/1k.css]:-}")" \
         "$(cell "${RPS[$s/1m.bin]:-}")" "$(cell "${P50[$s/1m.bin]:-}")" "$(cell "${P99[$s/1m.bin]:-}")" \
-        "$(mbps "${RPS[$s/1m.bin]:-}")" "${STATUS[$s]}"
+        "$(mbps "${RPS[$s/1m.bin]:-}")" "$(cell "${OCPU[$s/1m.bin]:-}")" "${STATUS[$s]}"
 done
 printf '\nratios (m0serve req/s / peer req/s), 1 KiB and 1 MiB:\n'
 for p in "${ORDER[@]}"; do
@@ -289,13 +294,15 @@ markdown_report() {
     printf -- '- load: `wrk -t%s -c%s -d%ss --latency` per file, after a %ss warm-up; files: 1k.css (1,024 bytes), 1m.bin (1,048,576 bytes), no Accept-Encoding\n' \
         "$THREADS" "$CONNECTIONS" "$DURATION" "$WARMUP"
     printf -- '- tools: %s\n- background load: %s\n' "$WRK_VERSION" "$BACKGROUND"
-    printf '\n| server | 1 KiB req/s | p50 ms | p99 ms | 1 MiB req/s | p50 ms | p99 ms | MB/s | version |\n'
-    printf '|---|---:|---:|---:|---:|---:|---:|---:|---|\n'
+    printf '\n| server | 1 KiB req/s | p50 ms | p99 ms | server CPU %% | 1 MiB req/s | p50 ms | p99 ms | MB/s | server CPU %% | version |\n'
+    printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n'
     for s in "${ORDER[@]}"; do
-        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" \
+        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" \
             "$(cell "${RPS[$s/1k.css]:-}")" "$(cell "${P50[$s/1k.css]:-}")" "$(cell "${P99[$s/1k.css]:-}")" \
+            "$(cell "${OCPU[$s/1k.css]:-}")" \
             "$(cell "${RPS[$s/1m.bin]:-}")" "$(cell "${P50[$s/1m.bin]:-}")" "$(cell "${P99[$s/1m.bin]:-}")" \
-            "$(mbps "${RPS[$s/1m.bin]:-}")" "$(cell "${VERSION[$s]:-}") ${STATUS[$s]/#ok/}"
+            "$(mbps "${RPS[$s/1m.bin]:-}")" "$(cell "${OCPU[$s/1m.bin]:-}")" \
+            "$(cell "${VERSION[$s]:-}") ${STATUS[$s]/#ok/}"
     done
     printf '\n| m0serve / peer | 1 KiB | 1 MiB |\n|---|---:|---:|\n'
     for p in "${ORDER[@]}"; do
