@@ -13,6 +13,7 @@
 #   make sanitize    build/sanitize/m0serve with ASan+UBSan; run the e2e suite
 #                    against it with: M0SERVE=build/sanitize/m0serve make e2e
 #   make demo        serve the Django example on http://127.0.0.1:8000
+#   make hybrid-demo Django at /, Flask at /flask, static files at /static (examples/hybrid)
 #   make bench       hello-world benchmark against gunicorn, uWSGI and nginx
 #   make install PREFIX=/usr/local
 
@@ -38,7 +39,7 @@ SRCS     := $(wildcard src/*.c)
 # Modules with no Python in them: linked into the C unit tests.
 PURE     := src/buf.c src/http.c src/response.c src/body.c src/log.c src/timer.c src/cli.c \
             src/sse.c src/registry.c src/bus.c src/order.c src/health.c src/target.c \
-            src/broker_url.c
+            src/broker_url.c src/static.c
 LLHTTP   := api.c http.c llhttp.c
 
 BUILD    ?= build/release
@@ -53,7 +54,7 @@ endif
 
 .SECONDARY:
 .PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
-        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge
+        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo
 
 all: m0serve
 
@@ -251,6 +252,11 @@ fuzz-merge: build/fuzz/fuzz_$(FUZZ)
 	@echo "  MERGE   tests/fuzz/corpus/$(FUZZ): $$(ls tests/fuzz/corpus/$(FUZZ) | wc -l) files"
 
 
+# Mounts and static files (issue 11): Django at /, Flask at /flask, static
+# files at /static, one server; part of `make test` through tests/e2e.
+smoke-hybrid: m0serve venv
+	$(Q)$(VPY) -m pytest tests/e2e/test_hybrid.py -q
+
 # -------------------------------------------------------------------- deps
 # Every Debian package the build, the tests, the demo and the benchmarks use.
 # Python packages (pytest, Django, Flask, gunicorn, uvicorn, ...) come from
@@ -310,6 +316,12 @@ demo-fastapi: deps
 	$(Q)$(MAKE) --no-print-directory m0serve venv
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) ./m0serve main:app --app-dir examples/fastapi_app \
 	    --bind 127.0.0.1:8001 --workers 2 --realtime --access-log
+
+# Django at /, Flask at /flask, Starlette at /api, static files at /static (issue 11).
+hybrid-demo: deps
+	$(Q)$(MAKE) --no-print-directory m0serve venv
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) ./m0serve hybridsite --app-dir examples/hybrid --mount /flask=flaskapp \
+	    --mount /api=apiapp --static /static=examples/hybrid/static --bind 127.0.0.1:8000 --workers 2 --realtime --access-log
 
 bench: deps
 	$(Q)$(MAKE) --no-print-directory m0serve bench-venv

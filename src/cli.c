@@ -21,8 +21,8 @@
 #include "m0/log.h"
 
 /* T_CHOICE: a string that must be one of the '|'-separated words of the
- * option's metavar. */
-enum opt_type { T_STR, T_STR0, T_LONG, T_SECONDS, T_BYTES, T_BOOL, T_PROTOCOL, T_LOGLEVEL, T_CHOICE };
+ * option's metavar; T_MOUNT: a repeatable PREFIX=VALUE (handled apart). */
+enum opt_type { T_STR, T_STR0, T_LONG, T_SECONDS, T_BYTES, T_BOOL, T_PROTOCOL, T_LOGLEVEL, T_CHOICE, T_MOUNT };
 
 struct opt {
     const char *flag;
@@ -69,13 +69,36 @@ static const struct opt opts[] = {
     {"--broker-retention", "M0_BROKER_RETENTION", T_LONG, O(broker_retention), 1, 10000000, "N", "events the broker keeps per channel for Last-Event-ID resume on any host (default 1000)"},
     {"--broker-backlog", "M0_BROKER_BACKLOG", T_LONG, O(broker_backlog), 100, 100000000, "N", "events the broker keeps in its all-channel log, how far a reconnecting worker catches up (default 100000)"},
     {"--health-path", "M0_HEALTH_PATH", T_STR0, O(health_path), 0, 0, "PATH", "path answered in C with worker health as JSON (default /health with --realtime; '' disables)"},
+    {"--mount", "M0_MOUNTS", T_MOUNT, M0_MOUNT_APP, 0, 0, "PREFIX=SPEC", "serve the application SPEC (MODULE[:ATTR]) under PREFIX; repeatable; the positional MODULE is PREFIX /; M0_MOUNTS lists several, comma-separated"},
+    {"--static", "M0_STATIC", T_MOUNT, M0_MOUNT_STATIC, 0, 0, "PREFIX=DIR", "serve the files of DIR under PREFIX from the event loop (sendfile, no Python); repeatable; M0_STATIC lists several, comma-separated"},
+    {"--static-max-age", "M0_STATIC_MAX_AGE", T_LONG, O(static_max_age), 0, 315360000, "S", "static files: Cache-Control: public, max-age=S (default: no Cache-Control)"},
+    {"--static-index", "M0_STATIC_INDEX", T_BOOL, O(static_index), 0, 0, NULL, "static files: a directory serves its index.html (default off: 404)"},
     {"--access-log", "M0_ACCESS_LOG", T_BOOL, O(access_log), 0, 0, NULL, "log one line per request to stdout"},
     {"--log-level", "M0_LOG_LEVEL", T_LOGLEVEL, O(log_level), 0, 0, "L", "debug|info|warning|error|critical (default info)"},
 };
 
+/* The mounts' strings (normalised prefixes, copied specs): a bump arena
+ * that lives as long as the process's one configuration, reset by
+ * m0_config_defaults. */
+static char mount_text[M0_MAX_MOUNTS * 2 * 512 + 8192];
+static size_t mount_text_used;
+
+static const char *mount_strdup(const char *s, size_t n)
+{
+    if (n + 1 > sizeof mount_text - mount_text_used)
+        return NULL;
+    char *p = mount_text + mount_text_used;
+    memcpy(p, s, n);
+    p[n] = '\0';
+    mount_text_used += n + 1;
+    return p;
+}
+
 void m0_config_defaults(struct m0_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
+    mount_text_used = 0;
+    cfg->static_max_age = -1;
     cfg->host = "127.0.0.1";
     cfg->port = 8000;
     cfg->workers = 1;
@@ -124,11 +147,13 @@ void m0_config_resolve(struct m0_config *cfg)
 
 void m0_config_usage(void)
 {
-    printf("usage: m0serve MODULE[:ATTR] [options]\n"
+    printf("usage: m0serve [MODULE[:ATTR]] [--mount PREFIX=SPEC]... [--static PREFIX=DIR]... [options]\n"
            "       m0serve publish CHANNEL DATA [--event NAME] [--broker URL]   (DATA '-': stdin)\n\n"
-           "Serve a WSGI application (PEP 3333) over HTTP/1.1 with prefork workers.\n"
+           "Serve WSGI (PEP 3333) and ASGI applications over HTTP/1.1 with prefork workers.\n"
            "A bare MODULE tries MODULE.asgi:application, MODULE.wsgi:application,\n"
-           "MODULE:app and MODULE.main:app, in that order.\n\noptions:\n");
+           "MODULE:app and MODULE.main:app, in that order. MODULE is the root mount;\n"
+           "other mounts answer under their prefix (the longest one that matches on a\n"
+           "segment boundary wins); a path no mount claims is answered 404.\n\noptions:\n");
     for (size_t i = 0; i < M0_ARRAY_LEN(opts); i++) {
         char left[64];
         snprintf(left, sizeof left, "%s%s%s", opts[i].flag, opts[i].metavar ? " " : "",
@@ -179,9 +204,125 @@ static int parse_bytes(const char *s, uint64_t *out)
     return M0_OK;
 }
 
+/* RFC 3986 pchar without '%' (prefixes are compared with the raw path,
+ * so an encoded prefix could never match as written), ',' (the list
+ * separator) and '=' (the PREFIX=SPEC separator). */
+static int prefix_char(unsigned char ch)
+{
+    return isalnum(ch) || (ch != '\0' && strchr("-._~!$&'()*+;:@", ch) != NULL);
+}
+
+/* Normalise prefix (n bytes) into out: "" or "/seg/seg". M0_OK or M0_ERR. */
+static int normalise_prefix(const char *p, size_t n, char *out, size_t cap, size_t *outlen)
+{
+    if (n == 0 || p[0] != '/')
+        return M0_ERR;
+    while (n > 1 && p[n - 1] == '/')
+        n--;                        /* "/app/" is "/app"; "/" is the root */
+    if (n == 1) {
+        *outlen = 0;
+        out[0] = '\0';
+        return M0_OK;
+    }
+    if (n >= cap)
+        return M0_ERR;
+    size_t seg = 0;                 /* start of the current segment */
+    for (size_t i = 1; i <= n; i++) {
+        if (i == n || p[i] == '/') {
+            size_t len = i - seg - 1;
+            const char *sp = p + seg + 1;
+            if (len == 0 || (len == 1 && sp[0] == '.') || (len == 2 && sp[0] == '.' && sp[1] == '.'))
+                return M0_ERR;
+            seg = i;
+            continue;
+        }
+        if (!prefix_char((unsigned char)p[i]))
+            return M0_ERR;
+    }
+    memcpy(out, p, n);
+    out[n] = '\0';
+    *outlen = n;
+    return M0_OK;
+}
+
+/* Add one PREFIX=SPEC (n bytes at item) of kind to cfg's mounts. */
+static int add_mount(struct m0_config *cfg, enum m0_mount_kind kind, const char *item, size_t n, int from_env,
+                     const char *who, char *err, size_t cap)
+{
+    const char *eq = memchr(item, '=', n);
+    char prefix[512];
+    size_t plen;
+    const char *what = kind == M0_MOUNT_APP ? "PREFIX=MODULE[:ATTR]" : "PREFIX=DIR";
+    if (eq == NULL || eq + 1 == item + n) {
+        snprintf(err, cap, "m0serve: error: %s: invalid value '%.*s' (want %s)", who, (int)n, item, what);
+        return M0_ERR;
+    }
+    if (normalise_prefix(item, (size_t)(eq - item), prefix, sizeof prefix, &plen) != M0_OK) {
+        snprintf(err, cap, "m0serve: error: %s: invalid prefix '%.*s' (want /path: no empty, '.' or '..' "
+                 "segment, no '%%', ',' or '=')", who, (int)(eq - item), item);
+        return M0_ERR;
+    }
+    for (unsigned i = 0; i < cfg->nmounts; i++) {
+        if (cfg->mounts[i].prefix_len == plen && memcmp(cfg->mounts[i].prefix, prefix, plen) == 0) {
+            snprintf(err, cap, "m0serve: error: %s: '%s' is mounted twice", who, plen ? prefix : "/");
+            return M0_ERR;
+        }
+    }
+    if (cfg->nmounts == M0_MAX_MOUNTS) {
+        snprintf(err, cap, "m0serve: error: %s: more than %d mounts", who, M0_MAX_MOUNTS);
+        return M0_ERR;
+    }
+    struct m0_mount *m = &cfg->mounts[cfg->nmounts];
+    m->prefix = mount_strdup(prefix, plen);
+    m->prefix_len = plen;
+    m->spec = mount_strdup(eq + 1, (size_t)(item + n - eq - 1));
+    m->kind = kind;
+    m->from_env = from_env;
+    if (m->prefix == NULL || m->spec == NULL) {
+        snprintf(err, cap, "m0serve: error: %s: the mounts are too long", who);
+        return M0_ERR;
+    }
+    cfg->nmounts++;
+    return M0_OK;
+}
+
+/* --mount/--static (one item) or M0_MOUNTS/M0_STATIC (a list). The first
+ * item of a kind on the command line drops that kind's environment items. */
+static int apply_mounts(struct m0_config *cfg, enum m0_mount_kind kind, const char *val, int from_env,
+                        const char *who, char *err, size_t cap)
+{
+    if (!from_env) {
+        unsigned k = 0;
+        for (unsigned i = 0; i < cfg->nmounts; i++) {
+            if (!(cfg->mounts[i].from_env && cfg->mounts[i].kind == kind))
+                cfg->mounts[k++] = cfg->mounts[i];
+        }
+        cfg->nmounts = k;
+        return add_mount(cfg, kind, val, strlen(val), 0, who, err, cap);
+    }
+    const char *p = val;
+    for (;;) {
+        const char *end = strchr(p, M0_MOUNT_LIST_SEP);
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        while (n > 0 && isspace((unsigned char)*p)) {
+            p++;
+            n--;
+        }
+        while (n > 0 && isspace((unsigned char)p[n - 1]))
+            n--;
+        if (n > 0 && add_mount(cfg, kind, p, n, 1, who, err, cap) != M0_OK)
+            return M0_ERR;
+        if (end == NULL)
+            return M0_OK;
+        p = end + 1;
+    }
+}
+
 static int apply(struct m0_config *cfg, const struct opt *o, const char *val, const char *who,
                  char *err, size_t cap)
 {
+    if (o->type == T_MOUNT)
+        return apply_mounts(cfg, (enum m0_mount_kind)o->off, val, who == o->env, who, err, cap);
     char *dst = (char *)cfg + o->off;
     switch (o->type) {
     case T_STR:
@@ -256,6 +397,8 @@ static int apply(struct m0_config *cfg, const struct opt *o, const char *val, co
         *(const char **)dst = val;
         break;
     }
+    case T_MOUNT:
+        break;                  /* handled above */
     case T_LOGLEVEL: {
         enum m0_log_level lvl;
         if (m0_log_parse_level(val, &lvl) != M0_OK)
@@ -349,8 +492,30 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
     }
     if (positional != NULL)
         cfg->app = positional;
-    if (cfg->app == NULL) {
-        snprintf(err, cap, "m0serve: error: MODULE[:ATTR]: the application is required (see --help)");
+    if (cfg->app != NULL) {
+        /* The positional application is the root mount, first in the list. */
+        for (unsigned i = 0; i < cfg->nmounts; i++) {
+            if (cfg->mounts[i].prefix_len == 0) {
+                snprintf(err, cap, "m0serve: error: %s: '/' is mounted twice (MODULE is the root mount)",
+                         cfg->mounts[i].kind == M0_MOUNT_APP ? "--mount" : "--static");
+                return M0_ERR;
+            }
+        }
+        if (cfg->nmounts == M0_MAX_MOUNTS) {
+            snprintf(err, cap, "m0serve: error: --mount: more than %d mounts", M0_MAX_MOUNTS);
+            return M0_ERR;
+        }
+        memmove(&cfg->mounts[1], &cfg->mounts[0], cfg->nmounts * sizeof cfg->mounts[0]);
+        cfg->mounts[0] = (struct m0_mount){.prefix = "", .prefix_len = 0, .spec = cfg->app, .kind = M0_MOUNT_APP};
+        cfg->nmounts++;
+    } else {
+        for (unsigned i = 0; i < cfg->nmounts; i++) {
+            if (cfg->mounts[i].prefix_len == 0 && cfg->mounts[i].kind == M0_MOUNT_APP)
+                cfg->app = cfg->mounts[i].spec;      /* --mount /=SPEC names the root app */
+        }
+    }
+    if (cfg->nmounts == 0) {
+        snprintf(err, cap, "m0serve: error: MODULE[:ATTR]: the application is required (or --mount/--static; see --help)");
         return M0_ERR;
     }
     if (cfg->bind != NULL && host_port_given) {

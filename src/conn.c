@@ -312,7 +312,10 @@ void m0_conn_flush(struct m0_server *s, struct m0_conn *c)
     uint64_t now = m0_loop_now(s->loop);
     for (;;) {
         while (m0_buf_unread(&c->out) > 0) {
-            ssize_t w = send(c->fd, c->out.data + c->out.off, m0_buf_unread(&c->out), MSG_NOSIGNAL);
+            /* A head followed by a file range (static files, file_wrapper):
+             * MSG_MORE lets the head share the file's first segment. */
+            ssize_t w = send(c->fd, c->out.data + c->out.off, m0_buf_unread(&c->out),
+                             MSG_NOSIGNAL | (c->file_left > 0 ? MSG_MORE : 0));
             if (w == -1) {
                 if (errno == EINTR)
                     continue;

@@ -1,7 +1,11 @@
 /*
  * health.c — /health as JSON, without Python.
  */
+#include <string.h>
+
 #include "m0/health.h"
+#include "m0/static.h"
+#include "m0/target.h"
 
 static void json_string(struct m0_buf *b, const char *s, size_t n)
 {
@@ -41,5 +45,25 @@ void m0_health_render(struct m0_buf *b, const struct m0_health *h, const struct 
     m0_buf_puts(b, "]");
     if (h->broker != NULL)
         m0_buf_printf(b, ", \"broker\": %s", h->broker);
+    if (h->targets != NULL) {
+        const struct m0_targets *ts = h->targets;
+        m0_buf_printf(b, ", \"unmounted\": %llu, \"mounts\": [", (unsigned long long)ts->unmatched);
+        for (unsigned i = 0; i < ts->n; i++) {
+            const struct m0_target *t = &ts->t[i];
+            const struct m0_target_stats *st = &ts->stats[i];
+            m0_buf_puts(b, i ? ", {\"prefix\": " : "{\"prefix\": ");
+            json_string(b, t->prefix_len ? t->prefix : "/", t->prefix_len ? t->prefix_len : 1);
+            m0_buf_printf(b, ", \"kind\": \"%s\", \"mode\": \"%s\", \"%s\": ", m0_target_kind_name(t->kind),
+                          m0_target_mode(t), t->kind == M0_TARGET_STATIC ? "dir" : "app");
+            const char *what = t->resolved != NULL ? t->resolved : t->spec != NULL ? t->spec : "";
+            json_string(b, what, strlen(what));
+            m0_buf_printf(b, ", \"requests\": %llu", (unsigned long long)st->requests);
+            if (t->kind == M0_TARGET_STATIC && t->files != NULL)
+                m0_buf_printf(b, ", \"resolver\": \"%s\"}", m0_static_resolver_name(t->files->resolver));
+            else
+                m0_buf_printf(b, ", \"in_flight\": %u, \"held\": %u}", st->in_flight, st->held);
+        }
+        m0_buf_puts(b, "]");
+    }
     m0_buf_puts(b, "}\n");
 }

@@ -32,6 +32,7 @@
 #include "m0/order.h"
 #include "m0/registry.h"
 #include "m0/sse.h"
+#include "m0/target.h"
 
 #define FANOUT_BUDGET 1024          /* subscribers per slice (~a few ms of sends) */
 #define BUS_BACKLOG 256             /* unfinished fan-outs before the bus waits */
@@ -387,6 +388,7 @@ int m0_hold_subscribe(struct m0_server *s, struct m0_conn *c)
         return M0_ERR;
     c->hold = m0_xmalloc(sizeof *c->hold);
     memset(c->hold, 0, sizeof *c->hold);
+    c->hold->target = job->target;
     uint64_t newest = m0_bus_last_id();
     uint64_t last = job->hold_last_id;
     int quiet = 0;
@@ -435,6 +437,8 @@ void m0_hold_enter(struct m0_server *s, struct m0_conn *c)
     m0_conn_set_state(s, c, M0_CONN_HELD);
     c->hold->last_write = m0_loop_now(s->loop);
     s->rt->st.held++;
+    if (c->hold->target != NULL)
+        m0_target_stats_of(&m0_targets, c->hold->target)->held++;
     /* Everything per-request is released: a held stream costs the slot,
      * its job struct, a registry link and its outbox, and no Python object. */
     m0_req_free(&job->req);
@@ -492,8 +496,11 @@ void m0_hold_release(struct m0_server *s, struct m0_conn *c)
 {
     if (s->rt != NULL)
         m0_registry_unsubscribe(s->rt->reg, m0_conn_slot(s, c));
-    if (c->state == M0_CONN_HELD)
+    if (c->state == M0_CONN_HELD) {
         s->rt->st.held--;
+        if (c->hold->target != NULL)
+            m0_target_stats_of(&m0_targets, c->hold->target)->held--;
+    }
     m0_buf_free(&c->hold->outbox);
     free(c->hold);
     c->hold = NULL;

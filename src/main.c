@@ -13,6 +13,7 @@
 #include "m0/publish_cli.h"
 #include "m0/py.h"
 #include <string.h>
+#include "m0/static.h"
 
 int main(int argc, char **argv)
 {
@@ -34,6 +35,10 @@ int main(int argc, char **argv)
     if (cfg.show_version) {
         printf("m0serve %s (Python %s)\n", M0_VERSION, m0_py_version());
         return M0_EXIT_OK;
+    }
+    if (m0_static_check_config(&cfg, err, sizeof err) != M0_OK) {
+        fprintf(stderr, "%s\n", err);
+        return M0_EXIT_USAGE;
     }
     m0_config_resolve(&cfg);
     if (m0_broker_configure(&cfg) != M0_OK) {

@@ -415,11 +415,22 @@ static void banner(const struct master *m, const char *host, int port)
     const char *why = cfg->threads_explicit ? "as configured"
                       : cfg->workers_explicit ? "default pool"
                                               : "default topology: 1 worker, an elastic pool";
+    /* Every mount as given; each worker's boot line adds the protocol it
+     * detected and the mode it runs in. */
+    char mounts[2048] = "";
+    size_t n = 0;
+    for (unsigned i = 0; i < cfg->nmounts && n < sizeof mounts; i++) {
+        const struct m0_mount *mt = &cfg->mounts[i];
+        n += (size_t)snprintf(mounts + n, sizeof mounts - n, "%s%s=%s%s", i ? "," : "",
+                              mt->prefix_len ? mt->prefix : "/", mt->kind == M0_MOUNT_STATIC ? "static:" : "",
+                              mt->spec);
+    }
     m0_info("m0serve %s (Python %s, GIL %s) listening on %s workers=%d blocking-threads=%s (%s) "
-            "protocol=%s realtime=%s%s%s app=%s",
+            "protocol=%s realtime=%s%s%s app=%s mounts=%s",
             M0_VERSION, m0_py_version(), m0_py_gil_enabled() ? "enabled" : "disabled", where,
             m->nworkers, pool, why, protos[cfg->protocol], cfg->realtime ? "on" : "off",
-            m0_broker ? " broker=" : "", m0_broker ? m0_broker->shown : "", cfg->app);
+            m0_broker ? " broker=" : "", m0_broker ? m0_broker->shown : "", cfg->app != NULL ? cfg->app : "-",
+            mounts);
 }
 
 static void on_signal(struct master *m)

@@ -16,6 +16,7 @@
 #include <Python.h>
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -131,7 +132,9 @@ int m0_py_init(const struct m0_config *cfg)
         snprintf(prog, sizeof prog, "%s", M0_PYTHON_EXE);
     if (check(PyConfig_SetBytesString(&config, &config.program_name, prog), &config) != M0_OK)
         return M0_ERR;
-    char *argv0[] = {(char *)"m0serve", (char *)cfg->app};
+    /* sys.argv[1] names the root application (or the first mount). */
+    const char *first = cfg->app != NULL ? cfg->app : cfg->nmounts > 0 ? cfg->mounts[0].spec : "";
+    char *argv0[] = {(char *)"m0serve", (char *)first};
     if (check(PyConfig_SetBytesArgv(&config, 2, argv0), &config) != M0_OK)
         return M0_ERR;
     if (check(Py_InitializeFromConfig(&config), &config) != M0_OK)
@@ -201,11 +204,95 @@ static int register_fork_hook(void)
     return rc;
 }
 
-int m0_py_load_app(const struct m0_config *cfg)
+/* Print why spec could not be loaded: one line for "nothing found"
+ * (m0serve._boot.LoadError), the traceback for an error inside the app. */
+static void report_load_error(PyObject *boot, const char *where, const char *spec)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyObject *load_error = PyObject_GetAttrString(boot, "LoadError");
+    PyErr_Clear();
+    if (load_error != NULL && value != NULL && PyObject_IsInstance(value, load_error) == 1) {
+        PyObject *msg = PyObject_Str(value);
+        m0_error("cannot load the application%s: %s", where, msg ? PyUnicode_AsUTF8(msg) : "?");
+        PyErr_Clear();
+        Py_XDECREF(msg);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+    } else {
+        m0_error("cannot load the application %s%s; traceback follows", spec, where);
+        PyErr_Restore(type, value, tb);
+        m0_py_print_exception();
+    }
+    Py_XDECREF(load_error);
+    flush_std();
+}
+
+/* Give t (its kind detected) its runner. This is the one place a
+ * protocol picks its mode: WSGI runs on the handler pool (assigned when the
+ * pool starts, m0_serve_start_pools; inline without one), ASGI on its own
+ * asyncio executor, started by the runner's setup. */
+static void bind_runner(struct m0_target *t, const struct m0_config *cfg)
+{
+    t->runner = t->kind == M0_TARGET_ASGI ? &m0_asgi_runner : &m0_wsgi_runner;
+    t->realtime = cfg->realtime;
+}
+
+/* Load one application mount into the target table. Attached. */
+static int load_mount(PyObject *boot, const struct m0_config *cfg, const struct m0_mount *m)
+{
+    static const char *const protos[] = {"auto", "wsgi", "asgi"};
+    char where[600] = "";
+    if (m->prefix_len != 0)
+        snprintf(where, sizeof where, " (mount %s)", m->prefix);
+    PyObject *res = PyObject_CallMethod(boot, "load", "ss", m->spec, protos[cfg->protocol]);
+    if (res == NULL) {
+        report_load_error(boot, where, m->spec);
+        return M0_ERR;
+    }
+    int rc = M0_ERR;
+    PyObject *app = NULL;
+    const char *kind = NULL, *found = NULL;
+    if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 3 || (app = PyTuple_GET_ITEM(res, 0)) == NULL ||
+        (kind = PyUnicode_AsUTF8(PyTuple_GET_ITEM(res, 1))) == NULL ||
+        (found = PyUnicode_AsUTF8(PyTuple_GET_ITEM(res, 2))) == NULL) {
+        m0_py_print_exception();
+        flush_std();
+        goto out;
+    }
+    struct m0_target *t = m0_targets_next(&m0_targets, m->prefix, m->prefix_len,
+                                          strcmp(kind, "asgi") == 0 ? M0_TARGET_ASGI : M0_TARGET_WSGI);
+    if (t == NULL) {
+        m0_error("mount %s: the mount table is full", m->prefix);
+        goto out;
+    }
+    t->spec = m->spec;
+    t->resolved = strdup(found);        /* lives as long as the table */
+    if (t->resolved == NULL)
+        goto out;
+    bind_runner(t, cfg);
+    Py_INCREF(app);
+    t->app = app;
+    if (t->runner->setup(t, cfg) != M0_OK) {
+        m0_error("cannot start the application %s%s; traceback follows", found, where);
+        m0_py_print_exception();
+        flush_std();
+        Py_CLEAR(t->app);
+        goto out;
+    }
+    m0_targets_commit(&m0_targets);
+    rc = M0_OK;
+out:
+    Py_DECREF(res);
+    return rc;
+}
+
+int m0_py_load_apps(const struct m0_config *cfg)
 {
     int rc = M0_ERR;
-    PyObject *boot = NULL, *res = NULL;
-    static const char *const protos[] = {"auto", "wsgi", "asgi"};
+    PyObject *boot = NULL;
 
     m0_py_attach();
     if (register_fork_hook() != M0_OK) {
@@ -217,65 +304,23 @@ int m0_py_load_app(const struct m0_config *cfg)
         m0_py_print_exception();
         goto out;
     }
-    res = PyObject_CallMethod(boot, "load", "ss", cfg->app, protos[cfg->protocol]);
-    if (res == NULL) {
-        PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb);
-        PyErr_NormalizeException(&type, &value, &tb);
-        PyObject *load_error = PyObject_GetAttrString(boot, "LoadError");
-        PyErr_Clear();
-        if (load_error != NULL && value != NULL && PyObject_IsInstance(value, load_error) == 1) {
-            /* Nothing was found: a clear line, no traceback. */
-            PyObject *msg = PyObject_Str(value);
-            m0_error("cannot load the application: %s", msg ? PyUnicode_AsUTF8(msg) : "?");
-            PyErr_Clear();
-            Py_XDECREF(msg);
-            Py_XDECREF(type);
-            Py_XDECREF(value);
-            Py_XDECREF(tb);
-        } else {
-            m0_error("cannot load the application %s; traceback follows", cfg->app);
-            PyErr_Restore(type, value, tb);
-            m0_py_print_exception();
-        }
-        Py_XDECREF(load_error);
-        flush_std();
+    int wsgi = 0, apps = 0;
+    for (unsigned i = 0; i < cfg->nmounts; i++) {
+        if (cfg->mounts[i].kind != M0_MOUNT_APP)
+            continue;
+        if (load_mount(boot, cfg, &cfg->mounts[i]) != M0_OK)
+            goto out;
+        apps++;
+    }
+    for (unsigned i = 0; i < m0_targets.n; i++)
+        wsgi |= m0_targets.t[i].kind == M0_TARGET_WSGI;
+    if (apps > 0 && !wsgi && cfg->threads_explicit && cfg->blocking_threads > 0) {
+        m0_error("%s: ASGI applications run on their asyncio executor; --blocking-threads applies to "
+                 "WSGI applications only (drop the flag)", cfg->app != NULL ? cfg->app : "every mount");
         goto out;
     }
-    PyObject *app = PyTuple_GetItem(res, 0);     /* borrowed */
-    const char *kind = PyUnicode_AsUTF8(PyTuple_GetItem(res, 1));
-    if (app == NULL || kind == NULL) {
-        m0_py_print_exception();
-        flush_std();
-        goto out;
-    }
-    int asgi = strcmp(kind, "asgi") == 0;
-    if (asgi && cfg->threads_explicit && cfg->blocking_threads > 0) {
-        m0_error("%s is an ASGI application: it runs on its asyncio executor, and --blocking-threads "
-                 "applies to WSGI applications only (drop the flag)", cfg->app);
-        goto out;
-    }
-    /* The positional application is the root mount. */
-    struct m0_target *t = &m0_targets.t[m0_targets.n];
-    memset(t, 0, sizeof *t);
-    t->prefix = "";
-    t->prefix_len = 0;
-    t->kind = asgi ? M0_TARGET_ASGI : M0_TARGET_WSGI;
-    t->runner = asgi ? &m0_asgi_runner : &m0_wsgi_runner;
-    t->realtime = cfg->realtime;
-    Py_INCREF(app);
-    t->app = app;
-    if (t->runner->setup(t, cfg) != M0_OK) {
-        m0_error("cannot start the application %s; traceback follows", cfg->app);
-        m0_py_print_exception();
-        flush_std();
-        Py_CLEAR(t->app);
-        goto out;
-    }
-    m0_targets.n++;
     rc = M0_OK;
 out:
-    Py_XDECREF(res);
     Py_XDECREF(boot);
     m0_py_detach();
     return rc;

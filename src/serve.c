@@ -224,7 +224,7 @@ int m0_serve_start_pools(struct m0_server *s)
     const struct m0_config *cfg = s->cfg;
     int wsgi = 0;
     for (unsigned i = 0; i < m0_targets.n; i++)
-        wsgi |= m0_targets.t[i].runner->start != NULL;
+        wsgi |= m0_targets.t[i].runner != NULL && m0_targets.t[i].runner->start != NULL;
     if (wsgi && cfg->blocking_threads > 0) {
         char err[256];
         unsigned min = (unsigned)cfg->blocking_threads;
@@ -236,7 +236,7 @@ int m0_serve_start_pools(struct m0_server *s)
         }
     }
     for (unsigned i = 0; i < m0_targets.n; i++) {
-        if (m0_targets.t[i].runner->start != NULL)
+        if (m0_targets.t[i].runner != NULL && m0_targets.t[i].runner->start != NULL)
             m0_targets.t[i].pool = s->pool;
     }
     return M0_OK;
@@ -247,7 +247,7 @@ void m0_serve_teardown_targets(struct m0_server *s)
     (void)s;
     for (unsigned i = 0; i < m0_targets.n; i++) {
         struct m0_target *t = &m0_targets.t[i];
-        if (t->runner->teardown != NULL) {
+        if (t->runner != NULL && t->runner->teardown != NULL) {
             m0_py_attach();
             t->runner->teardown(t);
             m0_py_detach();

@@ -23,3 +23,42 @@ const struct m0_target *m0_target_match(const struct m0_targets *ts, const char 
     }
     return best;
 }
+
+struct m0_target *m0_targets_next(struct m0_targets *ts, const char *prefix, size_t prefix_len,
+                                  enum m0_target_kind kind)
+{
+    if (ts->n >= M0_MAX_TARGETS)
+        return NULL;
+    struct m0_target *t = &ts->t[ts->n];
+    memset(t, 0, sizeof *t);
+    memset(&ts->stats[ts->n], 0, sizeof ts->stats[ts->n]);
+    t->prefix = prefix;
+    t->prefix_len = prefix_len;
+    t->kind = kind;
+    return t;
+}
+
+void m0_targets_commit(struct m0_targets *ts)
+{
+    ts->n++;
+}
+
+const char *m0_target_kind_name(enum m0_target_kind k)
+{
+    switch (k) {
+    case M0_TARGET_WSGI: return "wsgi";
+    case M0_TARGET_ASGI: return "asgi";
+    case M0_TARGET_STATIC: return "static";
+    }
+    return "?";
+}
+
+const char *m0_target_mode(const struct m0_target *t)
+{
+    switch (t->kind) {
+    case M0_TARGET_STATIC: return "sendfile";
+    case M0_TARGET_ASGI: return "executor";
+    case M0_TARGET_WSGI: break;
+    }
+    return t->pool != NULL ? "pool" : "loop";
+}

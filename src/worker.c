@@ -18,6 +18,8 @@
 #include "m0/log.h"
 #include "m0/py.h"
 #include "m0/serve.h"
+#include "m0/static.h"
+#include "m0/target.h"
 #include "m0/worker.h"
 
 static int sig_pipe_w = -1;
@@ -64,6 +66,26 @@ void m0_worker_check_forked(void)
     _exit(0);
 }
 
+/* The boot line names every mount, its protocol and its mode (the master's
+ * banner cannot: protocols are detected here, by importing). */
+static void log_mounts(void)
+{
+    char line[4096];
+    size_t n = (size_t)snprintf(line, sizeof line, "worker booted (pid %d); mounts:", (int)getpid());
+    for (unsigned i = 0; i < m0_targets.n && n < sizeof line; i++) {
+        const struct m0_target *t = &m0_targets.t[i];
+        const char *extra = "";
+        if (t->kind == M0_TARGET_STATIC)
+            extra = t->files->resolver == M0_RESOLVE_OPENAT2 ? ", openat2" : ", openat walk";
+        else if (t->kind == M0_TARGET_WSGI && t->pool == NULL)
+            extra = ", no handler pool";
+        n += (size_t)snprintf(line + n, sizeof line - n, "%s %s -> %s (%s, %s%s)", i ? ";" : "",
+                              t->prefix_len ? t->prefix : "/", t->resolved ? t->resolved : t->spec,
+                              m0_target_kind_name(t->kind), m0_target_mode(t), extra);
+    }
+    m0_info("%s", line);
+}
+
 void m0_worker_main(const struct m0_config *cfg, int listen_fd, int ctl_fd)
 {
     /* Die with the master rather than linger as an orphan. */
@@ -98,14 +120,14 @@ void m0_worker_main(const struct m0_config *cfg, int listen_fd, int ctl_fd)
     struct m0_server *s = m0_serve_new(cfg, listen_fd, sp[0], ctl_fd);
     if (s == NULL)
         _exit(M0_EXIT_FAIL);
-    if (m0_py_load_app(cfg) != M0_OK) {
+    if (m0_static_add_targets(cfg) != M0_OK || m0_py_load_apps(cfg) != M0_OK) {
         fflush(NULL);
         _exit(M0_EXIT_BOOT);     /* executor threads may be alive: nothing to join */
     }
     if (m0_serve_start_pools(s) != M0_OK)
         _exit(M0_EXIT_FAIL);
     m0_broker_prepare();       /* --broker: where the log stands, before serving */
-    m0_info("worker booted (pid %d)", (int)getpid());
+    log_mounts();
     m0_serve_booted(s);
 
     int rc = m0_serve_run(s);

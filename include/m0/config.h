@@ -14,8 +14,28 @@
 
 enum m0_protocol { M0_PROTO_AUTO, M0_PROTO_WSGI, M0_PROTO_ASGI };
 
+/* One mount (DESIGN capabilities 8 and 10): an application (--mount, and
+ * the positional MODULE as the root mount) or a directory (--static). */
+enum m0_mount_kind { M0_MOUNT_APP, M0_MOUNT_STATIC };
+
+struct m0_mount {
+    const char *prefix;         /* normalised: "" (root) or "/seg[/seg...]", no trailing '/' */
+    size_t prefix_len;
+    const char *spec;           /* APP: MODULE[:ATTR]; STATIC: DIR */
+    enum m0_mount_kind kind;
+    int from_env;               /* given by M0_MOUNTS/M0_STATIC (argv replaces those) */
+};
+
+/* Mounts per server, the root included (the target table's size). */
+#define M0_MAX_MOUNTS 32
+
+/* The separator of the M0_MOUNTS and M0_STATIC lists
+ * ("/flask=flaskapp:app,/api=api.main:app"): a module spec never holds a
+ * comma; a directory whose path does must be given with --static. */
+#define M0_MOUNT_LIST_SEP ','
+
 struct m0_config {
-    const char *app;            /* MODULE[:ATTR] */
+    const char *app;            /* MODULE[:ATTR] of the root mount, or NULL when no app is at "" */
     const char *bind;           /* "HOST:PORT" or "unix:PATH" (after host/port folding) */
     const char *host;           /* --host, default 127.0.0.1 */
     long port;                  /* --port, default 8000 */
@@ -49,6 +69,10 @@ struct m0_config {
     int health_explicit;
     long max_connections;       /* connection slots per worker */
     struct m0_limits limits;
+    struct m0_mount mounts[M0_MAX_MOUNTS];   /* every mount, the positional app first when given */
+    unsigned nmounts;
+    long static_max_age;        /* --static-max-age: Cache-Control max-age in seconds; -1: none sent */
+    int static_index;           /* --static-index: a directory serves its index.html */
     int show_help, show_version;
     int workers_explicit;       /* --workers or M0_WORKERS was given */
     int threads_explicit;       /* --blocking-threads or M0_BLOCKING_THREADS was given */
@@ -59,7 +83,16 @@ struct m0_config {
 void m0_config_defaults(struct m0_config *cfg);
 
 /* Parse environment then argv. Returns M0_OK, or M0_ERR with a one-line
- * message in err (cap bytes) naming the flag. */
+ * message in err (cap bytes) naming the flag.
+ *
+ * Mounts: --mount PREFIX=SPEC and --static PREFIX=DIR may repeat; their
+ * twins M0_MOUNTS and M0_STATIC hold lists separated by M0_MOUNT_LIST_SEP.
+ * As for every flag, the command line wins: one --mount on argv replaces
+ * all of M0_MOUNTS (and --static, M0_STATIC). PREFIX is normalised ("/" is
+ * the root, a trailing '/' is dropped) and must be a plain path: segments
+ * of RFC 3986 pchar without '%', ',' or '=', no empty, "." or ".."
+ * segment. Two mounts on one prefix are an error; so is a server with no
+ * mount at all. The positional MODULE is the root mount (prefix ""). */
 int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, size_t cap);
 
 /* Resolve defaults that depend on the machine: --blocking-threads

@@ -9,6 +9,8 @@
 #include "m0/buf.h"
 #include "m0/registry.h"
 
+struct m0_targets;
+
 struct m0_health {
     int pid;
     int worker;                    /* bus index, -1 without --realtime */
@@ -25,10 +27,14 @@ struct m0_health {
     unsigned pool_queued;          /* jobs waiting for a thread */
     int draining;
     const char *broker;            /* --broker: the "broker" object (JSON), else NULL */
+    const struct m0_targets *targets;   /* the mounts (target.h); NULL: none listed */
 };
 
-/* Append the JSON body: the fields above plus "channels", the busiest
- * channels with their subscriber counts (up to ntop). */
+/* Append the JSON body: the fields above, "mounts" (each mount's prefix,
+ * kind, what it serves, mode and counters: requests, and for application
+ * mounts in_flight — jobs on the pool now — and held streams; "unmounted"
+ * counts the 404s no mount claimed), plus "channels", the busiest channels
+ * with their subscriber counts (up to ntop). */
 void m0_health_render(struct m0_buf *b, const struct m0_health *h, const struct m0_channel_stat *top,
                       size_t ntop);
 

@@ -20,8 +20,11 @@
 
 struct m0_conn;
 struct m0_server;
+struct m0_target;
 
 struct m0_hold {
+    const struct m0_target *target;   /* the mount whose view gated the hold (its counters;
+                                         inbound WebSocket messages go back to it) */
     struct m0_buf outbox;       /* event bytes not yet written */
     uint64_t last_write;        /* loop clock of the last write (heartbeats) */
     size_t allowance;           /* replay bytes still queued: allowed past --outbox-limit */

@@ -17,13 +17,16 @@ struct m0_pool;
  * error log and returns M0_ERR. The calling thread is left detached. */
 int m0_py_init(const struct m0_config *cfg);
 
-/* Import the application named by cfg->app (MODULE[:ATTR], with bare
- * MODULE discovery, protocol detection) and add it to the target table as
- * the root mount with its runner set up (an ASGI runner starts its executor
- * and lifespan here). WSGI targets get their pool afterwards (t->pool).
- * On failure the reason or traceback is printed and M0_ERR returned.
- * Leaves the thread detached. */
-int m0_py_load_app(const struct m0_config *cfg);
+/* Import every application mount of cfg (the positional app is the root
+ * mount; --mount adds the others), each with its own discovery (MODULE[:
+ * ATTR], bare MODULE tried as in DESIGN capability 2) and protocol
+ * detection (m0serve._boot.load; --protocol forces one for all), and add
+ * each to the target table with its runner set up: an ASGI mount starts its
+ * executor and lifespan here; WSGI mounts get the pool afterwards
+ * (m0_serve_start_pools). On failure the reason (one line, or the
+ * application's traceback) is printed and M0_ERR returned. Leaves the
+ * thread detached. */
+int m0_py_load_apps(const struct m0_config *cfg);
 
 /* Print the pending Python exception with its traceback to sys.stderr and
  * clear it. Unlike PyErr_Print, SystemExit and KeyboardInterrupt are only

@@ -1,12 +1,18 @@
 /*
  * target.h — the applications a worker serves, in a table (DESIGN
- * capability 8: the positional app is the root mount, the empty prefix).
+ * capabilities 8 and 10: mounts; the positional app is the root mount, the
+ * empty prefix).
  *
  * A target names its application, the runner for its protocol, the
  * runner's per-target state (the WSGI environ template) and the pool its
- * jobs run on (NULL: inline on the loop thread). Nothing else in the server
- * keeps a "current app": a job carries its target from dispatch on.
- * Built at worker start, read-only afterwards (any thread may read it).
+ * jobs run on (NULL: inline on the loop thread). A STATIC target has no
+ * runner: the loop answers it from the directory in `files` (static.h).
+ * Nothing else in the server keeps a "current app": a job carries its
+ * target from dispatch on, and a hold keeps the target that gated it.
+ *
+ * The table is built at worker start (worker.c: m0_static_add_targets,
+ * m0_py_load_apps) and read-only afterwards (any thread may read it); the
+ * counters beside it are the loop thread's.
  */
 #ifndef M0_TARGET_H
 #define M0_TARGET_H
@@ -15,25 +21,38 @@
 
 struct m0_pool;
 struct m0_runner;
+struct m0_static;
 
-enum m0_target_kind { M0_TARGET_WSGI, M0_TARGET_ASGI };
+enum m0_target_kind { M0_TARGET_WSGI, M0_TARGET_ASGI, M0_TARGET_STATIC };
 
 struct m0_target {
     const char *prefix;              /* "" for the root mount; no trailing '/' */
     size_t prefix_len;
     enum m0_target_kind kind;
-    const struct m0_runner *runner;
+    const char *spec;                /* what was mounted: MODULE[:ATTR] as given, or DIR */
+    const char *resolved;            /* APP: the MODULE:ATTR discovery found (for logs); else spec */
+    const struct m0_runner *runner;  /* NULL for STATIC */
     void *app;                       /* the callable (a strong PyObject reference) */
     void *rstate;                    /* the runner's per-target state */
     struct m0_pool *pool;            /* where its jobs run; NULL: the loop thread */
+    struct m0_static *files;         /* STATIC: the directory served (static.h) */
     int realtime;                    /* M0-Hold responses become held streams */
+};
+
+/* Per-target counters for /health. Loop thread only. */
+struct m0_target_stats {
+    uint64_t requests;               /* requests routed to the target */
+    uint32_t in_flight;              /* jobs handed to its runner and not completed */
+    uint32_t held;                   /* held streams it gated, open now */
 };
 
 #define M0_MAX_TARGETS 32
 
 struct m0_targets {
     struct m0_target t[M0_MAX_TARGETS];
+    struct m0_target_stats stats[M0_MAX_TARGETS];
     unsigned n;
+    uint64_t unmatched;              /* requests no target claimed: 404 in C, no Python */
 };
 
 /* The target serving path (path_len bytes, raw request path): the longest
@@ -41,7 +60,27 @@ struct m0_targets {
  * "/app/x", never "/application"). NULL when none does. */
 const struct m0_target *m0_target_match(const struct m0_targets *ts, const char *path, size_t path_len);
 
-/* The worker's table (filled by py.c at boot). */
+/* The next free entry of ts, zeroed with the given prefix and kind, or NULL
+ * when the table is full. The caller fills it and then calls
+ * m0_targets_commit to make it visible to m0_target_match. */
+struct m0_target *m0_targets_next(struct m0_targets *ts, const char *prefix, size_t prefix_len,
+                                  enum m0_target_kind kind);
+void m0_targets_commit(struct m0_targets *ts);
+
+/* The counters of t (an entry of ts). */
+static inline struct m0_target_stats *m0_target_stats_of(struct m0_targets *ts, const struct m0_target *t)
+{
+    return &ts->stats[t - ts->t];
+}
+
+/* "wsgi", "asgi", "static". */
+const char *m0_target_kind_name(enum m0_target_kind k);
+/* Where the target's requests run: "pool" (the handler pool), "loop"
+ * (inline on the loop thread: --blocking-threads 0), "executor" (an ASGI
+ * executor), "sendfile" (static files, answered by the loop). */
+const char *m0_target_mode(const struct m0_target *t);
+
+/* The worker's table (filled at boot). */
 extern struct m0_targets m0_targets;
 
 #endif

@@ -1,9 +1,12 @@
 """Application discovery for the embedded interpreter (called from C).
 
 ``load(spec, protocol)`` imports ``MODULE[:ATTR]`` and returns
-``(callable, kind)`` where kind is ``"wsgi"`` or ``"asgi"``; an ASGI 2
-application (a class, or a callable returning a per-scope instance with an
-async ``__call__(receive, send)``) comes back wrapped as ASGI 3.
+``(callable, kind, found)`` where kind is ``"wsgi"`` or ``"asgi"`` and
+found is the ``MODULE:ATTR`` that was loaded (for the banner); an ASGI 2
+application (a class whose instances have an async ``__call__(receive,
+send)``) comes back wrapped as ASGI 3.  C calls it once per application
+mount (the positional app and each ``--mount``), so every mount has its own
+discovery and its own protocol detection.
 
 A bare MODULE tries, in order: ``MODULE.asgi:application``,
 ``MODULE.wsgi:application``, ``MODULE:app``, ``MODULE.main:app``
@@ -75,12 +78,12 @@ def _kind(app, protocol):
 
 
 def load(spec, protocol="auto"):
-    """Import spec and return (app, kind). Raises LoadError or the app's own error."""
+    """Import spec and return (app, kind, found). Raises LoadError or the app's own error."""
     if ":" in spec:
         modname, attr = spec.split(":", 1)
         if not modname or not attr:
             raise LoadError(f"invalid application spec {spec!r} (want MODULE[:ATTR])")
-        return _kind(_resolve(modname, attr), protocol)
+        return _kind(_resolve(modname, attr), protocol) + (spec,)
 
     candidates = [(spec + ".asgi", "application"), (spec + ".wsgi", "application"),
                   (spec, "app"), (spec + ".main", "app")]
@@ -96,5 +99,5 @@ def load(spec, protocol="auto"):
         except LoadError:
             tried.append(f"{modname}:{attr}")
             continue
-        return _kind(app, protocol)
+        return _kind(app, protocol) + (f"{modname}:{attr}",)
     raise LoadError(f"no application found for {spec!r}; tried " + ", ".join(tried))

@@ -165,11 +165,12 @@ def rss_kb(pid):
 
 class Server:
     """One m0serve instance: ``Server(app, *extra_args, app_dir=..., workers=N)``.
-    app_dir=None or workers=None leaves that flag out; env adds variables to
-    the environment; cwd is the working directory (default: the test's)."""
+    app=None serves no root application (mounts only); app_dir=None or
+    workers=None leaves that flag out; env adds variables to the environment;
+    cwd is the working directory (default: the test's)."""
 
     def __init__(self, app, *args, app_dir=APPS_DIR, workers=1, env=None, cwd=None):
-        self.args = [app, "--bind", "127.0.0.1:0"]
+        self.args = ([app] if app is not None else []) + ["--bind", "127.0.0.1:0"]
         if app_dir is not None:
             self.args += ["--app-dir", str(app_dir)]
         if workers is not None:

@@ -86,6 +86,95 @@ static void test_bind_forms(void **state)
     assert_int_equal(parse(&cfg, err, 1, argv4), M0_ERR);
 }
 
+static void test_mounts(void **state)
+{
+    (void)state;
+    struct m0_config cfg;
+    char err[256];
+    char *argv[] = {"m0serve", "site", "--mount", "/flask/=flaskapp:app", "--static=/static=./s",
+                    "--mount", "/api=api.main:app"};
+    assert_int_equal(parse(&cfg, err, 7, argv), M0_OK);
+    assert_int_equal(cfg.nmounts, 4);
+    assert_string_equal(cfg.mounts[0].prefix, "");           /* the positional app is the root mount */
+    assert_string_equal(cfg.mounts[0].spec, "site");
+    assert_int_equal(cfg.mounts[0].kind, M0_MOUNT_APP);
+    assert_string_equal(cfg.mounts[1].prefix, "/flask");     /* trailing '/' dropped */
+    assert_int_equal(cfg.mounts[1].prefix_len, 6);
+    assert_string_equal(cfg.mounts[1].spec, "flaskapp:app");
+    assert_string_equal(cfg.mounts[2].prefix, "/static");
+    assert_string_equal(cfg.mounts[2].spec, "./s");
+    assert_int_equal(cfg.mounts[2].kind, M0_MOUNT_STATIC);
+    assert_string_equal(cfg.mounts[3].spec, "api.main:app");
+    assert_string_equal(cfg.app, "site");
+
+    /* No positional app: --mount / is the root; a server of static files only is fine. */
+    char *argv2[] = {"m0serve", "--mount", "/=site"};
+    assert_int_equal(parse(&cfg, err, 3, argv2), M0_OK);
+    assert_string_equal(cfg.app, "site");
+    assert_int_equal(cfg.mounts[0].prefix_len, 0);
+    char *argv3[] = {"m0serve", "--static", "/s=dir"};
+    assert_int_equal(parse(&cfg, err, 3, argv3), M0_OK);
+    assert_null(cfg.app);
+    assert_int_equal(cfg.nmounts, 1);
+}
+
+static void test_bad_mounts_are_named(void **state)
+{
+    (void)state;
+    struct m0_config cfg;
+    char err[256];
+    static const char *const bad[] = {
+        "flask=flaskapp:app", "/flask", "/flask=", "//x=a", "/a//b=a", "/a/../b=a", "/./a=a",
+        "/a%2Fb=a", "/a,b=a", "/a b=a", "=a",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *argv[] = {"m0serve", "app", "--mount", (char *)bad[i]};
+        assert_int_equal(parse(&cfg, err, 4, argv), M0_ERR);
+        assert_non_null(strstr(err, "--mount"));
+        assert_null(strchr(err, '\n'));
+    }
+    /* Twice the same prefix, the root included. */
+    char *argv[] = {"m0serve", "app", "--mount", "/a=x", "--static", "/a/=d"};
+    assert_int_equal(parse(&cfg, err, 6, argv), M0_ERR);
+    assert_non_null(strstr(err, "--static"));
+    char *argv2[] = {"m0serve", "app", "--mount", "/=x"};
+    assert_int_equal(parse(&cfg, err, 4, argv2), M0_ERR);
+    assert_non_null(strstr(err, "twice"));
+    /* Nothing to serve at all. */
+    char *argv3[] = {"m0serve", "--static-index"};
+    assert_int_equal(parse(&cfg, err, 2, argv3), M0_ERR);
+    char *argv4[] = {"m0serve", "app", "--static-max-age", "-1"};
+    assert_int_equal(parse(&cfg, err, 4, argv4), M0_ERR);
+    assert_non_null(strstr(err, "--static-max-age"));
+}
+
+static void test_mount_lists_in_the_environment(void **state)
+{
+    (void)state;
+    struct m0_config cfg;
+    char err[256];
+    setenv("M0_MOUNTS", " /flask=flaskapp:app , /api=api:app,", 1);
+    setenv("M0_STATIC", "/static=/srv/static", 1);
+    char *argv[] = {"m0serve", "site"};
+    assert_int_equal(parse(&cfg, err, 2, argv), M0_OK);
+    assert_int_equal(cfg.nmounts, 4);
+    assert_string_equal(cfg.mounts[1].prefix, "/flask");
+    assert_string_equal(cfg.mounts[1].spec, "flaskapp:app");
+    assert_string_equal(cfg.mounts[2].spec, "api:app");
+    assert_string_equal(cfg.mounts[3].spec, "/srv/static");
+    /* The command line wins: one --mount replaces M0_MOUNTS, M0_STATIC stays. */
+    char *argv2[] = {"m0serve", "site", "--mount", "/x=x:app"};
+    assert_int_equal(parse(&cfg, err, 4, argv2), M0_OK);
+    assert_int_equal(cfg.nmounts, 3);
+    assert_string_equal(cfg.mounts[1].prefix, "/static");
+    assert_string_equal(cfg.mounts[2].prefix, "/x");
+    setenv("M0_MOUNTS", "/ok=a,bad", 1);
+    assert_int_equal(parse(&cfg, err, 2, argv), M0_ERR);
+    assert_non_null(strstr(err, "M0_MOUNTS"));
+    unsetenv("M0_MOUNTS");
+    unsetenv("M0_STATIC");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -93,6 +182,9 @@ int main(void)
         cmocka_unit_test(test_bad_value_is_named),
         cmocka_unit_test(test_environment_then_argv),
         cmocka_unit_test(test_bind_forms),
+        cmocka_unit_test(test_mounts),
+        cmocka_unit_test(test_bad_mounts_are_named),
+        cmocka_unit_test(test_mount_lists_in_the_environment),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }
