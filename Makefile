@@ -33,7 +33,8 @@ LDLIBS   := $(PY_LDFLAGS) -lcrypto -lpthread
 SRCS     := $(wildcard src/*.c)
 # Modules with no Python in them: linked into the C unit tests.
 PURE     := src/buf.c src/http.c src/response.c src/body.c src/log.c src/timer.c src/cli.c \
-            src/sse.c src/registry.c src/bus.c src/order.c src/health.c src/target.c
+            src/sse.c src/registry.c src/bus.c src/order.c src/health.c src/target.c \
+            src/ws.c
 LLHTTP   := api.c http.c llhttp.c
 
 BUILD    ?= build/release
@@ -101,7 +102,7 @@ build/unit/llhttp/%.o: $(LLHTTP_SRC)/%.c
 build/unit/%: tests/unit/%.c $(UNIT_OBJS)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -Itests/unit -o $@ $^ -lcmocka
+	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -Itests/unit -o $@ $^ -lcmocka -lcrypto
 
 -include $(wildcard build/unit/obj/*.d)
 
