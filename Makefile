@@ -48,7 +48,8 @@ Q :=
 endif
 
 .SECONDARY:
-.PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo bench install clean smoke-core smoke-pool smoke-django-realtime
+.PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo bench install clean smoke-core smoke-pool smoke-django-realtime \
+        fuzz-ws
 
 all: m0serve
 
@@ -108,6 +109,25 @@ build/unit/%: tests/unit/%.c $(UNIT_OBJS)
 
 unit: $(UNIT_TESTS)
 	$(Q)set -e; for t in $(UNIT_TESTS); do echo "  UNIT    $$t"; (cd tests/unit && ../../$$t); done
+
+# The WebSocket decoder's libFuzzer driver (tests/fuzz/fuzz_ws.c, clang).
+# The fuzz branch brings the general rules (make fuzz / fuzz-smoke build every
+# tests/fuzz/fuzz_*.c over PURE); until it is merged, this one rule builds and
+# runs the ws driver: make fuzz-ws FUZZ_SECONDS=600. Its link needs -lcrypto
+# (ws.c's SHA-1).
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 30
+FUZZ_WS_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+build/fuzz-ws/fuzz_ws: tests/fuzz/fuzz_ws.c $(PURE)
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(FUZZ_CC) $(STD) -O1 -g -w -fsanitize=fuzzer $(FUZZ_WS_SAN) $(LLHTTP_FLAGS) $(CPPFLAGS) -o $@ \
+	    tests/fuzz/fuzz_ws.c $(PURE) $(LLHTTP:%=$(LLHTTP_SRC)/%) -lcrypto -lpthread
+
+fuzz-ws: build/fuzz-ws/fuzz_ws
+	$(Q)mkdir -p build/fuzz-ws/work build/fuzz-ws/artifacts
+	$(Q)build/fuzz-ws/fuzz_ws -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	    -print_final_stats=1 -artifact_prefix=build/fuzz-ws/artifacts/ build/fuzz-ws/work tests/fuzz/corpus/ws
 
 # The suite runs with the venv's python; tests/e2e/serverproc.py hands the
 # venv to every m0serve it starts (VIRTUAL_ENV), so the served apps import
