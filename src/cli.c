@@ -58,6 +58,7 @@ static const struct opt opts[] = {
     {"--replay", "M0_REPLAY", T_LONG, O(replay), 0, 1000000, "N", "events kept per channel for Last-Event-ID resume (default 100)"},
     {"--replay-bytes", "M0_REPLAY_BYTES", T_BYTES, O(replay_bytes), 0, 0, "BYTES", "journal bytes kept per channel (default 1m)"},
     {"--replay-total", "M0_REPLAY_TOTAL", T_BYTES, O(replay_total), 0, 0, "BYTES", "journal bytes kept per worker across all channels (default 64m)"},
+    {"--ws-max-message", "M0_WS_MAX_MESSAGE", T_BYTES, O(ws_max_message), 0, 0, "BYTES", "largest inbound WebSocket message; larger ones close the socket with 1009 (default 1m)"},
     {"--outbox-limit", "M0_OUTBOX_LIMIT", T_BYTES, O(outbox_limit), 0, 0, "BYTES", "bytes queued for a slow held stream before it is closed (default 256k)"},
     {"--health-path", "M0_HEALTH_PATH", T_STR0, O(health_path), 0, 0, "PATH", "path answered in C with worker health as JSON (default /health with --realtime; '' disables)"},
     {"--access-log", "M0_ACCESS_LOG", T_BOOL, O(access_log), 0, 0, NULL, "log one line per request to stdout"},
@@ -85,6 +86,7 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->replay_bytes = 1024 * 1024;
     cfg->replay_total = 64 * 1024 * 1024;
     cfg->outbox_limit = 256 * 1024;
+    cfg->ws_max_message = 1024 * 1024;
     cfg->backlog = 2048;
     cfg->max_connections = 16384;
     cfg->limits.max_target = 8192;
@@ -204,6 +206,8 @@ static int apply(struct m0_config *cfg, const struct opt *o, const char *val, co
             if (v < 256 || v > 1024 * 1024)
                 goto bad;
             cfg->limits.max_header_bytes = (size_t)v;
+        } else if (o->off == O(ws_max_message) && v == 0) {
+            goto bad;            /* a socket must be able to receive something */
         } else {
             *(uint64_t *)dst = v;
         }

@@ -53,7 +53,14 @@ struct m0_realtime {
 
 /* ---------------------------------------------------------- held sends */
 
-static int outbox_flush(struct m0_server *s, struct m0_conn *c)
+uint32_t m0_hold_interest(const struct m0_conn *c, int want_out)
+{
+    /* A WebSocket whose message queue is full is not read (TCP pushes back). */
+    uint32_t in = (c->hold != NULL && c->hold->ws != NULL && c->hold->ws->paused) ? 0 : EPOLLIN | EPOLLRDHUP;
+    return in | (want_out ? EPOLLOUT : 0);
+}
+
+int m0_hold_flush(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_hold *h = c->hold;
     while (m0_buf_unread(&h->outbox) > 0) {
@@ -63,7 +70,7 @@ static int outbox_flush(struct m0_server *s, struct m0_conn *c)
             if (errno == EINTR)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                m0_conn_interest(s, c, EPOLLIN | EPOLLRDHUP | EPOLLOUT);
+                m0_conn_interest(s, c, m0_hold_interest(c, 1));
                 return M0_AGAIN;
             }
             return M0_ERR;
@@ -75,7 +82,7 @@ static int outbox_flush(struct m0_server *s, struct m0_conn *c)
     h->allowance = 0;
     if (h->outbox.cap > 16 * 1024)
         m0_buf_free(&h->outbox);     /* a burst's buffer is not kept idle */
-    m0_conn_interest(s, c, EPOLLIN | EPOLLRDHUP);
+    m0_conn_interest(s, c, m0_hold_interest(c, 0));
     return M0_OK;
 }
 
@@ -83,7 +90,7 @@ static int outbox_flush(struct m0_server *s, struct m0_conn *c)
  * nothing is waiting, else appended to a bounded outbox. A subscriber that
  * falls more than --outbox-limit behind is closed; it reconnects and
  * resumes with Last-Event-ID, and the worker's memory stays bounded. */
-static void held_send(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
+void m0_hold_send(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
 {
     struct m0_realtime *rt = s->rt;
     struct m0_hold *h = c->hold;
@@ -105,7 +112,7 @@ static void held_send(struct m0_server *s, struct m0_conn *c, const char *p, siz
             h->last_write = m0_loop_now(s->loop);
         }
         m0_buf_append(&h->outbox, p, n);
-        m0_conn_interest(s, c, EPOLLIN | EPOLLRDHUP | EPOLLOUT);
+        m0_conn_interest(s, c, m0_hold_interest(c, 1));
         return;
     }
     /* A resume's replay may exceed the limit by the journal's size: it is
@@ -129,8 +136,12 @@ static void held_send(struct m0_server *s, struct m0_conn *c, const char *p, siz
 static void deliver(void *ctx, uint32_t slot, const char *p, size_t n)
 {
     struct m0_server *s = ctx;
+    struct m0_conn *c = &s->conns[slot];
     s->rt->st.delivered++;
-    held_send(s, &s->conns[slot], p, n);
+    if (c->hold != NULL && c->hold->ws != NULL)
+        m0_ws_hold_deliver(s, c, p, n);     /* the event's data as a text frame */
+    else
+        m0_hold_send(s, c, p, n);
 }
 
 /* ----------------------------------------------------------------- bus */
@@ -318,8 +329,13 @@ int m0_hold_subscribe(struct m0_server *s, struct m0_conn *c)
      * replacement's): the caller's 503 sends the client back. */
     if (rt == NULL || atomic_load(&s->draining) || !rt->reading)
         return M0_ERR;
-    c->hold = m0_xmalloc(sizeof *c->hold);
-    memset(c->hold, 0, sizeof *c->hold);
+    if (job->head.hold == M0_HOLD_WEBSOCKET) {
+        if (m0_ws_hold_begin(s, c) != M0_OK)
+            return M0_OK;        /* refused: job->resp is the 400/426, nothing held */
+    } else {
+        c->hold = m0_xmalloc(sizeof *c->hold);
+        memset(c->hold, 0, sizeof *c->hold);
+    }
     uint64_t newest = m0_bus_last_id();
     uint64_t last = job->hold_last_id;
     int quiet = 0;
@@ -330,7 +346,7 @@ int m0_hold_subscribe(struct m0_server *s, struct m0_conn *c)
         /* An id we never issued (garbage, or from before a full restart
          * reset the counter): tell the client to resync, start afresh. */
         static const char gap[] = "event: m0-gap\ndata: {\"last_event_id\": null}\n\n";
-        held_send(s, c, gap, sizeof gap - 1);
+        m0_hold_send(s, c, gap, sizeof gap - 1);
         last = 0;
     }
     if (last == 0) {
@@ -356,18 +372,24 @@ void m0_hold_enter(struct m0_server *s, struct m0_conn *c)
     m0_conn_set_state(s, c, M0_CONN_HELD);
     c->hold->last_write = m0_loop_now(s->loop);
     s->rt->st.held++;
+    int ws = c->hold->ws != NULL;
+    if (ws)
+        s->rt->st.websockets++;
     /* Everything per-request is released: a held stream costs the slot,
      * its job struct, a registry link and its outbox, and no Python object. */
     m0_req_free(&job->req);
     m0_req_init(&job->req);
     m0_http_free(&c->http);
-    m0_buf_free(&c->in);
+    if (!ws || m0_buf_unread(&c->in) == 0)
+        m0_buf_free(&c->in);         /* a socket's early frames stay: they are read next */
     m0_buf_free(&c->out);
     m0_resp_reset(&job->resp);
     m0_buf_free(&job->resp.out);
     m0_head_free(&job->head);
-    if (outbox_flush(s, c) == M0_ERR)
+    if (m0_hold_flush(s, c) == M0_ERR)
         m0_conn_close(s, c);
+    else if (ws)
+        m0_ws_hold_enter(s, c);
 }
 
 static void held_read(struct m0_server *s, struct m0_conn *c)
@@ -388,7 +410,11 @@ static void held_read(struct m0_server *s, struct m0_conn *c)
 
 void m0_hold_on_event(struct m0_server *s, struct m0_conn *c, uint32_t ev)
 {
-    if ((ev & EPOLLOUT) && outbox_flush(s, c) == M0_ERR) {
+    if (c->hold->ws != NULL) {
+        m0_ws_hold_on_event(s, c, ev);
+        return;
+    }
+    if ((ev & EPOLLOUT) && m0_hold_flush(s, c) == M0_ERR) {
         m0_conn_close(s, c);
         return;
     }
@@ -400,11 +426,15 @@ void m0_hold_sweep(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_realtime *rt = s->rt;
     uint64_t now = m0_loop_now(s->loop);
+    if (c->hold->ws != NULL) {
+        m0_ws_hold_sweep(s, c, rt->heartbeat_ms);
+        return;
+    }
     if (rt->heartbeat_ms != 0 && now - c->hold->last_write >= rt->heartbeat_ms &&
         m0_buf_unread(&c->hold->outbox) == 0) {
         /* A comment line: ignored by EventSource, keeps proxies from timing
          * out an idle stream (WHATWG SSE §9.2.7). */
-        held_send(s, c, M0_SSE_HEARTBEAT, sizeof M0_SSE_HEARTBEAT - 1);
+        m0_hold_send(s, c, M0_SSE_HEARTBEAT, sizeof M0_SSE_HEARTBEAT - 1);
         c->hold->last_write = now;
     }
 }
@@ -413,8 +443,13 @@ void m0_hold_release(struct m0_server *s, struct m0_conn *c)
 {
     if (s->rt != NULL)
         m0_registry_unsubscribe(s->rt->reg, m0_conn_slot(s, c));
-    if (c->state == M0_CONN_HELD)
+    if (c->state == M0_CONN_HELD) {
         s->rt->st.held--;
+        if (c->hold->ws != NULL)
+            s->rt->st.websockets--;
+    }
+    if (c->hold->ws != NULL)
+        m0_ws_hold_free(c->hold->ws);
     m0_buf_free(&c->hold->outbox);
     free(c->hold);
     c->hold = NULL;
@@ -426,7 +461,9 @@ void m0_hold_end_all(struct m0_server *s)
     while (c != &s->active) {
         struct m0_conn *next = c->next;
         if (c->state == M0_CONN_HELD) {
-            outbox_flush(s, c);
+            if (c->hold->ws != NULL)
+                m0_ws_hold_end(s, c);      /* queues its close frame (1001) */
+            m0_hold_flush(s, c);
             shutdown(c->fd, SHUT_WR);
             m0_conn_close(s, c);
         }

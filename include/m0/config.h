@@ -39,6 +39,7 @@ struct m0_config {
     uint64_t replay_bytes;      /* journal bytes per channel */
     uint64_t replay_total;      /* journal bytes per worker, all channels */
     uint64_t outbox_limit;      /* bytes queued for one held stream before it is closed */
+    uint64_t ws_max_message;    /* bytes of one inbound WebSocket message (reassembled); over → close 1009 */
     const char *health_path;    /* answered in C; "" disables */
     int health_explicit;
     long max_connections;       /* connection slots per worker */

@@ -93,6 +93,7 @@ struct m0_job {
     uint64_t queued_ms;         /* loop clock at submission */
     uint64_t hold_start;        /* newest event id when the hold was decided */
     uint64_t hold_last_id;      /* the request's Last-Event-ID (0: none) */
+    uint8_t msg_opcode;         /* M0_RUN_MESSAGE: the inbound message's opcode (payload: req.body) */
     void *rstate;               /* the runner's private state (opaque here) */
     char remote_addr[INET6_ADDRSTRLEN];
     uint16_t remote_port;
