@@ -49,7 +49,7 @@ endif
 
 .SECONDARY:
 .PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo bench install clean smoke-core smoke-pool smoke-django-realtime \
-        fuzz-ws
+        smoke-django-realtime-ws fuzz-ws
 
 all: m0serve
 
@@ -163,6 +163,10 @@ smoke-pool: m0serve venv
 
 smoke-django-realtime: m0serve venv
 	$(Q)$(VPY) -m pytest tests/e2e/test_realtime.py tests/e2e/test_realtime_edges.py -q
+
+# WebSocket holds (issue 10); part of `make test` through e2e.
+smoke-django-realtime-ws: m0serve venv
+	$(Q)$(VPY) -m pytest tests/e2e/test_realtime_ws.py -q
 
 # -------------------------------------------------------------------- deps
 # Every Debian package the build, the tests, the demo and the benchmarks use.

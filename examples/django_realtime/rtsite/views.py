@@ -41,6 +41,8 @@ def publish(request):
         return HttpResponseBadRequest("text is required")
     channel = request.POST.get("channel", CHANNEL_DEFAULT)
     payload = json.dumps({"text": text, "from_worker": os.getpid(), "at": time.time()})
+    if request.POST.get("raw"):
+        payload = text            # the text itself, line breaks and all (the WebSocket tests)
     event_id = m0pub.publish(channel, payload, event="message")
     if request.headers.get("Accept", "").startswith("application/json"):
         return JsonResponse({"id": event_id, "worker": os.getpid()})
@@ -60,8 +62,10 @@ def ws_chat(request):
     message = websocket_message(request)
     if message is None:
         channel = request.GET.get("channel", "chat")
-        protocol = "chat.v1" if "chat.v1" in request.headers.get("Sec-WebSocket-Protocol", "") else None
-        return hold_websocket_response(channel, protocol=protocol)
+        offered = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",")]
+        response = hold_websocket_response(channel, protocol="chat.v1" if "chat.v1" in offered else None)
+        response["X-Worker"] = str(os.getpid())      # headers of the approval go out on the 101
+        return response
     text = message.payload if message.opcode == "text" else message.payload.decode("latin-1")
     payload = json.dumps({"text": text, "from_worker": os.getpid(), "at": time.time()})
     m0pub.publish(message.channel, payload, event="message")
@@ -75,7 +79,9 @@ def ws_echo(request):
     ?delay=S sleeps first, like a view waiting on a database."""
     message = websocket_message(request)
     if message is None:
-        return hold_websocket_response(request.GET.get("channel", "echo-%d" % os.getpid()))
+        response = hold_websocket_response(request.GET.get("channel", "echo-%d" % os.getpid()))
+        response["X-Worker"] = str(os.getpid())
+        return response
     time.sleep(float(request.GET.get("delay", "0")))
     if message.opcode == "binary":
         response = HttpResponse(message.payload, content_type="application/octet-stream")
