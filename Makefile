@@ -49,7 +49,7 @@ endif
 
 .SECONDARY:
 .PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo bench install clean smoke-core smoke-pool smoke-django-realtime \
-        smoke-django-realtime-ws fuzz-ws
+        smoke-django-realtime-ws smoke-chat-browser fuzz-ws
 
 all: m0serve
 
@@ -163,6 +163,14 @@ smoke-pool: m0serve venv
 
 smoke-django-realtime: m0serve venv
 	$(Q)$(VPY) -m pytest tests/e2e/test_realtime.py tests/e2e/test_realtime_edges.py -q
+
+# The demo's chat page in headless Chromium, driven over the DevTools
+# protocol (smoke/chat_browser.py). Not part of `make test`: it installs
+# Debian's chromium, a large package, first.
+smoke-chat-browser: deps
+	$(Q)$(MAKE) --no-print-directory deps DEB_PKGS="chromium"
+	$(Q)$(MAKE) --no-print-directory m0serve venv
+	$(Q)mkdir -p build && $(VPY) smoke/chat_browser.py --screenshot build/chat.png
 
 # WebSocket holds (issue 10); part of `make test` through e2e.
 smoke-django-realtime-ws: m0serve venv
