@@ -12,9 +12,12 @@ stream held by the server's event loop and subscribed to the channel;
 ordinary short response.
 
 WebSockets: a view approves the upgrade with hold_websocket_response, and
-each message the client sends comes back to the same URL as a POST:
+each message the client sends comes back to the same URL as a POST.
+Werkzeug routes an upgrade request only to a rule marked websocket=True,
+and a POST never to one, so the view needs both rules: websocket_route
+registers them.
 
-    @app.route("/chat", methods=["GET", "POST"])
+    @websocket_route(app, "/chat")
     def chat():
         message = websocket_message()
         if message is None:
@@ -28,7 +31,7 @@ from flask import Response, request
 from m0serve._ws import DEGRADED_BODY, WebSocketMessage, approval_headers, message_from_environ
 
 __all__ = ["hold_stream_response", "hold_websocket_response", "is_websocket_message",
-           "websocket_message", "WebSocketMessage"]
+           "websocket_message", "websocket_route", "WebSocketMessage"]
 
 
 def hold_stream_response(channel, head=": connected\n\n"):
@@ -56,3 +59,14 @@ def websocket_message():
 def is_websocket_message():
     """True when the current request is an inbound WebSocket message."""
     return websocket_message() is not None
+
+
+def websocket_route(app, rule, **options):
+    """Register the decorated view on app (a Flask app or blueprint) for rule
+    twice: for the WebSocket handshake (websocket=True, GET) and for the
+    messages m0serve posts to it (POST). options go to both rules."""
+    def decorator(view):
+        app.add_url_rule(rule, view_func=view, websocket=True, **options)
+        app.add_url_rule(rule, view_func=view, methods=["POST"], **options)
+        return view
+    return decorator

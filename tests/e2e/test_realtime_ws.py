@@ -389,3 +389,36 @@ def test_sigterm_closes_sockets_with_1001_and_exits_0(start_server):
     assert ws.wait_eof(5)
     assert server.wait(10) == 0
     ws.close()
+
+
+# ------------------------------------------------ no pool; Flask's helpers
+
+def test_messages_run_on_the_loop_thread_without_a_pool(start_server):
+    server = rt_server(start_server, "--blocking-threads", "0")
+    with RawWS(server.port, "/ws/echo") as ws:
+        assert ws.status == 101
+        ws.send_raw(b"".join(RawWS.frame(TEXT, "n%d" % i) for i in range(30)))
+        assert [ws.recv_data().payload for _ in range(30)] == [b"n%d" % i for i in range(30)]
+        ws.send(PING, b"x")
+        assert ws.recv().opcode == PONG
+    a = RawWS(server.port, "/ws/chat?channel=inline")
+    b = RawWS(server.port, "/ws/chat?channel=inline")
+    a.send_text("relayed inline")
+    got_a, got_b = a.recv_data().payload, b.recv_data().payload
+    assert got_a == got_b and json.loads(got_a)["text"] == "relayed inline"
+    a.close()
+    b.close()
+
+
+def test_flask_helpers(start_server):
+    server = start_server("flask_ws:app", "--realtime")
+    with RawWS(server.port, "/ws") as ws:
+        assert ws.status == 101
+        ws.send_text("shout")
+        assert ws.recv_data().payload == b"SHOUT"
+        ws.send(BINARY, b"\x01\x02\x03")
+        f = ws.recv_data()
+        assert (f.opcode, f.payload) == (BINARY, b"\x03\x02\x01")
+    plain = start_server("flask_ws:app")                  # no --realtime: an ordinary answer
+    with RawWS(plain.port, "/ws") as ws:
+        assert ws.status == 200 and "sec-websocket-accept" not in ws.headers
