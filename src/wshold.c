@@ -521,6 +521,13 @@ void m0_ws_hold_on_event(struct m0_server *s, struct m0_conn *c, uint32_t ev)
     }
     if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
         read_frames(s, c);
+    if (c->state == M0_CONN_HELD && (ev & (EPOLLHUP | EPOLLERR))) {
+        /* Reset, or gone both ways, while its input was not being read (a
+         * full queue): these are reported whatever the interest, so the
+         * socket must go now or the loop would spin on them. */
+        c->flags |= C_PEER_GONE;
+        m0_conn_close(s, c);
+    }
     if (c->state == M0_CONN_HELD && c->hold != NULL)
         maybe_finish(s, c);
     m0_conn_close_doomed(s);
