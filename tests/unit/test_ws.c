@@ -17,6 +17,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "m0/body.h"
+#include "m0/config.h"
 #include "m0/http.h"
 #include "m0/sse.h"
 #include "m0/ws.h"
@@ -641,6 +643,52 @@ static void test_snapshot_and_message_request(void **state)
     m0_ws_snapshot_free(snap);
 }
 
+/* ------------------------------------------- the view's M0-* fields */
+
+static void test_head_websocket_fields(void **state)
+{
+    (void)state;
+    struct m0_head h = {0};
+    const char *why;
+    m0_head_reset(&h);
+    m0_head_status(&h, 200, NULL, 0);
+    assert_int_equal(m0_head_add(&h, "M0-Hold", 7, "WebSocket", 9, &why), M0_OK);
+    assert_int_equal(h.hold, M0_HOLD_WEBSOCKET);
+    assert_int_equal(m0_head_add(&h, "M0-Channel", 10, "room", 4, &why), M0_OK);
+    assert_int_equal(m0_head_add(&h, "M0-WebSocket-Protocol", 21, "chat.v1", 7, &why), M0_OK);
+    assert_string_equal(h.ws_protocol, "chat.v1");
+    assert_int_equal(m0_head_add(&h, "M0-WebSocket-Protocol", 21, "two words", 9, &why), M0_ERR);
+    assert_non_null(why);
+    assert_int_equal(m0_head_add(&h, "M0-Opcode", 9, "binary", 6, &why), M0_OK);
+    assert_int_equal(h.ws_opcode, M0_WS_BINARY);
+    assert_int_equal(m0_head_add(&h, "M0-Opcode", 9, "text", 4, &why), M0_OK);
+    assert_int_equal(h.ws_opcode, M0_WS_TEXT);
+    assert_int_equal(m0_head_add(&h, "M0-Opcode", 9, "ping", 4, &why), M0_ERR);
+    /* None of them is ever a header line the client sees. */
+    m0_buf_append(&h.lines, "", 1);
+    assert_null(strstr(h.lines.data, "M0-"));
+    m0_head_reset(&h);
+    assert_int_equal(m0_head_add(&h, "M0-Hold", 7, "sse", 3, &why), M0_OK);
+    assert_int_equal(h.hold, M0_HOLD_UNKNOWN);
+    m0_head_free(&h);
+}
+
+static void test_ws_max_message_flag(void **state)
+{
+    (void)state;
+    struct m0_config cfg;
+    char err[256];
+    char *ok[] = {"m0serve", "app", "--ws-max-message", "64k"};
+    m0_config_defaults(&cfg);
+    assert_int_equal(cfg.ws_max_message, 1024 * 1024);
+    assert_int_equal(m0_config_parse(&cfg, 4, ok, err, sizeof err), M0_OK);
+    assert_int_equal(cfg.ws_max_message, 64 * 1024);
+    char *zero[] = {"m0serve", "app", "--ws-max-message", "0"};
+    m0_config_defaults(&cfg);
+    assert_int_equal(m0_config_parse(&cfg, 4, zero, err, sizeof err), M0_ERR);
+    assert_non_null(strstr(err, "--ws-max-message"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -659,6 +707,8 @@ int main(void)
         cmocka_unit_test(test_close_frames),
         cmocka_unit_test(test_sse_event_data),
         cmocka_unit_test(test_snapshot_and_message_request),
+        cmocka_unit_test(test_head_websocket_fields),
+        cmocka_unit_test(test_ws_max_message_flag),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
