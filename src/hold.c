@@ -7,6 +7,15 @@
  * FANOUT_BUDGET subscribers per loop pass (so one event to many thousands
  * of streams never holds the loop), and written to each stream's outbox.
  *
+ * Within a pass the fan-out is corked: event bytes are appended to each
+ * connection's outbox and every connection touched is written once at the
+ * end of the pass, so when events queue up (a burst) one send() carries
+ * several of them — the send, half of it the loopback receive path run in
+ * the sender's call, is nearly all a delivery costs. A pass takes further
+ * slices while it has touched fewer than FANOUT_BUDGET connections (at
+ * most CORK_SLICES slices), so a pass still writes to at most about
+ * FANOUT_BUDGET connections, as before.
+ *
  * Nothing is lost silently: when this worker learns it missed events — a
  * publisher found its bus full (the shared lost[] marker), or an id never
  * arrived within the reorder window — every live stream gets an
@@ -33,6 +42,7 @@
 #include "m0/sse.h"
 
 #define FANOUT_BUDGET 1024          /* subscribers per slice (~a few ms of sends) */
+#define CORK_SLICES 16              /* slices one pass may take while few connections are touched */
 #define BUS_BACKLOG 256             /* unfinished fan-outs before the bus waits */
 #define REORDER_WINDOW_MS 100       /* how long an early event waits for a missing one */
 
@@ -48,6 +58,9 @@ struct m0_realtime {
     uint64_t seen_lost;             /* the lost[] marker last acted on */
     uint64_t noticed;               /* newest id already announced lost */
     uint64_t next_slow_log;
+    int corking;                    /* inside a fan-out pass: queue, write at its end */
+    uint32_t *corked;               /* slots with bytes queued this pass */
+    uint32_t ncorked;
     struct m0_rt_stats st;
 };
 
@@ -96,7 +109,7 @@ void m0_hold_send(struct m0_server *s, struct m0_conn *c, const char *p, size_t 
     struct m0_hold *h = c->hold;
     if ((c->flags & C_DOOMED) || h == NULL)
         return;
-    if (c->state == M0_CONN_HELD && m0_buf_unread(&h->outbox) == 0) {
+    if (c->state == M0_CONN_HELD && m0_buf_unread(&h->outbox) == 0 && !rt->corking) {
         ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w == (ssize_t)n) {
             h->last_write = m0_loop_now(s->loop);
@@ -130,6 +143,32 @@ void m0_hold_send(struct m0_server *s, struct m0_conn *c, const char *p, size_t 
         return;
     }
     m0_buf_append(&h->outbox, p, n);
+    if (rt->corking && c->state == M0_CONN_HELD && !h->corked) {
+        h->corked = 1;
+        rt->corked[rt->ncorked++] = m0_conn_slot(s, c);
+    }
+}
+
+/* The end of a corked pass: one write per connection touched. */
+static void cork_flush(struct m0_server *s)
+{
+    struct m0_realtime *rt = s->rt;
+    rt->corking = 0;
+    for (uint32_t i = 0; i < rt->ncorked; i++) {
+        struct m0_conn *c = &s->conns[rt->corked[i]];
+        struct m0_hold *h = c->hold;
+        if (h == NULL || !h->corked)
+            continue;
+        h->corked = 0;
+        if (c->flags & C_DOOMED)
+            continue;
+        int rc = m0_hold_flush(s, c);
+        if (rc == M0_ERR)
+            m0_conn_doom(s, c);
+        else if (rc == M0_OK)
+            m0_buf_free(&h->outbox);     /* written: an idle connection keeps no buffer */
+    }
+    rt->ncorked = 0;
 }
 
 /* Registry delivery callback. */
@@ -242,7 +281,12 @@ static void rt_hook(struct m0_loop *l, void *ctx)
     if (rt->reading)
         settle(s);
     if (m0_registry_fanout_pending(rt->reg)) {
-        m0_registry_fanout(rt->reg, deliver, s);
+        rt->corking = 1;
+        int slices = 0;
+        do
+            m0_registry_fanout(rt->reg, deliver, s);
+        while (++slices < CORK_SLICES && rt->ncorked < FANOUT_BUDGET && m0_registry_fanout_pending(rt->reg));
+        cork_flush(s);
         m0_conn_close_doomed(s);
         if (m0_registry_fanout_pending(rt->reg))
             m0_loop_wake_at(l, m0_loop_now(l));     /* more to send: only peek at other events */
@@ -262,6 +306,7 @@ int m0_rt_start(struct m0_server *s)
     s->rt = rt;
     rt->bus_fd = m0_bus_current->read_fds[m0_bus_index];
     rt->buf = m0_xmalloc(M0_BUS_MAX_DGRAM + 1);
+    rt->corked = m0_xmalloc(s->nconns * sizeof *rt->corked);
     rt->heartbeat_ms = (uint64_t)(cfg->heartbeat * 1000);
     rt->outbox_limit = (size_t)cfg->outbox_limit;
     /* Events numbered up to now were published before this worker could
@@ -299,6 +344,7 @@ void m0_rt_free(struct m0_server *s)
     m0_registry_free(rt->reg);
     m0_order_free(&rt->order);
     free(rt->buf);
+    free(rt->corked);
     free(rt);
     s->rt = NULL;
 }

@@ -38,6 +38,7 @@ struct m0_hold {
     struct m0_buf outbox;       /* event bytes not yet written */
     uint64_t last_write;        /* loop clock of the last write (heartbeats) */
     size_t allowance;           /* replay bytes still queued: allowed past --outbox-limit */
+    uint8_t corked;             /* has bytes queued in the current fan-out pass (hold.c) */
     struct m0_wshold *ws;       /* a WebSocket's protocol state; NULL for an SSE stream */
 };
 
