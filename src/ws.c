@@ -257,6 +257,8 @@ void m0_ws_parser_init(struct m0_ws_parser *p, uint64_t max_message)
 void m0_ws_parser_free(struct m0_ws_parser *p)
 {
     m0_buf_free(&p->msg);
+    free(p->ctl);
+    p->ctl = NULL;
 }
 
 void m0_ws_parser_take(struct m0_ws_parser *p, struct m0_buf *dst)
@@ -365,6 +367,8 @@ static int finish_head(struct m0_ws_parser *p, struct m0_ws_event *ev)
         }
     } else {
         p->ctl_len = 0;
+        if (len > 0 && p->ctl == NULL)
+            p->ctl = m0_xmalloc(M0_WS_CONTROL_MAX);
     }
     p->left = len;
     p->off = 0;
@@ -376,7 +380,7 @@ static int finish_head(struct m0_ws_parser *p, struct m0_ws_event *ev)
 /* A control frame is complete: report it (close frames are checked). */
 static enum m0_ws_event_type control(struct m0_ws_parser *p, struct m0_ws_event *ev)
 {
-    ev->data = p->ctl;
+    ev->data = p->ctl ? p->ctl : "";
     ev->len = p->ctl_len;
     ev->code = 0;
     ev->why = NULL;

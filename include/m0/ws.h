@@ -129,9 +129,11 @@ struct m0_ws_parser {
     uint8_t utf8_need;           /* continuation bytes still owed by the current code point */
     uint8_t utf8_lo, utf8_hi;    /* the range the next continuation byte must fall in */
     struct m0_buf msg;
-    /* a control frame's payload (never fragmented, ≤ 125 bytes) */
+    /* a control frame's payload (never fragmented, ≤ 125 bytes): allocated
+     * the first time one has a payload (an idle socket that only answers
+     * our empty pings never needs it) */
     uint8_t ctl_len;
-    char ctl[M0_WS_CONTROL_MAX];
+    char *ctl;
     uint8_t done;                /* a close frame or an error was reported: input is ignored */
 };
 
