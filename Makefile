@@ -39,7 +39,7 @@ SRCS     := $(wildcard src/*.c)
 # Modules with no Python in them: linked into the C unit tests.
 PURE     := src/buf.c src/http.c src/response.c src/body.c src/log.c src/timer.c src/cli.c \
             src/sse.c src/registry.c src/bus.c src/order.c src/health.c src/target.c \
-            src/broker_url.c src/static.c
+            src/broker_url.c src/static.c src/ws.c
 LLHTTP   := api.c http.c llhttp.c
 
 BUILD    ?= build/release
@@ -54,7 +54,7 @@ endif
 
 .SECONDARY:
 .PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
-        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo
+        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser
 
 all: m0serve
 
@@ -108,13 +108,14 @@ build/unit/llhttp/%.o: $(LLHTTP_SRC)/%.c
 build/unit/%: tests/unit/%.c $(UNIT_OBJS)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -Itests/unit -o $@ $^ -lcmocka
+	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -Itests/unit -o $@ $^ -lcmocka -lcrypto
 
 -include $(wildcard build/unit/obj/*.d)
 
 unit: $(UNIT_TESTS)
 	$(Q)set -e; for t in $(UNIT_TESTS); do echo "  UNIT    $$t"; (cd tests/unit && ../../$$t); done
 
+# The WebSocket decoder's libFuzzer driver (tests/fuzz/fuzz_ws.c, clang).
 # The suite runs with the venv's python; tests/e2e/serverproc.py hands the
 # venv to every m0serve it starts (VIRTUAL_ENV), so the served apps import
 # the venv's Django and Flask.
@@ -201,7 +202,7 @@ build/fuzz/drv/%.o: tests/fuzz/%.c
 
 build/fuzz/fuzz_%: build/fuzz/drv/fuzz_%.o build/fuzz/libm0pure.a
 	@echo "  LD      $@"
-	$(Q)$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ -lpthread
+	$(Q)$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ -lcrypto -lpthread
 
 -include $(wildcard build/fuzz/obj/*.d build/fuzz/drv/*.d)
 
@@ -256,6 +257,18 @@ fuzz-merge: build/fuzz/fuzz_$(FUZZ)
 # files at /static, one server; part of `make test` through tests/e2e.
 smoke-hybrid: m0serve venv
 	$(Q)$(VPY) -m pytest tests/e2e/test_hybrid.py -q
+
+# The demo's chat page in headless Chromium, driven over the DevTools
+# protocol (smoke/chat_browser.py). Not part of `make test`: it installs
+# Debian's chromium, a large package, first.
+smoke-chat-browser: deps
+	$(Q)$(MAKE) --no-print-directory deps DEB_PKGS="chromium"
+	$(Q)$(MAKE) --no-print-directory m0serve venv
+	$(Q)mkdir -p build && $(VPY) smoke/chat_browser.py --screenshot build/chat.png
+
+# WebSocket holds (issue 10); part of `make test` through e2e.
+smoke-django-realtime-ws: m0serve venv
+	$(Q)$(VPY) -m pytest tests/e2e/test_realtime_ws.py -q
 
 # -------------------------------------------------------------------- deps
 # Every Debian package the build, the tests, the demo and the benchmarks use.

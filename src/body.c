@@ -86,7 +86,30 @@ int m0_head_add(struct m0_head *h, const char *name, size_t nlen, const char *va
     }
     if (nlen >= 3 && strncasecmp(name, "m0-", 3) == 0) {
         if (named(name, nlen, "m0-hold")) {
-            h->hold = (vlen == 6 && strncasecmp(value, "stream", 6) == 0) ? M0_HOLD_STREAM : M0_HOLD_UNKNOWN;
+            if (vlen == 6 && strncasecmp(value, "stream", 6) == 0)
+                h->hold = M0_HOLD_STREAM;
+            else if (vlen == 9 && strncasecmp(value, "websocket", 9) == 0)
+                h->hold = M0_HOLD_WEBSOCKET;
+            else
+                h->hold = M0_HOLD_UNKNOWN;
+        } else if (named(name, nlen, "m0-websocket-protocol")) {
+            /* RFC 6455 §4.1: a subprotocol is a token. */
+            if (vlen > M0_WS_PROTOCOL_MAX || !m0_http_is_token(value, vlen)) {
+                *why = "M0-WebSocket-Protocol must be one token of at most 64 bytes";
+                return M0_ERR;
+            }
+            memcpy(h->ws_protocol, value, vlen);
+            h->ws_protocol[vlen] = '\0';
+            h->ws_protocol_len = (uint8_t)vlen;
+        } else if (named(name, nlen, "m0-opcode")) {
+            if (vlen == 4 && strncasecmp(value, "text", 4) == 0)
+                h->ws_opcode = 1;
+            else if (vlen == 6 && strncasecmp(value, "binary", 6) == 0)
+                h->ws_opcode = 2;
+            else {
+                *why = "M0-Opcode must be text or binary";
+                return M0_ERR;
+            }
         } else if (named(name, nlen, "m0-channel")) {
             if ((*why = m0_sse_channel_error(value, vlen)) != NULL)
                 return M0_ERR;

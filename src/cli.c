@@ -63,6 +63,7 @@ static const struct opt opts[] = {
     {"--replay", "M0_REPLAY", T_LONG, O(replay), 0, 1000000, "N", "events kept per channel for Last-Event-ID resume (default 100)"},
     {"--replay-bytes", "M0_REPLAY_BYTES", T_BYTES, O(replay_bytes), 0, 0, "BYTES", "journal bytes kept per channel (default 1m)"},
     {"--replay-total", "M0_REPLAY_TOTAL", T_BYTES, O(replay_total), 0, 0, "BYTES", "journal bytes kept per worker across all channels (default 64m)"},
+    {"--ws-max-message", "M0_WS_MAX_MESSAGE", T_BYTES, O(ws_max_message), 0, 0, "BYTES", "largest inbound WebSocket message; larger ones close the socket with 1009 (default 1m)"},
     {"--outbox-limit", "M0_OUTBOX_LIMIT", T_BYTES, O(outbox_limit), 0, 0, "BYTES", "bytes queued for a slow held stream before it is closed (default 256k)"},
     {"--broker", "M0_BROKER", T_STR, O(broker), 0, 0, "URL", "publish and deliver through Redis: redis://[:PASSWORD@]HOST:PORT[/DB] or unix:///path/redis.sock (default: the local bus only)"},
     {"--broker-prefix", "M0_BROKER_PREFIX", T_STR, O(broker_prefix), 0, 0, "P", "key prefix in the broker (default m0:)"},
@@ -122,6 +123,7 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->broker_prefix = M0_BROKER_PREFIX_DEFAULT;
     cfg->broker_retention = M0_BROKER_RETENTION_DEFAULT;
     cfg->broker_backlog = M0_BROKER_BACKLOG_DEFAULT;
+    cfg->ws_max_message = 1024 * 1024;
     cfg->backlog = 2048;
     cfg->max_connections = 16384;
     cfg->limits.max_target = 8192;
@@ -360,6 +362,8 @@ static int apply(struct m0_config *cfg, const struct opt *o, const char *val, co
             if (v < 256 || v > 1024 * 1024)
                 goto bad;
             cfg->limits.max_header_bytes = (size_t)v;
+        } else if (o->off == O(ws_max_message) && v == 0) {
+            goto bad;            /* a socket must be able to receive something */
         } else {
             *(uint64_t *)dst = v;
         }

@@ -346,6 +346,7 @@ static void answer_health(struct m0_server *s, struct m0_conn *c)
         .worker = m0_bus_index,
         .connections = s->nactive,
         .held_streams = rt.held,
+        .websockets = rt.websockets,
         .events_published = rt.published,
         .events_delivered = rt.delivered,
         .events_lost = rt.lost,
@@ -599,6 +600,11 @@ void m0_h1_on_complete(struct m0_loop *l, const struct m0_completion *done, void
         m0_conn_set_state(s, c, M0_CONN_CLOSING);
         c->next_free = s->release_list;
         s->release_list = c;
+        return;
+    }
+    if (c->flags & C_WS_MSG) {
+        /* An inbound WebSocket message's view returned (wshold.c). */
+        m0_ws_hold_on_complete(s, c);
         return;
     }
     if (atomic_load(&job->run_state) == M0_JOB_CANCELLED)

@@ -7,6 +7,15 @@
  * FANOUT_BUDGET subscribers per loop pass (so one event to many thousands
  * of streams never holds the loop), and written to each stream's outbox.
  *
+ * Within a pass the fan-out is corked: event bytes are appended to each
+ * connection's outbox and every connection touched is written once at the
+ * end of the pass, so when events queue up (a burst) one send() carries
+ * several of them — the send, half of it the loopback receive path run in
+ * the sender's call, is nearly all a delivery costs. A pass takes further
+ * slices while it has touched fewer than FANOUT_BUDGET connections (at
+ * most CORK_SLICES slices), so a pass still writes to at most about
+ * FANOUT_BUDGET connections, as before.
+ *
  * Nothing is lost silently: when this worker learns it missed events — a
  * publisher found its bus full (the shared lost[] marker), or an id never
  * arrived within the reorder window — every live stream gets an
@@ -35,6 +44,7 @@
 #include "m0/target.h"
 
 #define FANOUT_BUDGET 1024          /* subscribers per slice (~a few ms of sends) */
+#define CORK_SLICES 16              /* slices one pass may take while few connections are touched */
 #define BUS_BACKLOG 256             /* unfinished fan-outs before the bus waits */
 #define REORDER_WINDOW_MS 100       /* how long an early event waits for a missing one */
 
@@ -51,12 +61,22 @@ struct m0_realtime {
     uint64_t seen_lost;             /* the lost[] marker last acted on */
     uint64_t noticed;               /* newest id already announced lost */
     uint64_t next_slow_log;
+    int corking;                    /* inside a fan-out pass: queue, write at its end */
+    uint32_t *corked;               /* slots with bytes queued this pass */
+    uint32_t ncorked;
     struct m0_rt_stats st;
 };
 
 /* ---------------------------------------------------------- held sends */
 
-static int outbox_flush(struct m0_server *s, struct m0_conn *c)
+uint32_t m0_hold_interest(const struct m0_conn *c, int want_out)
+{
+    /* A WebSocket whose message queue is full is not read (TCP pushes back). */
+    uint32_t in = (c->hold != NULL && c->hold->ws != NULL && c->hold->ws->paused) ? 0 : EPOLLIN | EPOLLRDHUP;
+    return in | (want_out ? EPOLLOUT : 0);
+}
+
+int m0_hold_flush(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_hold *h = c->hold;
     while (m0_buf_unread(&h->outbox) > 0) {
@@ -66,7 +86,7 @@ static int outbox_flush(struct m0_server *s, struct m0_conn *c)
             if (errno == EINTR)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                m0_conn_interest(s, c, EPOLLIN | EPOLLRDHUP | EPOLLOUT);
+                m0_conn_interest(s, c, m0_hold_interest(c, 1));
                 return M0_AGAIN;
             }
             return M0_ERR;
@@ -78,7 +98,7 @@ static int outbox_flush(struct m0_server *s, struct m0_conn *c)
     h->allowance = 0;
     if (h->outbox.cap > 16 * 1024)
         m0_buf_free(&h->outbox);     /* a burst's buffer is not kept idle */
-    m0_conn_interest(s, c, EPOLLIN | EPOLLRDHUP);
+    m0_conn_interest(s, c, m0_hold_interest(c, 0));
     return M0_OK;
 }
 
@@ -86,13 +106,13 @@ static int outbox_flush(struct m0_server *s, struct m0_conn *c)
  * nothing is waiting, else appended to a bounded outbox. A subscriber that
  * falls more than --outbox-limit behind is closed; it reconnects and
  * resumes with Last-Event-ID, and the worker's memory stays bounded. */
-static void held_send(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
+void m0_hold_send(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
 {
     struct m0_realtime *rt = s->rt;
     struct m0_hold *h = c->hold;
     if ((c->flags & C_DOOMED) || h == NULL)
         return;
-    if (c->state == M0_CONN_HELD && m0_buf_unread(&h->outbox) == 0) {
+    if (c->state == M0_CONN_HELD && m0_buf_unread(&h->outbox) == 0 && !rt->corking) {
         ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w == (ssize_t)n) {
             h->last_write = m0_loop_now(s->loop);
@@ -108,7 +128,7 @@ static void held_send(struct m0_server *s, struct m0_conn *c, const char *p, siz
             h->last_write = m0_loop_now(s->loop);
         }
         m0_buf_append(&h->outbox, p, n);
-        m0_conn_interest(s, c, EPOLLIN | EPOLLRDHUP | EPOLLOUT);
+        m0_conn_interest(s, c, m0_hold_interest(c, 1));
         return;
     }
     /* A resume's replay may exceed the limit by the journal's size: it is
@@ -126,14 +146,44 @@ static void held_send(struct m0_server *s, struct m0_conn *c, const char *p, siz
         return;
     }
     m0_buf_append(&h->outbox, p, n);
+    if (rt->corking && c->state == M0_CONN_HELD && !h->corked) {
+        h->corked = 1;
+        rt->corked[rt->ncorked++] = m0_conn_slot(s, c);
+    }
+}
+
+/* The end of a corked pass: one write per connection touched. */
+static void cork_flush(struct m0_server *s)
+{
+    struct m0_realtime *rt = s->rt;
+    rt->corking = 0;
+    for (uint32_t i = 0; i < rt->ncorked; i++) {
+        struct m0_conn *c = &s->conns[rt->corked[i]];
+        struct m0_hold *h = c->hold;
+        if (h == NULL || !h->corked)
+            continue;
+        h->corked = 0;
+        if (c->flags & C_DOOMED)
+            continue;
+        int rc = m0_hold_flush(s, c);
+        if (rc == M0_ERR)
+            m0_conn_doom(s, c);
+        else if (rc == M0_OK)
+            m0_buf_free(&h->outbox);     /* written: an idle connection keeps no buffer */
+    }
+    rt->ncorked = 0;
 }
 
 /* Registry delivery callback. */
 static void deliver(void *ctx, uint32_t slot, const char *p, size_t n)
 {
     struct m0_server *s = ctx;
+    struct m0_conn *c = &s->conns[slot];
     s->rt->st.delivered++;
-    held_send(s, &s->conns[slot], p, n);
+    if (c->hold != NULL && c->hold->ws != NULL)
+        m0_ws_hold_deliver(s, c, p, n);     /* the event's data as a text frame */
+    else
+        m0_hold_send(s, c, p, n);
 }
 
 /* ----------------------------------------------------------------- bus */
@@ -234,7 +284,12 @@ static void rt_hook(struct m0_loop *l, void *ctx)
     if (rt->reading && !rt->broker)
         settle(s);
     if (m0_registry_fanout_pending(rt->reg)) {
-        m0_registry_fanout(rt->reg, deliver, s);
+        rt->corking = 1;
+        int slices = 0;
+        do
+            m0_registry_fanout(rt->reg, deliver, s);
+        while (++slices < CORK_SLICES && rt->ncorked < FANOUT_BUDGET && m0_registry_fanout_pending(rt->reg));
+        cork_flush(s);
         m0_conn_close_doomed(s);
         if (m0_registry_fanout_pending(rt->reg))
             m0_loop_wake_at(l, m0_loop_now(l));     /* more to send: only peek at other events */
@@ -254,6 +309,7 @@ int m0_rt_start(struct m0_server *s)
     s->rt = rt;
     rt->bus_fd = m0_bus_current->read_fds[m0_bus_index];
     rt->buf = m0_xmalloc(M0_BUS_MAX_DGRAM + 1);
+    rt->corked = m0_xmalloc(s->nconns * sizeof *rt->corked);
     rt->heartbeat_ms = (uint64_t)(cfg->heartbeat * 1000);
     rt->outbox_limit = (size_t)cfg->outbox_limit;
     /* Events numbered up to now were published before this worker could
@@ -303,6 +359,7 @@ void m0_rt_free(struct m0_server *s)
     m0_registry_free(rt->reg);
     m0_order_free(&rt->order);
     free(rt->buf);
+    free(rt->corked);
     free(rt);
     s->rt = NULL;
 }
@@ -360,7 +417,10 @@ struct m0_conn *m0_rt_awaiting(struct m0_server *s, uint32_t slot, uint32_t gen)
 void m0_rt_replay(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
 {
     s->rt->replaying = 1;
-    held_send(s, c, p, n);
+    if (c->hold->ws != NULL)
+        m0_ws_hold_deliver(s, c, p, n);     /* sockets do not resume; kept uniform with deliver() */
+    else
+        m0_hold_send(s, c, p, n);
     s->rt->replaying = 0;
 }
 
@@ -386,8 +446,13 @@ int m0_hold_subscribe(struct m0_server *s, struct m0_conn *c)
      * replacement's): the caller's 503 sends the client back. */
     if (rt == NULL || atomic_load(&s->draining) || !rt->reading)
         return M0_ERR;
-    c->hold = m0_xmalloc(sizeof *c->hold);
-    memset(c->hold, 0, sizeof *c->hold);
+    if (job->head.hold == M0_HOLD_WEBSOCKET) {
+        if (m0_ws_hold_begin(s, c) != M0_OK)
+            return M0_OK;        /* refused: job->resp is the 400/426, nothing held */
+    } else {
+        c->hold = m0_xmalloc(sizeof *c->hold);
+        memset(c->hold, 0, sizeof *c->hold);
+    }
     c->hold->target = job->target;
     uint64_t newest = m0_bus_last_id();
     uint64_t last = job->hold_last_id;
@@ -411,7 +476,7 @@ int m0_hold_subscribe(struct m0_server *s, struct m0_conn *c)
         /* An id we never issued (garbage, or from before a full restart
          * reset the counter): tell the client to resync, start afresh. */
         static const char gap[] = "event: m0-gap\ndata: {\"last_event_id\": null}\n\n";
-        held_send(s, c, gap, sizeof gap - 1);
+        m0_hold_send(s, c, gap, sizeof gap - 1);
         last = 0;
     }
     if (last == 0) {
@@ -439,18 +504,24 @@ void m0_hold_enter(struct m0_server *s, struct m0_conn *c)
     s->rt->st.held++;
     if (c->hold->target != NULL)
         m0_target_stats_of(&m0_targets, c->hold->target)->held++;
+    int ws = c->hold->ws != NULL;
+    if (ws)
+        s->rt->st.websockets++;
     /* Everything per-request is released: a held stream costs the slot,
      * its job struct, a registry link and its outbox, and no Python object. */
     m0_req_free(&job->req);
     m0_req_init(&job->req);
     m0_http_free(&c->http);
-    m0_buf_free(&c->in);
+    if (!ws || m0_buf_unread(&c->in) == 0)
+        m0_buf_free(&c->in);         /* a socket's early frames stay: they are read next */
     m0_buf_free(&c->out);
     m0_resp_reset(&job->resp);
     m0_buf_free(&job->resp.out);
     m0_head_free(&job->head);
-    if (outbox_flush(s, c) == M0_ERR)
+    if (m0_hold_flush(s, c) == M0_ERR)
         m0_conn_close(s, c);
+    else if (ws)
+        m0_ws_hold_enter(s, c);
 }
 
 static void held_read(struct m0_server *s, struct m0_conn *c)
@@ -471,7 +542,11 @@ static void held_read(struct m0_server *s, struct m0_conn *c)
 
 void m0_hold_on_event(struct m0_server *s, struct m0_conn *c, uint32_t ev)
 {
-    if ((ev & EPOLLOUT) && outbox_flush(s, c) == M0_ERR) {
+    if (c->hold->ws != NULL) {
+        m0_ws_hold_on_event(s, c, ev);
+        return;
+    }
+    if ((ev & EPOLLOUT) && m0_hold_flush(s, c) == M0_ERR) {
         m0_conn_close(s, c);
         return;
     }
@@ -483,11 +558,15 @@ void m0_hold_sweep(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_realtime *rt = s->rt;
     uint64_t now = m0_loop_now(s->loop);
+    if (c->hold->ws != NULL) {
+        m0_ws_hold_sweep(s, c, rt->heartbeat_ms);
+        return;
+    }
     if (rt->heartbeat_ms != 0 && now - c->hold->last_write >= rt->heartbeat_ms &&
         m0_buf_unread(&c->hold->outbox) == 0) {
         /* A comment line: ignored by EventSource, keeps proxies from timing
          * out an idle stream (WHATWG SSE §9.2.7). */
-        held_send(s, c, M0_SSE_HEARTBEAT, sizeof M0_SSE_HEARTBEAT - 1);
+        m0_hold_send(s, c, M0_SSE_HEARTBEAT, sizeof M0_SSE_HEARTBEAT - 1);
         c->hold->last_write = now;
     }
 }
@@ -500,7 +579,11 @@ void m0_hold_release(struct m0_server *s, struct m0_conn *c)
         s->rt->st.held--;
         if (c->hold->target != NULL)
             m0_target_stats_of(&m0_targets, c->hold->target)->held--;
+        if (c->hold->ws != NULL)
+            s->rt->st.websockets--;
     }
+    if (c->hold->ws != NULL)
+        m0_ws_hold_free(c->hold->ws);
     m0_buf_free(&c->hold->outbox);
     free(c->hold);
     c->hold = NULL;
@@ -512,7 +595,9 @@ void m0_hold_end_all(struct m0_server *s)
     while (c != &s->active) {
         struct m0_conn *next = c->next;
         if (c->state == M0_CONN_HELD) {
-            outbox_flush(s, c);
+            if (c->hold->ws != NULL)
+                m0_ws_hold_end(s, c);      /* queues its close frame (1001) */
+            m0_hold_flush(s, c);
             shutdown(c->fd, SHUT_WR);
             m0_conn_close(s, c);
         }

@@ -242,6 +242,16 @@ static int on_header_value_complete(llhttp_t *p)
     if (!m0_http_is_field_value(v, vn))
         return reject(h, 400, "Invalid header field value (obs-fold or control byte)");
 
+    if (h->field.len >= 3 && strncasecmp(h->field.data, "m0-", 3) == 0) {
+        /* M0-* fields instruct this server (README "Realtime"): one from a
+         * client never reaches an application, so a plain HTTP request
+         * cannot pass for a WebSocket message (M0-Channel, M0-Slot,
+         * M0-Opcode) — Pushpin's rule for Grip-*. Dropped here, the one
+         * place every runner's request comes from. */
+        m0_buf_reset(&h->field);
+        m0_buf_reset(&h->value);
+        return 0;
+    }
     if (h->field.len == 4 && strncasecmp(h->field.data, "host", 4) == 0) {
         if (h->host_seen)
             return reject(h, 400, "Duplicate Host header");

@@ -78,6 +78,13 @@ static void run_job(struct m0_pool *p, const struct m0_lane_rec *rec, void *ts)
     }
     atomic_fetch_add(&p->busy, 1);
     const struct m0_runner *r = job->target->runner;
+    if (rec->kind == M0_RUN_MESSAGE) {
+        /* An inbound WebSocket message: one call, one completion. */
+        r->message(job, job->msg_opcode, job->req.body.data, (size_t)job->req.body_len);
+        atomic_fetch_sub(&p->busy, 1);
+        post_done(job, rec->slot, rec->gen);
+        return;
+    }
     int rc = r->start(job);
     while (rc == M0_AGAIN) {
         int ok = m0_job_push(job) == M0_OK;
@@ -248,7 +255,12 @@ struct m0_pool *m0_pool_start(struct m0_server *s, unsigned min, unsigned max, u
 
 void m0_pool_submit(struct m0_pool *p, uint32_t slot, uint32_t gen)
 {
-    struct m0_lane_rec rec = {.slot = slot, .gen = gen, .kind = M0_RUN_START};
+    m0_pool_submit_kind(p, slot, gen, M0_RUN_START);
+}
+
+void m0_pool_submit_kind(struct m0_pool *p, uint32_t slot, uint32_t gen, enum m0_run_kind kind)
+{
+    struct m0_lane_rec rec = {.slot = slot, .gen = gen, .kind = kind};
     atomic_fetch_add(&p->queued, 1);
     m0_lane_q_push(&p->backlog, &rec);
 }

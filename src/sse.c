@@ -61,3 +61,54 @@ uint64_t m0_sse_parse_last_id(const char *v, size_t len)
     }
     return id;
 }
+
+size_t m0_sse_event_data(const char *p, size_t n, struct m0_buf *data, int *dispatch, const char **event,
+                         size_t *event_len)
+{
+    size_t start_len = data->len;
+    size_t i = 0;
+    *dispatch = 0;
+    *event = "message";
+    *event_len = 7;
+    while (i < n) {
+        /* One line: [i, eol), then its terminator. */
+        size_t eol = i;
+        while (eol < n && p[eol] != '\n' && p[eol] != '\r')
+            eol++;
+        if (eol == n)
+            break;                    /* an unterminated line: no complete event */
+        size_t next = eol + 1;
+        if (p[eol] == '\r' && next < n && p[next] == '\n')
+            next++;
+        if (eol == i) {
+            /* Blank line: dispatch. The buffer's last LF goes. */
+            if (data->len > start_len) {
+                data->len--;
+                *dispatch = 1;
+            }
+            if (*event_len == 0) {
+                *event = "message";   /* an empty event field is the default type */
+                *event_len = 7;
+            }
+            return next;
+        }
+        if (p[i] != ':') {
+            const char *colon = memchr(p + i, ':', eol - i);
+            size_t flen = colon ? (size_t)(colon - (p + i)) : eol - i;
+            const char *v = colon ? colon + 1 : p + eol;
+            if (v < p + eol && *v == ' ')
+                v++;
+            size_t vlen = (size_t)(p + eol - v);
+            if (flen == 4 && memcmp(p + i, "data", 4) == 0) {
+                m0_buf_append(data, v, vlen);
+                m0_buf_append(data, "\n", 1);
+            } else if (flen == 5 && memcmp(p + i, "event", 5) == 0) {
+                *event = v;
+                *event_len = vlen;
+            }
+        }
+        i = next;
+    }
+    data->len = start_len;            /* incomplete: nothing was read */
+    return 0;
+}

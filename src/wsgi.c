@@ -36,6 +36,14 @@
  *     write() already committed the head.
  *   - A process forked by the application that returns into the server
  *     exits at once (it must not serve: m0_worker_check_forked).
+ *
+ * WebSockets (DESIGN capability 6): a view approves an upgrade with
+ * M0-Hold: websocket; under --realtime, for a 2xx answer to a GET, nothing
+ * of its head or body is sent — the loop checks the handshake and answers
+ * 101 itself (hold.h). Each inbound message is the message operation: the
+ * loop has made job->req an ordinary POST (ws.h), the application runs it
+ * like any request, and its body, collected whole instead of framed,
+ * becomes the reply frame.
  */
 #include "m0/wsgi.h"
 
@@ -61,6 +69,8 @@
 #define STREAM_CHUNK (64 * 1024)
 /* A response held back to learn its length goes out chunked past this. */
 #define BUFFER_CAP (1024 * 1024)
+/* The largest reply to a WebSocket message (it is sent as one frame). */
+#define REPLY_CAP (16 * 1024 * 1024)
 
 static PyObject *s_close, *s_fileno, *s_tell, *s_streaming;
 
@@ -83,6 +93,8 @@ struct wsgi_job {
     struct m0_buf pending;       /* body held back until the head commits */
     uint8_t sized_list;          /* the result is a list/tuple of known length */
     uint8_t holdback;            /* hold the body back to learn its length */
+    uint8_t message;             /* an inbound WebSocket message: the body is the reply, raw */
+    uint8_t too_big;             /* message: the reply passed REPLY_CAP */
 };
 
 /* ------------------------------------------------------- start_response */
@@ -186,8 +198,9 @@ static int copy_head(struct m0_job *job, PyObject *status, PyObject *headers)
             return -1;
         }
     }
-    if (h->hold == M0_HOLD_STREAM && h->channel_len == 0) {
-        PyErr_SetString(PyExc_ValueError, "M0-Hold: stream needs an M0-Channel header");
+    if ((h->hold == M0_HOLD_STREAM || h->hold == M0_HOLD_WEBSOCKET) && h->channel_len == 0) {
+        PyErr_Format(PyExc_ValueError, "M0-Hold: %s needs an M0-Channel header",
+                     h->hold == M0_HOLD_STREAM ? "stream" : "websocket");
         return -1;
     }
     return 0;
@@ -261,7 +274,7 @@ static PyObject *start_response_write(PyObject *self, PyObject *data)
     emit(job, view.buf, (size_t)view.len);
     PyBuffer_Release(&view);
     int rc = M0_OK;
-    if (m0_buf_unread(&job->resp.out) > 0 || job->inl == NULL) {
+    if (!state_of(job)->message && (m0_buf_unread(&job->resp.out) > 0 || job->inl == NULL)) {
         Py_BEGIN_ALLOW_THREADS
         rc = m0_job_push(job);
         if (rc == M0_OK)
@@ -298,6 +311,15 @@ static PyTypeObject StartResponseType = {
 
 /* ------------------------------------------------------------- framing */
 
+/* A WebSocket approval the loop will take: --realtime, a 2xx, a GET.
+ * Anywhere else it is an ordinary response (the view degrades). */
+static int ws_hold(const struct m0_job *job)
+{
+    const struct m0_head *h = &job->head;
+    return job->target->realtime && h->hold == M0_HOLD_WEBSOCKET && h->status / 100 == 2 &&
+           !state_of((struct m0_job *)job)->message && strcmp(job->req.method, "GET") == 0;
+}
+
 /* Commit the head (once: the encoder refuses a second one). body_len is
  * the whole body's size when known, else -1. */
 static int commit(struct m0_job *job, int64_t body_len)
@@ -305,6 +327,33 @@ static int commit(struct m0_job *job, int64_t body_len)
     struct wsgi_job *ws = state_of(job);
     struct m0_head *h = &job->head;
     const struct m0_req *r = &job->req;
+    if (ws->message || ws_hold(job)) {
+        /* A message's answer: no head, the body collected raw (CLOSE
+         * framing appends bytes as they are). A WebSocket approval: no head
+         * and no body (FRAME_NONE); the loop writes the 101. */
+        if (job->body.committed) {
+            m0_error("BUG: %s %s: a second head for one response refused", r->method, r->target);
+            return -1;
+        }
+        job->body.committed = 1;
+        job->body.keep = 0;
+        job->body.length = -1;
+        job->body.framing = ws->message ? M0_FRAME_CLOSE : M0_FRAME_NONE;
+        job->resp.status = ws->message ? h->status : 101;
+        if (!ws->message) {
+            job->hold_last_id = 0;               /* a socket does not resume */
+            job->hold_start = m0_bus_last_id();
+            job->resp.flags |= M0_RESP_HOLD;
+        }
+        size_t n = ws->pending.len;
+        if (n > 0) {
+            ws->pending.len = 0;
+            ws->produced -= n;
+            emit(job, ws->pending.data, n);
+        }
+        m0_buf_reset(&ws->pending);
+        return 0;
+    }
     /* A hold is taken only where it can be kept: --realtime, a 2xx, a GET
      * (not HEAD). Anywhere else the same response goes out as an ordinary
      * short one — the property that lets hold views run under any server. */
@@ -358,6 +407,10 @@ static void emit(struct m0_job *job, const char *p, size_t n)
             m0_buf_append(&ws->pending, p, n);
         return;
     }
+    if (ws->message && m0_buf_unread(&job->resp.out) + n > REPLY_CAP) {
+        ws->too_big = 1;             /* dropped: complete() aborts the socket */
+        return;
+    }
     int was_truncated = job->body.truncated;
     size_t took = m0_body_emit(&job->body, &job->resp.out, p, n);
     if (job->body.framing != M0_FRAME_NONE)
@@ -375,7 +428,9 @@ static void maybe_commit(struct m0_job *job)
         return;
     const struct m0_head *h = &job->head;
     int discard = (job->req.flags & M0_REQ_HEAD) || m0_status_bodiless(h->status);
-    if (h->hold == M0_HOLD_STREAM) {
+    if (ws->message || ws_hold(job)) {
+        commit(job, -1);             /* nothing is framed: no length to learn */
+    } else if (h->hold == M0_HOLD_STREAM) {
         /* A hold's body is the stream's first bytes: it goes out whole,
          * after the loop has subscribed the connection (and a degraded
          * hold is an ordinary short response). */
@@ -438,6 +493,14 @@ static int fail(struct m0_job *job, const char *when)
 {
     struct wsgi_job *ws = state_of(job);
     log_app_error(job, when);
+    if (ws->message) {
+        /* A message's view failed: nothing goes to the socket (it stays open). */
+        m0_buf_reset(&job->resp.out);
+        job->resp.status = 500;
+        job->body.committed = 1;
+        finish(job);
+        return M0_DONE;
+    }
     if (!job->body.committed && ws->produced > 0 && ws->sr != NULL && ws->sr->called) {
         /* PEP 3333's head was sent (body bytes were produced): send what the
          * application produced, then abort — never a 500 after a 200. */
@@ -471,6 +534,11 @@ static int complete(struct m0_job *job)
     }
     if (!job->body.committed && commit(job, (int64_t)ws->produced) != 0)
         job->resp.flags |= M0_RESP_ABORT;
+    if (ws->too_big) {
+        m0_error("%s %s: the reply to a WebSocket message is over %d bytes; closing the socket", job->req.method,
+                 job->req.target, REPLY_CAP);
+        job->resp.flags |= M0_RESP_ABORT;
+    }
     if (m0_body_finish(&job->body, &job->resp.out) != M0_OK) {
         m0_error("%s %s: body shorter than its Content-Length (%llu of %lld bytes); aborting the connection",
                  job->req.method, job->req.target, (unsigned long long)job->body.sent,
@@ -501,7 +569,7 @@ static int pump(struct m0_job *job)
             maybe_commit(job);
             if (m0_body_enough(&job->body))
                 return complete(job);
-            if (job->body.committed && m0_buf_unread(&job->resp.out) > 0 &&
+            if (job->body.committed && !ws->message && m0_buf_unread(&job->resp.out) > 0 &&
                 (!ws->sized_list || m0_buf_unread(&job->resp.out) >= STREAM_CHUNK))
                 return M0_AGAIN;            /* hand it over, then resume here */
             continue;
@@ -540,7 +608,7 @@ static int try_sendfile(struct m0_job *job, PyObject *result)
     m0_FileWrapperObject *fw = (m0_FileWrapperObject *)result;
     /* write() already committed a head and sent bytes: the file follows
      * them in the same body, framed by iteration (one head per response). */
-    if (ws->sr == NULL || !ws->sr->called || job->body.committed || ws->produced > 0 ||
+    if (ws->sr == NULL || !ws->sr->called || job->body.committed || ws->produced > 0 || ws->message ||
         !PyObject_HasAttr(fw->filelike, s_fileno))
         return M0_AGAIN;
     PyObject *fdobj = PyObject_CallMethodNoArgs(fw->filelike, s_fileno);
@@ -594,7 +662,9 @@ static int try_sendfile(struct m0_job *job, PyObject *result)
 
 /* -------------------------------------------------------------- runner */
 
-static int wsgi_start(struct m0_job *job)
+/* Run the application on job->req: an HTTP request, or (message) the
+ * POST an inbound WebSocket message became. */
+static int run(struct m0_job *job, int message)
 {
     struct wsgi_target *wt = job->target->rstate;
     if (job->rstate[M0_WSGI_ID] == NULL) {
@@ -604,6 +674,8 @@ static int wsgi_start(struct m0_job *job)
     struct wsgi_job *ws = state_of(job);
     ws->produced = 0;
     ws->sized_list = ws->holdback = 0;
+    ws->message = (uint8_t)message;
+    ws->too_big = 0;
     m0_head_reset(&job->head);
     m0_body_reset(&job->body);
 
@@ -679,6 +751,27 @@ static int wsgi_start(struct m0_job *job)
     return pump(job);
 }
 
+static int wsgi_start(struct m0_job *job)
+{
+    return run(job, 0);
+}
+
+static int wsgi_resume(struct m0_job *job);
+
+/* runner.h: the loop made job->req the message's POST (payload as its
+ * body, which wsgi.input reads); the view's body is the reply. A body that
+ * says it streams is collected all the same: the reply is one frame. */
+static int wsgi_message(struct m0_job *job, int opcode, const void *payload, size_t len)
+{
+    (void)opcode;
+    (void)payload;
+    (void)len;
+    int rc = run(job, 1);
+    while (rc == M0_AGAIN)
+        rc = wsgi_resume(job);       /* not reached: message bodies are never handed over */
+    return M0_DONE;
+}
+
 static int wsgi_resume(struct m0_job *job)
 {
     struct wsgi_job *ws = state_of(job);
@@ -724,4 +817,5 @@ const struct m0_runner m0_wsgi_runner = {
     .start = wsgi_start,
     .resume = wsgi_resume,
     .abandon = wsgi_abandon,
+    .message = wsgi_message,
 };

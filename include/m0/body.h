@@ -33,8 +33,12 @@
 #include "m0/response.h"
 #include "m0/sse.h"
 
-/* M0-Hold instructions (the GRIP-shaped headers; README "Realtime"). */
-enum m0_hold_kind { M0_HOLD_NONE, M0_HOLD_STREAM, M0_HOLD_UNKNOWN };
+/* M0-Hold instructions (the GRIP-shaped headers; README "Realtime"):
+ * "stream" holds an SSE stream, "websocket" approves a WebSocket upgrade
+ * (the loop answers 101 after checking the handshake, hold.h). */
+enum m0_hold_kind { M0_HOLD_NONE, M0_HOLD_STREAM, M0_HOLD_UNKNOWN, M0_HOLD_WEBSOCKET };
+
+#define M0_WS_PROTOCOL_MAX 64   /* bytes of the subprotocol a view may choose */
 
 /*
  * The application's head, validated, as bytes: the status line and its
@@ -50,6 +54,13 @@ struct m0_head {
     enum m0_hold_kind hold;     /* M0-Hold */
     uint16_t channel_len;       /* M0-Channel, validated (m0_sse_channel_error) */
     char channel[M0_CHANNEL_MAX + 1];
+    /* M0-WebSocket-Protocol: the subprotocol a view approving a socket
+     * chose (a token, checked against what the client offered). */
+    uint8_t ws_protocol_len;
+    char ws_protocol[M0_WS_PROTOCOL_MAX + 1];
+    /* M0-Opcode on the answer to a WebSocket message: the reply frame's
+     * opcode (1 text, 2 binary; 0: text when the body is UTF-8, else binary). */
+    uint8_t ws_opcode;
 };
 
 /* Reset h for a new response; keeps the lines buffer's allocation. */
@@ -68,7 +79,9 @@ void m0_head_status(struct m0_head *h, int status, const char *reason, size_t re
  * M0_ERR otherwise), Date/Server (noted so ours are not added),
  * Connection: close (honoured through the framing), the other hop-by-hop
  * fields (dropped), M0-Hold and M0-Channel (an invalid channel name returns
- * M0_ERR with *why set). Returns M0_OK or M0_ERR.
+ * M0_ERR with *why set), M0-WebSocket-Protocol (a token of at most 64
+ * bytes, else M0_ERR) and M0-Opcode ("text" or "binary", else M0_ERR).
+ * Other M0-* fields are dropped. Returns M0_OK or M0_ERR.
  */
 int m0_head_add(struct m0_head *h, const char *name, size_t nlen, const char *value, size_t vlen,
                 const char **why);

@@ -65,6 +65,7 @@ struct m0_config {
     const char *broker_prefix;  /* key prefix in the broker */
     long broker_retention;      /* events kept per channel in the broker (resume) */
     long broker_backlog;        /* events kept in the broker's all-channel log (catch-up) */
+    uint64_t ws_max_message;    /* bytes of one inbound WebSocket message (reassembled); over → close 1009 */
     const char *health_path;    /* answered in C; "" disables */
     int health_explicit;
     long max_connections;       /* connection slots per worker */

@@ -56,6 +56,7 @@ const char *m0_conn_state_name(enum m0_conn_state st);
 #define C_SENT_100    0x040u  /* 100 Continue went out for the current request */
 #define C_LAZY_BODY   0x080u  /* the body is being read while the runner runs */
 #define C_STREAMING   0x100u  /* a pool thread streams this response (credit, disconnect) */
+#define C_WS_MSG      0x200u  /* the runner has an inbound WebSocket message of this held socket */
 
 struct m0_conn {
     int fd;

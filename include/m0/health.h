@@ -15,7 +15,8 @@ struct m0_health {
     int pid;
     int worker;                    /* bus index, -1 without --realtime */
     uint32_t connections;          /* open client connections */
-    uint32_t held_streams;         /* connections held as SSE streams */
+    uint32_t held_streams;         /* connections held (SSE streams and WebSockets) */
+    uint32_t websockets;           /* of which WebSockets */
     uint64_t events_published;     /* bus events received by this worker */
     uint64_t events_delivered;     /* event copies queued to held streams */
     uint64_t events_lost;          /* times this worker learned it missed events (m0-gap sent) */

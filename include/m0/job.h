@@ -109,6 +109,7 @@ struct m0_job {
     /* Each runner's private per-job state, by runner id: a slot's job may
      * serve one target's runner now and another's later (mounts). */
     void *rstate[M0_RUNNER_MAX];
+    uint8_t msg_opcode;         /* M0_RUN_MESSAGE: the inbound message's opcode (payload: req.body) */
     char remote_addr[INET6_ADDRSTRLEN];
     uint16_t remote_port;
 };

@@ -13,6 +13,7 @@
 enum m0_run_kind {
     M0_RUN_START = 1,    /* run the slot's job */
     M0_RUN_STOP,         /* the reading thread exits */
+    M0_RUN_MESSAGE,      /* deliver the slot's inbound WebSocket message (runner->message) */
 };
 
 struct m0_lane_rec {

@@ -35,6 +35,9 @@ struct m0_pool *m0_pool_start(struct m0_server *s, unsigned min, unsigned max, u
  * a loop-side FIFO and go out in one sendmmsg per loop pass (a before-sleep
  * hook, which also grows the pool when it is saturated). */
 void m0_pool_submit(struct m0_pool *p, uint32_t slot, uint32_t gen);
+/* The same for a record of another kind: M0_RUN_MESSAGE hands the slot's
+ * inbound WebSocket message to a thread (the runner's message op). */
+void m0_pool_submit_kind(struct m0_pool *p, uint32_t slot, uint32_t gen, enum m0_run_kind kind);
 
 /* Current threads, threads running a job, the maximum, and jobs waiting
  * for a thread. p may be NULL (all zero). */

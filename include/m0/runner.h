@@ -23,6 +23,12 @@
  *             hands them to the loop (m0_job_push), waits for credit
  *             (m0_job_wait_credit) and calls resume — on the same thread,
  *             so a streaming response stays on the thread that started it.
+ *
+ * Inbound WebSocket messages (DESIGN capability 6) are the message
+ * operation, on the same threads as start: the pool of the target that
+ * gated the socket (a M0_RUN_MESSAGE lane record), or the loop thread when
+ * that target has no pool. The loop hands over one message at a time per
+ * socket, in order; the others wait in the socket's bounded queue.
  */
 #ifndef M0_RUNNER_H
 #define M0_RUNNER_H
@@ -55,6 +61,26 @@ struct m0_runner {
     /* Worker shutdown, after the drain (ASGI: lifespan shutdown), attached
      * to the interpreter. May be NULL. */
     void (*teardown)(struct m0_target *t);
+    /*
+     * One complete inbound WebSocket message of the socket job->slot
+     * answers (a WebSocket hold, hold.h). opcode is M0_WS_TEXT or
+     * M0_WS_BINARY (text is valid UTF-8); payload is len bytes, valid until
+     * the completion. The loop has also made job->req the ordinary request
+     * the message stands for (ws.h, m0_ws_message_request): POST to the
+     * target of the handshake, its headers, the payload as the body and
+     * M0-Channel / M0-Slot / M0-Opcode — a runner whose protocol has no
+     * message event of its own (WSGI) runs that request; one that has
+     * (ASGI's websocket.receive) uses opcode and payload.
+     *
+     * The answer: job->resp.out holds the reply payload, raw (no HTTP
+     * framing), sent back to this socket only as one frame when non-empty
+     * and job->resp.status is 2xx; job->head.ws_opcode picks its opcode
+     * (0: text when the bytes are UTF-8, else binary). M0_RESP_ABORT in
+     * job->resp.flags closes the socket with 1011. Returns M0_DONE; the
+     * job's Python state is released before it returns. NULL: the
+     * runner's targets cannot hold WebSockets (the upgrade is refused).
+     */
+    int (*message)(struct m0_job *job, int opcode, const void *payload, size_t len);
 };
 
 extern const struct m0_runner m0_wsgi_runner;

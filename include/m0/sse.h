@@ -27,6 +27,24 @@ const char *m0_sse_channel_error(const char *name, size_t len);
  */
 void m0_sse_frame(struct m0_buf *b, uint64_t id, const char *event, const char *data, size_t len);
 
+/*
+ * Read the first event of a framed event stream [p, p+n) as EventSource
+ * does (WHATWG HTML §9.2.6, "Interpreting an event stream"): lines end at
+ * CRLF, LF or CR; a line starting with ':' is a comment; "field: value"
+ * drops one space after the colon; each "data" field appends its value and
+ * a LF to the data buffer; a blank line dispatches. What is appended to
+ * data is what an EventSource's onmessage handler receives as event.data:
+ * the data lines joined with LF (the final LF removed).
+ *
+ * Returns the bytes the event took (through its blank line), or 0 when p
+ * holds no complete event. *dispatch is 1 when the event fires (its data
+ * buffer is not empty, §9.2.6 "dispatch the event" step 2); *event and
+ * *event_len name its type ("message" when it has no event field; they
+ * point into p).
+ */
+size_t m0_sse_event_data(const char *p, size_t n, struct m0_buf *data, int *dispatch, const char **event,
+                         size_t *event_len);
+
 /* The Last-Event-ID request header as a number: 0 when empty, UINT64_MAX
  * when it is not a decimal number this server could have issued (the
  * caller treats an id above the newest one as "resync": m0-gap). */

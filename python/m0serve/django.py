@@ -9,11 +9,36 @@ Under ``m0serve --realtime`` the response becomes a Server-Sent-Events
 stream held by the server's event loop (no Python thread per stream) and
 subscribed to the channel; ``m0pub.publish(channel, ...)`` from any view
 reaches it. Under any other server it is an ordinary short response.
+
+WebSockets, from the same plain synchronous views:
+
+    from m0serve.django import hold_websocket_response, websocket_message, websocket_view
+
+    @websocket_view
+    def chat(request):
+        message = websocket_message(request)
+        if message is None:                      # the handshake (a GET)
+            if not request.user.is_authenticated:
+                return HttpResponseForbidden()
+            return hold_websocket_response("room-1")
+        m0pub.publish(message.channel, message.payload)   # every socket and stream
+        return HttpResponse("")                  # a non-empty body goes back to this socket
+
+The server checks the handshake (RFC 6455), answers 101 and holds the
+socket in its loop; one publish reaches EventSource and WebSocket
+subscribers alike (a socket receives the event's data as one text frame).
+Each message the client sends comes back to the same view as a POST on a
+pool thread, with the request's cookies, so ``request.user`` works.
 """
+
+import functools
 
 from django.http import HttpResponse
 
-__all__ = ["hold_stream_response"]
+from m0serve._ws import DEGRADED_BODY, WebSocketMessage, approval_headers, message_from_environ
+
+__all__ = ["hold_stream_response", "hold_websocket_response", "is_websocket_message",
+           "websocket_message", "websocket_view", "WebSocketMessage"]
 
 
 def hold_stream_response(channel, head=": connected\n\n"):
@@ -25,3 +50,50 @@ def hold_stream_response(channel, head=": connected\n\n"):
     response["M0-Hold"] = "stream"
     response["M0-Channel"] = channel
     return response
+
+
+def hold_websocket_response(channel, protocol=None):
+    """An HttpResponse approving a WebSocket upgrade on channel: under
+    ``m0serve --realtime`` the server answers the handshake (101, or 400/426
+    when the request is not a valid one) and holds the socket subscribed to
+    channel. protocol: the subprotocol chosen, one the client offered in
+    Sec-WebSocket-Protocol (the server refuses with 500 otherwise). Other
+    headers set on the response (cookies) go out on the 101; its body never
+    does. Under any other server (or without --realtime) it is an ordinary
+    200 explaining that the endpoint needs m0serve."""
+    response = HttpResponse(DEGRADED_BODY, content_type="text/plain; charset=utf-8")
+    for name, value in approval_headers(channel, protocol).items():
+        response[name] = value
+    return response
+
+
+def websocket_message(request):
+    """The WebSocketMessage (channel, slot, opcode, payload) this request
+    carries when it is an inbound message m0serve delivered, else None (a
+    handshake, any other request, or any request under another server)."""
+    if request.method != "POST" or "HTTP_M0_CHANNEL" not in request.META:
+        return None
+    return message_from_environ(request.META, request.body)
+
+
+def is_websocket_message(request):
+    """True when request is an inbound WebSocket message (see websocket_message)."""
+    return websocket_message(request) is not None
+
+
+def websocket_view(view):
+    """Decorate a view that gates a WebSocket and handles its messages.
+    Messages carry no CSRF token (the server made them; a client cannot
+    forge one), so the view is csrf_exempt — and a POST that is not a
+    message is refused with 403 before the view runs, so exempting it opens
+    nothing to cross-site forms."""
+    from django.http import HttpResponseForbidden
+    from django.views.decorators.csrf import csrf_exempt
+
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if request.method == "POST" and not is_websocket_message(request):
+            return HttpResponseForbidden("only WebSocket messages are posted here\n")
+        return view(request, *args, **kwargs)
+
+    return csrf_exempt(wrapper)

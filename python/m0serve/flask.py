@@ -10,11 +10,28 @@ Under ``m0serve --realtime`` the response becomes a Server-Sent-Events
 stream held by the server's event loop and subscribed to the channel;
 ``m0pub.publish(channel, ...)`` reaches it. Under any other server it is an
 ordinary short response.
+
+WebSockets: a view approves the upgrade with hold_websocket_response, and
+each message the client sends comes back to the same URL as a POST.
+Werkzeug routes an upgrade request only to a rule marked websocket=True,
+and a POST never to one, so the view needs both rules: websocket_route
+registers them.
+
+    @websocket_route(app, "/chat")
+    def chat():
+        message = websocket_message()
+        if message is None:
+            return hold_websocket_response("room-1")
+        m0pub.publish(message.channel, message.payload)
+        return ""
 """
 
-from flask import Response
+from flask import Response, request
 
-__all__ = ["hold_stream_response"]
+from m0serve._ws import DEGRADED_BODY, WebSocketMessage, approval_headers, message_from_environ
+
+__all__ = ["hold_stream_response", "hold_websocket_response", "is_websocket_message",
+           "websocket_message", "websocket_route", "WebSocketMessage"]
 
 
 def hold_stream_response(channel, head=": connected\n\n"):
@@ -22,3 +39,34 @@ def hold_stream_response(channel, head=": connected\n\n"):
     stream on channel; head (str) is sent first."""
     return Response(head, mimetype="text/event-stream",
                     headers={"Cache-Control": "no-cache", "M0-Hold": "stream", "M0-Channel": channel})
+
+
+def hold_websocket_response(channel, protocol=None):
+    """A flask.Response approving a WebSocket upgrade on channel (see
+    m0serve.django.hold_websocket_response): the server answers 101 and
+    holds the socket; elsewhere an ordinary 200 explaining why not."""
+    return Response(DEGRADED_BODY, mimetype="text/plain", headers=approval_headers(channel, protocol))
+
+
+def websocket_message():
+    """The WebSocketMessage of the current request when it is an inbound
+    message m0serve delivered, else None."""
+    if request.method != "POST" or "HTTP_M0_CHANNEL" not in request.environ:
+        return None
+    return message_from_environ(request.environ, request.get_data())
+
+
+def is_websocket_message():
+    """True when the current request is an inbound WebSocket message."""
+    return websocket_message() is not None
+
+
+def websocket_route(app, rule, **options):
+    """Register the decorated view on app (a Flask app or blueprint) for rule
+    twice: for the WebSocket handshake (websocket=True, GET) and for the
+    messages m0serve posts to it (POST). options go to both rules."""
+    def decorator(view):
+        app.add_url_rule(rule, view_func=view, websocket=True, **options)
+        app.add_url_rule(rule, view_func=view, methods=["POST"], **options)
+        return view
+    return decorator

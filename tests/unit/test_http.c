@@ -57,6 +57,30 @@ static struct outcome parse(const char *raw, size_t n, size_t step, struct m0_re
     return o;
 }
 
+/* M0-* fields from a client never reach the request an application sees
+ * (issue 10: a plain HTTP client cannot forge a WebSocket message). */
+static void test_client_m0_fields_are_dropped(void **state)
+{
+    (void)state;
+    static const char raw[] = "POST /chat HTTP/1.1\r\nHost: x\r\nM0-Channel: room\r\nm0-slot: 3\r\n"
+                              "X-Keep: 1\r\nM0-OPCODE: text\r\nM0-Hold: websocket\r\nContent-Length: 2\r\n\r\nhi";
+    for (size_t step = 0; step <= 1; step++) {
+        struct m0_req r;
+        struct m0_http h;
+        struct outcome o = parse(raw, sizeof raw - 1, step, &r, &h, &lim);
+        assert_int_equal(o.rc, M0_DONE);
+        assert_int_equal(r.nhdrs, 3);
+        assert_null(m0_req_header(&r, "m0-channel"));
+        assert_null(m0_req_header(&r, "m0-slot"));
+        assert_null(m0_req_header(&r, "m0-opcode"));
+        assert_null(m0_req_header(&r, "m0-hold"));
+        assert_non_null(m0_req_header(&r, "x-keep"));
+        assert_int_equal(r.body_len, 2);
+        m0_http_free(&h);
+        m0_req_free(&r);
+    }
+}
+
 static void test_case_table(void **state)
 {
     (void)state;
@@ -366,6 +390,7 @@ int main(void)
         cmocka_unit_test(test_endless_method_hits_head_limit),
         cmocka_unit_test(test_connect_is_501_with_authority),
         cmocka_unit_test(test_body_spills_to_file),
+        cmocka_unit_test(test_client_m0_fields_are_dropped),
         cmocka_unit_test(test_headers_trimmed_and_found),
         cmocka_unit_test(test_request_line_without_version_rejected),
         cmocka_unit_test(test_connect_refused_body_never_parsed_as_request),

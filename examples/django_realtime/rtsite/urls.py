@@ -8,4 +8,7 @@ urlpatterns = [
     path("publish", views.publish),
     path("pid", views.pid),
     path("slow", views.slow),
+    path("chat", views.chat),
+    path("ws/chat", views.ws_chat),
+    path("ws/echo", views.ws_echo),
 ]

@@ -1,0 +1,60 @@
+"""What the Django and Flask WebSocket helpers share (stdlib only).
+
+Under ``m0serve --realtime`` an inbound WebSocket message reaches the view
+that approved the socket as an ordinary POST: the payload is the body, and
+three headers the server sets say what it is — ``M0-Channel`` (the channel
+the socket joined), ``M0-Slot`` (the socket's connection slot in its
+worker) and ``M0-Opcode`` (``text`` or ``binary``). The server removes every
+``M0-*`` header a client sends, so they cannot be forged under m0serve.
+Under any other server these helpers never recognise a message: the
+headers could have come from anyone.
+"""
+
+from collections import namedtuple
+
+__all__ = ["WebSocketMessage", "under_m0serve_realtime", "message_from_environ",
+           "approval_headers", "DEGRADED_BODY"]
+
+WebSocketMessage = namedtuple("WebSocketMessage", "channel slot opcode payload")
+WebSocketMessage.__doc__ = """One inbound WebSocket message: channel (str), slot (int), opcode
+("text" or "binary") and payload (str for text, bytes for binary)."""
+
+DEGRADED_BODY = ("This endpoint is a WebSocket: it needs m0serve --realtime "
+                 "(see m0serve's README, Realtime).\n")
+
+
+def under_m0serve_realtime():
+    """True when this process is an m0serve worker with --realtime (where
+    M0-* request headers can only come from the server itself)."""
+    try:
+        import m0                       # the server's built-in module
+    except ImportError:
+        return False
+    return bool(m0.enabled())
+
+
+def message_from_environ(environ, body):
+    """A WebSocketMessage when environ is an inbound-message POST made by
+    m0serve, else None. body: the request body (bytes)."""
+    if environ.get("REQUEST_METHOD") != "POST":
+        return None
+    channel = environ.get("HTTP_M0_CHANNEL")
+    opcode = environ.get("HTTP_M0_OPCODE")
+    slot = environ.get("HTTP_M0_SLOT")
+    if channel is None or opcode not in ("text", "binary") or slot is None:
+        return None
+    if not under_m0serve_realtime():
+        return None
+    payload = body.decode("utf-8") if opcode == "text" else bytes(body)
+    return WebSocketMessage(channel, int(slot), opcode, payload)
+
+
+def approval_headers(channel, protocol=None):
+    """The response headers that approve a WebSocket upgrade on channel,
+    with the chosen subprotocol (one the client offered) if any."""
+    if not isinstance(channel, str) or not channel:
+        raise ValueError("channel must be a non-empty str")
+    headers = {"M0-Hold": "websocket", "M0-Channel": channel}
+    if protocol is not None:
+        headers["M0-WebSocket-Protocol"] = protocol
+    return headers
