@@ -153,7 +153,7 @@ smoke-django-realtime: m0serve venv
 	$(Q)$(VPY) -m pytest tests/e2e/test_realtime.py tests/e2e/test_realtime_edges.py -q
 
 smoke-asgi: m0serve venv
-	$(Q)$(VPY) -m pytest tests/e2e/test_asgi.py -q
+	$(Q)$(VPY) -m pytest tests/e2e/test_asgi.py tests/e2e/test_asgi_ws.py -q
 
 smoke-streaming: m0serve venv
 	$(Q)$(VPY) -m pytest tests/e2e/test_streaming.py -q

@@ -61,15 +61,6 @@ struct m0_exec {
     unsigned id;
 };
 
-/* The job's ASGI state (job->rstate[M0_ASGI_ID]). */
-#define M0_ASGI_ID 1
-struct asgi_job {
-    uint64_t read_off;             /* request body bytes handed to receive() */
-    struct m0_buf held;            /* a hold's body, held back until its last message */
-    uint8_t started;               /* http.response.start was sent (job->head is set) */
-    uint8_t done;                  /* the response is complete: the job is the loop's again */
-};
-
 #define MAX_EXECS 16
 static struct m0_exec *execs[MAX_EXECS];
 static unsigned nexecs;
@@ -104,13 +95,12 @@ static void asgi_wake(struct m0_job *job)
 
 /* --------------------------------------------------------- job lookup */
 
-/* The running ASGI job of slot, or NULL with RuntimeError set. */
-static struct m0_job *job_of(unsigned long slot)
+struct m0_job *m0_asgi_job_of(unsigned long slot)
 {
     struct m0_server *s = m0_server_current;
     struct m0_job *job = s != NULL && slot < s->nconns ? s->jobs[slot] : NULL;
     if (job == NULL || job->target == NULL || job->target->runner != &m0_asgi_runner ||
-        job->rstate[M0_ASGI_ID] == NULL || ((struct asgi_job *)job->rstate[M0_ASGI_ID])->done ||
+        job->rstate[M0_ASGI_ID] == NULL || ((struct m0_asgi_job *)job->rstate[M0_ASGI_ID])->done ||
         atomic_load(&job->run_state) != M0_JOB_RUNNING) {
         PyErr_Format(PyExc_RuntimeError, "ASGI: slot %lu has no request in flight", slot);
         return NULL;
@@ -118,9 +108,9 @@ static struct m0_job *job_of(unsigned long slot)
     return job;
 }
 
-static void post_done(struct m0_job *job)
+void m0_asgi_done(struct m0_job *job)
 {
-    struct asgi_job *aj = job->rstate[M0_ASGI_ID];
+    struct m0_asgi_job *aj = job->rstate[M0_ASGI_ID];
     aj->done = 1;
     struct m0_completion c = {.slot = job->slot, .gen = job->gen, .kind = M0_CPL_DONE, .rc = M0_DONE};
     m0_loop_post(job->loop, &c);
@@ -156,10 +146,10 @@ static PyObject *py_take(PyObject *self, PyObject *arg)
                 continue;
             }
             if (job->rstate[M0_ASGI_ID] == NULL) {
-                job->rstate[M0_ASGI_ID] = m0_xmalloc(sizeof(struct asgi_job));
-                memset(job->rstate[M0_ASGI_ID], 0, sizeof(struct asgi_job));
+                job->rstate[M0_ASGI_ID] = m0_xmalloc(sizeof(struct m0_asgi_job));
+                memset(job->rstate[M0_ASGI_ID], 0, sizeof(struct m0_asgi_job));
             }
-            struct asgi_job *aj = job->rstate[M0_ASGI_ID];
+            struct m0_asgi_job *aj = job->rstate[M0_ASGI_ID];
             m0_buf_free(&aj->held);
             memset(aj, 0, sizeof *aj);
             m0_head_reset(&job->head);
@@ -202,11 +192,13 @@ static size_t unquote(const char *s, size_t n, char *dst)
     return o;
 }
 
-/* scope(slot) -> dict: the HTTP connection scope (ASGI HTTP 2.4). */
+/* scope(slot) -> dict | None: the connection scope — HTTP (ASGI HTTP 2.4),
+ * or websocket for an opening handshake (asgi_ws.c; None when the handshake
+ * is invalid: the 400/426 is answered and the job is the loop's again). */
 static PyObject *py_scope(PyObject *self, PyObject *arg)
 {
     (void)self;
-    struct m0_job *job = job_of(PyLong_AsUnsignedLong(arg));
+    struct m0_job *job = m0_asgi_job_of(PyLong_AsUnsignedLong(arg));
     if (job == NULL)
         return NULL;
     struct m0_exec *x = job->target->rstate;
@@ -269,6 +261,11 @@ static PyObject *py_scope(PyObject *self, PyObject *arg)
             goto fail;
         Py_CLEAR(v);
     }
+    if (m0_asgi_is_websocket(r)) {
+        v = m0_asgi_ws_scope(job, scope);
+        Py_DECREF(scope);
+        return v;
+    }
     return scope;
 fail:
     Py_XDECREF(v);
@@ -287,10 +284,10 @@ static PyObject *py_read(PyObject *self, PyObject *args)
     Py_ssize_t max;
     if (!PyArg_ParseTuple(args, "kn:read", &slot, &max))
         return NULL;
-    struct m0_job *job = job_of(slot);
+    struct m0_job *job = m0_asgi_job_of(slot);
     if (job == NULL)
         return NULL;
-    struct asgi_job *aj = job->rstate[M0_ASGI_ID];
+    struct m0_asgi_job *aj = job->rstate[M0_ASGI_ID];
     if (job->ch.body_lazy && !(m0_job_poll(job, M0_WAIT_BODY) & M0_WAIT_BODY))
         Py_RETURN_NONE;
     if (job->ch.body_error || (job->ch.body_lazy && !job->ch.body_done)) {
@@ -327,10 +324,45 @@ static PyObject *py_poll(PyObject *self, PyObject *args)
     unsigned int want;
     if (!PyArg_ParseTuple(args, "kI:poll", &slot, &want))
         return NULL;
-    struct m0_job *job = job_of(slot);
+    struct m0_job *job = m0_asgi_job_of(slot);
     if (job == NULL)
         return NULL;
     return PyLong_FromUnsignedLong(m0_job_poll(job, want));
+}
+
+int m0_asgi_add_headers(struct m0_job *job, PyObject *headers)
+{
+    PyObject *it = PyObject_GetIter(headers);
+    if (it == NULL)
+        return M0_ERR;
+    PyObject *pair;
+    while ((pair = PyIter_Next(it)) != NULL) {
+        PyObject *seq = PySequence_Fast(pair, "a header must be a (name, value) pair of bytes");
+        Py_DECREF(pair);
+        if (seq == NULL || PySequence_Fast_GET_SIZE(seq) != 2 ||
+            !PyBytes_Check(PySequence_Fast_GET_ITEM(seq, 0)) || !PyBytes_Check(PySequence_Fast_GET_ITEM(seq, 1))) {
+            if (seq != NULL)
+                PyErr_SetString(PyExc_TypeError, "a header must be a (name, value) pair of bytes");
+            Py_XDECREF(seq);
+            Py_DECREF(it);
+            return M0_ERR;
+        }
+        PyObject *n = PySequence_Fast_GET_ITEM(seq, 0), *v = PySequence_Fast_GET_ITEM(seq, 1);
+        const char *why = NULL;
+        int bad = !m0_http_is_token(PyBytes_AS_STRING(n), (size_t)PyBytes_GET_SIZE(n)) ||
+                  !m0_http_is_field_value(PyBytes_AS_STRING(v), (size_t)PyBytes_GET_SIZE(v)) ||
+                  m0_head_add(&job->head, PyBytes_AS_STRING(n), (size_t)PyBytes_GET_SIZE(n),
+                              PyBytes_AS_STRING(v), (size_t)PyBytes_GET_SIZE(v), &why) != M0_OK;
+        if (bad) {
+            PyErr_Format(PyExc_ValueError, "invalid header %R%s%s", seq, why ? ": " : "", why ? why : "");
+            Py_DECREF(seq);
+            Py_DECREF(it);
+            return M0_ERR;
+        }
+        Py_DECREF(seq);
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? M0_ERR : M0_OK;
 }
 
 /* start(slot, status, headers): http.response.start — the head, validated
@@ -344,51 +376,22 @@ static PyObject *py_start(PyObject *self, PyObject *args)
     PyObject *headers;
     if (!PyArg_ParseTuple(args, "kiO:start", &slot, &status, &headers))
         return NULL;
-    struct m0_job *job = job_of(slot);
+    struct m0_job *job = m0_asgi_job_of(slot);
     if (job == NULL)
         return NULL;
-    struct asgi_job *aj = job->rstate[M0_ASGI_ID];
-    if (aj->started) {
-        PyErr_SetString(PyExc_RuntimeError, "http.response.start sent twice");
+    struct m0_asgi_job *aj = job->rstate[M0_ASGI_ID];
+    if (aj->started || aj->accepted) {
+        PyErr_SetString(PyExc_RuntimeError, aj->accepted ? "an HTTP response after websocket.accept"
+                                                          : "http.response.start sent twice");
         return NULL;
     }
     if (status < 200 || status > 599) {
         PyErr_Format(PyExc_ValueError, "invalid status %d (200..599; 1xx are the server's)", status);
         return NULL;
     }
-    PyObject *it = PyObject_GetIter(headers);
-    if (it == NULL)
-        return NULL;
     m0_head_reset(&job->head);
     m0_head_status(&job->head, status, NULL, 0);
-    PyObject *pair;
-    while ((pair = PyIter_Next(it)) != NULL) {
-        PyObject *seq = PySequence_Fast(pair, "a header must be a (name, value) pair of bytes");
-        Py_DECREF(pair);
-        if (seq == NULL || PySequence_Fast_GET_SIZE(seq) != 2 ||
-            !PyBytes_Check(PySequence_Fast_GET_ITEM(seq, 0)) || !PyBytes_Check(PySequence_Fast_GET_ITEM(seq, 1))) {
-            if (seq != NULL)
-                PyErr_SetString(PyExc_TypeError, "a header must be a (name, value) pair of bytes");
-            Py_XDECREF(seq);
-            Py_DECREF(it);
-            return NULL;
-        }
-        PyObject *n = PySequence_Fast_GET_ITEM(seq, 0), *v = PySequence_Fast_GET_ITEM(seq, 1);
-        const char *why = NULL;
-        int bad = !m0_http_is_token(PyBytes_AS_STRING(n), (size_t)PyBytes_GET_SIZE(n)) ||
-                  !m0_http_is_field_value(PyBytes_AS_STRING(v), (size_t)PyBytes_GET_SIZE(v)) ||
-                  m0_head_add(&job->head, PyBytes_AS_STRING(n), (size_t)PyBytes_GET_SIZE(n),
-                              PyBytes_AS_STRING(v), (size_t)PyBytes_GET_SIZE(v), &why) != M0_OK;
-        if (bad) {
-            PyErr_Format(PyExc_ValueError, "invalid header %R%s%s", seq, why ? ": " : "", why ? why : "");
-            Py_DECREF(seq);
-            Py_DECREF(it);
-            return NULL;
-        }
-        Py_DECREF(seq);
-    }
-    Py_DECREF(it);
-    if (PyErr_Occurred())
+    if (m0_asgi_add_headers(job, headers) != M0_OK)
         return NULL;
     if (job->head.hold == M0_HOLD_STREAM && job->head.channel_len == 0) {
         PyErr_SetString(PyExc_ValueError, "M0-Hold: stream needs an M0-Channel header");
@@ -443,7 +446,7 @@ static void finish_response(struct m0_job *job)
                  job->req.method, job->req.target, (unsigned long long)job->body.sent, (long long)job->body.length);
         job->resp.flags |= M0_RESP_ABORT;
     }
-    post_done(job);
+    m0_asgi_done(job);
 }
 
 /* send(slot, body, more_body) -> bool: http.response.body. True: go on;
@@ -459,12 +462,12 @@ static PyObject *py_send(PyObject *self, PyObject *args)
     int more;
     if (!PyArg_ParseTuple(args, "ky*p:send", &slot, &body, &more))
         return NULL;
-    struct m0_job *job = job_of(slot);
+    struct m0_job *job = m0_asgi_job_of(slot);
     if (job == NULL) {
         PyBuffer_Release(&body);
         return NULL;
     }
-    struct asgi_job *aj = job->rstate[M0_ASGI_ID];
+    struct m0_asgi_job *aj = job->rstate[M0_ASGI_ID];
     if (!aj->started) {
         PyBuffer_Release(&body);
         PyErr_SetString(PyExc_RuntimeError, "http.response.body before http.response.start");
@@ -515,8 +518,8 @@ static PyObject *py_pathsend(PyObject *self, PyObject *args)
     PyObject *path;
     if (!PyArg_ParseTuple(args, "kO&:pathsend", &slot, PyUnicode_FSConverter, &path))
         return NULL;
-    struct m0_job *job = job_of(slot);
-    if (job == NULL || !((struct asgi_job *)job->rstate[M0_ASGI_ID])->started) {
+    struct m0_job *job = m0_asgi_job_of(slot);
+    if (job == NULL || !((struct m0_asgi_job *)job->rstate[M0_ASGI_ID])->started) {
         if (job != NULL)
             PyErr_SetString(PyExc_RuntimeError, "http.response.pathsend before http.response.start");
         Py_DECREF(path);
@@ -549,27 +552,35 @@ static PyObject *py_pathsend(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* fail(slot): the application raised or returned without completing the
- * response: a 500 when no head went out, else the connection is aborted. */
-static PyObject *py_fail(PyObject *self, PyObject *arg)
+/* fail(slot, status=500): the application raised or returned without
+ * completing the response: status (500; 403 for a WebSocket it did not
+ * accept, ASGI WebSocket spec 2.4 "Close") when no head went out, else the
+ * connection is aborted. */
+static PyObject *py_fail(PyObject *self, PyObject *args)
 {
     (void)self;
-    struct m0_job *job = job_of(PyLong_AsUnsignedLong(arg));
+    unsigned long slot;
+    int status = 500;
+    if (!PyArg_ParseTuple(args, "k|i:fail", &slot, &status))
+        return NULL;
+    struct m0_job *job = m0_asgi_job_of(slot);
     if (job == NULL)
         return NULL;
-    m0_buf_free(&((struct asgi_job *)job->rstate[M0_ASGI_ID])->held);
+    m0_buf_free(&((struct m0_asgi_job *)job->rstate[M0_ASGI_ID])->held);
     if (!job->body.committed) {
         m0_buf_reset(&job->resp.out);
-        m0_error_response(&job->resp.out, 500, "the application raised an error; see the server log", 1,
-                          (job->req.flags & M0_REQ_HEAD) != 0);
-        job->resp.status = 500;
+        m0_error_response(&job->resp.out, status,
+                          status == 403 ? "the application did not accept the WebSocket"
+                                        : "the application raised an error; see the server log",
+                          1, (job->req.flags & M0_REQ_HEAD) != 0);
+        job->resp.status = status;
         job->body.committed = 1;
         job->body.keep = 0;
         job->resp.flags &= ~M0_RESP_HOLD;
     } else {
         job->resp.flags |= M0_RESP_ABORT;
     }
-    post_done(job);
+    m0_asgi_done(job);
     Py_RETURN_NONE;
 }
 
@@ -600,13 +611,13 @@ static PyMethodDef methods[] = {
     {"defer", py_defer, METH_O, "defer(on): collect this thread's completions until flush()"},
     {"take", py_take, METH_O, "take(exec_id) -> [(kind, slot)]: the records on the executor's lane "
                               "(START: a request to run; WAKE: something it polled for happened)"},
-    {"scope", py_scope, METH_O, "scope(slot) -> dict: the request's HTTP scope"},
+    {"scope", py_scope, METH_O, "scope(slot) -> dict | None: the HTTP or websocket scope (None: refused)"},
     {"read", py_read, METH_VARARGS, "read(slot, max) -> (bytes, more_body) | None (wait for a WAKE)"},
     {"poll", py_poll, METH_VARARGS, "poll(slot, want) -> have: M0_WAIT_* bits; the rest armed"},
     {"start", py_start, METH_VARARGS, "start(slot, status, headers): http.response.start"},
     {"send", py_send, METH_VARARGS, "send(slot, body, more_body) -> bool (False: wait for credit)"},
     {"pathsend", py_pathsend, METH_VARARGS, "pathsend(slot, path): the file by sendfile"},
-    {"fail", py_fail, METH_O, "fail(slot): 500 before the head, an aborted connection after"},
+    {"fail", py_fail, METH_VARARGS, "fail(slot, status=500): status before the head, an aborted connection after"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -623,9 +634,10 @@ PyObject *m0_asgi_module_init(void)
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
-    if (PyModule_AddIntConstant(m, "START", REC_START) || PyModule_AddIntConstant(m, "WAKE", REC_WAKE) ||
+    if (PyModule_AddFunctions(m, m0_asgi_ws_methods) == -1 || PyModule_AddIntConstant(m, "START", REC_START) || PyModule_AddIntConstant(m, "WAKE", REC_WAKE) ||
         PyModule_AddIntConstant(m, "WAIT_CREDIT", M0_WAIT_CREDIT) ||
-        PyModule_AddIntConstant(m, "WAIT_BODY", M0_WAIT_BODY) || PyModule_AddIntConstant(m, "WAIT_GONE", M0_WAIT_GONE)) {
+        PyModule_AddIntConstant(m, "WAIT_BODY", M0_WAIT_BODY) || PyModule_AddIntConstant(m, "WAIT_GONE", M0_WAIT_GONE) ||
+        PyModule_AddIntConstant(m, "WAIT_MSG", M0_WAIT_MSG)) {
         Py_DECREF(m);
         return NULL;
     }

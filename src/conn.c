@@ -127,6 +127,7 @@ void m0_conn_close(struct m0_server *s, struct m0_conn *c)
         atomic_compare_exchange_strong(&job->run_state, &queued, M0_JOB_CANCELLED);
         m0_job_gone(job);
         m0_conn_set_state(s, c, M0_CONN_ORPHAN);
+        s->norphans++;
         return;
     }
     if (c->flags & C_MORE) {

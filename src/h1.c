@@ -575,6 +575,12 @@ void m0_h1_on_complete(struct m0_loop *l, const struct m0_completion *done, void
         return;
     switch (done->kind) {
     case M0_CPL_PART:
+        if (c->flags & C_UPGRADED) {
+            /* Frames from the runner of an accepted socket (dropped if it was refused). */
+            if (c->hold != NULL && c->hold->ws != NULL)
+                m0_ws_hold_on_part(s, c);
+            return;
+        }
         /* A streaming runner handed over body bytes; it keeps the job. */
         if (c->state != M0_CONN_RUN && c->state != M0_CONN_WRITE)
             return;
@@ -588,6 +594,18 @@ void m0_h1_on_complete(struct m0_loop *l, const struct m0_completion *done, void
         if (c->state == M0_CONN_RUN || c->state == M0_CONN_WRITE)
             send_continue(s, c);
         return;
+    case M0_CPL_UPGRADE:
+        /* An asynchronous runner accepted a WebSocket: the 101 and the
+         * hold, as for a view's approval; the runner keeps the job. */
+        if (c->state == M0_CONN_RUN) {
+            c->flags |= C_UPGRADED;
+            after_run(s, c, M0_DONE);
+        }
+        return;
+    case M0_CPL_TAKEN:
+        if ((c->flags & C_UPGRADED) && c->hold != NULL && c->hold->ws != NULL)
+            m0_ws_hold_on_taken(s, c);
+        return;
     default:
         break;
     }
@@ -595,6 +613,7 @@ void m0_h1_on_complete(struct m0_loop *l, const struct m0_completion *done, void
     if (job->target != NULL)
         m0_target_stats_of(&m0_targets, job->target)->in_flight--;
     if (c->state == M0_CONN_ORPHAN) {
+        s->norphans--;
         /* The client left while the job ran: the runner is done with the
          * job (close() included), so the slot is free at last. */
         m0_conn_set_state(s, c, M0_CONN_CLOSING);
@@ -605,6 +624,14 @@ void m0_h1_on_complete(struct m0_loop *l, const struct m0_completion *done, void
     if (c->flags & C_WS_MSG) {
         /* An inbound WebSocket message's view returned (wshold.c). */
         m0_ws_hold_on_complete(s, c);
+        return;
+    }
+    if (c->flags & C_UPGRADED) {
+        /* The runner of an accepted socket ended: wshold.c closes the
+         * socket if it is still held; a refused or finished one owes nothing. */
+        c->flags &= ~C_UPGRADED;
+        if (c->hold != NULL && c->hold->ws != NULL)
+            m0_ws_hold_on_done(s, c);
         return;
     }
     if (atomic_load(&job->run_state) == M0_JOB_CANCELLED)

@@ -152,6 +152,13 @@ void m0_hold_send(struct m0_server *s, struct m0_conn *c, const char *p, size_t 
     }
 }
 
+void m0_hold_send_owed(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
+{
+    s->rt->replaying = 1;
+    m0_hold_send(s, c, p, n);
+    s->rt->replaying = 0;
+}
+
 /* The end of a corked pass: one write per connection touched. */
 static void cork_flush(struct m0_server *s)
 {
@@ -299,26 +306,38 @@ static void rt_hook(struct m0_loop *l, void *ctx)
         m0_loop_wake_at(l, at);
 }
 
-int m0_rt_start(struct m0_server *s)
+void m0_rt_init(struct m0_server *s)
 {
     const struct m0_config *cfg = s->cfg;
-    if (m0_bus_current == NULL)
-        return M0_ERR;
+    if (s->rt != NULL)
+        return;
     struct m0_realtime *rt = m0_xmalloc(sizeof *rt);
     memset(rt, 0, sizeof *rt);
     s->rt = rt;
-    rt->bus_fd = m0_bus_current->read_fds[m0_bus_index];
-    rt->buf = m0_xmalloc(M0_BUS_MAX_DGRAM + 1);
+    rt->bus_fd = -1;
     rt->corked = m0_xmalloc(s->nconns * sizeof *rt->corked);
     rt->heartbeat_ms = (uint64_t)(cfg->heartbeat * 1000);
     rt->outbox_limit = (size_t)cfg->outbox_limit;
+    rt->reg = m0_registry_new(s->nconns, (unsigned)cfg->replay, (size_t)cfg->replay_bytes, 0);
+    m0_registry_set_budget(rt->reg, FANOUT_BUDGET);
+    m0_registry_set_journal_cap(rt->reg, (size_t)cfg->replay_total);
+    m0_order_init(&rt->order, 1);
+}
+
+int m0_rt_start(struct m0_server *s)
+{
+    if (m0_bus_current == NULL)
+        return M0_ERR;
+    m0_rt_init(s);
+    struct m0_realtime *rt = s->rt;
+    rt->bus_fd = m0_bus_current->read_fds[m0_bus_index];
+    rt->buf = m0_xmalloc(M0_BUS_MAX_DGRAM + 1);
     /* Events numbered up to now were published before this worker could
      * journal them: a resume from below is not provably whole. And what a
      * publisher lost for our predecessor is not ours to announce. */
     uint64_t newest = m0_bus_last_id();
-    rt->reg = m0_registry_new(s->nconns, (unsigned)cfg->replay, (size_t)cfg->replay_bytes, newest);
-    m0_registry_set_budget(rt->reg, FANOUT_BUDGET);
-    m0_registry_set_journal_cap(rt->reg, (size_t)cfg->replay_total);
+    m0_registry_raise_floor(rt->reg, newest);
+    m0_order_free(&rt->order);
     m0_order_init(&rt->order, newest + 1);
     rt->seen_lost = rt->noticed = m0_bus_lost(m0_bus_index);
     if (m0_broker != NULL) {
@@ -444,7 +463,12 @@ int m0_hold_subscribe(struct m0_server *s, struct m0_conn *c)
     uint32_t slot = m0_conn_slot(s, c);
     /* A worker on its way out holds nothing new (its bus is about to be its
      * replacement's): the caller's 503 sends the client back. */
-    if (rt == NULL || atomic_load(&s->draining) || !rt->reading)
+    if (rt == NULL || atomic_load(&s->draining))
+        return M0_ERR;
+    /* A channel needs the bus (or the broker) being read; a socket an
+     * asynchronous runner accepted without one needs neither. */
+    int subscribe = job->head.channel_len > 0;
+    if (subscribe && !rt->reading)
         return M0_ERR;
     if (job->head.hold == M0_HOLD_WEBSOCKET) {
         if (m0_ws_hold_begin(s, c) != M0_OK)
@@ -454,6 +478,8 @@ int m0_hold_subscribe(struct m0_server *s, struct m0_conn *c)
         memset(c->hold, 0, sizeof *c->hold);
     }
     c->hold->target = job->target;
+    if (!subscribe)
+        return M0_OK;
     uint64_t newest = m0_bus_last_id();
     uint64_t last = job->hold_last_id;
     int quiet = 0;
@@ -583,7 +609,7 @@ void m0_hold_release(struct m0_server *s, struct m0_conn *c)
             s->rt->st.websockets--;
     }
     if (c->hold->ws != NULL)
-        m0_ws_hold_free(c->hold->ws);
+        m0_ws_hold_release(s, c);
     m0_buf_free(&c->hold->outbox);
     free(c->hold);
     c->hold = NULL;

@@ -33,6 +33,7 @@ void m0_job_free(struct m0_job *job)
     m0_resp_free(&job->resp);
     m0_head_free(&job->head);
     m0_buf_free(&job->ch.q);
+    m0_buf_free(&job->ch.inq);
     pthread_mutex_destroy(&job->ch.lock);
     pthread_cond_destroy(&job->ch.cond);
     for (int i = 0; i < M0_RUNNER_MAX; i++)
@@ -51,6 +52,10 @@ void m0_job_reset(struct m0_job *job)
     job->ch.unwritten = 0;
     job->ch.posted = job->ch.waiting = job->ch.gone = 0;
     job->ch.body_lazy = job->ch.body_wanted = job->ch.body_done = job->ch.body_error = 0;
+    m0_buf_free(&job->ch.inq);
+    job->ch.in_count = 0;
+    job->ch.closing = job->ch.close_reason_len = 0;
+    job->ch.close_code = job->ch.peer_code = 0;
     job->target = NULL;
     job->inl = NULL;
     job->wake = NULL;
@@ -221,7 +226,7 @@ void m0_job_gone(struct m0_job *job)
     struct m0_jobchan *ch = &job->ch;
     pthread_mutex_lock(&ch->lock);
     ch->gone = 1;
-    notify(job, M0_WAIT_CREDIT | M0_WAIT_BODY | M0_WAIT_GONE);
+    notify(job, M0_WAIT_CREDIT | M0_WAIT_BODY | M0_WAIT_GONE | M0_WAIT_MSG);
     pthread_mutex_unlock(&ch->lock);
 }
 
@@ -246,6 +251,8 @@ unsigned m0_job_poll(struct m0_job *job, unsigned want)
     } else {
         if ((want & M0_WAIT_CREDIT) && m0_buf_unread(&ch->q) + ch->unwritten <= M0_JOB_WINDOW)
             have |= M0_WAIT_CREDIT;
+        if ((want & M0_WAIT_MSG) && ch->in_count > 0)
+            have |= M0_WAIT_MSG;
         if (want & M0_WAIT_BODY) {
             if (!ch->body_lazy || ch->body_done || ch->body_error) {
                 have |= M0_WAIT_BODY;
@@ -270,4 +277,120 @@ void m0_job_lock(struct m0_job *job)
 void m0_job_unlock(struct m0_job *job)
 {
     pthread_mutex_unlock(&job->ch.lock);
+}
+
+/* ------------------------------------------------ a runner's WebSocket */
+
+int m0_job_push_raw(struct m0_job *job, const void *head, size_t hn, const void *body, size_t bn)
+{
+    struct m0_jobchan *ch = &job->ch;
+    int notify_loop = 0, gone;
+    pthread_mutex_lock(&ch->lock);
+    gone = ch->gone || ch->closing;
+    if (!gone) {
+        m0_buf_append(&ch->q, head, hn);
+        m0_buf_append(&ch->q, body, bn);
+        notify_loop = !ch->posted;
+        ch->posted = 1;
+    }
+    pthread_mutex_unlock(&ch->lock);
+    if (notify_loop)
+        post(job, M0_CPL_PART);
+    return gone ? M0_ERR : M0_OK;
+}
+
+int m0_job_close_socket(struct m0_job *job, unsigned code, const char *reason, size_t len)
+{
+    struct m0_jobchan *ch = &job->ch;
+    int notify_loop = 0, gone;
+    if (len > M0_WS_REASON_MAX)
+        len = M0_WS_REASON_MAX;
+    pthread_mutex_lock(&ch->lock);
+    gone = ch->gone || ch->closing;
+    if (!gone) {
+        ch->closing = 1;
+        ch->close_code = (uint16_t)code;
+        memcpy(ch->close_reason, reason, len);
+        ch->close_reason_len = (uint8_t)len;
+        notify_loop = !ch->posted;
+        ch->posted = 1;
+    }
+    pthread_mutex_unlock(&ch->lock);
+    if (notify_loop)
+        post(job, M0_CPL_PART);
+    return gone ? M0_ERR : M0_OK;
+}
+
+/* A message in inq: opcode (1 byte), length (4 bytes, host order), bytes. */
+#define MSG_HEAD 5
+
+int m0_job_msg_take(struct m0_job *job, int (*take)(void *ctx, int opcode, const char *p, size_t n), void *ctx,
+                    unsigned *code)
+{
+    struct m0_jobchan *ch = &job->ch;
+    int rc, taken_all = 0;
+    pthread_mutex_lock(&ch->lock);
+    if (ch->in_count == 0) {
+        rc = ch->gone ? -1 : 0;
+        *code = ch->peer_code ? ch->peer_code : 1006;
+    } else {
+        const char *m = ch->inq.data + ch->inq.off;
+        uint32_t len;
+        memcpy(&len, m + 1, sizeof len);
+        if (take(ctx, (unsigned char)m[0], m + MSG_HEAD, len) != 0) {
+            rc = -2;
+        } else {
+            rc = 1;
+            m0_buf_consume(&ch->inq, MSG_HEAD + (size_t)len);
+            if (--ch->in_count == 0) {
+                m0_buf_reset(&ch->inq);
+                if (ch->inq.cap > 64 * 1024)
+                    m0_buf_free(&ch->inq);
+                taken_all = !ch->gone;
+            }
+        }
+    }
+    pthread_mutex_unlock(&ch->lock);
+    if (taken_all)
+        post(job, M0_CPL_TAKEN);     /* the loop offers the next batch */
+    return rc;
+}
+
+void m0_job_offer(struct m0_job *job, int opcode, const void *p, size_t n)
+{
+    struct m0_jobchan *ch = &job->ch;
+    char head[MSG_HEAD];
+    uint32_t len = (uint32_t)n;
+    head[0] = (char)opcode;
+    memcpy(head + 1, &len, sizeof len);
+    pthread_mutex_lock(&ch->lock);
+    m0_buf_append(&ch->inq, head, sizeof head);
+    m0_buf_append(&ch->inq, p, n);
+    ch->in_count++;
+    notify(job, M0_WAIT_MSG);
+    pthread_mutex_unlock(&ch->lock);
+}
+
+int m0_job_take_close(struct m0_job *job, unsigned *code, char *reason, size_t *rlen)
+{
+    struct m0_jobchan *ch = &job->ch;
+    pthread_mutex_lock(&ch->lock);
+    int closing = ch->closing;
+    if (closing) {
+        *code = ch->close_code;
+        *rlen = ch->close_reason_len;
+        memcpy(reason, ch->close_reason, ch->close_reason_len);
+    }
+    pthread_mutex_unlock(&ch->lock);
+    return closing;
+}
+
+void m0_job_socket_gone(struct m0_job *job, unsigned code)
+{
+    struct m0_jobchan *ch = &job->ch;
+    pthread_mutex_lock(&ch->lock);
+    if (!ch->gone && ch->peer_code == 0)
+        ch->peer_code = (uint16_t)code;
+    pthread_mutex_unlock(&ch->lock);
+    m0_job_gone(job);
 }

@@ -103,6 +103,7 @@ static void go(struct serve *v)
         m0_loop_stop(s->loop);
         return;
     }
+    m0_rt_init(s);           /* holds need it even without the bus (an ASGI app's WebSockets) */
     if (s->cfg->realtime && m0_rt_start(s) != M0_OK) {
         m0_error("cannot start the realtime bus");
         v->rc = M0_EXIT_FAIL;
@@ -163,10 +164,14 @@ static void serve_hook(struct m0_loop *l, void *ctx)
     }
     m0_conn_release_closed(s);
     if (atomic_load(&s->draining)) {
-        if (s->nactive == 0) {
+        /* Done when every connection is closed and every runner has
+         * returned its job: an ASGI app sees its sockets' disconnect (and a
+         * view whose client left finishes) before lifespan shutdown. */
+        if (s->nactive == 0 && s->norphans == 0) {
             m0_loop_stop(l);
         } else if (now >= s->drain_deadline) {
-            m0_warn("graceful timeout: closing %u connection(s) still in flight", s->nactive);
+            m0_warn("graceful timeout: closing %u connection(s) still in flight (%u application task(s) "
+                    "still running)", s->nactive, s->norphans);
             s->abandoned = 1;
             m0_loop_stop(l);
         }

@@ -67,6 +67,8 @@ static __thread struct {
     struct m0_buf data;              /* scratch */
 } cache;
 
+static void ws_free(struct m0_wshold *ws);
+
 static uint64_t now_ms(struct m0_server *s)
 {
     return m0_loop_now(s->loop);
@@ -120,7 +122,8 @@ int m0_ws_hold_begin(struct m0_server *s, struct m0_conn *c)
                  job->req.method, job->req.target, h->ws_protocol);
         return refuse(job, 500, "the application chose a subprotocol the client did not offer");
     }
-    if (job->target->runner->message == NULL) {
+    const struct m0_runner *r = job->target->runner;
+    if (r->message == NULL && r->submit == NULL) {
         m0_error("%s %s: a %s target cannot take WebSocket messages: 500", job->req.method, job->req.target,
                  job->target->runner->name);
         return refuse(job, 500, "this application cannot hold WebSockets");
@@ -139,7 +142,11 @@ int m0_ws_hold_begin(struct m0_server *s, struct m0_conn *c)
     memset(ws, 0, sizeof *ws);
     m0_ws_parser_init(&ws->parser, s->cfg->ws_max_message);
     ws->target = job->target;
-    ws->req = m0_ws_snapshot_new(&job->req);
+    /* An asynchronous runner keeps the job and takes messages as they are;
+     * a synchronous one gets each as a request made from the handshake's. */
+    ws->owned = r->submit != NULL;
+    if (!ws->owned)
+        ws->req = m0_ws_snapshot_new(&job->req);
     ws->channel_len = h->channel_len;
     memcpy(ws->channel, h->channel, h->channel_len);
     ws->channel[h->channel_len] = '\0';
@@ -151,17 +158,25 @@ int m0_ws_hold_begin(struct m0_server *s, struct m0_conn *c)
 
 /* ---------------------------------------------------------- sending */
 
-/* Queue our close frame; nothing else is sent after it (§5.5.1). */
-static void send_close(struct m0_server *s, struct m0_conn *c, unsigned code, const char *why)
+/* Queue our close frame (why: wlen bytes, at most 123); nothing else is
+ * sent after it (§5.5.1). */
+static void send_close_n(struct m0_server *s, struct m0_conn *c, unsigned code, const char *why, size_t wlen)
 {
     struct m0_wshold *ws = c->hold->ws;
     if (ws->close_sent)
         return;
     char frame[M0_WS_CONTROL_MAX + 2];
     struct m0_buf b = {.data = frame, .cap = sizeof frame};
-    m0_ws_close_frame(&b, code == M0_WS_CLOSE_NO_STATUS ? 0 : code, why, why ? strlen(why) : 0);
+    m0_ws_close_frame(&b, code == M0_WS_CLOSE_NO_STATUS ? 0 : code, why, wlen);
     m0_hold_send(s, c, b.data, b.len);
     ws->close_sent = 1;
+    if (ws->end_code == 0)
+        ws->end_code = (uint16_t)code;
+}
+
+static void send_close(struct m0_server *s, struct m0_conn *c, unsigned code, const char *why)
+{
+    send_close_n(s, c, code, why, why ? strlen(why) : 0);
 }
 
 /* Our close frame is out: shut our side and let LINGER wait for the
@@ -317,6 +332,24 @@ static void job_done(struct m0_job *job)
 
 static void process_input(struct m0_server *s, struct m0_conn *c, const char *p, size_t n);
 
+/* An owned socket: every queued message into the runner's channel at once;
+ * the next batch when it has taken them all (M0_CPL_TAKEN). */
+static void offer_all(struct m0_conn *c)
+{
+    struct m0_wshold *ws = c->hold->ws;
+    while (ws->q_head != NULL) {
+        struct m0_wsmsg *m = ws->q_head;
+        ws->q_head = m->next;
+        m0_job_offer(c->job, m->opcode, m->payload.data, m->payload.len);
+        m0_buf_free(&m->payload);
+        free(m);
+    }
+    ws->q_tail = NULL;
+    ws->q_len = 0;
+    ws->q_bytes = 0;
+    ws->in_flight = 1;
+}
+
 /*
  * Hand queued messages to the runner, one at a time (and read what waited
  * while the queue was full). A target without a pool runs it here, on the
@@ -328,8 +361,8 @@ static void drive(struct m0_server *s, struct m0_conn *c)
         if (c->state != M0_CONN_HELD || c->hold == NULL || (c->flags & C_DOOMED))
             return;
         struct m0_wshold *ws = c->hold->ws;
-        if (ws->close_sent) {
-            queue_clear(ws);
+        if (ws->close_sent || ws->runner_done) {
+            queue_clear(ws);            /* nobody will take them */
             return;
         }
         if (ws->in_flight)
@@ -347,6 +380,10 @@ static void drive(struct m0_server *s, struct m0_conn *c)
                     continue;
                 }
             }
+            return;
+        }
+        if (ws->owned) {
+            offer_all(c);
             return;
         }
         struct m0_wsmsg *m = ws->q_head;
@@ -443,6 +480,7 @@ static void process_input(struct m0_server *s, struct m0_conn *c, const char *p,
         case M0_WS_EV_CLOSE:
             /* §5.5.1: answer with a close frame, echoing the code. */
             ws->close_received = 1;
+            ws->end_code = (uint16_t)ev.code;
             send_close(s, c, ev.code, NULL);
             queue_clear(ws);
             break;
@@ -500,6 +538,15 @@ void m0_ws_hold_enter(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_wshold *ws = c->hold->ws;
     ws->last_pong = now_ms(s);
+    if (ws->owned) {
+        /* What the runner sent while the 101 was going out, or its end. */
+        if (ws->runner_done)
+            m0_ws_hold_on_done(s, c);
+        else
+            m0_ws_hold_on_part(s, c);
+        if (c->state != M0_CONN_HELD || c->hold == NULL)
+            return;
+    }
     if (m0_buf_unread(&c->in) > 0) {
         /* Frames the client sent right behind its handshake. */
         struct m0_buf in = c->in;
@@ -519,6 +566,8 @@ void m0_ws_hold_on_event(struct m0_server *s, struct m0_conn *c, uint32_t ev)
         m0_conn_close(s, c);
         return;
     }
+    if ((ev & EPOLLOUT) && c->hold->ws->owned && !c->hold->ws->runner_done)
+        m0_job_credit(c->job, m0_buf_unread(&c->hold->outbox));
     if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
         read_frames(s, c);
     if (c->state == M0_CONN_HELD && (ev & (EPOLLHUP | EPOLLERR))) {
@@ -569,7 +618,73 @@ void m0_ws_hold_end(struct m0_server *s, struct m0_conn *c)
     send_close(s, c, M0_WS_CLOSE_GOING_AWAY, "server shutting down");
 }
 
-void m0_ws_hold_free(struct m0_wshold *ws)
+/* ------------------------------------------------------- owned sockets */
+
+/* Move what the runner queued (frames, then its close) to the socket. */
+static void pull(struct m0_server *s, struct m0_conn *c)
+{
+    static __thread struct m0_buf taken;
+    struct m0_wshold *ws = c->hold->ws;
+    struct m0_job *job = c->job;
+    m0_job_take(job, &taken);
+    if (m0_buf_unread(&taken) > 0 && !ws->close_sent)
+        m0_hold_send_owed(s, c, taken.data + taken.off, m0_buf_unread(&taken));
+    m0_buf_reset(&taken);
+    if (taken.cap > 256 * 1024)
+        m0_buf_free(&taken);
+    unsigned code;
+    char reason[M0_WS_REASON_MAX];
+    size_t rlen;
+    if (m0_job_take_close(job, &code, reason, &rlen))
+        send_close_n(s, c, code, reason, rlen);
+    if (!ws->runner_done && !(c->flags & C_DOOMED))
+        m0_job_credit(job, m0_buf_unread(&c->hold->outbox));
+}
+
+void m0_ws_hold_on_part(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->state != M0_CONN_HELD)
+        return;          /* the 101 is still going out: m0_ws_hold_enter pulls */
+    pull(s, c);
+    maybe_finish(s, c);
+    m0_conn_close_doomed(s);
+}
+
+void m0_ws_hold_on_taken(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->state != M0_CONN_HELD)
+        return;
+    c->hold->ws->in_flight = 0;
+    drive(s, c);
+    if (c->state == M0_CONN_HELD && c->hold != NULL)
+        maybe_finish(s, c);
+    m0_conn_close_doomed(s);
+}
+
+void m0_ws_hold_on_done(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_wshold *ws = c->hold->ws;
+    ws->runner_done = 1;
+    if (c->state != M0_CONN_HELD)
+        return;
+    pull(s, c);
+    /* An application that returns without closing: a normal closure. */
+    send_close(s, c, M0_WS_CLOSE_NORMAL, NULL);
+    queue_clear(ws);
+    maybe_finish(s, c);
+    m0_conn_close_doomed(s);
+}
+
+void m0_ws_hold_release(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_wshold *ws = c->hold->ws;
+    (void)s;
+    if (ws->owned && !ws->runner_done)
+        m0_job_socket_gone(c->job, ws->end_code ? ws->end_code : 1006);   /* 1006: no close frame (§7.1.5) */
+    ws_free(ws);
+}
+
+static void ws_free(struct m0_wshold *ws)
 {
     queue_clear(ws);
     m0_ws_parser_free(&ws->parser);

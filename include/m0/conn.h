@@ -57,6 +57,8 @@ const char *m0_conn_state_name(enum m0_conn_state st);
 #define C_LAZY_BODY   0x080u  /* the body is being read while the runner runs */
 #define C_STREAMING   0x100u  /* a pool thread streams this response (credit, disconnect) */
 #define C_WS_MSG      0x200u  /* the runner has an inbound WebSocket message of this held socket */
+#define C_UPGRADED    0x400u  /* an asynchronous runner accepted this WebSocket: the loop answered
+                                 (101, or a refusal); the runner's DONE only returns the job */
 
 struct m0_conn {
     int fd;
@@ -91,6 +93,7 @@ struct m0_server {
     struct m0_conn *doomed;        /* closed after the current fan-out */
     struct m0_conn active;         /* sentinel of the active list */
     uint32_t nactive;
+    uint32_t norphans;       /* closed slots whose job a runner still has (ORPHAN) */
     int listen_fd;
     int reserve_fd;                /* spare descriptor for the EMFILE trick */
     atomic_int draining;           /* read by runners when they commit a head */

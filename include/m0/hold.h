@@ -21,6 +21,15 @@
  * cadence, pongs, the close handshake; inbound messages go one at a time,
  * in order, to the runner of the target that gated the socket (runner.h,
  * "message"), and the view's answer comes back as one frame.
+ *
+ * An asynchronous runner (ASGI) accepts a socket itself: the loop holds it
+ * the same way (the 101, the protocol, an optional channel), but the runner
+ * keeps the job for the socket's whole life (M0_CPL_UPGRADE, job.h): its
+ * frames come through the job's channel, the socket's messages go into it
+ * in batches (m0_job_offer; the next batch when it took them all), and the
+ * socket's end reaches it with the close code (m0_job_socket_gone). Such a
+ * hold needs no bus: without --realtime (or without a channel) nothing is
+ * subscribed.
  */
 #ifndef M0_HOLD_H
 #define M0_HOLD_H
@@ -60,6 +69,9 @@ struct m0_wshold {
     uint8_t paused;                 /* the queue is full: the socket is not read */
     uint8_t close_sent;             /* our close frame is queued: nothing else is sent */
     uint8_t close_received;         /* the peer's close frame arrived */
+    uint8_t owned;                  /* an asynchronous runner keeps the job (ASGI): see above */
+    uint8_t runner_done;            /* owned: the runner posted its DONE */
+    uint16_t end_code;              /* the close code the socket ends with (the peer's, or ours) */
     uint64_t ping_at;               /* loop clock of our unanswered ping; 0: none */
     uint64_t last_pong;             /* loop clock of the last pong */
     uint16_t channel_len;
@@ -77,8 +89,13 @@ struct m0_rt_stats {
     uint64_t late;              /* events dropped as out of order past the window */
 };
 
-/* Set up --realtime for the server: registry, bus reading (registered with
- * the loop), the fan-out and reorder hooks. Returns M0_OK or M0_ERR. */
+/* The holds' state without a bus (counters, outbox limit, heartbeat, an
+ * empty registry): every worker has it, so a socket an ASGI app accepts is
+ * held with or without --realtime. Idempotent. */
+void m0_rt_init(struct m0_server *s);
+/* Set up --realtime for the server (m0_rt_init first): bus reading
+ * (registered with the loop), the fan-out and reorder hooks. Returns M0_OK
+ * or M0_ERR. */
 int m0_rt_start(struct m0_server *s);
 /* Stop reading the bus (drain: a replacement worker reads it next). */
 void m0_rt_stop_reading(struct m0_server *s);
@@ -134,6 +151,9 @@ void m0_rt_join(struct m0_server *s, struct m0_conn *c, const char *channel, siz
  * once when nothing is waiting, else appended to its bounded outbox (one
  * more than --outbox-limit behind is doomed). */
 void m0_hold_send(struct m0_server *s, struct m0_conn *c, const char *p, size_t n);
+/* The same for bytes a runner owes its socket (an ASGI app's frames): they
+ * are bounded by the runner's credit window (job.h), not --outbox-limit. */
+void m0_hold_send_owed(struct m0_server *s, struct m0_conn *c, const char *p, size_t n);
 /* Write the outbox. M0_OK (empty), M0_AGAIN (EPOLLOUT armed) or M0_ERR. */
 int m0_hold_flush(struct m0_server *s, struct m0_conn *c);
 /* The epoll interest of a held connection, with EPOLLOUT when want_out. */
@@ -152,6 +172,11 @@ uint32_t m0_hold_interest(const struct m0_conn *c, int want_out);
  *   m0_ws_hold_free (with the hold).
  * m0_ws_hold_on_complete: the runner finished a message of this slot
  *   (C_WS_MSG; any state: the socket may have closed meanwhile).
+ * For an owned socket (h1.c's completions): m0_ws_hold_on_part (frames or
+ * our close from the runner's channel), m0_ws_hold_on_taken (it took the
+ * offered messages), m0_ws_hold_on_done (the runner ended: its last frames,
+ * then our close, 1000 unless it asked for another code). m0_ws_hold_release
+ * (from m0_hold_release): tells an owning runner the socket ended, frees.
  */
 int m0_ws_hold_begin(struct m0_server *s, struct m0_conn *c);
 void m0_ws_hold_enter(struct m0_server *s, struct m0_conn *c);
@@ -159,7 +184,10 @@ void m0_ws_hold_on_event(struct m0_server *s, struct m0_conn *c, uint32_t events
 void m0_ws_hold_sweep(struct m0_server *s, struct m0_conn *c, uint64_t heartbeat_ms);
 void m0_ws_hold_deliver(struct m0_server *s, struct m0_conn *c, const char *frame, size_t n);
 void m0_ws_hold_end(struct m0_server *s, struct m0_conn *c);
-void m0_ws_hold_free(struct m0_wshold *ws);
+void m0_ws_hold_release(struct m0_server *s, struct m0_conn *c);
 void m0_ws_hold_on_complete(struct m0_server *s, struct m0_conn *c);
+void m0_ws_hold_on_part(struct m0_server *s, struct m0_conn *c);
+void m0_ws_hold_on_taken(struct m0_server *s, struct m0_conn *c);
+void m0_ws_hold_on_done(struct m0_server *s, struct m0_conn *c);
 
 #endif

@@ -41,6 +41,9 @@
 /* Bytes a streaming runner may have queued or unwritten before it waits. */
 #define M0_JOB_WINDOW (256 * 1024)
 
+/* A close frame's reason: at most 123 bytes (RFC 6455 §5.5: 125 - the code). */
+#define M0_WS_REASON_MAX 123
+
 /* Who may start the job: the loop submits it QUEUED; a pool thread moves it
  * to RUNNING, or the loop to CANCELLED when --request-timeout answers 503
  * first or the client left. The compare-and-swap decides; the loser leaves
@@ -52,12 +55,21 @@ enum m0_job_state { M0_JOB_IDLE, M0_JOB_QUEUED, M0_JOB_RUNNING, M0_JOB_CANCELLED
 #define M0_WAIT_CREDIT 0x01u    /* queued + unwritten bytes back under half the window */
 #define M0_WAIT_BODY   0x02u    /* more of a lazy request body, or its end */
 #define M0_WAIT_GONE   0x04u    /* only the client leaving */
+#define M0_WAIT_MSG    0x08u    /* an inbound WebSocket message (m0_job_offer) */
 
 /* Completion kinds, runner → loop (struct m0_completion.kind). */
 enum m0_cpl_kind {
     M0_CPL_DONE = 1,     /* the runner is finished with the job: it is the loop's again */
     M0_CPL_PART,         /* body bytes are waiting in the channel; the runner keeps the job */
     M0_CPL_CONTINUE,     /* the application wants the request body: send 100 Continue */
+    /* An asynchronous runner accepted a WebSocket (job->head carries
+     * M0-Hold: websocket, job->resp M0_RESP_HOLD): the loop answers 101 and
+     * holds the socket; the runner keeps the job, sends frames through the
+     * channel (m0_job_push_raw, m0_job_close_socket) and takes the
+     * socket's messages from it (m0_job_offer) until it posts DONE. */
+    M0_CPL_UPGRADE,
+    /* The runner took every message the loop offered: offer the next. */
+    M0_CPL_TAKEN,
 };
 
 /* The inline environment: how a runner on the loop thread itself (no pool)
@@ -85,6 +97,14 @@ struct m0_jobchan {
     uint8_t body_wanted;        /* the application asked for it: 100 is owed */
     uint8_t body_done;          /* the request message is complete */
     uint8_t body_error;         /* the body could not be received (timeout, malformed) */
+    /* A WebSocket held for an asynchronous runner (M0_CPL_UPGRADE) */
+    struct m0_buf inq;          /* loop → runner: messages, each (opcode u8, length u32, bytes) */
+    uint32_t in_count;          /* messages in inq */
+    uint8_t closing;            /* runner → loop: send our close frame (close_code, close_reason) */
+    uint8_t close_reason_len;
+    uint16_t close_code;        /* runner → loop: the close frame's code */
+    uint16_t peer_code;         /* loop → runner, once gone: the code the socket ended with */
+    char close_reason[M0_WS_REASON_MAX];
 };
 
 struct m0_job {
@@ -182,5 +202,39 @@ void m0_job_unlock(struct m0_job *job);
  * poll asks for the body (100 Continue) like m0_job_wait_body.
  */
 unsigned m0_job_poll(struct m0_job *job, unsigned want);
+
+/*
+ * A WebSocket held for an asynchronous runner (after M0_CPL_UPGRADE).
+ *
+ * Runner side. m0_job_push_raw: append head (hn bytes) then body (bn bytes)
+ * — an encoded frame — to what the loop takes next, posting a PART unless
+ * one is pending. m0_job_close_socket: ask for our close frame (code;
+ * reason at most M0_WS_REASON_MAX bytes, longer is cut), sent after every
+ * byte pushed before it; nothing is sent after it. Both return M0_OK, or
+ * M0_ERR when the socket is gone. Credit as for a body (m0_job_poll
+ * M0_WAIT_CREDIT).
+ *
+ * m0_job_msg_take: the oldest offered message, handed to take(ctx,
+ * opcode, p, n) under the channel lock (p valid only during the call; take
+ * must not block) and then dropped. Returns 1 (taken), 0 (none waiting:
+ * poll M0_WAIT_MSG to be woken), -1 (none waiting and the socket is gone:
+ * *code is the close code it ended with, RFC 6455 §7.1.5 — the peer's,
+ * 1005 for a close frame without one, 1006 when it vanished) or -2 (take
+ * returned nonzero; the message stays). Taking the last message of an offer
+ * posts M0_CPL_TAKEN.
+ *
+ * Loop side. m0_job_offer: queue one complete message (copied; wakes a
+ * runner polling for M0_WAIT_MSG). m0_job_take_close: after m0_job_take,
+ * whether the runner asked for the close frame (1: *code, *reason filled;
+ * reason at most M0_WS_REASON_MAX bytes, *rlen its length). m0_job_socket_gone:
+ * the socket ended with code (then as m0_job_gone).
+ */
+int m0_job_push_raw(struct m0_job *job, const void *head, size_t hn, const void *body, size_t bn);
+int m0_job_close_socket(struct m0_job *job, unsigned code, const char *reason, size_t len);
+int m0_job_msg_take(struct m0_job *job, int (*take)(void *ctx, int opcode, const char *p, size_t n), void *ctx,
+                    unsigned *code);
+void m0_job_offer(struct m0_job *job, int opcode, const void *p, size_t n);
+int m0_job_take_close(struct m0_job *job, unsigned *code, char *reason, size_t *rlen);
+void m0_job_socket_gone(struct m0_job *job, unsigned code);
 
 #endif

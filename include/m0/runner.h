@@ -29,6 +29,9 @@
  * gated the socket (a M0_RUN_MESSAGE lane record), or the loop thread when
  * that target has no pool. The loop hands over one message at a time per
  * socket, in order; the others wait in the socket's bounded queue.
+ * An asynchronous runner accepts sockets itself and keeps the job for the
+ * socket's life (M0_CPL_UPGRADE in job.h): its messages go through the job's
+ * channel (m0_job_offer / m0_job_msg_take), not through message.
  */
 #ifndef M0_RUNNER_H
 #define M0_RUNNER_H

@@ -27,6 +27,11 @@ import _m0asgi as _c
 
 READ_CHUNK = 64 * 1024
 DISCONNECT = {"type": "http.disconnect"}
+TEXT = 1
+
+
+class ClientDisconnected(OSError):
+    """send() on a WebSocket that has closed (ASGI 2.4: an IOError subclass)."""
 _log = logging.getLogger("m0serve.asgi")
 
 
@@ -243,6 +248,19 @@ class HTTPCycle:
     async def run(self):
         try:
             scope = _c.scope(self.slot)
+        except BaseException:
+            _report("the request's scope could not be made; answering 500")
+            self._end(failed=True)
+            return
+        if scope is None:                   # a WebSocket handshake refused in C (400/426)
+            self.complete = True
+            self.ex.cycles.pop(self.slot, None)
+            self.ex.need_flush()
+            return
+        if scope["type"] == "websocket":
+            await WebSocketCycle(self.ex, self.slot).run(scope)
+            return
+        try:
             await self.ex.app(scope, self.receive, self.send)
         except BaseException as exc:
             if self.complete:
@@ -330,3 +348,176 @@ class HTTPCycle:
             self._end()
         else:
             raise RuntimeError("unexpected ASGI message %r in an HTTP response" % kind)
+
+
+class WebSocketCycle:
+    """One WebSocket (ASGI WebSocket spec 2.4): its task, receive and send.
+
+    The C loop speaks the protocol (asgi_ws.c, wshold.c); this keeps the
+    order of the application's messages: connect first, then accept, a
+    denial response or close; after accept, messages until the socket ends.
+    """
+
+    CONNECTING, CONNECTED, CLOSING, RESPONSE, DONE = range(5)
+
+    __slots__ = ("ex", "slot", "state", "connect_sent", "code", "complete", "waiters")
+
+    def __init__(self, ex, slot):
+        self.ex = ex
+        self.slot = slot
+        self.state = self.CONNECTING
+        self.connect_sent = False
+        self.code = None            # the close code once the socket has ended
+        self.complete = False       # the job is the C loop's again
+        self.waiters = []
+        ex.cycles[slot] = self
+
+    async def run(self, scope):
+        try:
+            await self.ex.app(scope, self.receive, self.send)
+        except BaseException as exc:
+            if self.complete:
+                _report("the application raised after its WebSocket ended")
+            elif self.state == self.CONNECTING:
+                _report("the application raised before accepting the WebSocket (%s); answering 403"
+                        % type(exc).__name__)
+                self._end(_c.fail, 403)
+            elif self.state == self.RESPONSE:
+                _report("the application raised in its denial response (%s)" % type(exc).__name__)
+                self._end(_c.fail)
+            else:
+                if self.code is None:
+                    _report("the application raised with its WebSocket open (%s); closing it with 1011"
+                            % type(exc).__name__)
+                    if self.state == self.CONNECTED:
+                        _c.ws_close(self.slot, 1011, "")
+                self._end(_c.ws_end)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            return
+        if not self.complete:
+            if self.state == self.CONNECTING:
+                self._end(_c.fail, 403)      # returned without accepting: 403
+            elif self.state == self.RESPONSE:
+                sys.stderr.write("m0serve: the ASGI application returned without completing its "
+                                 "WebSocket denial response\n")
+                self._end(_c.fail)
+            else:
+                self._end(_c.ws_end)         # the loop closes it (1000) if nobody did
+
+    def _end(self, how, *args):
+        """Give the job back to the loop (how: fail or ws_end)."""
+        if not self.complete:
+            self.complete = True
+            how(self.slot, *args)
+            self.ex.need_flush()
+            if self.ex.cycles.get(self.slot) is self:
+                del self.ex.cycles[self.slot]
+        self.wake()
+
+    def wake(self):
+        waiters, self.waiters = self.waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    def _wait(self):
+        fut = self.ex.loop.create_future()
+        self.waiters.append(fut)
+        return fut
+
+    def _disconnect(self):
+        return {"type": "websocket.disconnect", "code": self.code if self.code is not None else 1006,
+                "reason": ""}
+
+    async def receive(self):
+        if not self.connect_sent:
+            self.connect_sent = True
+            return {"type": "websocket.connect"}
+        while True:
+            if self.code is not None or self.complete:
+                return self._disconnect()
+            if self.state in (self.CONNECTING, self.RESPONSE):
+                # Nothing arrives before the 101: only the client leaving.
+                if _c.poll(self.slot, _c.WAIT_GONE):
+                    self.code = 1006
+                    continue
+                await self._wait()
+                continue
+            got = _c.ws_receive(self.slot)
+            if got is None:
+                await self._wait()
+                continue
+            if type(got) is int:
+                self.code = got
+                return self._disconnect()
+            opcode, data = got
+            if opcode == TEXT:
+                return {"type": "websocket.receive", "text": data, "bytes": None}
+            return {"type": "websocket.receive", "bytes": data, "text": None}
+
+    async def send(self, message):
+        kind = message["type"]
+        if self.complete:
+            raise ClientDisconnected("ASGI message %r sent after the WebSocket ended" % kind)
+        state = self.state
+        if kind == "websocket.send":
+            if state in (self.CONNECTING, self.RESPONSE):
+                raise RuntimeError("websocket.send before websocket.accept")
+            if self.code is not None or state == self.CLOSING:
+                raise ClientDisconnected("the WebSocket is closed")
+            data = message.get("bytes")
+            if data is None:
+                data = message.get("text")
+                if data is None:
+                    raise TypeError("websocket.send needs 'bytes' or 'text'")
+            try:
+                ok = _c.ws_send(self.slot, data)
+            except OSError:
+                raise ClientDisconnected("the WebSocket is closed") from None
+            self.ex.need_flush()
+            while not ok:
+                await self._wait()
+                if self.complete or self.code is not None:
+                    return
+                ok = _c.poll(self.slot, _c.WAIT_CREDIT)
+        elif kind == "websocket.accept":
+            if state != self.CONNECTING:
+                raise RuntimeError("websocket.accept %s" % ("sent twice" if state != self.RESPONSE
+                                                           else "after a denial response started"))
+            if self.code is not None:
+                raise ClientDisconnected("the client left before the WebSocket was accepted")
+            _c.ws_accept(self.slot, message.get("subprotocol"), message.get("headers") or ())
+            self.state = self.CONNECTED
+            self.ex.need_flush()
+        elif kind == "websocket.close":
+            if state == self.CONNECTING:
+                self._end(_c.fail, 403)      # closed before accept: the handshake is refused
+            elif state == self.CONNECTED:
+                if self.code is None:
+                    _c.ws_close(self.slot, message.get("code", 1000) or 1000, message.get("reason") or "")
+                    self.ex.need_flush()
+                self.state = self.CLOSING
+            elif state == self.RESPONSE:
+                raise RuntimeError("websocket.close during a denial response")
+        elif kind == "websocket.http.response.start":
+            if state != self.CONNECTING:
+                raise RuntimeError("websocket.http.response.start after the handshake was answered")
+            _c.start(self.slot, message["status"], message.get("headers", ()))
+            self.state = self.RESPONSE
+        elif kind == "websocket.http.response.body":
+            if state != self.RESPONSE:
+                raise RuntimeError("websocket.http.response.body before websocket.http.response.start")
+            more = message.get("more_body", False)
+            ok = _c.send(self.slot, message.get("body", b""), more)
+            if more:
+                self.ex.need_flush()
+            while not ok:
+                await self._wait()
+                if self.complete:
+                    return
+                ok = _c.poll(self.slot, _c.WAIT_CREDIT)
+            if not more:
+                self._end(lambda slot: None)     # _c.send completed the response
+        else:
+            raise RuntimeError("unexpected ASGI message %r on a WebSocket" % kind)

@@ -6,6 +6,7 @@
   /stream?gate=P       StreamingResponse: "b1", then "b2" once the file P2 exists
   /sse?n=N             sse-starlette EventSourceResponse: N events
   /items/{item_id}     a path parameter
+  /ws                  WebSocketRoute: echoes text, then closes 1000 on "bye"
 """
 
 import asyncio
@@ -14,7 +15,8 @@ import os
 from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocketDisconnect
 
 
 async def json_route(request):
@@ -57,5 +59,19 @@ async def item(request):
     return JSONResponse({"item_id": request.path_params["item_id"]})
 
 
+async def ws_echo(websocket):
+    await websocket.accept()
+    try:
+        while True:
+            text = await websocket.receive_text()
+            if text == "bye":
+                await websocket.close()
+                return
+            await websocket.send_text("echo: " + text)
+    except WebSocketDisconnect:
+        pass
+
+
 app = Starlette(routes=[Route("/json", json_route), Route("/form", form, methods=["POST"]),
-                        Route("/stream", stream), Route("/sse", sse), Route("/items/{item_id}", item)])
+                        Route("/stream", stream), Route("/sse", sse), Route("/items/{item_id}", item),
+                        WebSocketRoute("/ws", ws_echo)])

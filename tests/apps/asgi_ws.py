@@ -1,0 +1,121 @@
+"""A raw ASGI 3 application for the ASGI WebSocket tests (issue 9).
+
+  /ws/echo?tag=T       accepts (subprotocol "chat" when offered), echoes text
+                       as text and bytes as bytes; the text "close:CODE" closes
+                       with CODE and reason "bye"; logs "asgi-ws: disconnect
+                       tag=T code=C" to stderr when the socket ends
+  /ws/scope            accepts and sends the scope as JSON text
+  /ws/headers          accepts with a Set-Cookie header and an M0-free extra field
+  /ws/deny             returns without accepting                 -> 403
+  /ws/close-first      websocket.close before accept              -> 403
+  /ws/raise-before     raises before accepting                    -> 403
+  /ws/raise-after      accepts, sends "x", raises                 -> close 1011
+  /ws/return           accepts, sends "bye", returns              -> close 1000
+  /ws/http-deny        a denial response (401 "no", extension)
+  /ws/big?mb=N         accepts, sends N MiB in 64 KiB binary messages, then "end"
+  /ws/hold?channel=C   accepts with M0-Channel: C (events from m0pub.publish)
+  /publish?channel=C   m0pub.publish(C, "to-sockets") -> the id
+  anything else        HTTP "plain"
+"""
+
+import json
+import sys
+from urllib.parse import parse_qs
+
+import m0pub
+
+
+def _q(scope):
+    return {k: v[0] for k, v in parse_qs(scope["query_string"].decode()).items()}
+
+
+def _jsonable(v):
+    if isinstance(v, bytes):
+        return v.decode("latin-1")
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _jsonable(x) for k, x in v.items()}
+    return v
+
+
+async def echo(scope, receive, send):
+    tag = _q(scope).get("tag", "-")
+    assert (await receive())["type"] == "websocket.connect"
+    proto = "chat" if "chat" in scope["subprotocols"] else None
+    await send({"type": "websocket.accept", "subprotocol": proto})
+    while True:
+        m = await receive()
+        if m["type"] == "websocket.disconnect":
+            sys.stderr.write("asgi-ws: disconnect tag=%s code=%s\n" % (tag, m["code"]))
+            sys.stderr.flush()
+            return
+        if m.get("text") is not None:
+            if m["text"].startswith("close:"):
+                await send({"type": "websocket.close", "code": int(m["text"][6:]), "reason": "bye"})
+                continue
+            await send({"type": "websocket.send", "text": m["text"]})
+        else:
+            await send({"type": "websocket.send", "bytes": m["bytes"]})
+
+
+async def app(scope, receive, send):
+    if scope["type"] == "lifespan":
+        while True:
+            m = await receive()
+            if m["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            else:
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    path = scope["path"]
+    if scope["type"] == "http":
+        if path == "/publish":
+            body = str(m0pub.publish(_q(scope)["channel"], "to-sockets")).encode()
+        else:
+            body = b"plain"
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": body})
+        return
+    if path == "/ws/echo":
+        return await echo(scope, receive, send)
+    await receive()                                   # websocket.connect
+    if path == "/ws/scope":
+        await send({"type": "websocket.accept"})
+        await send({"type": "websocket.send", "text": json.dumps(_jsonable({k: v for k, v in scope.items()
+                                                                          if k != "state"}))})
+        await receive()
+    elif path == "/ws/headers":
+        await send({"type": "websocket.accept", "headers": [(b"set-cookie", b"a=1; Path=/"), (b"x-extra", b"yes")]})
+        await send({"type": "websocket.send", "text": "hi"})
+        await receive()
+    elif path == "/ws/deny":
+        return
+    elif path == "/ws/close-first":
+        await send({"type": "websocket.close"})
+    elif path == "/ws/raise-before":
+        raise RuntimeError("refusing this socket by raising")
+    elif path == "/ws/raise-after":
+        await send({"type": "websocket.accept"})
+        await send({"type": "websocket.send", "text": "x"})
+        raise RuntimeError("failing after accept")
+    elif path == "/ws/return":
+        await send({"type": "websocket.accept"})
+        await send({"type": "websocket.send", "text": "bye"})
+    elif path == "/ws/http-deny":
+        await send({"type": "websocket.http.response.start", "status": 401,
+                    "headers": [(b"content-type", b"text/plain"), (b"content-length", b"2")]})
+        await send({"type": "websocket.http.response.body", "body": b"no"})
+    elif path == "/ws/big":
+        await send({"type": "websocket.accept"})
+        block = b"\x07" * 65536
+        for _ in range(int(_q(scope).get("mb", "1")) * 16):
+            await send({"type": "websocket.send", "bytes": block})
+        await send({"type": "websocket.send", "text": "end"})
+        await receive()
+    elif path == "/ws/hold":
+        channel = _q(scope)["channel"].encode()
+        await send({"type": "websocket.accept", "headers": [(b"m0-channel", channel)]})
+        await send({"type": "websocket.send", "text": "held"})
+        while (await receive())["type"] != "websocket.disconnect":
+            pass
