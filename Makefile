@@ -33,7 +33,8 @@ LDLIBS   := $(PY_LDFLAGS) -lcrypto -lpthread
 SRCS     := $(wildcard src/*.c)
 # Modules with no Python in them: linked into the C unit tests.
 PURE     := src/buf.c src/http.c src/response.c src/body.c src/log.c src/timer.c src/cli.c \
-            src/sse.c src/registry.c src/bus.c src/order.c src/health.c src/target.c
+            src/sse.c src/registry.c src/bus.c src/order.c src/health.c src/target.c \
+            src/accesslog.c src/proxy.c src/notify.c
 LLHTTP   := api.c http.c llhttp.c
 
 BUILD    ?= build/release

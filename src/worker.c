@@ -16,6 +16,7 @@
 #include "m0/conn.h"
 #include "m0/log.h"
 #include "m0/py.h"
+#include "m0/reload.h"
 #include "m0/serve.h"
 #include "m0/worker.h"
 
@@ -62,7 +63,7 @@ void m0_worker_check_forked(void)
     _exit(0);
 }
 
-void m0_worker_main(const struct m0_config *cfg, int listen_fd, int ctl_fd)
+void m0_worker_main(const struct m0_config *cfg, const int *listen_fds, int nlisten, int ctl_fd)
 {
     /* Die with the master rather than linger as an orphan. */
     prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -93,11 +94,13 @@ void m0_worker_main(const struct m0_config *cfg, int listen_fd, int ctl_fd)
 
     if (m0_py_init(cfg) != M0_OK)
         _exit(M0_EXIT_BOOT);
-    struct m0_server *s = m0_serve_new(cfg, listen_fd, sp[0], ctl_fd);
+    struct m0_server *s = m0_serve_new(cfg, listen_fds, nlisten, sp[0], ctl_fd);
     if (s == NULL)
         _exit(M0_EXIT_FAIL);
     if (m0_py_load_app(cfg, s->pool) != M0_OK)
         _exit(M0_EXIT_BOOT);     /* pool threads idle in recv: nothing to join */
+    if (cfg->reload)
+        m0_reload_start(s);      /* a failure is logged; serving goes on without it */
     m0_info("worker booted (pid %d)", (int)getpid());
     m0_serve_booted(s);
 

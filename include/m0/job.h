@@ -94,8 +94,14 @@ struct m0_job {
     uint64_t hold_start;        /* newest event id when the hold was decided */
     uint64_t hold_last_id;      /* the request's Last-Event-ID (0: none) */
     void *rstate;               /* the runner's private state (opaque here) */
+    /* The peer as accept() reported it ("" for a unix socket), and the
+     * client the request speaks for: the peer, or whom a trusted proxy
+     * names (proxy.h; set per request by the loop before dispatch). */
+    char peer_addr[INET6_ADDRSTRLEN];
+    uint16_t peer_port;
     char remote_addr[INET6_ADDRSTRLEN];
     uint16_t remote_port;
+    uint8_t https;              /* a trusted proxy says the client used https */
 };
 
 /* Allocate a job for slot (zeroed, channel initialised). Never NULL. */
