@@ -4,7 +4,8 @@
 #   make venv        .venv: the e2e suite's and the demo's Python packages (requirements/test.txt)
 #   make bench-venv  .venv-bench: the benchmark peers (requirements/bench.txt)
 #   make             build ./m0serve (release, -O2)
-#   make test        C unit tests (cmocka) + pytest end-to-end suite (in .venv)
+#   make test        C unit tests (cmocka) + pytest end-to-end suite (in .venv) + smoke-deploy
+#   make smoke-deploy pip install . in a fresh venv, the systemd unit, nginx in front
 #   make e2e-debian  the e2e suite against Debian's python3-django/-flask instead
 #   make sanitize    build/sanitize/m0serve with ASan+UBSan; run the e2e suite
 #                    against it with: M0SERVE=build/sanitize/m0serve make e2e
@@ -13,8 +14,9 @@
 #   make install PREFIX=/usr/local
 
 PYTHON   ?= /usr/bin/python3
+PYTHON_CONFIG ?= $(PYTHON)-config
 PREFIX   ?= /usr/local
-VERSION  := 0.1.0
+VERSION  := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' python/m0serve/__init__.py)
 LLHTTP_SRC ?= /usr/share/llhttp
 LLHTTP_INC ?= /usr/share/include/llhttp
 
@@ -23,8 +25,8 @@ STD      := -std=gnu11
 WARN     := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes \
             -Wundef -Wshadow -Wformat=2 -Wnull-dereference
 OPT      ?= -O2 -g
-PY_CFLAGS  = $(shell $(PYTHON)-config --includes 2>/dev/null)
-PY_LDFLAGS = $(shell $(PYTHON)-config --embed --ldflags 2>/dev/null)
+PY_CFLAGS  = $(shell $(PYTHON_CONFIG) --includes 2>/dev/null)
+PY_LDFLAGS = $(shell $(PYTHON_CONFIG) --embed --ldflags 2>/dev/null)
 DEFS     := -DM0_VERSION='"$(VERSION)"' -DM0_PYTHONDIR='"$(PREFIX)/share/m0serve/python"' \
             -DM0_PYTHON_EXE='"$(PYTHON)"' -D_GNU_SOURCE
 CPPFLAGS := -Iinclude -I$(LLHTTP_INC) $(DEFS)
@@ -48,7 +50,7 @@ Q :=
 endif
 
 .SECONDARY:
-.PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo bench install clean smoke-core smoke-pool smoke-django-realtime
+.PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo bench install clean smoke-core smoke-pool smoke-django-realtime smoke-deploy
 
 all: m0serve
 
@@ -131,9 +133,13 @@ e2e-debian: deps
 	$(Q)$(MAKE) --no-print-directory m0serve
 	$(Q)env -u VIRTUAL_ENV M0_E2E_LEG=debian $(PYTHON) -m pytest tests/e2e -q $(E2E_ARGS)
 
+# make test runs every test once: the e2e suite but for the two files
+# smoke-deploy runs, then smoke-deploy.
+SMOKE_DEPLOY_E2E := tests/e2e/test_proxy_headers.py tests/e2e/test_lifecycle.py
 test: deps
 	$(Q)$(MAKE) --no-print-directory m0serve unit
-	$(Q)$(MAKE) --no-print-directory e2e
+	$(Q)$(MAKE) --no-print-directory e2e E2E_ARGS="$(E2E_ARGS) $(SMOKE_DEPLOY_E2E:%=--ignore=%)"
+	$(Q)$(MAKE) --no-print-directory smoke-deploy
 
 smoke-core: m0serve venv
 	$(Q)$(VPY) -m pytest tests/e2e -q -k "conformance or malformed or django or flask"
@@ -144,13 +150,21 @@ smoke-pool: m0serve venv
 smoke-django-realtime: m0serve venv
 	$(Q)$(VPY) -m pytest tests/e2e/test_realtime.py tests/e2e/test_realtime_edges.py -q
 
+# Production (docs/deploy.md): pip install . into a fresh virtualenv by the
+# README's own line (pip's cache is reused; skipped, saying so, only when PyPI
+# is unreachable), deploy/'s unit and socket under systemd-socket-activate
+# with a notify socket, nginx in front (root: its workers run as www-data),
+# proxy headers, --max-requests under load, --reload.
+smoke-deploy: m0serve venv
+	$(Q)$(VPY) -m pytest tests/deploy $(SMOKE_DEPLOY_E2E) -q
+
 # -------------------------------------------------------------------- deps
 # Every Debian package the build, the tests, the demo and the benchmarks use.
 # Python packages (pytest, Django, Flask, gunicorn, uvicorn, ...) come from
 # PyPI into the venvs below; python3-venv is what makes those.
 DEB_PKGS := gcc make python3-dev python3-venv node-llhttp libssl-dev libcmocka-dev \
             uwsgi-core uwsgi-plugin-python3 nginx-light wrk \
-            procps util-linux curl iproute2
+            procps util-linux curl iproute2 systemd
 
 deps:
 	$(Q)missing=; for p in $(DEB_PKGS); do \
