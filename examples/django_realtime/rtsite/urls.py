@@ -7,5 +7,6 @@ urlpatterns = [
     path("events", views.events),
     path("publish", views.publish),
     path("pid", views.pid),
+    path("client", views.client),
     path("slow", views.slow),
 ]
