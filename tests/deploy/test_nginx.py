@@ -21,11 +21,10 @@ import signal
 import socket
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
-from conftest import DEPLOY, free_port, world_dir
+from deploykit import DEPLOY, free_port, world_dir
 from serverproc import StreamCollector, kill_group
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="nginx's workers run as www-data: needs root")

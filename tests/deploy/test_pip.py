@@ -5,18 +5,13 @@ it serves the Django example; it refuses a virtualenv of another Python."""
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
-from pathlib import Path
 
-import pytest
-
-from conftest import REPO, readme_install_lines, run_env
+from deploykit import REPO, readme_install_lines, run_env
 from serverproc import StreamCollector, kill_group
 
 BANNER = re.compile(r"listening on http://127\.0\.0\.1:(\d+)")

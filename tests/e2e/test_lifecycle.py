@@ -10,14 +10,11 @@ import os
 import pwd
 import re
 import shutil
-import signal
 import stat
-import tempfile
 import threading
 import time
 from pathlib import Path
 
-import pytest
 
 from serverproc import APPS_DIR, EXAMPLES_DIR, StreamCollector, kill_group, run_to_exit, spawn
 from sse import SSEStream
