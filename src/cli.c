@@ -63,7 +63,7 @@ static const struct opt opts[] = {
     {"--outbox-limit", "M0_OUTBOX_LIMIT", T_BYTES, O(outbox_limit), 0, 0, "BYTES", "bytes queued for a slow held stream before it is closed (default 256k)"},
     {"--health-path", "M0_HEALTH_PATH", T_STR0, O(health_path), 0, 0, "PATH", "path answered in C with worker health as JSON (default /health with --realtime; '' disables)"},
     {"--access-log", "M0_ACCESS_LOG", T_BOOL, O(access_log), 0, 0, NULL, "log one line per request to stdout"},
-    {"--access-log-format", "M0_ACCESS_LOG_FORMAT", T_ACCESSFMT, O(access_log_format), 0, 0, "FMT", "gunicorn's %(h)s %(r)s %(s)s ... atoms, or 'json' (default: combined format plus the duration)"},
+    {"--access-log-format", "M0_ACCESS_LOG_FORMAT", T_ACCESSFMT, O(access_log_format), 0, 0, "FMT", "the --access-log line: gunicorn's %(h)s %(r)s %(s)s ... atoms, or 'json' (default: combined format plus the duration)"},
     {"--forwarded-allow-ips", "M0_FORWARDED_ALLOW_IPS", T_PROXY, O(forwarded_allow_ips), 0, 0, "LIST", "peers whose X-Forwarded-For/-Proto and Forwarded headers are believed: addresses, CIDRs, 'unix', '*' (default " M0_PROXY_DEFAULT ")"},
     {"--max-requests", "M0_MAX_REQUESTS", T_LONG, O(max_requests), 0, 1000000000, "N", "replace a worker after it answered N requests, gracefully (default 0: never)"},
     {"--max-requests-jitter", "M0_MAX_REQUESTS_JITTER", T_LONG, O(max_requests_jitter), 0, 1000000000, "J", "add a random 0..J to --max-requests per worker (default 0)"},

@@ -329,6 +329,12 @@ static void answer_health(struct m0_server *s, struct m0_conn *c)
 static void set_client(struct m0_server *s, struct m0_job *job)
 {
     struct m0_client cl;
+    /* Trust is a property of the connection: decided once. An untrusted
+     * peer costs nothing more per request (remote_* already name it). */
+    if (job->peer_trusted < 0)
+        job->peer_trusted = (int8_t)m0_proxy_trusted(&s->cfg->forwarded_trust, job->peer_addr);
+    if (!job->peer_trusted)
+        return;
     m0_proxy_client(&s->cfg->forwarded_trust, job->peer_addr, job->peer_port, &job->req, &cl);
     memcpy(job->remote_addr, cl.addr, sizeof job->remote_addr);
     job->remote_port = cl.port;

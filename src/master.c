@@ -676,10 +676,10 @@ static int open_listeners(struct master *m, struct m0_config *cfg)
     return M0_OK;
 }
 
-/* After binding, before the first fork: the pid file, then --user/--group
- * (the unix sockets we made are handed to them first, so the workers can
- * still accept on... they already hold the descriptors; it is for a proxy
- * connecting as that user, and for unlinking at exit). */
+/* After binding, before the first fork: the pid file, then --user/--group.
+ * The unix sockets we bound and the pid file are given to that user/group
+ * first: the descriptors need nothing, but a proxy running in the group
+ * connects by path, and the master unlinks both at exit. */
 static int settle_identity(struct master *m, const struct m0_config *cfg)
 {
     char err[512];

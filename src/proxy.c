@@ -336,10 +336,12 @@ static void set_client(struct m0_client *out, const struct addr *a)
 void m0_proxy_client(const struct m0_proxy_trust *t, const char *peer_addr, uint16_t peer_port,
                      const struct m0_req *r, struct m0_client *out)
 {
-    memset(out, 0, sizeof *out);
-    if (peer_addr != NULL)
-        snprintf(out->addr, sizeof out->addr, "%s", peer_addr);
+    size_t pl = peer_addr != NULL ? strnlen(peer_addr, sizeof out->addr - 1) : 0;
+    memcpy(out->addr, peer_addr != NULL ? peer_addr : "", pl);
+    out->addr[pl] = '\0';
     out->port = peer_port;
+    out->https = 0;
+    out->forwarded = 0;
     if (!m0_proxy_trusted(t, peer_addr))
         return;
 
