@@ -10,13 +10,17 @@ import os
 import pwd
 import re
 import shutil
+import signal
 import stat
+import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 
-from serverproc import APPS_DIR, EXAMPLES_DIR, StreamCollector, kill_group, run_to_exit, spawn
+from serverproc import (APPS_DIR, BINARY, EXAMPLES_DIR, REPO, StreamCollector, children_of, kill_group,
+                        run_to_exit, spawn)
 from sse import SSEStream
 
 
@@ -166,23 +170,56 @@ def test_reload_is_off_by_default_and_ignores_other_files(start_server, tmp_path
     server.wait_workers(lambda p: p and not (p & pids))
 
 
-def test_user_group_and_pid_file(start_server, tmp_path):
+def test_user_group_and_pid_file(tmp_path):
+    """--user nobody --group nogroup: the master and every worker run as
+    nobody, with root's supplementary groups gone. The binary, its python/
+    directory and the app are copied to a directory nobody can read (a
+    checkout under /root is not), and no virtualenv is used."""
     nobody = pwd.getpwnam("nobody")
-    os.chmod(tmp_path, 0o755)
-    pidfile = tmp_path / "m0.pid"
-    server = start_server("conformance:application", "--user", "nobody", "--group", "nogroup",
-                          "--pid", str(pidfile), workers=2)
-    assert int(pidfile.read_text()) == server.pid
-    for pid in server.worker_pids() | {server.pid}:
-        status = Path("/proc/%d/status" % pid).read_text()
-        uids = re.search(r"Uid:\s+(\d+)\s+(\d+)\s+(\d+)", status).groups()
-        assert set(uids) == {str(nobody.pw_uid)}, (pid, uids)
-        groups = re.search(r"Groups:\s*(.*)", status).group(1).split()
-        assert groups in ([], [str(nobody.pw_gid)]), groups     # root's supplementary groups are gone
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    conn.request("GET", "/environ")
-    assert conn.getresponse().status == 200
-    assert "running as uid %d" % nobody.pw_uid in server.stderr.text()
+    root = Path(tempfile.mkdtemp(prefix="m0-user-", dir="/tmp"))
+    try:
+        shutil.copy(BINARY, root / "m0serve")
+        shutil.copytree(REPO / "python", root / "python")
+        (root / "app").mkdir()
+        shutil.copy(APPS_DIR / "conformance.py", root / "app")
+        for p in [root, *root.rglob("*")]:
+            os.chmod(p, 0o755 if p.is_dir() or p.name == "m0serve" else 0o644)
+        pidfile = root / "m0.pid"
+        env = dict(os.environ, VIRTUAL_ENV="")
+        proc = subprocess.Popen([str(root / "m0serve"), "conformance:application", "--app-dir", str(root / "app"),
+                                 "--bind", "127.0.0.1:0", "--workers", "2", "--user", "nobody", "--group", "nogroup",
+                                 "--pid", str(pidfile)], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
+        err = StreamCollector(proc.stderr)
+        StreamCollector(proc.stdout)
+        try:
+            m = err.wait_for(re.compile(r"listening on http://127\.0\.0\.1:(\d+)"), 15)
+            assert m, err.text()
+            deadline = time.monotonic() + 15
+            while len(re.findall(r"worker booted", err.text())) < 2:
+                assert time.monotonic() < deadline and proc.poll() is None, err.text()
+                time.sleep(0.05)
+            assert int(pidfile.read_text()) == proc.pid
+            pids = children_of(proc.pid) | {proc.pid}
+            assert len(pids) == 3
+            for pid in pids:
+                status = Path("/proc/%d/status" % pid).read_text()
+                uids = re.search(r"Uid:\s+(\d+)\s+(\d+)\s+(\d+)", status).groups()
+                assert set(uids) == {str(nobody.pw_uid)}, (pid, uids)
+                groups = re.search(r"Groups:\s*(.*)", status).group(1).split()
+                assert groups in ([], [str(nobody.pw_gid)]), groups     # root's supplementary groups are gone
+            conn = http.client.HTTPConnection("127.0.0.1", int(m.group(1)), timeout=10)
+            conn.request("GET", "/environ")
+            assert conn.getresponse().status == 200
+            assert "running as uid %d" % nobody.pw_uid in err.text()
+        finally:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(15)
+            finally:
+                kill_group(proc)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_pid_file_is_removed_and_a_live_one_refused(start_server, tmp_path):
