@@ -456,8 +456,10 @@ static void on_ctl(struct master *m, struct worker *w)
             replace_worker(m, w, "answered its --max-requests");
             break;
         case M0_CTL_RELOAD:
-            /* --reload: one worker saw a file change; all are replaced. */
-            if (!m->stopping && !m->reloading && w->gen == m->gen) {
+            /* --reload: a serving worker saw a file change; all are
+             * replaced. Requests during a reload, or from workers already
+             * retiring, are the same change seen twice. */
+            if (!m->stopping && !m->reloading && w->state == W_SERVING) {
                 m0_info("--reload: an application file changed");
                 reload(m);
             }

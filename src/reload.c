@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -29,7 +30,6 @@
 #define WATCH_MASK (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ONLYDIR)
 
 static int ino_fd = -1;
-static int asked;
 
 static int is_python_file(const char *name, size_t n)
 {
@@ -42,21 +42,31 @@ static void on_inotify(struct m0_loop *l, int fd, uint32_t events, void *ctx)
     char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
     (void)l;
     (void)events;
+    /* One request per batch of events (an editor's save is several). The
+     * master ignores requests while a reload runs and from workers it is
+     * retiring, so no latch is kept here: after a reload that failed (a
+     * syntax error), the next save still reloads. */
+    const char *changed = NULL;
+    char name[256];
     for (;;) {
         ssize_t n = read(fd, buf, sizeof buf);
         if (n <= 0)
-            return;          /* EAGAIN: drained */
+            break;           /* EAGAIN: drained */
         for (char *p = buf; p < buf + n;) {
             const struct inotify_event *ev = (const struct inotify_event *)p;
             p += sizeof *ev + ev->len;
             size_t nl = ev->len ? strnlen(ev->name, ev->len) : 0;
-            int overflow = (ev->mask & IN_Q_OVERFLOW) != 0;
-            if (asked || (!overflow && !is_python_file(ev->name, nl)))
-                continue;
-            asked = 1;
-            m0_info("--reload: %s changed: replacing the workers", overflow ? "a file" : ev->name);
-            m0_serve_tell_master(s, M0_CTL_RELOAD);
+            if (ev->mask & IN_Q_OVERFLOW) {
+                changed = "a file";
+            } else if (is_python_file(ev->name, nl)) {
+                snprintf(name, sizeof name, "%.*s", (int)nl, ev->name);
+                changed = name;
+            }
         }
+    }
+    if (changed != NULL) {
+        m0_info("--reload: %s changed: asking for new workers", changed);
+        m0_serve_tell_master(s, M0_CTL_RELOAD);
     }
 }
 

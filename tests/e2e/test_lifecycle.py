@@ -149,6 +149,20 @@ def test_reload_on_a_changed_view(start_server, tmp_path):
     took = time.monotonic() - edited
     print("--reload: the edited view answered %.2f s after the write" % took)
     assert "views.py changed" in server.stderr.text()
+
+    # A broken edit of a module imported at boot: the new worker cannot load
+    # the application, the one serving keeps serving; the fix reloads.
+    settings = site / "djangosite" / "settings.py"
+    good = settings.read_text()
+    settings.write_text(good + "\ndef broken(:\n")
+    assert server.stderr.wait_for(re.compile(r"reload failed"), 15), server.stderr.text()
+    assert "Edited while serving" in page()
+    settings.write_text(good)
+    views.write_text(views.read_text().replace("Edited while serving", "Fixed and reloaded"))
+    fixed = time.monotonic()
+    while "Fixed and reloaded" not in page():
+        assert time.monotonic() - fixed < 10, server.stderr.text()
+        time.sleep(0.05)
     conn.close()
 
 
