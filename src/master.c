@@ -318,7 +318,9 @@ static void hand_over(struct master *m, int idx);
 static void replace_worker(struct master *m, struct worker *w, const char *why)
 {
     uint64_t now = m0_clock_ms();
-    if (m->stopping || w->replace || w->state != W_SERVING || now < w->replace_after)
+    /* A reload in progress replaces it anyway (and a successor booted now
+     * would belong to the reload's generation: two for one slot). */
+    if (m->stopping || m->reloading || w->replace || w->state != W_SERVING || now < w->replace_after)
         return;
     w->replace = 1;
     if (find(m, w->idx, W_BOOTED, 1) != NULL) {
