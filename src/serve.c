@@ -37,6 +37,7 @@
 #include "m0/worker.h"
 
 #define SWEEP_MS 200
+#define ASK_AGAIN_MS 10000
 
 struct serve {
     struct m0_server s;        /* first: a struct m0_server * is a struct serve * */
@@ -46,7 +47,7 @@ struct serve {
     int stop_now;              /* SIGQUIT */
     int rc;
     uint64_t quota;            /* --max-requests (+ jitter) for this worker; 0 = none */
-    int asked;                 /* M0_CTL_REPLACE sent */
+    uint64_t asked_at;         /* loop ms M0_CTL_REPLACE was last sent; 0 = never */
 };
 
 static struct serve *serve_of(struct m0_server *s)
@@ -182,12 +183,16 @@ static void serve_hook(struct m0_loop *l, void *ctx)
         s->next_sweep = now + SWEEP_MS;
     }
     m0_conn_release_closed(s);
-    if (v->quota != 0 && !v->asked && s->requests >= v->quota && !atomic_load(&s->draining)) {
+    if (v->quota != 0 && s->requests >= v->quota && !atomic_load(&s->draining) &&
+        (v->asked_at == 0 || now - v->asked_at >= ASK_AGAIN_MS)) {
         /* --max-requests: the master boots a replacement first, then
-         * drains this worker (as a reload does, for one slot). */
-        v->asked = 1;
-        m0_info("worker answered %llu requests (--max-requests): asking to be replaced",
-                (unsigned long long)s->requests);
+         * drains this worker (as a reload does, for one slot). Asked again
+         * after a while if nothing came of it (the master was reloading,
+         * or the successor could not boot). */
+        if (v->asked_at == 0)
+            m0_info("worker answered %llu requests (--max-requests): asking to be replaced",
+                    (unsigned long long)s->requests);
+        v->asked_at = now;
         ctl_send(v, M0_CTL_REPLACE);
     }
     if (atomic_load(&s->draining)) {
