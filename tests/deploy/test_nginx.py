@@ -25,7 +25,7 @@ import time
 import pytest
 
 from deploykit import DEPLOY, free_port, world_dir
-from serverproc import StreamCollector, kill_group
+from serverproc import StreamCollector, children_of, kill_group
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="nginx's workers run as www-data: needs root")
 
@@ -78,8 +78,13 @@ http {{
                 assert time.monotonic() < deadline, "nginx does not listen"
                 time.sleep(0.05)
 
-    def worker_uids(self):
-        from serverproc import children_of
+    def worker_uids(self, timeout=10.0):
+        """The uids of nginx's worker processes (waiting for the master to
+        fork them: it listens first)."""
+        deadline = time.monotonic() + timeout
+        while not children_of(self.proc.pid):
+            assert time.monotonic() < deadline, "nginx started no worker: %s" % self.error_log()
+            time.sleep(0.02)
         uids = set()
         for pid in children_of(self.proc.pid):
             for line in open("/proc/%d/status" % pid):
