@@ -80,17 +80,20 @@ http {{
 
     def worker_uids(self, timeout=10.0):
         """The uids of nginx's worker processes (waiting for the master to
-        fork them: it listens first)."""
+        fork them, and for them to switch user: it listens first)."""
         deadline = time.monotonic() + timeout
-        while not children_of(self.proc.pid):
-            assert time.monotonic() < deadline, "nginx started no worker: %s" % self.error_log()
+        while True:
+            uids = set()
+            for pid in children_of(self.proc.pid):
+                for line in open("/proc/%d/status" % pid):
+                    if line.startswith("Uid:"):
+                        uids.add(int(line.split()[1]))
+            # A worker is root for the instant between fork and setuid.
+            if uids and 0 not in uids:
+                return uids
+            if time.monotonic() > deadline:
+                return uids
             time.sleep(0.02)
-        uids = set()
-        for pid in children_of(self.proc.pid):
-            for line in open("/proc/%d/status" % pid):
-                if line.startswith("Uid:"):
-                    uids.add(int(line.split()[1]))
-        return uids
 
     def error_log(self):
         p = self.dir / "error.log"
