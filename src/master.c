@@ -456,7 +456,7 @@ static void on_ctl(struct master *m, struct worker *w)
             break;
         case M0_CTL_REPLACE:
             replace_worker(m, w, "answered its --max-requests");
-            break;
+            return;          /* spawn() may have moved the table: w is stale */
         case M0_CTL_RELOAD:
             /* --reload: a serving worker saw a file change; all are
              * replaced. Requests during a reload, or from workers already
@@ -465,7 +465,7 @@ static void on_ctl(struct master *m, struct worker *w)
                 m0_info("--reload: an application file changed");
                 reload(m);
             }
-            break;
+            return;          /* as above */
         case M0_CTL_RETIRED:
             /* It stopped accepting and reading the bus: the successor may. */
             w->state = W_RETIRING;
@@ -893,9 +893,13 @@ int m0_master_run(struct m0_config *cfg)
         }
         if (ready <= 0)
             continue;
+        /* A spawn (a reload, a replacement) may grow the worker table and
+         * move it: who[] then points into freed memory. Stop; what is left
+         * is still readable at the next poll. */
+        const struct worker *table = m->w;
         if (pfds[0].revents)
             on_signal(m);
-        for (int i = 1; i < np; i++) {
+        for (int i = 1; i < np && m->w == table; i++) {
             if (pfds[i].revents && who[i]->pid != 0 && who[i]->ctl == pfds[i].fd)
                 on_ctl(m, who[i]);
         }

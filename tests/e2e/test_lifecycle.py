@@ -303,3 +303,28 @@ def test_log_times_stay_utc_when_the_app_sets_tz(start_server):
     workers = server.worker_pids()
     assert {z for z, pid in stamps if int(pid) in workers} == {"+0000"}
     assert {z for z, pid in stamps} == {"+0000"}
+
+
+def test_replacements_and_reloads_at_once(start_server):
+    """--max-requests replacements while SIGHUPs arrive: the master's worker
+    table grows under it (more workers alive than slots); nothing fails and
+    the server still stops cleanly."""
+    server = start_server("realtime_app:application", "--max-requests", "20", "--realtime", workers=1)
+    stop = threading.Event()
+
+    def hup():
+        while not stop.wait(0.05):
+            server.signal(signal.SIGHUP)
+
+    t = threading.Thread(target=hup)
+    t.start()
+    try:
+        ok, failures = keepalive_load(server.port, 4, until=lambda: False, limit=150)
+    finally:
+        stop.set()
+        t.join(10)
+    assert failures == [], failures[:5]
+    assert ok == 600
+    text = server.stderr.text()
+    assert "asking to be replaced" in text and "SIGHUP: booting" in text
+    assert server.stop() == 0
