@@ -45,9 +45,9 @@ def start_unit(site):
     units = []
 
     def start(**kwargs):
-        u = Unit(site, **kwargs).start()
-        units.append(u)
-        return u
+        u = Unit(site, **kwargs)
+        units.append(u)          # stopped at teardown even if start() fails half-way
+        return u.start()
 
     yield start
     for u in units:

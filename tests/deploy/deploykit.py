@@ -221,6 +221,7 @@ class Unit:
             cmd += ["-E", "%s=%s" % (k, v)]
         self.cmd = cmd + self.exec_start
         self.env = env
+        self.proc = None
 
     def start(self, timeout=20.0):
         self.proc = subprocess.Popen(self.cmd, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -228,10 +229,12 @@ class Unit:
         self.stdout = StreamCollector(self.proc.stdout)
         self.stderr = StreamCollector(self.proc.stderr)
         deadline = time.monotonic() + timeout
-        while not os.path.exists(self.unix_path):
+        # It binds the sockets one after the other, then says so for each.
+        while self.stderr.text().count("Listening on ") < len(self.listens):
             assert self.proc.poll() is None, "systemd-socket-activate exited: %s" % self.stderr.text()
-            assert time.monotonic() < deadline, "no socket at %s: %s" % (self.unix_path, self.stderr.text())
+            assert time.monotonic() < deadline, "not listening yet: %s" % self.stderr.text()
             time.sleep(0.02)
+        assert os.path.exists(self.unix_path), self.stderr.text()
         # What PID 1 does for SocketMode=/SocketGroup= before anyone connects.
         mode = (values(self.socket_unit, "Socket", "SocketMode") or ["0666"])[0]
         group = (values(self.socket_unit, "Socket", "SocketGroup") or [None])[0]
@@ -255,6 +258,9 @@ class Unit:
         return data
 
     def stop(self, timeout=15.0):
+        if getattr(self, "proc", None) is None:
+            self.notify.close()
+            return None
         try:
             if self.proc.poll() is None:
                 self.proc.send_signal(signal.SIGTERM)

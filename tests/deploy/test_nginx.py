@@ -36,6 +36,7 @@ class Nginx:
     """nginx -c a main config that includes the site file, daemon off."""
 
     def __init__(self, site_text):
+        self.proc = None
         self.dir = world_dir("m0-nginx-")
         self.port = free_port()
         site_text = re.sub(r"listen\s+80;", "listen 127.0.0.1:%d;" % self.port, site_text)
@@ -100,6 +101,8 @@ http {{
         return p.read_text() if p.exists() else ""
 
     def stop(self):
+        if self.proc is None:
+            return
         try:
             self.proc.send_signal(signal.SIGQUIT)
             self.proc.wait(10)
@@ -115,9 +118,9 @@ def nginx_for():
     started = []
 
     def start(site_text):
-        n = Nginx(site_text).start()
-        started.append(n)
-        return n
+        n = Nginx(site_text)
+        started.append(n)        # stopped at teardown even if start() fails
+        return n.start()
 
     yield start
     for n in started:
@@ -310,7 +313,9 @@ def test_umask_lets_www_data_reach_a_socket_m0serve_binds(site_venv, site, nginx
             start_new_session=True, preexec_fn=lambda: os.umask(0o022))
         err = StreamCollector(proc.stderr)
         StreamCollector(proc.stdout)
-        assert err.wait_for(re.compile(r"worker booted"), 20), err.text()
+        if not err.wait_for(re.compile(r"worker booted"), 20):
+            kill_group(proc)
+            raise AssertionError(err.text())
         return proc, err
 
     def stop(proc):

@@ -104,7 +104,9 @@ def _unix_server(*args):
     proc = spawn(["conformance:application", "--app-dir", str(APPS_DIR), "--bind", "unix:" + path, *args])
     err = StreamCollector(proc.stderr)
     StreamCollector(proc.stdout)
-    assert err.wait_for(re.compile(r"worker booted"), 15), err.text()
+    if not err.wait_for(re.compile(r"worker booted"), 15):
+        kill_group(proc)
+        raise AssertionError(err.text())
     return proc, path
 
 
