@@ -17,6 +17,7 @@ import json
 import os
 import pwd
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -101,16 +102,17 @@ http {{
         return p.read_text() if p.exists() else ""
 
     def stop(self):
-        if self.proc is None:
-            return
         try:
-            self.proc.send_signal(signal.SIGQUIT)
-            self.proc.wait(10)
+            if self.proc is not None:
+                self.proc.send_signal(signal.SIGQUIT)
+                self.proc.wait(10)
         except subprocess.TimeoutExpired:
             pass
         finally:
-            kill_group(self.proc)
-            self.proc.wait(5)
+            if self.proc is not None:
+                kill_group(self.proc)
+                self.proc.wait(5)
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 @pytest.fixture

@@ -97,8 +97,8 @@ def test_every_request_on_a_kept_connection_is_judged_alone(start_server):
     assert second["REMOTE_ADDR"] == "127.0.0.1" and second["wsgi.url_scheme"] == "http"
 
 
-def _unix_server(*args):
-    d = tempfile.mkdtemp(prefix="m0-proxy-")
+def _unix_server(tmp_path, *args):
+    d = tempfile.mkdtemp(prefix="s", dir=tmp_path)
     path = os.path.join(d, "s.sock")
     from serverproc import APPS_DIR
     proc = spawn(["conformance:application", "--app-dir", str(APPS_DIR), "--bind", "unix:" + path, *args])
@@ -110,8 +110,8 @@ def _unix_server(*args):
     return proc, path
 
 
-def test_unix_peers(start_server):
-    proc, path = _unix_server()
+def test_unix_peers(tmp_path):
+    proc, path = _unix_server(tmp_path)
     try:
         env = environ(headers=SPOOF, unix=path)
         assert env["REMOTE_ADDR"] == "198.51.100.7" and env["wsgi.url_scheme"] == "https"
@@ -119,7 +119,7 @@ def test_unix_peers(start_server):
     finally:
         kill_group(proc)
         proc.wait(10)
-    proc, path = _unix_server("--forwarded-allow-ips", "127.0.0.1")
+    proc, path = _unix_server(tmp_path, "--forwarded-allow-ips", "127.0.0.1")
     try:
         env = environ(headers=SPOOF, unix=path)
         assert env["REMOTE_ADDR"] == "" and env["wsgi.url_scheme"] == "http"
