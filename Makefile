@@ -4,8 +4,9 @@
 #   make venv        .venv: the e2e suite's and the demo's Python packages (requirements/test.txt)
 #   make bench-venv  .venv-bench: the benchmark peers (requirements/bench.txt)
 #   make             build ./m0serve (release, -O2)
-#   make test        C unit tests (cmocka), a short fuzz run, pytest end-to-end suite (in .venv)
+#   make test        C unit tests (cmocka), a short fuzz run, pytest end-to-end suite (in .venv), smoke-deploy
 #   make smoke-broker  two m0serve hosts on one Redis (part of make test)
+#   make smoke-deploy pip install . in a fresh venv, the systemd unit, nginx in front
 #   make e2e-debian  the e2e suite against Debian's python3-django/-flask instead
 #   make fuzz        libFuzzer drivers build/fuzz/fuzz_* (clang, ASan+UBSan)
 #   make fuzz-smoke  each driver FUZZ_SECONDS (30) over its corpus; fails on a crash
@@ -18,8 +19,9 @@
 #   make install PREFIX=/usr/local
 
 PYTHON   ?= /usr/bin/python3
+PYTHON_CONFIG ?= $(PYTHON)-config
 PREFIX   ?= /usr/local
-VERSION  := 0.1.0
+VERSION  := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' python/m0serve/__init__.py)
 LLHTTP_SRC ?= /usr/share/llhttp
 LLHTTP_INC ?= /usr/share/include/llhttp
 
@@ -28,8 +30,8 @@ STD      := -std=gnu11
 WARN     := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes \
             -Wundef -Wshadow -Wformat=2 -Wnull-dereference
 OPT      ?= -O2 -g
-PY_CFLAGS  = $(shell $(PYTHON)-config --includes 2>/dev/null)
-PY_LDFLAGS = $(shell $(PYTHON)-config --embed --ldflags 2>/dev/null)
+PY_CFLAGS  = $(shell $(PYTHON_CONFIG) --includes 2>/dev/null)
+PY_LDFLAGS = $(shell $(PYTHON_CONFIG) --embed --ldflags 2>/dev/null)
 DEFS     := -DM0_VERSION='"$(VERSION)"' -DM0_PYTHONDIR='"$(PREFIX)/share/m0serve/python"' \
             -DM0_PYTHON_EXE='"$(PYTHON)"' -D_GNU_SOURCE
 CPPFLAGS := -Iinclude -I$(LLHTTP_INC) $(DEFS)
@@ -39,7 +41,7 @@ SRCS     := $(wildcard src/*.c)
 # Modules with no Python in them: linked into the C unit tests.
 PURE     := src/buf.c src/http.c src/response.c src/body.c src/log.c src/timer.c src/cli.c \
             src/sse.c src/registry.c src/bus.c src/order.c src/health.c src/target.c \
-            src/broker_url.c src/static.c src/ws.c
+            src/broker_url.c src/static.c src/ws.c src/accesslog.c src/proxy.c src/notify.c
 LLHTTP   := api.c http.c llhttp.c
 
 BUILD    ?= build/release
@@ -54,7 +56,7 @@ endif
 
 .SECONDARY:
 .PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
-        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser
+        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-deploy
 
 all: m0serve
 
@@ -138,10 +140,14 @@ e2e-debian: deps
 	$(Q)$(MAKE) --no-print-directory m0serve
 	$(Q)env -u VIRTUAL_ENV M0_E2E_LEG=debian $(PYTHON) -m pytest tests/e2e -q $(E2E_ARGS)
 
+# make test runs every test once: the e2e suite but for the two files
+# smoke-deploy runs, then smoke-deploy.
+SMOKE_DEPLOY_E2E := tests/e2e/test_proxy_headers.py tests/e2e/test_lifecycle.py
 test: deps
 	$(Q)$(MAKE) --no-print-directory m0serve unit
 	$(Q)$(MAKE) --no-print-directory fuzz-smoke
-	$(Q)$(MAKE) --no-print-directory e2e
+	$(Q)$(MAKE) --no-print-directory e2e E2E_ARGS="$(E2E_ARGS) $(SMOKE_DEPLOY_E2E:%=--ignore=%)"
+	$(Q)$(MAKE) --no-print-directory smoke-deploy
 
 smoke-core: m0serve venv
 	$(Q)$(VPY) -m pytest tests/e2e -q -k "conformance or malformed or django or flask"
@@ -269,6 +275,13 @@ smoke-chat-browser: deps
 # WebSocket holds (issue 10); part of `make test` through e2e.
 smoke-django-realtime-ws: m0serve venv
 	$(Q)$(VPY) -m pytest tests/e2e/test_realtime_ws.py -q
+# Production (docs/deploy.md): pip install . into a fresh virtualenv by the
+# README's own line (pip's cache is reused; skipped, saying so, only when PyPI
+# is unreachable), deploy/'s unit and socket under systemd-socket-activate
+# with a notify socket, nginx in front (root: its workers run as www-data),
+# proxy headers, --max-requests under load, --reload.
+smoke-deploy: m0serve venv
+	$(Q)$(VPY) -m pytest tests/deploy $(SMOKE_DEPLOY_E2E) -q
 
 # -------------------------------------------------------------------- deps
 # Every Debian package the build, the tests, the demo and the benchmarks use.
@@ -277,7 +290,7 @@ smoke-django-realtime-ws: m0serve venv
 # libclang-rt-14-dev build the libFuzzer drivers (make fuzz).
 DEB_PKGS := gcc make python3-dev python3-venv node-llhttp libssl-dev libcmocka-dev libhiredis-dev redis-server \
             uwsgi-core uwsgi-plugin-python3 nginx-light wrk \
-            procps util-linux curl iproute2 clang libclang-rt-14-dev
+            procps util-linux curl iproute2 clang libclang-rt-14-dev systemd
 
 deps:
 	$(Q)missing=; for p in $(DEB_PKGS); do \

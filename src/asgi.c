@@ -66,7 +66,7 @@ static struct m0_exec *execs[MAX_EXECS];
 static unsigned nexecs;
 
 static PyObject *k_type, *k_http, *k_http_version, *k_method, *k_path, *k_raw_path, *k_query_string,
-    *k_headers, *k_client, *k_state, *v_11, *v_10, *v_GET, *v_POST;
+    *k_headers, *k_client, *k_state, *v_11, *v_10, *v_GET, *v_POST, *v_https;
 
 /* ------------------------------------------------------------ loop side */
 
@@ -249,6 +249,8 @@ static PyObject *py_scope(PyObject *self, PyObject *arg)
         }
         Py_DECREF(pair);
     }
+    if (job->https && PyDict_SetItemString(scope, "scheme", v_https) == -1)
+        goto fail;                          /* a trusted proxy says the client used TLS (proxy.h) */
     if (job->remote_addr[0] != '\0') {
         v = Py_BuildValue("(si)", job->remote_addr, (int)job->remote_port);
         if (v == NULL || PyDict_SetItem(scope, k_client, v) == -1)
@@ -655,7 +657,7 @@ static int intern_all(void)
         {&k_type, "type"}, {&k_http, "http"}, {&k_http_version, "http_version"}, {&k_method, "method"},
         {&k_path, "path"}, {&k_raw_path, "raw_path"}, {&k_query_string, "query_string"},
         {&k_headers, "headers"}, {&k_client, "client"}, {&k_state, "state"}, {&v_11, "1.1"},
-        {&v_10, "1.0"}, {&v_GET, "GET"}, {&v_POST, "POST"},
+        {&v_10, "1.0"}, {&v_GET, "GET"}, {&v_POST, "POST"}, {&v_https, "https"},
     };
     for (size_t i = 0; i < M0_ARRAY_LEN(names); i++) {
         if (*names[i].slot == NULL && (*names[i].slot = PyUnicode_InternFromString(names[i].text)) == NULL)

@@ -16,13 +16,15 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "m0/accesslog.h"
 #include "m0/broker.h"
 #include "m0/config.h"
 #include "m0/log.h"
 
 /* T_CHOICE: a string that must be one of the '|'-separated words of the
  * option's metavar; T_MOUNT: a repeatable PREFIX=VALUE (handled apart). */
-enum opt_type { T_STR, T_STR0, T_LONG, T_SECONDS, T_BYTES, T_BOOL, T_PROTOCOL, T_LOGLEVEL, T_CHOICE, T_MOUNT };
+enum opt_type { T_STR, T_STR0, T_LONG, T_SECONDS, T_BYTES, T_BOOL, T_PROTOCOL, T_LOGLEVEL, T_CHOICE, T_MOUNT, T_PROXY,
+                T_UMASK, T_ACCESSFMT };
 
 struct opt {
     const char *flag;
@@ -75,6 +77,16 @@ static const struct opt opts[] = {
     {"--static-max-age", "M0_STATIC_MAX_AGE", T_LONG, O(static_max_age), 0, 315360000, "S", "static files: Cache-Control: public, max-age=S (default: no Cache-Control)"},
     {"--static-index", "M0_STATIC_INDEX", T_BOOL, O(static_index), 0, 0, NULL, "static files: a directory serves its index.html (default off: 404)"},
     {"--access-log", "M0_ACCESS_LOG", T_BOOL, O(access_log), 0, 0, NULL, "log one line per request to stdout"},
+    {"--access-log-format", "M0_ACCESS_LOG_FORMAT", T_ACCESSFMT, O(access_log_format), 0, 0, "FMT", "the --access-log line: gunicorn's %(h)s %(r)s %(s)s ... atoms, or 'json' (default: combined format plus the duration)"},
+    {"--forwarded-allow-ips", "M0_FORWARDED_ALLOW_IPS", T_PROXY, O(forwarded_allow_ips), 0, 0, "LIST", "peers whose X-Forwarded-For/-Proto and Forwarded headers are believed: addresses, CIDRs, 'unix', '*' (default " M0_PROXY_DEFAULT ")"},
+    {"--max-requests", "M0_MAX_REQUESTS", T_LONG, O(max_requests), 0, 1000000000, "N", "replace a worker after it answered N requests, gracefully (default 0: never)"},
+    {"--max-requests-jitter", "M0_MAX_REQUESTS_JITTER", T_LONG, O(max_requests_jitter), 0, 1000000000, "J", "add a random 0..J to --max-requests per worker (default 0)"},
+    {"--worker-max-rss", "M0_WORKER_MAX_RSS", T_LONG, O(worker_max_rss), 0, 1048576, "MB", "replace a worker whose resident memory exceeds MB MiB, gracefully (default 0: no limit)"},
+    {"--user", "M0_USER", T_STR, O(user), 0, 0, "USER", "run as USER (name or uid) after binding; the master drops too"},
+    {"--group", "M0_GROUP", T_STR, O(group), 0, 0, "GROUP", "run as GROUP (name or gid) after binding (default: USER's group)"},
+    {"--umask", "M0_UMASK", T_UMASK, O(umask), 0, 0, "MODE", "octal file mode mask for the process, unix sockets included (e.g. 007)"},
+    {"--pid", "M0_PID", T_STR, O(pid_file), 0, 0, "FILE", "write the master's pid to FILE (removed at exit)"},
+    {"--reload", "M0_RELOAD", T_BOOL, O(reload), 0, 0, NULL, "development: replace the workers when a Python file of the app changes (inotify)"},
     {"--log-level", "M0_LOG_LEVEL", T_LOGLEVEL, O(log_level), 0, 0, "L", "debug|info|warning|error|critical (default info)"},
 };
 
@@ -131,6 +143,10 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->limits.max_headers = 100;
     cfg->limits.max_body = 1073741824ull;
     cfg->limits.body_mem = 256 * 1024;
+    cfg->forwarded_allow_ips = M0_PROXY_DEFAULT;
+    char err[128];
+    m0_proxy_parse(&cfg->forwarded_trust, M0_PROXY_DEFAULT, err, sizeof err);
+    cfg->umask = -1;
 }
 
 void m0_config_resolve(struct m0_config *cfg)
@@ -403,6 +419,29 @@ static int apply(struct m0_config *cfg, const struct opt *o, const char *val, co
     }
     case T_MOUNT:
         break;                  /* handled above */
+    case T_PROXY:
+        if (m0_proxy_parse(&cfg->forwarded_trust, val, err, cap) != M0_OK)
+            return M0_ERR;     /* err names the element */
+        *(const char **)dst = val;
+        break;
+    case T_UMASK: {
+        /* Octal, as gunicorn's --umask and umask(1): "007", "0o007", "0". */
+        const char *v = val;
+        if (v[0] == '0' && (v[1] == 'o' || v[1] == 'O'))
+            v += 2;
+        char *end;
+        errno = 0;
+        long m = *v ? strtol(v, &end, 8) : -1;
+        if (errno != 0 || *v == '\0' || *end != '\0' || m < 0 || m > 0777)
+            goto bad;
+        *(long *)dst = m;
+        break;
+    }
+    case T_ACCESSFMT:
+        if (m0_access_compile(val, err, cap) != M0_OK)
+            return M0_ERR;
+        *(const char **)dst = val;
+        break;
     case T_LOGLEVEL: {
         enum m0_log_level lvl;
         if (m0_log_parse_level(val, &lvl) != M0_OK)

@@ -26,6 +26,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "m0/accesslog.h"
 #include "m0/config.h"
 #include "m0/conn.h"
 #include "m0/hold.h"
@@ -191,7 +192,7 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
 {
     struct m0_server *s = ctx;
     (void)events;
-    for (int i = 0; i < 64 && s->listen_fd != -1; i++) {
+    for (int i = 0; i < 64 && s->listening; i++) {
         union {
             struct sockaddr sa;
             struct sockaddr_in in4;
@@ -247,18 +248,22 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
         job->gen = c->gen;
         if (addr.sa.sa_family == AF_INET || addr.sa.sa_family == AF_INET6) {
             if (addr.sa.sa_family == AF_INET) {
-                inet_ntop(AF_INET, &addr.in4.sin_addr, job->remote_addr, sizeof job->remote_addr);
-                job->remote_port = ntohs(addr.in4.sin_port);
+                inet_ntop(AF_INET, &addr.in4.sin_addr, job->peer_addr, sizeof job->peer_addr);
+                job->peer_port = ntohs(addr.in4.sin_port);
             } else {
-                inet_ntop(AF_INET6, &addr.in6.sin6_addr, job->remote_addr, sizeof job->remote_addr);
-                job->remote_port = ntohs(addr.in6.sin6_port);
+                inet_ntop(AF_INET6, &addr.in6.sin6_addr, job->peer_addr, sizeof job->peer_addr);
+                job->peer_port = ntohs(addr.in6.sin6_port);
             }
             int one = 1;
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         } else {
-            job->remote_addr[0] = '\0';
-            job->remote_port = 0;
+            job->peer_addr[0] = '\0';
+            job->peer_port = 0;
         }
+        memcpy(job->remote_addr, job->peer_addr, sizeof job->remote_addr);
+        job->remote_port = job->peer_port;
+        job->https = 0;
+        job->peer_trusted = -1;
         if (m0_loop_add_slot(l, fd, slot, c->gen, c->events) == M0_ERR) {
             m0_log_errno("epoll_ctl(ADD)");
             close(fd);
@@ -401,9 +406,10 @@ void m0_conn_error(struct m0_server *s, struct m0_conn *c, int status, const cha
     job->body.keep = 0;
     c->resp_flags = 0;
     m0_conn_set_state(s, c, M0_CONN_WRITE);
-    if (s->cfg->access_log)
-        m0_log_access(job->remote_addr[0] ? job->remote_addr : "-", job->req.method ? job->req.method : "-",
-                      job->req.target ? job->req.target : "-", job->req.http_minor, status, 0, NULL, NULL, 0);
+    if (s->cfg->access_log) {
+        struct m0_access a = {.addr = job->remote_addr, .req = &job->req, .status = status};
+        m0_access_log(&a);
+    }
     m0_conn_flush(s, c);
 }
 

@@ -16,7 +16,7 @@
 
 static PyObject *s_REQUEST_METHOD, *s_PATH_INFO, *s_QUERY_STRING, *s_CONTENT_TYPE, *s_CONTENT_LENGTH,
     *s_SERVER_PROTOCOL, *s_REMOTE_ADDR, *s_REMOTE_PORT, *s_wsgi_input, *s_HTTP_1_1, *s_HTTP_1_0,
-    *s_empty, *s_GET, *s_POST, *s_HEAD, *s_HTTP_HOST;
+    *s_empty, *s_GET, *s_POST, *s_HEAD, *s_HTTP_HOST, *s_url_scheme, *s_https;
 
 static const struct {
     PyObject **slot;
@@ -28,6 +28,7 @@ static const struct {
     {&s_REMOTE_ADDR, "REMOTE_ADDR"}, {&s_REMOTE_PORT, "REMOTE_PORT"}, {&s_wsgi_input, "wsgi.input"},
     {&s_HTTP_1_1, "HTTP/1.1"}, {&s_HTTP_1_0, "HTTP/1.0"}, {&s_empty, ""},
     {&s_GET, "GET"}, {&s_POST, "POST"}, {&s_HEAD, "HEAD"}, {&s_HTTP_HOST, "HTTP_HOST"},
+    {&s_url_scheme, "wsgi.url_scheme"}, {&s_https, "https"},
 };
 
 /* Environ keys for header names seen before: "user-agent" → HTTP_USER_AGENT.
@@ -126,7 +127,10 @@ PyObject *m0_environ_build(struct m0_job *job, PyObject *template, PyObject *inp
         goto fail;
     if (PyDict_SetItem(env, s_SERVER_PROTOCOL, r->http_minor ? s_HTTP_1_1 : s_HTTP_1_0) == -1)
         goto fail;
+    /* The client, after proxy headers from a trusted peer (proxy.h). */
     if (set_str(env, s_REMOTE_ADDR, job->remote_addr, strlen(job->remote_addr)) == -1)
+        goto fail;
+    if (job->https && PyDict_SetItem(env, s_url_scheme, s_https) == -1)
         goto fail;
     char port[8];
     int pn = snprintf(port, sizeof port, "%u", job->remote_port);

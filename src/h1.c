@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "m0/accesslog.h"
 #include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/conn.h"
@@ -34,6 +35,7 @@
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/pool.h"
+#include "m0/proxy.h"
 #include "m0/py.h"
 #include "m0/runner.h"
 #include "m0/static.h"
@@ -119,21 +121,25 @@ static struct m0_job_inline inline_ops = {.flush = inline_flush, .read_body = in
 void m0_h1_access_log(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_job *job = c->job;
-    const struct m0_hdr *ref = m0_req_header(&job->req, "referer");
-    const struct m0_hdr *ua = m0_req_header(&job->req, "user-agent");
-    uint64_t now_us = m0_clock_ms() * 1000;
+    uint64_t now_us = m0_clock_us();
     (void)s;
-    m0_log_access(job->remote_addr[0] ? job->remote_addr : "-", job->req.method, job->req.target,
-                  job->req.http_minor, job->resp.status, job->resp.body_bytes,
-                  ref ? ref->value : NULL, ua ? ua->value : NULL,
-                  now_us > c->started_us ? now_us - c->started_us : 0);
+    struct m0_access a = {
+        .addr = job->remote_addr,
+        .req = &job->req,
+        .resp_head = job->head.lines.data,
+        .resp_head_len = job->head.lines.len,
+        .status = job->resp.status,
+        .bytes = job->resp.body_bytes,
+        .duration_us = now_us > c->started_us ? now_us - c->started_us : 0,
+    };
+    m0_access_log(&a);
 }
 
 /* The per-request start of every answer: timers and flags of the previous
  * request are gone, whoever answers. */
 static void begin_request(struct m0_server *s, struct m0_conn *c)
 {
-    c->started_us = m0_clock_ms() * 1000;
+    c->started_us = m0_clock_us();
     c->flags &= ~(C_SLOW_LOGGED | C_HEAD_TIMER | C_MORE | C_STREAMING);
     c->resp_flags = 0;
     s->requests++;
@@ -167,6 +173,11 @@ void m0_h1_finish(struct m0_server *s, struct m0_conn *c)
     m0_http_next(&c->http);
     m0_job_reset(job);
     job->gen = c->gen;
+    /* Until the next head is complete, the client is the peer (an error
+     * answered before then has no proxy headers to trust). */
+    memcpy(job->remote_addr, job->peer_addr, sizeof job->remote_addr);
+    job->remote_port = job->peer_port;
+    job->https = 0;
     c->flags &= ~(C_STREAMING | C_SENT_100 | C_LAZY_BODY | C_MORE | C_HEAD_TIMER);
     c->resp_flags = 0;
     if (m0_buf_unread(&c->in) == 0) {
@@ -381,10 +392,29 @@ static void answer_health(struct m0_server *s, struct m0_conn *c)
     m0_conn_flush(s, c);
 }
 
+/* Who the request speaks for (proxy.h): the peer, or the client a trusted
+ * proxy names. Recomputed per request: one upstream connection of a proxy
+ * carries requests of many clients. */
+static void set_client(struct m0_server *s, struct m0_job *job)
+{
+    struct m0_client cl;
+    /* Trust is a property of the connection: decided once. An untrusted
+     * peer costs nothing more per request (remote_* already name it). */
+    if (job->peer_trusted < 0)
+        job->peer_trusted = (int8_t)m0_proxy_trusted(&s->cfg->forwarded_trust, job->peer_addr);
+    if (!job->peer_trusted)
+        return;
+    m0_proxy_client(&s->cfg->forwarded_trust, job->peer_addr, job->peer_port, &job->req, &cl);
+    memcpy(job->remote_addr, cl.addr, sizeof job->remote_addr);
+    job->remote_port = cl.port;
+    job->https = cl.https;
+}
+
 /* A complete request: to the health path, a target, or a 404. */
 static void route(struct m0_server *s, struct m0_conn *c)
 {
     const struct m0_req *r = &c->job->req;
+    set_client(s, c->job);
     if (s->health_len != 0 && r->path_len == s->health_len && memcmp(r->path, s->health_path, s->health_len) == 0) {
         answer_health(s, c);
         return;
@@ -501,6 +531,7 @@ void m0_h1_parse(struct m0_server *s, struct m0_conn *c)
                 int health = s->health_len != 0 && job->req.path_len == s->health_len &&
                              memcmp(job->req.path, s->health_path, s->health_len) == 0;
                 if (t != NULL && t->runner != NULL && !health) {   /* a static mount wants no body */
+                    set_client(s, job);
                     c->flags |= C_LAZY_BODY;
                     job->ch.body_lazy = 1;
                     m0_buf_compact(&c->in);

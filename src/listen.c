@@ -1,8 +1,13 @@
 /*
- * listen.c — TCP and unix listener sockets.
+ * listen.c — TCP and unix listener sockets, bound here or inherited from
+ * systemd (socket activation, sd_listen_fds(3)).
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -78,4 +83,85 @@ int m0_listen_unix(const char *path, int backlog, char *err, size_t cap)
         return -1;
     }
     return fd;
+}
+
+int m0_listen_inherited(struct m0_inherited *out, int max, char *err, size_t cap)
+{
+    const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS"), *names = getenv("LISTEN_FDNAMES");
+    long n = 0;
+    int mine = pid != NULL && fds != NULL && strtol(pid, NULL, 10) == (long)getpid();
+    if (mine) {
+        char *end;
+        n = strtol(fds, &end, 10);
+        if (*fds == '\0' || *end != '\0' || n < 0)
+            n = -1;
+    }
+    char namebuf[1024];
+    snprintf(namebuf, sizeof namebuf, "%s", names ? names : "");
+    unsetenv("LISTEN_PID");
+    unsetenv("LISTEN_FDS");
+    unsetenv("LISTEN_FDNAMES");
+    if (!mine)
+        return 0;
+    if (n == -1) {
+        snprintf(err, cap, "socket activation: LISTEN_FDS=%s is not a count", fds);
+        return -1;
+    }
+    if (n > max) {
+        snprintf(err, cap, "socket activation: %ld sockets passed, at most %d served", n, max);
+        return -1;
+    }
+    char *save = NULL, *name = strtok_r(namebuf, ":", &save);
+    for (int i = 0; i < n; i++) {
+        struct m0_inherited *l = &out[i];
+        memset(l, 0, sizeof *l);
+        l->fd = 3 + i;          /* SD_LISTEN_FDS_START */
+        if (name != NULL) {
+            snprintf(l->name, sizeof l->name, "%s", name);
+            name = strtok_r(NULL, ":", &save);
+        }
+        int type = 0, acc = 0;
+        socklen_t tl = sizeof type, al = sizeof acc;
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        if (getsockopt(l->fd, SOL_SOCKET, SO_TYPE, &type, &tl) == -1 ||
+            getsockopt(l->fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) == -1 ||
+            getsockname(l->fd, (struct sockaddr *)&ss, &sl) == -1) {
+            snprintf(err, cap, "socket activation: fd %d%s%s%s is not a socket: %s", l->fd,
+                     l->name[0] ? " (" : "", l->name, l->name[0] ? ")" : "", strerror(errno));
+            return -1;
+        }
+        if (type != SOCK_STREAM || !acc ||
+            (ss.ss_family != AF_INET && ss.ss_family != AF_INET6 && ss.ss_family != AF_UNIX)) {
+            snprintf(err, cap, "socket activation: fd %d%s%s%s is not a listening TCP or unix stream socket "
+                     "(ListenStream= in the .socket unit, Accept=no)", l->fd,
+                     l->name[0] ? " (" : "", l->name, l->name[0] ? ")" : "");
+            return -1;
+        }
+        l->family = ss.ss_family;
+        if (ss.ss_family == AF_INET) {
+            struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+            inet_ntop(AF_INET, &in->sin_addr, l->addr, sizeof l->addr);
+            l->port = ntohs(in->sin_port);
+        } else if (ss.ss_family == AF_INET6) {
+            struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+            inet_ntop(AF_INET6, &in6->sin6_addr, l->addr, sizeof l->addr);
+            l->port = ntohs(in6->sin6_port);
+        } else {
+            struct sockaddr_un *un = (struct sockaddr_un *)&ss;
+            size_t pl = sl > offsetof(struct sockaddr_un, sun_path) ? sl - offsetof(struct sockaddr_un, sun_path) : 0;
+            if (pl > 0 && un->sun_path[0] == '\0') {
+                l->addr[0] = '@';          /* abstract */
+                memcpy(l->addr + 1, un->sun_path + 1, pl - 1 < sizeof l->addr - 2 ? pl - 1 : sizeof l->addr - 2);
+            } else {
+                snprintf(l->addr, sizeof l->addr, "%.*s", (int)strnlen(un->sun_path, pl), un->sun_path);
+            }
+        }
+        int fl = fcntl(l->fd, F_GETFL);
+        if (fl == -1 || fcntl(l->fd, F_SETFL, fl | O_NONBLOCK) == -1 || fcntl(l->fd, F_SETFD, FD_CLOEXEC) == -1) {
+            snprintf(err, cap, "socket activation: fd %d: %s", l->fd, strerror(errno));
+            return -1;
+        }
+    }
+    return (int)n;
 }

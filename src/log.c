@@ -46,16 +46,40 @@ static void write_all(int fd, const char *p, size_t n)
     }
 }
 
-/* Local time as "2026-11-29 13:20:00 +0000" (error log) or
- * "29/Nov/2026:13:20:00 +0000" (access log, common log format). */
+/* Wall-clock time in UTC as "2026-11-29 13:20:00 +0000" (error log) or
+ * "29/Nov/2026:13:20:00 +0000" (access log, common log format).
+ *
+ * Always UTC, never the process's local zone: Django applies its TIME_ZONE
+ * to the worker by setting TZ and calling tzset(), which would move the
+ * workers' lines to another zone than the master's (the master never runs
+ * Python). gmtime_r also takes no lock on the zone data. The text is
+ * cached per thread for the current second: a busy access log formats one
+ * timestamp a second, not one per request. */
 static size_t stamp(char *dst, size_t cap, int access)
 {
-    time_t now = time(NULL);
-    struct tm tm;
-    localtime_r(&now, &tm);
-    if (access)
-        return strftime(dst, cap, "%d/%b/%Y:%H:%M:%S %z", &tm);
-    return strftime(dst, cap, "%Y-%m-%d %H:%M:%S %z", &tm);
+    static __thread time_t cached_sec = -1;
+    static __thread char cached[2][40];
+    static __thread size_t cached_len[2];
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    if (ts.tv_sec != cached_sec) {
+        struct tm tm;
+        gmtime_r(&ts.tv_sec, &tm);
+        cached_len[1] = strftime(cached[1], sizeof cached[1], "%d/%b/%Y:%H:%M:%S +0000", &tm);
+        cached_len[0] = strftime(cached[0], sizeof cached[0], "%Y-%m-%d %H:%M:%S +0000", &tm);
+        cached_sec = ts.tv_sec;
+    }
+    size_t n = cached_len[access ? 1 : 0];
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, cached[access ? 1 : 0], n);
+    dst[n] = '\0';
+    return n;
+}
+
+size_t m0_log_stamp(char *dst, size_t cap, int access)
+{
+    return stamp(dst, cap, access);
 }
 
 static void vlog(enum m0_log_level lvl, int err, const char *fmt, va_list ap)
@@ -102,37 +126,7 @@ void m0_log_raw(const char *p, size_t n)
     write_all(STDERR_FILENO, p, n);
 }
 
-/* Copy s into dst (cap bytes, NUL-terminated, truncated), escaping '"',
- * '\\' and control bytes as \xHH so a client cannot forge log fields. */
-static const char *escape(char *dst, size_t cap, const char *s)
+void m0_log_out(const char *p, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
-    size_t o = 0;
-    for (; *s && o + 5 < cap; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\' || c < 0x20 || c == 0x7f) {
-            dst[o++] = '\\';
-            dst[o++] = 'x';
-            dst[o++] = hex[c >> 4];
-            dst[o++] = hex[c & 15];
-        } else {
-            dst[o++] = (char)c;
-        }
-    }
-    dst[o] = '\0';
-    return dst;
-}
-
-void m0_log_access(const char *addr, const char *method, const char *target, int minor,
-                   int status, uint64_t bytes, const char *referer, const char *ua,
-                   uint64_t duration_us)
-{
-    char line[4096], when[40], t[1200], r[600], u[600];
-    stamp(when, sizeof when, 1);
-    int n = snprintf(line, sizeof line, "%s - - [%s] \"%s %s HTTP/1.%d\" %d %llu \"%s\" \"%s\" %llu.%06llu\n",
-                     addr, when, method, escape(t, sizeof t, target), minor, status, (unsigned long long)bytes,
-                     referer ? escape(r, sizeof r, referer) : "-", ua ? escape(u, sizeof u, ua) : "-",
-                     (unsigned long long)(duration_us / 1000000), (unsigned long long)(duration_us % 1000000));
-    if (n > 0)
-        write_all(STDOUT_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    write_all(STDOUT_FILENO, p, n);
 }

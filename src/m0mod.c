@@ -7,6 +7,7 @@
 
 #include "m0/broker.h"
 #include "m0/bus.h"
+#include "m0/reload.h"
 #include "m0/worker.h"
 
 static PyObject *py_publish(PyObject *self, PyObject *args)
@@ -58,7 +59,26 @@ static PyObject *py_after_fork_child(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+static PyObject *py_watch(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    PyObject *bytes;
+    if (!PyUnicode_FSConverter(arg, &bytes))
+        return NULL;
+    int rc = m0_reload_watch(PyBytes_AS_STRING(bytes));
+    if (rc != M0_OK) {
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, arg);
+        Py_DECREF(bytes);
+        return NULL;
+    }
+    Py_DECREF(bytes);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef m0_functions[] = {
+    {"_watch", py_watch, METH_O,
+     "_watch(directory): --reload watches directory for changed Python files (inotify); "
+     "OSError when it cannot (or without --reload)."},
     {"publish", py_publish, METH_VARARGS,
      "publish(channel: bytes, event: str | None, data: bytes) -> int | None: frame one SSE event "
      "and write it to every worker's bus; returns its global id, None without --realtime. Blocks "

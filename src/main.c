@@ -1,10 +1,12 @@
 /*
  * main.c — parse the configuration, then run the master.
  * Exit statuses: 0 clean stop, 1 failure (including an application that
- * cannot be loaded), 2 a bad flag or value.
+ * cannot be loaded), 2 a bad flag or value, 78 a virtualenv of another
+ * Python version than the one built in.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "m0/broker.h"
 #include "m0/config.h"
@@ -33,13 +35,20 @@ int main(int argc, char **argv)
         return M0_EXIT_OK;
     }
     if (cfg.show_version) {
-        printf("m0serve %s (Python %s)\n", M0_VERSION, m0_py_version());
+        printf("m0serve %s (Python %s, built for %s)\n", M0_VERSION, m0_py_version(), m0_py_built_for());
         return M0_EXIT_OK;
     }
     if (m0_static_check_config(&cfg, err, sizeof err) != M0_OK) {
         fprintf(stderr, "%s\n", err);
         return M0_EXIT_USAGE;
     }
+    if (m0_py_check_env(err, sizeof err) != M0_OK) {
+        fprintf(stderr, "%s\n", err);
+        return M0_EXIT_CONFIG;
+    }
+    /* Process-wide, before binding: a unix socket's mode is 0777 less it. */
+    if (cfg.umask >= 0)
+        umask((mode_t)cfg.umask);
     m0_config_resolve(&cfg);
     if (m0_broker_configure(&cfg) != M0_OK) {
         fprintf(stderr, "m0serve: error: --broker: invalid value '%s'\n", cfg.broker);

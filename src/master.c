@@ -22,10 +22,30 @@
  * status is 0, or M0_EXIT_ABANDONED (4) when requests were still in flight
  * at the graceful timeout. SIGQUIT stops at once.
  *
+ * A worker that asks to be replaced ('Q': --max-requests) or grows past
+ * --worker-max-rss goes through the same path for its slot alone: its
+ * successor boots first, then it drains (held streams end with a FIN, so
+ * their clients reconnect and resume with Last-Event-ID) and the successor
+ * gets 'G' once it has said 'R'. No request is refused meanwhile.
+ *
  * TCP listeners: one SO_REUSEPORT socket per worker slot, so the kernel
  * spreads connections over the workers evenly; a replacement worker
  * inherits its slot's socket, and connections queued there wait for it.
- * A unix socket is one socket shared by every worker.
+ * A unix socket is one socket shared by every worker. Sockets systemd
+ * passes (socket activation) are shared too, each by every worker: one
+ * inherited TCP socket cannot be split into per-worker SO_REUSEPORT ones
+ * without binding anew, and the kernel's accept queue on one socket is
+ * fair enough (every worker polls it; the one that wakes first accepts).
+ *
+ * systemd (Type=notify, notify.h): READY=1 once every slot has a serving
+ * worker; RELOADING=1 with MONOTONIC_USEC on SIGHUP (or --reload), READY=1
+ * when the new generation serves (or the reload failed and the old one
+ * still does); STOPPING=1 when draining; STATUS= with the workers and
+ * connections; WATCHDOG=1 every quarter of WATCHDOG_USEC, but only while
+ * every serving worker's loop answers the master's pings.
+ *
+ * Privileges (--user/--group) are dropped here after binding, before the
+ * first fork, in the master too (privs.c says why).
  */
 #include <errno.h>
 #include <poll.h>
@@ -36,20 +56,27 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "m0/broker.h"
 #include "m0/bus.h"
 #include "m0/config.h"
+#include "m0/conn.h"
 #include "m0/listen.h"
 #include "m0/log.h"
 #include "m0/master.h"
+#include "m0/notify.h"
+#include "m0/pidfile.h"
+#include "m0/privs.h"
 #include "m0/py.h"
 #include "m0/timer.h"
 #include "m0/worker.h"
 
 #define BOOT_TIMEOUT_MS 120000     /* a new generation that has not booted by then is dismissed */
+#define TICK_MS 1000               /* pings, STATUS=, --worker-max-rss checks */
+#define REPLACE_RETRY_MS 30000     /* after a replacement could not boot */
 
 enum wstate { W_EMPTY, W_BOOTING, W_BOOTED, W_SERVING, W_RETIRING };
 
@@ -61,12 +88,26 @@ struct worker {
     int ctl;             /* master's end of the control socket, -1 once closed */
     int served;          /* it said go at least once: a later exit is never a boot failure */
     uint64_t started;    /* ms */
+    int replace;         /* a successor boots for its slot; it drains when that one has booted */
+    uint64_t replace_after;  /* ms: do not try another replacement before (one failed) */
+    int ping_pending;    /* pinged, no answer yet */
+    int ping_missed;     /* it missed the last round (logged once) */
+    uint32_t conns;      /* open connections, from its last pong */
+};
+
+/* A listening socket: TCP sockets we bind are one per worker slot
+ * (SO_REUSEPORT); a unix socket and sockets systemd passes are shared. */
+struct lsock {
+    int per_slot;
+    int *fds;            /* nworkers entries if per_slot, else 1 */
+    char *unix_path;     /* bound here: unlinked at exit */
+    char where[200];     /* for the banner */
 };
 
 struct master {
     const struct m0_config *cfg;
-    int nsock;
-    int *socks;
+    int nlis;
+    struct lsock lis[M0_MAX_LISTENERS];
     int nworkers;
     struct worker *w;
     int cap;
@@ -80,9 +121,12 @@ struct master {
     int exit_code;
     int abandoned;           /* a worker left requests unfinished */
     uint64_t kill_at;        /* SIGKILL stragglers at this time when stopping */
-    const char *unix_path;
     int sfd;                 /* signalfd */
     struct m0_bus bus;       /* with --realtime */
+    int want_ready;          /* READY=1 is owed once every slot serves the current generation */
+    uint64_t next_tick;      /* ms */
+    uint64_t tick_ms;
+    char status[160];        /* the last STATUS= sent */
 };
 
 static int live_count(const struct master *m)
@@ -151,7 +195,9 @@ static void spawn(struct master *m, int idx)
         m->respawn_at[idx] = m0_clock_ms() + 1000;
         return;
     }
-    int fd = m->socks[m->nsock == 1 ? 0 : idx];
+    int fds[M0_MAX_LISTENERS];
+    for (int l = 0; l < m->nlis; l++)
+        fds[l] = m->lis[l].fds[m->lis[l].per_slot ? idx : 0];
     pid_t pid = fork();
     if (pid == -1) {
         m0_log_errno("fork");
@@ -170,9 +216,11 @@ static void spawn(struct master *m, int idx)
             if (m->w[i].ctl != -1)
                 close(m->w[i].ctl);
         }
-        for (int i = 0; i < m->nsock; i++) {
-            if (m->socks[i] != fd)
-                close(m->socks[i]);
+        for (int l = 0; l < m->nlis; l++) {
+            for (int i = 0; i < (m->lis[l].per_slot ? m->nworkers : 1); i++) {
+                if (m->lis[l].fds[i] != fds[l])
+                    close(m->lis[l].fds[i]);
+            }
         }
         if (m->cfg->realtime) {
             for (int i = 0; i < m->bus.nworkers; i++) {
@@ -182,7 +230,7 @@ static void spawn(struct master *m, int idx)
             m0_bus_current = &m->bus;
             m0_bus_index = idx;
         }
-        m0_worker_main(m->cfg, fd, sv[1]);
+        m0_worker_main(m->cfg, fds, m->nlis, sv[1]);
     }
     close(sv[1]);
     m->w[slot] = (struct worker){.pid = pid, .state = W_BOOTING, .idx = idx, .gen = m->gen, .ctl = sv[0],
@@ -207,8 +255,83 @@ static void begin_stop(struct master *m, int code, int graceful)
         m->exit_code = code;
         m->kill_at = m0_clock_ms() + (uint64_t)(m->cfg->graceful_timeout * 1000) + 1000;
         m0_info("shutting down: %s", graceful ? "draining workers" : "stopping workers now");
+        m->want_ready = 0;
+        m0_notify("STOPPING=1\nSTATUS=%s", graceful ? "draining" : "stopping");
     }
     signal_all(m, graceful ? SIGTERM : SIGQUIT);
+}
+
+/* "2 workers serving, 14 connections" (connections as of the last pings). */
+static void status_text(const struct master *m, char *dst, size_t cap)
+{
+    int n = 0;
+    unsigned long long conns = 0;
+    for (int i = 0; i < m->cap; i++) {
+        if (m->w[i].pid != 0 && m->w[i].state == W_SERVING) {
+            n++;
+            conns += m->w[i].conns;
+        }
+    }
+    snprintf(dst, cap, "%d worker%s serving, %llu connection%s", n, n == 1 ? "" : "s", conns,
+             conns == 1 ? "" : "s");
+}
+
+/* READY=1 is owed (at start, after a reload) and every slot now has a
+ * serving worker of the current generation: send it. */
+static void check_ready(struct master *m)
+{
+    if (!m->want_ready || m->stopping)
+        return;
+    for (int idx = 0; idx < m->nworkers; idx++) {
+        int ok = 0;
+        for (int i = 0; i < m->cap && !ok; i++) {
+            const struct worker *w = &m->w[i];
+            ok = w->pid != 0 && w->idx == idx && w->state == W_SERVING && w->gen == m->gen;
+        }
+        if (!ok)
+            return;
+    }
+    m->want_ready = 0;
+    status_text(m, m->status, sizeof m->status);
+    m0_notify("READY=1\nSTATUS=%s\nMAINPID=%d", m->status, (int)getpid());
+}
+
+/* Slot idx's workers that asked to be replaced go now: their successor
+ * has booted (it gets 'G' once they said 'R'). */
+static void retire_replaced(struct master *m, int idx)
+{
+    for (int i = 0; i < m->cap; i++) {
+        struct worker *w = &m->w[i];
+        if (w->pid != 0 && w->idx == idx && w->replace && w->state == W_SERVING) {
+            m0_info("worker %d (pid %d) replaced: draining it", idx, (int)w->pid);
+            w->state = W_RETIRING;
+            tell(w, M0_CTL_DRAIN);
+            kill(w->pid, SIGTERM);
+        }
+    }
+}
+
+static void spawn(struct master *m, int idx);
+static void hand_over(struct master *m, int idx);
+
+/* Replace one serving worker: boot its successor first (the reload path
+ * for one slot); why is for the log. */
+static void replace_worker(struct master *m, struct worker *w, const char *why)
+{
+    uint64_t now = m0_clock_ms();
+    /* A reload in progress replaces it anyway (and a successor booted now
+     * would belong to the reload's generation: two for one slot). */
+    if (m->stopping || m->reloading || w->replace || w->state != W_SERVING || now < w->replace_after)
+        return;
+    w->replace = 1;
+    if (find(m, w->idx, W_BOOTED, 1) != NULL) {
+        retire_replaced(m, w->idx);      /* a successor is already waiting */
+        hand_over(m, w->idx);
+        return;
+    }
+    m0_info("worker %d (pid %d) %s: booting its replacement", w->idx, (int)w->pid, why);
+    if (find(m, w->idx, W_BOOTING, 1) == NULL)
+        spawn(m, w->idx);
 }
 
 /* Slot idx's newest booted worker goes, unless another one serves the
@@ -234,6 +357,7 @@ static void hand_over(struct master *m, int idx)
         next->state = W_SERVING;
         next->served = 1;
         tell(next, M0_CTL_GO);
+        check_ready(m);
     }
 }
 
@@ -264,6 +388,8 @@ static void abort_reload(struct master *m, const char *why)
 {
     m0_error("reload failed (%s): the workers already serving keep serving", why);
     m->reloading = 0;
+    m->want_ready = 0;
+    m0_notify("READY=1\nSTATUS=reload failed (%s); the previous workers serve", why);
     m->dismissed = m->gen;
     for (int i = 0; i < m->cap; i++) {
         struct worker *w = &m->w[i];
@@ -284,8 +410,11 @@ static void reload(struct master *m)
         return;
     }
     m0_info("SIGHUP: booting %d new worker(s)", m->nworkers);
+    m0_notify("RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading: booting %d new worker(s)",
+              (unsigned long long)m0_notify_monotonic_usec(), m->nworkers);
     m->gen++;
     m->reloading = 1;
+    m->want_ready = 1;
     m->reload_deadline = m0_clock_ms() + BOOT_TIMEOUT_MS;
     for (int idx = 0; idx < m->nworkers; idx++)
         spawn(m, idx);
@@ -302,6 +431,15 @@ static void on_ctl(struct master *m, struct worker *w)
         hand_over(m, w->idx);
         return;
     }
+    if (msg[0] == M0_CTL_PONG && n == 5) {
+        /* One message: the loop answered a ping, with its connections. */
+        memcpy(&w->conns, msg + 1, sizeof w->conns);
+        w->ping_pending = 0;
+        if (w->ping_missed)
+            m0_info("worker %d (pid %d) answers again", w->idx, (int)w->pid);
+        w->ping_missed = 0;
+        return;
+    }
     for (ssize_t i = 0; i < n; i++) {
         switch (msg[i]) {
         case M0_CTL_BOOTED:
@@ -313,9 +451,22 @@ static void on_ctl(struct master *m, struct worker *w)
             } else if (m->reloading && w->gen == m->gen) {
                 finish_reload(m);
             } else {
+                retire_replaced(m, w->idx);
                 hand_over(m, w->idx);
             }
             break;
+        case M0_CTL_REPLACE:
+            replace_worker(m, w, "answered its --max-requests");
+            return;          /* spawn() may have moved the table: w is stale */
+        case M0_CTL_RELOAD:
+            /* --reload: a serving worker saw a file change; all are
+             * replaced. Requests during a reload, or from workers already
+             * retiring, are the same change seen twice. */
+            if (!m->stopping && !m->reloading && w->state == W_SERVING) {
+                m0_info("--reload: an application file changed");
+                reload(m);
+            }
+            return;          /* as above */
         case M0_CTL_RETIRED:
             /* It stopped accepting and reading the bus: the successor may. */
             w->state = W_RETIRING;
@@ -358,9 +509,15 @@ static void reap(struct master *m)
             }
             if (m->dismissed != 0 && gen == m->dismissed)
                 continue;                 /* its reload was already given up */
-            if (!m->stopping && find(m, idx, W_SERVING, 0) == NULL) {
+            struct worker *cur = find(m, idx, W_SERVING, 0);
+            if (!m->stopping && cur == NULL) {
                 m0_error("worker %d (pid %d) could not load the application: stopping", idx, (int)pid);
                 begin_stop(m, M0_EXIT_FAIL, 0);
+            } else if (cur != NULL && cur->replace) {
+                m0_error("the replacement of worker %d could not load the application: pid %d keeps serving",
+                         idx, (int)cur->pid);
+                cur->replace = 0;
+                cur->replace_after = m0_clock_ms() + REPLACE_RETRY_MS;
             }
             continue;
         }
@@ -374,6 +531,11 @@ static void reap(struct master *m)
             m0_warn("worker %d (pid %d) was killed by signal %d: restarting", idx, (int)pid, WTERMSIG(status));
         else
             m0_warn("worker %d (pid %d) exited with status %d: restarting", idx, (int)pid, code);
+        if (find(m, idx, W_BOOTING, 1) != NULL || find(m, idx, W_BOOTED, 1) != NULL) {
+            /* Its successor (a replacement, a reload) is already on the way. */
+            hand_over(m, idx);
+            continue;
+        }
         /* Dying young again and again (a crash during startup) backs off
          * exponentially, up to 10 s, instead of spinning. */
         if (lived < 1000)
@@ -396,13 +558,13 @@ static int covered(const struct master *m, int idx)
     return 0;
 }
 
-static void banner(const struct master *m, const char *host, int port)
+static void banner(const struct master *m)
 {
-    char where[512];
-    if (m->unix_path != NULL)
-        snprintf(where, sizeof where, "unix:%s", m->unix_path);
-    else
-        snprintf(where, sizeof where, strchr(host, ':') ? "http://[%s]:%d" : "http://%s:%d", host, port);
+    char where[1024];
+    size_t n = 0;
+    where[0] = '\0';
+    for (int l = 0; l < m->nlis && n < sizeof where; l++)
+        n += (size_t)snprintf(where + n, sizeof where - n, "%s%s", l ? ", " : "", m->lis[l].where);
     static const char *const protos[] = {"auto", "wsgi", "asgi"};
     const struct m0_config *cfg = m->cfg;
     char pool[96];
@@ -418,10 +580,10 @@ static void banner(const struct master *m, const char *host, int port)
     /* Every mount as given; each worker's boot line adds the protocol it
      * detected and the mode it runs in. */
     char mounts[2048] = "";
-    size_t n = 0;
-    for (unsigned i = 0; i < cfg->nmounts && n < sizeof mounts; i++) {
+    size_t mn = 0;
+    for (unsigned i = 0; i < cfg->nmounts && mn < sizeof mounts; i++) {
         const struct m0_mount *mt = &cfg->mounts[i];
-        n += (size_t)snprintf(mounts + n, sizeof mounts - n, "%s%s=%s%s", i ? "," : "",
+        mn += (size_t)snprintf(mounts + mn, sizeof mounts - mn, "%s%s=%s%s", i ? "," : "",
                               mt->prefix_len ? mt->prefix : "/", mt->kind == M0_MOUNT_STATIC ? "static:" : "",
                               mt->spec);
     }
@@ -456,40 +618,207 @@ static void on_signal(struct master *m)
     }
 }
 
+/* The listeners: the sockets systemd passed, else --bind. Sets
+ * cfg->bind/bound_port to the first TCP one so the environ's SERVER_NAME
+ * and SERVER_PORT name it. Returns M0_OK, or an exit status. */
+static int open_listeners(struct master *m, struct m0_config *cfg)
+{
+    char err[512];
+    char *host, *path;
+    int port;
+    struct m0_inherited inh[M0_MAX_LISTENERS];
+    int ninh = m0_listen_inherited(inh, M0_MAX_LISTENERS, err, sizeof err);
+    if (ninh == -1) {
+        m0_error("%s", err);
+        return M0_EXIT_FAIL;
+    }
+    if (ninh > 0) {
+        static char bind_text[200];
+        bind_text[0] = '\0';
+        for (int i = 0; i < ninh; i++) {
+            struct lsock *l = &m->lis[m->nlis++];
+            l->per_slot = 0;
+            l->fds = calloc(1, sizeof *l->fds);
+            l->fds[0] = inh[i].fd;
+            const char *nm = inh[i].name[0] ? inh[i].name : NULL;
+            if (inh[i].family == AF_UNIX) {
+                snprintf(l->where, sizeof l->where, "unix:%s (fd %d%s%s, systemd)", inh[i].addr, inh[i].fd,
+                         nm ? " " : "", nm ? nm : "");
+                if (bind_text[0] == '\0')
+                    snprintf(bind_text, sizeof bind_text, "unix:%s", inh[i].addr);
+            } else {
+                int v6 = inh[i].family == AF_INET6;
+                snprintf(l->where, sizeof l->where, v6 ? "http://[%s]:%d (fd %d%s%s, systemd)"
+                                                       : "http://%s:%d (fd %d%s%s, systemd)",
+                         inh[i].addr, inh[i].port, inh[i].fd, nm ? " " : "", nm ? nm : "");
+                if (cfg->bound_port == 0) {
+                    snprintf(bind_text, sizeof bind_text, v6 ? "[%s]:%d" : "%s:%d", inh[i].addr, inh[i].port);
+                    cfg->bound_port = inh[i].port;
+                }
+            }
+        }
+        cfg->bind = bind_text;
+        m0_info("socket activation: serving %d socket(s) passed by systemd (--bind is not used)", ninh);
+        return M0_OK;
+    }
+    if (m0_config_bind_parts(cfg, &host, &port, &path, err, sizeof err) != M0_OK) {
+        fprintf(stderr, "%s\n", err);
+        return M0_EXIT_USAGE;
+    }
+    struct lsock *l = &m->lis[m->nlis++];
+    if (path != NULL) {
+        l->per_slot = 0;
+        l->fds = calloc(1, sizeof *l->fds);
+        l->unix_path = strdup(path);
+        snprintf(l->where, sizeof l->where, "unix:%s", path);
+        if ((l->fds[0] = m0_listen_unix(path, (int)cfg->backlog, err, sizeof err)) == -1) {
+            m0_error("%s", err);
+            return M0_EXIT_FAIL;
+        }
+        return M0_OK;
+    }
+    int bound = port;
+    l->per_slot = 1;
+    l->fds = calloc((size_t)m->nworkers, sizeof *l->fds);
+    for (int i = 0; i < m->nworkers; i++) {
+        /* Port 0: the first socket picks the port, the rest join it. */
+        l->fds[i] = m0_listen_tcp(host, bound, (int)cfg->backlog, 1, &bound, err, sizeof err);
+        if (l->fds[i] == -1) {
+            m0_error("%s", err);
+            return M0_EXIT_FAIL;
+        }
+    }
+    snprintf(l->where, sizeof l->where, strchr(host, ':') ? "http://[%s]:%d" : "http://%s:%d", host, bound);
+    cfg->bound_port = bound;
+    return M0_OK;
+}
+
+/* After binding, before the first fork: the pid file, then --user/--group.
+ * The unix sockets we bound and the pid file are given to that user/group
+ * first: the descriptors need nothing, but a proxy running in the group
+ * connects by path, and the master unlinks both at exit. */
+static int settle_identity(struct master *m, const struct m0_config *cfg)
+{
+    char err[512];
+    struct m0_ident id;
+    if (m0_privs_resolve(cfg->user, cfg->group, &id, err, sizeof err) != M0_OK) {
+        fprintf(stderr, "%s\n", err);
+        return M0_EXIT_USAGE;
+    }
+    if (cfg->pid_file != NULL && m0_pidfile_write(cfg->pid_file, err, sizeof err) != M0_OK) {
+        m0_error("%s", err);
+        return M0_EXIT_FAIL;
+    }
+    for (int l = 0; l < m->nlis; l++) {
+        if (m->lis[l].unix_path != NULL && m0_privs_chown(m->lis[l].unix_path, &id, err, sizeof err) != M0_OK) {
+            m0_error("%s", err);
+            return M0_EXIT_FAIL;
+        }
+    }
+    if (cfg->pid_file != NULL && m0_privs_chown(cfg->pid_file, &id, err, sizeof err) != M0_OK) {
+        m0_error("%s", err);
+        return M0_EXIT_FAIL;
+    }
+    if (m0_privs_drop(&id, err, sizeof err) != M0_OK) {
+        m0_error("%s", err);
+        return M0_EXIT_FAIL;
+    }
+    if (id.set_uid || id.set_gid)
+        m0_info("running as uid %u, gid %u", (unsigned)getuid(), (unsigned)getgid());
+    return M0_OK;
+}
+
+/* Resident set size of pid in MiB, or 0 if unknown. */
+static uint64_t rss_mib(pid_t pid)
+{
+    char path[64], buf[128];
+    snprintf(path, sizeof path, "/proc/%d/statm", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd == -1)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    unsigned long long size, resident;
+    if (sscanf(buf, "%llu %llu", &size, &resident) != 2)
+        return 0;
+    return resident * (uint64_t)sysconf(_SC_PAGESIZE) / (1024 * 1024);
+}
+
+/* Once a tick: --worker-max-rss, then pings (watchdog, STATUS=). */
+static void tick(struct master *m, uint64_t now)
+{
+    if (now < m->next_tick)
+        return;
+    m->next_tick = now + m->tick_ms;
+    const struct m0_config *cfg = m->cfg;
+    if (cfg->worker_max_rss > 0 && !m->stopping) {
+        for (int i = 0; i < m->cap; i++) {
+            struct worker *w = &m->w[i];
+            if (w->pid == 0 || w->state != W_SERVING || w->replace)
+                continue;
+            uint64_t mib = rss_mib(w->pid);
+            if (mib > (uint64_t)cfg->worker_max_rss) {
+                char why[96];
+                snprintf(why, sizeof why, "uses %llu MiB (over --worker-max-rss %ld)", (unsigned long long)mib,
+                         cfg->worker_max_rss);
+                replace_worker(m, w, why);
+            }
+        }
+    }
+    if (!m0_notify_enabled())
+        return;
+    /* Every serving worker answered the previous round: its loop turns. */
+    int healthy = 1;
+    for (int i = 0; i < m->cap; i++) {
+        struct worker *w = &m->w[i];
+        if (w->pid == 0 || w->state != W_SERVING || !w->ping_pending)
+            continue;
+        healthy = 0;
+        if (!w->ping_missed)
+            m0_warn("worker %d (pid %d) did not answer a ping within %llu ms (its loop is blocked)", w->idx,
+                    (int)w->pid, (unsigned long long)m->tick_ms);
+        w->ping_missed = 1;
+    }
+    if (healthy && m0_notify_watchdog_usec() != 0 && !m->want_ready)
+        m0_notify("WATCHDOG=1");
+    for (int i = 0; i < m->cap; i++) {
+        struct worker *w = &m->w[i];
+        if (w->pid != 0 && w->state == W_SERVING && w->ctl != -1) {
+            tell(w, M0_CTL_PING);
+            w->ping_pending = 1;
+        }
+    }
+    char st[sizeof m->status];
+    status_text(m, st, sizeof st);
+    if (!m->want_ready && !m->stopping && !m->reloading && strcmp(st, m->status) != 0) {
+        memcpy(m->status, st, sizeof st);
+        m0_notify("STATUS=%s", st);
+    }
+}
+
 int m0_master_run(struct m0_config *cfg)
 {
     struct master mst;
     struct master *m = &mst;
     char err[512];
-    char *host, *path;
-    int port, bound = 0;
 
     memset(m, 0, sizeof *m);
     m->cfg = cfg;
     m->nworkers = (int)cfg->workers;
-    if (m0_config_bind_parts(cfg, &host, &port, &path, err, sizeof err) != M0_OK) {
-        fprintf(stderr, "%s\n", err);
-        return M0_EXIT_USAGE;
-    }
-    m->nsock = path != NULL ? 1 : m->nworkers;
-    m->socks = calloc((size_t)m->nsock, sizeof *m->socks);
-    if (path != NULL) {
-        m->unix_path = path;
-        if ((m->socks[0] = m0_listen_unix(path, (int)cfg->backlog, err, sizeof err)) == -1) {
-            m0_error("%s", err);
-            return M0_EXIT_FAIL;
-        }
-    } else {
-        bound = port;
-        for (int i = 0; i < m->nsock; i++) {
-            /* Port 0: the first socket picks the port, the rest join it. */
-            m->socks[i] = m0_listen_tcp(host, bound, (int)cfg->backlog, 1, &bound, err, sizeof err);
-            if (m->socks[i] == -1) {
-                m0_error("%s", err);
-                return M0_EXIT_FAIL;
-            }
-        }
-    }
+    if (m0_notify_init(err, sizeof err) != M0_OK)
+        m0_warn("%s: not notifying the service manager", err);
+    int rc = open_listeners(m, cfg);
+    if (rc != M0_OK)
+        return rc;
+    if ((rc = settle_identity(m, cfg)) != M0_OK)
+        return rc;
+    m->want_ready = 1;
+    m->tick_ms = TICK_MS;
+    if (m0_notify_watchdog_usec() != 0 && m0_notify_watchdog_usec() / 4000 < m->tick_ms)
+        m->tick_ms = m0_notify_watchdog_usec() / 4000 > 10 ? m0_notify_watchdog_usec() / 4000 : 10;
 
     if (cfg->realtime && m0_bus_create(&m->bus, m->nworkers) != M0_OK) {
         m0_log_errno("cannot create the broadcast bus");
@@ -519,8 +848,8 @@ int m0_master_run(struct m0_config *cfg)
         return M0_EXIT_FAIL;
     }
 
-    cfg->bound_port = bound;
-    banner(m, host, bound);
+    banner(m);
+    m->next_tick = m0_clock_ms() + m->tick_ms;
     for (int idx = 0; idx < m->nworkers; idx++)
         spawn(m, idx);
 
@@ -549,7 +878,10 @@ int m0_master_run(struct m0_config *cfg)
                     spawn(m, idx);   /* nothing serves this slot and nothing is scheduled */
             }
         }
-        uint64_t wait_ms = 1000;
+        tick(m, now);
+        uint64_t wait_ms = m->next_tick > now ? m->next_tick - now : 0;
+        if (wait_ms > 1000)
+            wait_ms = 1000;
         for (int idx = 0; idx < m->nworkers && !m->stopping; idx++) {
             if (m->respawn_at[idx] != 0 && m->respawn_at[idx] - now < wait_ms)
                 wait_ms = m->respawn_at[idx] > now ? m->respawn_at[idx] - now : 0;
@@ -567,26 +899,37 @@ int m0_master_run(struct m0_config *cfg)
                 pfds[np++] = (struct pollfd){.fd = m->w[i].ctl, .events = POLLIN};
             }
         }
-        int rc = poll(pfds, (nfds_t)np, (int)wait_ms);
-        if (rc == -1 && errno != EINTR) {
+        int ready = poll(pfds, (nfds_t)np, (int)wait_ms);
+        if (ready == -1 && errno != EINTR) {
             m0_log_errno("poll");
             break;
         }
-        if (rc <= 0)
+        if (ready <= 0)
             continue;
+        /* A spawn (a reload, a replacement) may grow the worker table and
+         * move it: who[] then points into freed memory. Stop; what is left
+         * is still readable at the next poll. */
+        const struct worker *table = m->w;
         if (pfds[0].revents)
             on_signal(m);
-        for (int i = 1; i < np; i++) {
+        for (int i = 1; i < np && m->w == table; i++) {
             if (pfds[i].revents && who[i]->pid != 0 && who[i]->ctl == pfds[i].fd)
                 on_ctl(m, who[i]);
         }
     }
     free(pfds);
     free(who);
-    for (int i = 0; i < m->nsock; i++)
-        close(m->socks[i]);
-    if (m->unix_path != NULL)
-        unlink(m->unix_path);
+    for (int l = 0; l < m->nlis; l++) {
+        for (int i = 0; i < (m->lis[l].per_slot ? m->nworkers : 1); i++)
+            close(m->lis[l].fds[i]);
+        /* Only a socket we bound: systemd's socket unit owns its own. */
+        if (m->lis[l].unix_path != NULL && unlink(m->lis[l].unix_path) == -1 && errno != ENOENT)
+            m0_log_errno("cannot remove unix:%s", m->lis[l].unix_path);
+        free(m->lis[l].unix_path);
+        free(m->lis[l].fds);
+    }
+    if (cfg->pid_file != NULL)
+        m0_pidfile_remove(cfg->pid_file);
     if (m->exit_code == M0_EXIT_OK && m->abandoned) {
         m0_warn("shutdown complete, but requests were still in flight at the graceful timeout");
         m->exit_code = M0_EXIT_ABANDONED;
@@ -594,7 +937,6 @@ int m0_master_run(struct m0_config *cfg)
         m0_info("shutdown complete");
     }
     close(m->sfd);
-    free(m->socks);
     free(m->w);
     free(m->fails);
     free(m->respawn_at);

@@ -31,6 +31,9 @@
 
 static PyThreadState *main_tstate;   /* the loop thread's state while detached */
 
+#define M0_STR_(x) #x
+#define M0_STR(x) M0_STR_(x)
+
 static PyObject *init_m0_module(void)
 {
     return m0_module_init();
@@ -60,35 +63,126 @@ void m0_py_print_exception(void)
     PyErr_Clear();
 }
 
-/* Where m0serve's own Python files live: beside the binary in a build tree
- * (./python), else the installed share directory. */
-static void python_dir(char *out, size_t cap)
+/* The directory of this executable, without the trailing slash; "" if
+ * unknown. */
+static void exe_dir(char *out, size_t cap)
 {
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash != NULL) {
-            *slash = '\0';
-            static const char *const rel[] = {"/python", "/../../python", "/../share/m0serve/python"};
-            for (size_t i = 0; i < M0_ARRAY_LEN(rel); i++) {
-                char cand[PATH_MAX + 64];
-                int len = snprintf(cand, sizeof cand, "%s%s/m0serve/_boot.py", exe, rel[i]);
-                if (len > 0 && (size_t)len < sizeof cand && (size_t)len < cap && access(cand, R_OK) == 0) {
-                    cand[strlen(cand) - strlen("/m0serve/_boot.py")] = '\0';
-                    char *real = realpath(cand, NULL);
-                    const char *found = real != NULL ? real : cand;
-                    size_t fl = strlen(found);
-                    if (fl >= cap)
-                        fl = cap - 1;
-                    memcpy(out, found, fl);
-                    out[fl] = '\0';
-                    free(real);
-                    return;
-                }
-            }
+    out[0] = '\0';
+    if (n <= 0)
+        return;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash == NULL)
+        return;
+    *slash = '\0';
+    snprintf(out, cap, "%s", exe);
+}
+
+/* The virtualenv the embedded interpreter runs in: $VIRTUAL_ENV when set
+ * (an activated venv, as gunicorn's would be), else the venv this binary
+ * was installed into by pip (bin/m0serve beside bin/python, pyvenv.cfg one
+ * level up), so `venv/bin/m0serve` works without activating anything, as
+ * `venv/bin/gunicorn` does. Returns 0 and "" for none. from_env tells which. */
+static int find_venv(char *out, size_t cap, int *from_env)
+{
+    const char *venv = getenv("VIRTUAL_ENV");
+    *from_env = 0;
+    out[0] = '\0';
+    if (venv != NULL && venv[0] != '\0') {
+        *from_env = 1;
+        snprintf(out, cap, "%s", venv);
+        return 1;
+    }
+    char dir[PATH_MAX], cfg[PATH_MAX + 32];
+    exe_dir(dir, sizeof dir);
+    snprintf(cfg, sizeof cfg, "%s/../pyvenv.cfg", dir);
+    if (dir[0] == '\0' || access(cfg, R_OK) != 0)
+        return 0;
+    snprintf(cfg, sizeof cfg, "%s/..", dir);
+    char *real = realpath(cfg, NULL);
+    if (real == NULL)
+        return 0;
+    size_t n = strlen(real);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(out, real, n);
+    out[n] = '\0';
+    free(real);
+    return 1;
+}
+
+int m0_py_check_env(char *err, size_t cap)
+{
+    char venv[PATH_MAX], path[PATH_MAX + 32], line[512];
+    int from_env;
+    if (!find_venv(venv, sizeof venv, &from_env))
+        return M0_OK;
+    const char *who = from_env ? "VIRTUAL_ENV=" : "the virtualenv ";
+    snprintf(path, sizeof path, "%s/pyvenv.cfg", venv);
+    FILE *f = fopen(path, "re");
+    if (f == NULL) {
+        snprintf(err, cap, "m0serve: error: %s%s is not a virtualenv (no pyvenv.cfg)", who, venv);
+        return M0_ERR;
+    }
+    int major = -1, minor = -1;
+    while (fgets(line, sizeof line, f) != NULL) {
+        /* "version = 3.11.2" (venv), "version_info = 3.12.1.final.0" (virtualenv, uv) */
+        char key[32];
+        int a, b;
+        if (sscanf(line, " %31[a-z_] = %d.%d", key, &a, &b) == 3 &&
+            (strcmp(key, "version") == 0 || strcmp(key, "version_info") == 0)) {
+            major = a;
+            minor = b;
+            break;
         }
+    }
+    fclose(f);
+    if (major == -1)
+        return M0_OK;           /* no version recorded: let Python judge */
+    if (major != PY_MAJOR_VERSION || minor != PY_MINOR_VERSION) {
+        snprintf(err, cap,
+                 "m0serve: error: %s%s is a Python %d.%d virtualenv, but this m0serve was built for Python %d.%d "
+                 "(%s): install m0serve into that virtualenv (pip install), or use one made from %s",
+                 who, venv, major, minor, PY_MAJOR_VERSION, PY_MINOR_VERSION, M0_PYTHON_EXE, M0_PYTHON_EXE);
+        return M0_ERR;
+    }
+    return M0_OK;
+}
+
+const char *m0_py_built_for(void)
+{
+    return M0_PYTHON_EXE;
+}
+
+/* Where m0serve's own Python files live: beside the binary in a build tree
+ * (./python), the site-packages of the virtualenv pip installed the binary
+ * into (found even when VIRTUAL_ENV names another one), else the installed
+ * share directory (make install). */
+static void python_dir(char *out, size_t cap)
+{
+    static const char *const rel[] = {
+        "/python", "/../../python",
+        "/../lib/python" M0_STR(PY_MAJOR_VERSION) "." M0_STR(PY_MINOR_VERSION) "/site-packages",
+        "/../share/m0serve/python"};
+    char exe[PATH_MAX];
+    exe_dir(exe, sizeof exe);
+    for (size_t i = 0; exe[0] != '\0' && i < M0_ARRAY_LEN(rel); i++) {
+        char cand[PATH_MAX + 64];
+        int len = snprintf(cand, sizeof cand, "%s%s/m0serve/_boot.py", exe, rel[i]);
+        if (len <= 0 || (size_t)len >= sizeof cand || (size_t)len >= cap || access(cand, R_OK) != 0)
+            continue;
+        cand[strlen(cand) - strlen("/m0serve/_boot.py")] = '\0';
+        char *real = realpath(cand, NULL);
+        const char *found = real != NULL ? real : cand;
+        size_t fl = strlen(found);
+        if (fl >= cap)
+            fl = cap - 1;
+        memcpy(out, found, fl);
+        out[fl] = '\0';
+        free(real);
+        return;
     }
     snprintf(out, cap, "%s", M0_PYTHONDIR);
 }
@@ -124,9 +218,9 @@ int m0_py_init(const struct m0_config *cfg)
     /* The program name decides where the standard library and a virtualenv
      * (pyvenv.cfg beside it) are found: use the interpreter we were built
      * against, or the active virtualenv's python, as gunicorn would run. */
-    char prog[PATH_MAX];
-    const char *venv = getenv("VIRTUAL_ENV");
-    if (venv != NULL && venv[0] != '\0')
+    char prog[PATH_MAX + 32], venv[PATH_MAX];
+    int from_env;
+    if (find_venv(venv, sizeof venv, &from_env))
         snprintf(prog, sizeof prog, "%s/bin/python3", venv);
     else
         snprintf(prog, sizeof prog, "%s", M0_PYTHON_EXE);

@@ -37,9 +37,11 @@
 #include "m0/runner.h"
 #include "m0/target.h"
 #include "m0/serve.h"
+#include "m0/timer.h"
 #include "m0/worker.h"
 
 #define SWEEP_MS 200
+#define ASK_AGAIN_MS 10000
 
 struct serve {
     struct m0_server s;        /* first: a struct m0_server * is a struct serve * */
@@ -48,6 +50,8 @@ struct serve {
     int serving;               /* the master said go */
     int stop_now;              /* SIGQUIT */
     int rc;
+    uint64_t quota;            /* --max-requests (+ jitter) for this worker; 0 = none */
+    uint64_t asked_at;         /* loop ms M0_CTL_REPLACE was last sent; 0 = never */
 };
 
 static struct serve *serve_of(struct m0_server *s)
@@ -73,12 +77,14 @@ static void start_drain(struct serve *v)
     uint64_t now = m0_loop_now(s->loop);
     atomic_store(&s->draining, 1);
     s->drain_deadline = now + (uint64_t)(s->cfg->graceful_timeout * 1000);
-    if (s->listen_fd != -1) {
-        if (v->serving)
-            m0_loop_del_fd(s->loop, s->listen_fd);
-        close(s->listen_fd);
-        s->listen_fd = -1;
+    for (int i = 0; i < s->nlisten; i++) {
+        if (s->listening)
+            m0_loop_del_fd(s->loop, s->listen_fds[i]);
+        close(s->listen_fds[i]);
+        s->listen_fds[i] = -1;
     }
+    s->nlisten = 0;
+    s->listening = 0;
     m0_rt_stop_reading(s);
     ctl_send(v, M0_CTL_RETIRED);
     m0_hold_end_all(s);
@@ -97,11 +103,14 @@ static void go(struct serve *v)
     if (v->serving || atomic_load(&s->draining))
         return;
     v->serving = 1;
-    if (m0_loop_add_fd(s->loop, s->listen_fd, EPOLLIN, m0_conn_accept, s) == M0_ERR) {
-        m0_log_errno("epoll_ctl(listener)");
-        v->rc = M0_EXIT_FAIL;
-        m0_loop_stop(s->loop);
-        return;
+    s->listening = 1;
+    for (int i = 0; i < s->nlisten; i++) {
+        if (m0_loop_add_fd(s->loop, s->listen_fds[i], EPOLLIN, m0_conn_accept, s) == M0_ERR) {
+            m0_log_errno("epoll_ctl(listener)");
+            v->rc = M0_EXIT_FAIL;
+            m0_loop_stop(s->loop);
+            return;
+        }
     }
     m0_rt_init(s);           /* holds need it even without the bus (an ASGI app's WebSockets) */
     if (s->cfg->realtime && m0_rt_start(s) != M0_OK) {
@@ -145,11 +154,27 @@ static void on_ctl(struct m0_loop *l, int fd, uint32_t events, void *ctx)
         return;
     }
     for (ssize_t i = 0; i < n; i++) {
-        if (msg[i] == M0_CTL_GO)
+        if (msg[i] == M0_CTL_GO) {
             go(v);
-        else if (msg[i] == M0_CTL_DRAIN)
+        } else if (msg[i] == M0_CTL_DRAIN) {
             start_drain(v);
+        } else if (msg[i] == M0_CTL_PING) {
+            /* Answered by the loop itself: the master's watchdog measures
+             * whether loops turn, not whether views are quick. */
+            uint8_t pong[5] = {M0_CTL_PONG};
+            uint32_t conns = v->s.nactive;
+            memcpy(pong + 1, &conns, sizeof conns);
+            ssize_t w;
+            do
+                w = send(fd, pong, sizeof pong, MSG_NOSIGNAL | MSG_DONTWAIT);
+            while (w == -1 && errno == EINTR);
+        }
     }
+}
+
+void m0_serve_tell_master(struct m0_server *s, char what)
+{
+    ctl_send(serve_of(s), what);
 }
 
 /* Before sleeping: the timeout sweep, released slots, the end of a drain. */
@@ -163,6 +188,18 @@ static void serve_hook(struct m0_loop *l, void *ctx)
         s->next_sweep = now + SWEEP_MS;
     }
     m0_conn_release_closed(s);
+    if (v->quota != 0 && s->requests >= v->quota && !atomic_load(&s->draining) &&
+        (v->asked_at == 0 || now - v->asked_at >= ASK_AGAIN_MS)) {
+        /* --max-requests: the master boots a replacement first, then
+         * drains this worker (as a reload does, for one slot). Asked again
+         * after a while if nothing came of it (the master was reloading,
+         * or the successor could not boot). */
+        if (v->asked_at == 0)
+            m0_info("worker answered %llu requests (--max-requests): asking to be replaced",
+                    (unsigned long long)s->requests);
+        v->asked_at = now;
+        ctl_send(v, M0_CTL_REPLACE);
+    }
     if (atomic_load(&s->draining)) {
         /* Done when every connection is closed and every runner has
          * returned its job: an ASGI app sees its sockets' disconnect (and a
@@ -179,7 +216,8 @@ static void serve_hook(struct m0_loop *l, void *ctx)
     m0_loop_wake_at(l, s->next_sweep);
 }
 
-struct m0_server *m0_serve_new(const struct m0_config *cfg, int listen_fd, int sig_fd, int ctl_fd)
+struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fds, int nlisten, int sig_fd,
+                               int ctl_fd)
 {
     struct serve *v = m0_xmalloc(sizeof *v);
     memset(v, 0, sizeof *v);
@@ -187,7 +225,16 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, int listen_fd, int s
     v->sig_fd = sig_fd;
     v->ctl_fd = ctl_fd;
     s->cfg = cfg;
-    s->listen_fd = listen_fd;
+    for (int i = 0; i < nlisten && i < M0_MAX_LISTENERS; i++)
+        s->listen_fds[s->nlisten++] = listen_fds[i];
+    if (cfg->max_requests > 0) {
+        /* gunicorn's semantics: N plus a random 0..J, drawn per worker. */
+        v->quota = (uint64_t)cfg->max_requests;
+        if (cfg->max_requests_jitter > 0) {
+            unsigned seed = (unsigned)getpid() ^ (unsigned)m0_clock_ms();
+            v->quota += (uint64_t)rand_r(&seed) % (uint64_t)(cfg->max_requests_jitter + 1);
+        }
+    }
     s->keepalive_ms = (uint64_t)(cfg->keepalive_timeout * 1000);
     s->header_ms = (uint64_t)(cfg->header_timeout * 1000);
     s->body_ms = (uint64_t)(cfg->body_timeout * 1000);
@@ -332,8 +379,8 @@ void m0_serve_close_in_child(struct m0_server *s)
         if (s->conns[i].file_fd != -1)
             close(s->conns[i].file_fd);
     }
-    if (s->listen_fd != -1)
-        close(s->listen_fd);
+    for (int i = 0; i < s->nlisten; i++)
+        close(s->listen_fds[i]);
     if (s->reserve_fd != -1)
         close(s->reserve_fd);
     if (v->ctl_fd != -1)

@@ -17,6 +17,7 @@
 #include "m0/conn.h"
 #include "m0/log.h"
 #include "m0/py.h"
+#include "m0/reload.h"
 #include "m0/serve.h"
 #include "m0/static.h"
 #include "m0/target.h"
@@ -86,7 +87,7 @@ static void log_mounts(void)
     m0_info("%s", line);
 }
 
-void m0_worker_main(const struct m0_config *cfg, int listen_fd, int ctl_fd)
+void m0_worker_main(const struct m0_config *cfg, const int *listen_fds, int nlisten, int ctl_fd)
 {
     /* Die with the master rather than linger as an orphan. */
     prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -117,7 +118,7 @@ void m0_worker_main(const struct m0_config *cfg, int listen_fd, int ctl_fd)
 
     if (m0_py_init(cfg) != M0_OK)
         _exit(M0_EXIT_BOOT);
-    struct m0_server *s = m0_serve_new(cfg, listen_fd, sp[0], ctl_fd);
+    struct m0_server *s = m0_serve_new(cfg, listen_fds, nlisten, sp[0], ctl_fd);
     if (s == NULL)
         _exit(M0_EXIT_FAIL);
     if (m0_static_add_targets(cfg) != M0_OK || m0_py_load_apps(cfg) != M0_OK) {
@@ -127,6 +128,8 @@ void m0_worker_main(const struct m0_config *cfg, int listen_fd, int ctl_fd)
     if (m0_serve_start_pools(s) != M0_OK)
         _exit(M0_EXIT_FAIL);
     m0_broker_prepare();       /* --broker: where the log stands, before serving */
+    if (cfg->reload)
+        m0_reload_start(s);      /* a failure is logged; serving goes on without it */
     log_mounts();
     m0_serve_booted(s);
 

@@ -31,6 +31,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "m0/accesslog.h"
 #include "m0/config.h"
 #include "m0/conn.h"
 #include "m0/hold.h"
@@ -289,9 +290,12 @@ static void reply(struct m0_server *s, struct m0_conn *c)
     struct m0_wshold *ws = c->hold->ws;
     size_t n = m0_buf_unread(&rs->out);
     const char *p = rs->out.data + rs->out.off;
-    if (s->cfg->access_log)
-        m0_log_access(job->remote_addr[0] ? job->remote_addr : "-", "POST", job->req.target ? job->req.target : "-",
-                      1, rs->status, n, NULL, "(websocket message)", 0);
+    if (s->cfg->access_log) {
+        /* The message's request: POST to the socket's path (ws.h). */
+        struct m0_access a = {.addr = job->remote_addr[0] ? job->remote_addr : NULL, .req = &job->req,
+                              .status = rs->status, .bytes = n};
+        m0_access_log(&a);
+    }
     if (rs->flags & M0_RESP_ABORT) {
         fail_socket(s, c, M0_WS_CLOSE_INTERNAL, "the application failed");
         return;

@@ -11,6 +11,7 @@
 
 #include "m0/types.h"
 #include "m0/http.h"
+#include "m0/proxy.h"
 
 enum m0_protocol { M0_PROTO_AUTO, M0_PROTO_WSGI, M0_PROTO_ASGI };
 
@@ -78,6 +79,17 @@ struct m0_config {
     int workers_explicit;       /* --workers or M0_WORKERS was given */
     int threads_explicit;       /* --blocking-threads or M0_BLOCKING_THREADS was given */
     int bound_port;             /* set by the master after binding (port 0 resolved) */
+    /* Production (deploy.md): proxies, worker lifecycle, process identity. */
+    const char *forwarded_allow_ips;          /* as given; parsed into forwarded_trust */
+    struct m0_proxy_trust forwarded_trust;
+    long max_requests;          /* a worker that answered this many asks to be replaced; 0 = never */
+    long max_requests_jitter;   /* plus a random 0..J per worker, so workers do not all go at once */
+    long worker_max_rss;        /* MiB; a worker above it is replaced; 0 = no limit */
+    const char *user, *group;   /* drop to these after binding (NULL: stay) */
+    long umask;                 /* -1: keep the inherited umask */
+    const char *pid_file;       /* the master's pid, written after binding */
+    int reload;                 /* --reload: replace the workers when the app's Python files change */
+    const char *access_log_format;            /* accesslog.h; NULL: the default line */
 };
 
 /* Fill defaults. */

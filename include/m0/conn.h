@@ -43,6 +43,10 @@ enum m0_conn_state {
 /* "READ_HEAD", ... for logs and /health. */
 const char *m0_conn_state_name(enum m0_conn_state st);
 
+/* Listening sockets a worker can serve at once (--bind, or those systemd
+ * passes, listen.h). */
+#define M0_MAX_LISTENERS 16
+
 /* While draining, an idle keep-alive connection is closed after this
  * long without a request (ms). */
 #define M0_DRAIN_IDLE_MS 1000
@@ -94,7 +98,9 @@ struct m0_server {
     struct m0_conn active;         /* sentinel of the active list */
     uint32_t nactive;
     uint32_t norphans;       /* closed slots whose job a runner still has (ORPHAN) */
-    int listen_fd;
+    int listen_fds[M0_MAX_LISTENERS];   /* the sockets this worker accepts on */
+    int nlisten;
+    int listening;                 /* accepting; cleared when a drain closes the listeners */
     int reserve_fd;                /* spare descriptor for the EMFILE trick */
     atomic_int draining;           /* read by runners when they commit a head */
     uint64_t drain_deadline;

@@ -130,8 +130,15 @@ struct m0_job {
      * serve one target's runner now and another's later (mounts). */
     void *rstate[M0_RUNNER_MAX];
     uint8_t msg_opcode;         /* M0_RUN_MESSAGE: the inbound message's opcode (payload: req.body) */
+    /* The peer as accept() reported it ("" for a unix socket), and the
+     * client the request speaks for: the peer, or whom a trusted proxy
+     * names (proxy.h; set per request by the loop before dispatch). */
+    char peer_addr[INET6_ADDRSTRLEN];
+    uint16_t peer_port;
+    int8_t peer_trusted;        /* --forwarded-allow-ips holds the peer: -1 not yet known, 0, 1 */
     char remote_addr[INET6_ADDRSTRLEN];
     uint16_t remote_port;
+    uint8_t https;              /* a trusted proxy says the client used https */
 };
 
 /* Allocate a job for slot (zeroed, channel initialised). Never NULL. */

@@ -1,7 +1,7 @@
 /*
  * log.h — the error log (stderr) and the access log (stdout).
  *
- * Error-log lines look like gunicorn's:
+ * Error-log lines look like gunicorn's, always in UTC:
  *   [2026-11-29 13:20:00 +0000] [4242] [INFO] message
  * Safe from any thread: each line is one write(2).
  */
@@ -24,12 +24,16 @@ void m0_log_errno(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Write raw bytes to the error log (wsgi.errors, tracebacks). */
 void m0_log_raw(const char *p, size_t n);
 
-/* One access-log line on stdout, in the combined format plus the duration:
- *   ADDR - - [29/Nov/2026:13:20:00 +0000] "GET /x HTTP/1.1" 200 13 "-" "curl/8" 0.000123
- * referer and ua may be NULL. duration_us in microseconds. */
-void m0_log_access(const char *addr, const char *method, const char *target, int minor,
-                   int status, uint64_t bytes, const char *referer, const char *ua,
-                   uint64_t duration_us);
+/* Write raw bytes to stdout in one write(2) where possible (the access log,
+ * accesslog.h). */
+void m0_log_out(const char *p, size_t n);
+
+/* The current time in UTC, formatted for the error log (access 0:
+ * "2026-11-29 13:20:00 +0000") or the access log (access 1:
+ * "29/Nov/2026:13:20:00 +0000"), NUL-terminated in dst (cap bytes).
+ * Returns its length. Every process and thread of the server uses UTC,
+ * whatever TZ the application sets. */
+size_t m0_log_stamp(char *dst, size_t cap, int access);
 
 #define m0_debug(...) do { if (m0_log_threshold <= M0_LOG_DEBUG) m0_log(M0_LOG_DEBUG, __VA_ARGS__); } while (0)
 #define m0_info(...)  m0_log(M0_LOG_INFO, __VA_ARGS__)

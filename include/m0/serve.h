@@ -11,10 +11,15 @@
 struct m0_config;
 struct m0_server;
 
-/* Build the server for listen_fd (not yet accepting), reading signals from
- * sig_fd (one byte per signal) and the master from ctl_fd (-1: none).
- * Returns NULL after logging why. */
-struct m0_server *m0_serve_new(const struct m0_config *cfg, int listen_fd, int sig_fd, int ctl_fd);
+/* Build the server for the nlisten sockets listen_fds (not yet accepting;
+ * 1..M0_MAX_LISTENERS), reading signals from sig_fd (one byte per signal)
+ * and the master from ctl_fd (-1: none). Returns NULL after logging why. */
+struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fds, int nlisten, int sig_fd,
+                               int ctl_fd);
+
+/* Send the master one control byte (worker.h: M0_CTL_REPLACE, M0_CTL_RELOAD).
+ * A no-op without a master. Loop thread. */
+void m0_serve_tell_master(struct m0_server *s, char what);
 
 /* After the applications are loaded: the handler pool for the WSGI
  * targets (when any, and --blocking-threads > 0), assigned to them.

@@ -10,4 +10,7 @@
 /* Monotonic milliseconds, read now. */
 uint64_t m0_clock_ms(void);
 
+/* Monotonic microseconds, read now (request durations for the access log). */
+uint64_t m0_clock_us(void);
+
 #endif

@@ -108,12 +108,23 @@ class Executor:
         finally:
             _c.defer(False)
             loop.remove_reader(self.fd)
+            # Tasks still running (work an application goes on with after its
+            # response, as Django's response.close() in a thread) finish
+            # first, within the graceful timeout; then lifespan shutdown;
+            # whatever is left then is cancelled, and run to its end.
+            lifespan = self._ls.task if self._ls is not None else None
+            pending = [t for t in asyncio.all_tasks(loop) if t is not lifespan]
+            if pending:
+                loop.run_until_complete(asyncio.wait(pending, timeout=self.timeout))
             try:
                 loop.run_until_complete(self._shutdown())
             except BaseException:
                 _report("lifespan shutdown failed")
-            for task in asyncio.all_tasks(loop):
+            left = asyncio.all_tasks(loop)
+            for task in left:
                 task.cancel()
+            if left:
+                loop.run_until_complete(asyncio.wait(left, timeout=1.0))
             loop.close()
 
     def stop(self):
@@ -121,7 +132,7 @@ class Executor:
         the loop and its thread end. Called from the worker's main thread."""
         if self.loop is not None and self.thread.is_alive():
             self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join(self.timeout + 1.0)
+            self.thread.join(2 * self.timeout + 2.0)    # running tasks, then lifespan shutdown
 
     # ------------------------------------------------------------ the lane
 
@@ -263,6 +274,8 @@ class HTTPCycle:
         try:
             await self.ex.app(scope, self.receive, self.send)
         except BaseException as exc:
+            if self.complete and isinstance(exc, asyncio.CancelledError):
+                raise                       # the worker is stopping: nothing was owed
             if self.complete:
                 _report("the application raised after its response was complete")
             else:
@@ -376,6 +389,8 @@ class WebSocketCycle:
         try:
             await self.ex.app(scope, self.receive, self.send)
         except BaseException as exc:
+            if self.complete and isinstance(exc, asyncio.CancelledError):
+                raise
             if self.complete:
                 _report("the application raised after its WebSocket ended")
             elif self.state == self.CONNECTING:

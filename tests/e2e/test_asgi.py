@@ -48,6 +48,20 @@ def test_scope_follows_the_asgi_spec(start_server):
     assert "http.response.pathsend" in scope["extensions"]
 
 
+def test_a_trusted_proxy_sets_client_and_scheme(start_server):
+    server = start_server(RAW)            # the test connects from 127.0.0.1: trusted by default
+    hdrs = [("X-Forwarded-For", "203.0.113.7, 10.9.9.9"), ("X-Forwarded-Proto", "https")]
+    scope = json.loads(request(server.port, "GET", "/scope", hdrs).body)
+    assert scope["client"][0] == "10.9.9.9" and scope["scheme"] == "https"   # the first hop not trusted
+    scope = json.loads(request(server.port, "GET", "/scope", [("X-Forwarded-For", "203.0.113.7"),
+                                                             ("X-Forwarded-Proto", "https")]).body)
+    assert scope["client"][0] == "203.0.113.7" and scope["scheme"] == "https"
+    other = start_server(RAW, "--forwarded-allow-ips", "10.0.0.1")
+    scope = json.loads(request(other.port, "GET", "/scope", [("X-Forwarded-For", "203.0.113.7"),
+                                                            ("X-Forwarded-Proto", "https")]).body)
+    assert scope["client"][0] == "127.0.0.1" and scope["scheme"] == "http"     # an untrusted peer is ignored
+
+
 def test_request_body_arrives_through_receive(start_server):
     server = start_server(RAW)
     body = os.urandom(300 * 1024)
@@ -162,6 +176,15 @@ def test_lifespan_shutdown_runs_once_on_sigterm(start_server, tmp_path):
     server.signal(signal.SIGTERM)
     assert server.wait(15) == 0
     assert log.read_text().count("shutdown") == 1
+
+
+def test_work_after_the_response_finishes_before_the_worker_stops(start_server):
+    server = start_server(RAW)
+    assert request(server.port, "GET", "/after?tag=late").body == b"answered"
+    server.signal(signal.SIGTERM)
+    assert server.wait(15) == 0
+    assert "asgi: after-work done tag=late" in server.stderr.text()
+    assert "Traceback" not in server.stderr.text()
 
 
 def test_lifespan_off_and_blocking_threads_refused():

@@ -72,6 +72,14 @@ def test_the_websocket_scope_follows_the_asgi_spec(start_server):
     assert "websocket.http.response" in scope["extensions"]
 
 
+def test_behind_a_trusted_proxy_the_scheme_is_wss(start_server):
+    server = start_server(APP)
+    with RawWS(server.port, "/ws/scope", headers=[("X-Forwarded-Proto", "https"),
+                                                  ("X-Forwarded-For", "198.51.100.9")]) as ws:
+        scope = json.loads(ws.recv_data().payload)
+    assert scope["scheme"] == "wss" and scope["client"][0] == "198.51.100.9"
+
+
 def test_accept_headers_go_on_the_101(start_server):
     server = start_server(APP)
     with RawWS(server.port, "/ws/headers") as ws:

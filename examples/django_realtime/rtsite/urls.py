@@ -7,6 +7,7 @@ urlpatterns = [
     path("events", views.events),
     path("publish", views.publish),
     path("pid", views.pid),
+    path("client", views.client),
     path("slow", views.slow),
     path("chat", views.chat),
     path("ws/chat", views.ws_chat),

@@ -94,6 +94,18 @@ def pid(request):
     return HttpResponse(str(os.getpid()), content_type="text/plain")
 
 
+def client(request):
+    """Who the server says the client is: behind a proxy m0serve trusts
+    (--forwarded-allow-ips), the address and scheme it forwarded."""
+    return JsonResponse({
+        "remote_addr": request.META.get("REMOTE_ADDR"),
+        "remote_port": request.META.get("REMOTE_PORT"),
+        "scheme": request.scheme,
+        "secure": request.is_secure(),
+        "x_forwarded_for": request.META.get("HTTP_X_FORWARDED_FOR"),
+    })
+
+
 def slow(request):
     """A view that waits like an API call would (for the pool phase of the smoke)."""
     time.sleep(float(request.GET.get("s", "1.5")))

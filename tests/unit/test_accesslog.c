@@ -1,0 +1,171 @@
+/*
+ * test_accesslog.c — --access-log-format (src/accesslog.c): gunicorn's
+ * atoms, the default line, JSON, escaping, refusals, and log times in UTC
+ * whatever TZ the process has (src/log.c).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "m0/accesslog.h"
+#include "m0/http.h"
+#include "m0/log.h"
+
+static struct m0_req req;
+static struct m0_hdr hdrs[8];
+
+static void add(const char *name, const char *value)
+{
+    hdrs[req.nhdrs] = (struct m0_hdr){name, value, (uint32_t)strlen(name), (uint32_t)strlen(value)};
+    req.nhdrs++;
+}
+
+static struct m0_access sample(void)
+{
+    memset(&req, 0, sizeof req);
+    req.method = "GET";
+    req.method_len = 3;
+    req.target = "/a/b?x=1";
+    req.target_len = 8;
+    req.path = "/a/b";
+    req.path_len = 4;
+    req.query = "x=1";
+    req.query_len = 3;
+    req.http_minor = 1;
+    req.hdrs = hdrs;
+    add("User-Agent", "curl/8 \"quoted\"");
+    add("Referer", "http://r/");
+    add("Authorization", "Basic Ym9iOnNlY3JldA==");   /* bob:secret */
+    add("X-Request-Id", "abc123");
+    static const char head[] = "Content-Type: text/plain\r\nX-Cache: HIT\r\n";
+    return (struct m0_access){.addr = "192.0.2.1", .req = &req, .resp_head = head,
+                              .resp_head_len = sizeof head - 1, .status = 200, .bytes = 13,
+                              .duration_us = 1234567};
+}
+
+static const char *render(const char *fmt, const struct m0_access *a)
+{
+    static char line[2048];
+    char err[200];
+    assert_int_equal(m0_access_compile(fmt, err, sizeof err), M0_OK);
+    size_t n = m0_access_render(line, sizeof line, a);
+    assert_true(n > 0 && line[n - 1] == '\n');
+    line[n - 1] = '\0';
+    return line;
+}
+
+static void test_atoms(void **state)
+{
+    (void)state;
+    struct m0_access a = sample();
+    assert_string_equal(render("%(h)s %(l)s %(u)s \"%(r)s\" %(s)s %(b)s", &a),
+                        "192.0.2.1 - bob \"GET /a/b?x=1 HTTP/1.1\" 200 13");
+    assert_string_equal(render("%(m)s %(U)s %(q)s %(H)s %(B)s", &a), "GET /a/b x=1 HTTP/1.1 13");
+    assert_string_equal(render("%(T)s %(M)s %(D)s %(L)s", &a), "1 1234 1234567 1.234567");
+    assert_string_equal(render("\"%(f)s\" \"%(a)s\"", &a), "\"http://r/\" \"curl/8 \\x22quoted\\x22\"");
+    assert_string_equal(render("%({x-request-id}i)s %({X-Missing}i)s %({x-cache}o)s 100%%", &a), "abc123 - HIT 100%");
+    const char *t = render("%(t)s", &a);
+    assert_int_equal(strlen(t), strlen("[29/Nov/2026:13:20:00 +0000]"));
+    assert_non_null(strstr(t, " +0000]"));
+    char pid[32];
+    snprintf(pid, sizeof pid, "<%d>", (int)getpid());
+    assert_string_equal(render("%(p)s", &a), pid);
+    a.bytes = 0;
+    assert_string_equal(render("%(b)s %(B)s", &a), "- 0");
+}
+
+static void test_default_line(void **state)
+{
+    (void)state;
+    struct m0_access a = sample();
+    const char *l = render(NULL, &a);
+    assert_true(strncmp(l, "192.0.2.1 - - [", 15) == 0);
+    assert_non_null(strstr(l, "] \"GET /a/b?x=1 HTTP/1.1\" 200 13 \"http://r/\" \"curl/8 \\x22quoted\\x22\" 1.234567"));
+    /* An error before the request line: dashes, no crash. */
+    struct m0_req empty = {0};
+    struct m0_access e = {.addr = "", .req = &empty, .status = 400};
+    l = render("", &e);
+    assert_non_null(strstr(l, "- - - ["));
+    assert_non_null(strstr(l, "] \"-\" 400 0 \"-\" \"-\" 0.000000"));
+}
+
+static void test_json(void **state)
+{
+    (void)state;
+    struct m0_access a = sample();
+    hdrs[0].value = "ua\x01\xe9";
+    hdrs[0].value_len = 4;
+    const char *l = render("json", &a);
+    assert_true(l[0] == '{' && l[strlen(l) - 1] == '}');
+    assert_non_null(strstr(l, "\"remote_addr\":\"192.0.2.1\""));
+    assert_non_null(strstr(l, "\"method\":\"GET\",\"path\":\"/a/b\",\"query\":\"x=1\",\"protocol\":\"HTTP/1.1\""));
+    assert_non_null(strstr(l, "\"status\":200,\"bytes\":13"));
+    assert_non_null(strstr(l, "\"user_agent\":\"ua\\u0001\\u00e9\""));
+    assert_non_null(strstr(l, "\"duration_us\":1234567"));
+    assert_non_null(strstr(l, "Z\""));          /* ISO 8601 UTC */
+}
+
+static void test_client_cannot_forge_a_line(void **state)
+{
+    (void)state;
+    struct m0_access a = sample();
+    req.target = "/x\r\n127.0.0.1 - - [fake]";
+    req.target_len = (uint32_t)strlen(req.target);
+    const char *l = render("%(r)s", &a);
+    assert_null(strchr(l, '\n'));
+    assert_null(strchr(l, '\r'));
+    assert_non_null(strstr(l, "\\x0d\\x0a"));
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    char err[200];
+    static const char *const bad[] = {"%(zz)s", "%(h)d", "%(h", "%h", "%({}i)s", "%({x}e)s"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(m0_access_compile(bad[i], err, sizeof err), M0_ERR);
+        assert_non_null(strstr(err, "--access-log-format"));
+        assert_null(strchr(err, '\n'));
+    }
+}
+
+static void test_stamp_ignores_tz(void **state)
+{
+    (void)state;
+    /* Django sets TZ in a worker: the log must not follow it. */
+    char a[40], b[40];
+    setenv("TZ", "America/Chicago", 1);
+    tzset();
+    m0_log_stamp(a, sizeof a, 0);
+    setenv("TZ", "Asia/Tokyo", 1);
+    tzset();
+    m0_log_stamp(b, sizeof b, 0);
+    assert_non_null(strstr(a, "+0000"));
+    assert_non_null(strstr(b, "+0000"));
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char want[16];
+    strftime(want, sizeof want, "%Y-%m-%d %H", &tm);
+    assert_true(strncmp(b, want, strlen(want)) == 0 || tm.tm_min == 0);   /* same UTC hour (or it just turned) */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_atoms),
+        cmocka_unit_test(test_default_line),
+        cmocka_unit_test(test_json),
+        cmocka_unit_test(test_client_cannot_forge_a_line),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_stamp_ignores_tz),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
