@@ -38,12 +38,22 @@
 #include "m0/target.h"
 #include "m0/ws.h"
 
+/* Does any field line named name (lower case) list token? A list field
+ * may be split over several lines (RFC 9110 §5.3). */
+static int any_line_lists(const struct m0_req *r, const char *name, const char *token)
+{
+    size_t n = strlen(name);
+    for (unsigned i = 0; i < r->nhdrs; i++) {
+        const struct m0_hdr *h = &r->hdrs[i];
+        if (h->name_len == n && strncasecmp(h->name, name, n) == 0 && m0_http_list_has(h->value, h->value_len, token))
+            return 1;
+    }
+    return 0;
+}
+
 int m0_asgi_is_websocket(const struct m0_req *r)
 {
-    const struct m0_hdr *up = m0_req_header(r, "upgrade");
-    const struct m0_hdr *conn = m0_req_header(r, "connection");
-    return up != NULL && conn != NULL && m0_http_list_has(up->value, up->value_len, "websocket") &&
-           m0_http_list_has(conn->value, conn->value_len, "upgrade");
+    return any_line_lists(r, "upgrade", "websocket") && any_line_lists(r, "connection", "upgrade");
 }
 
 /* scope["subprotocols"]: every Sec-WebSocket-Protocol field's tokens, in
@@ -174,6 +184,12 @@ static PyObject *py_ws_accept(PyObject *self, PyObject *args)
             PyErr_Format(PyExc_ValueError, "websocket.accept: subprotocol %R: %s", proto, why);
             return NULL;
         }
+    }
+    if (job->head.ws_protocol_len > 0 &&
+        !m0_ws_protocol_offered(&job->req, job->head.ws_protocol, job->head.ws_protocol_len)) {
+        PyErr_Format(PyExc_ValueError, "websocket.accept: subprotocol %s was not offered by the client",
+                     job->head.ws_protocol);
+        return NULL;
     }
     if (job->head.channel_len > 0 && !job->target->realtime) {
         PyErr_SetString(PyExc_ValueError, "websocket.accept: an M0-Channel header needs --realtime");

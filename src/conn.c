@@ -452,10 +452,24 @@ void m0_conn_on_event(struct m0_loop *l, uint32_t slot, uint32_t gen, uint32_t e
         }
         /* Reported whatever the interest: the client reset the connection
          * while its view runs. Free the descriptor now; the slot waits. */
-        if (ev & (EPOLLHUP | EPOLLERR))
+        if (ev & (EPOLLHUP | EPOLLERR)) {
             m0_conn_close(s, c);
-        else
-            m0_conn_interest(s, c, 0);   /* input waits its turn (lazy disarm) */
+        } else if (c->job->target != NULL && c->job->target->runner->submit != NULL) {
+            /* An asynchronous application waits for http.disconnect (or
+             * websocket.disconnect before its accept): the client's FIN is
+             * its leaving, as under uvicorn. Pipelined bytes wait, and the
+             * FIN stays watched. */
+            if (ev & EPOLLRDHUP) {
+                c->flags |= C_PEER_GONE;
+                m0_conn_close(s, c);
+            } else {
+                m0_conn_interest(s, c, EPOLLRDHUP);
+            }
+        } else {
+            /* A view's answer still goes to a client that half-closed
+             * (gunicorn's behaviour); input waits its turn (lazy disarm). */
+            m0_conn_interest(s, c, 0);
+        }
         break;
     case M0_CONN_WRITE:
         if ((ev & EPOLLERR) || ((c->flags & C_STREAMING) && (ev & (EPOLLRDHUP | EPOLLHUP)))) {

@@ -208,7 +208,11 @@ static void after_run(struct m0_server *s, struct m0_conn *c, int rc)
             m0_resp_reset(rs);
             rs->flags = M0_RESP_ABORT;
         } else {
-            m0_warn("hold on %s not taken (worker draining): answering 503", job->head.channel);
+            if (job->head.hold == M0_HOLD_WEBSOCKET)
+                m0_warn("WebSocket %s %s not accepted (worker draining): answering 503", job->req.method,
+                        job->req.target);
+            else
+                m0_warn("hold on %s not taken (worker draining): answering 503", job->head.channel);
             m0_resp_reset(rs);
             m0_error_response(&rs->out, 503, "The stream could not be held; retry", 1, 0);
             rs->status = 503;

@@ -62,6 +62,7 @@ struct m0_realtime {
     uint64_t noticed;               /* newest id already announced lost */
     uint64_t next_slow_log;
     int corking;                    /* inside a fan-out pass: queue, write at its end */
+    int owing;                      /* m0_hold_send_owed is sending: a runner's own bytes */
     uint32_t *corked;               /* slots with bytes queued this pass */
     uint32_t ncorked;
     struct m0_rt_stats st;
@@ -72,8 +73,20 @@ struct m0_realtime {
 uint32_t m0_hold_interest(const struct m0_conn *c, int want_out)
 {
     /* A WebSocket whose message queue is full is not read (TCP pushes back). */
-    uint32_t in = (c->hold != NULL && c->hold->ws != NULL && c->hold->ws->paused) ? 0 : EPOLLIN | EPOLLRDHUP;
+    /* Nor one whose close has begun or whose peer left: the rest is read by LINGER. */
+    const struct m0_wshold *ws = c->hold != NULL ? c->hold->ws : NULL;
+    uint32_t in = (ws != NULL && (ws->paused || ws->close_sent || ws->close_received || ws->peer_gone))
+                      ? 0 : EPOLLIN | EPOLLRDHUP;
     return in | (want_out ? EPOLLOUT : 0);
+}
+
+/* A runner that owns the socket (wshold.c) may send again once its bytes
+ * are written, however the outbox drained (EPOLLOUT, a fan-out's flush). */
+static void credit(struct m0_conn *c)
+{
+    const struct m0_wshold *ws = c->hold->ws;
+    if (ws != NULL && ws->owned && !ws->runner_done)
+        m0_job_credit(c->job, m0_buf_unread(&c->hold->outbox));
 }
 
 int m0_hold_flush(struct m0_server *s, struct m0_conn *c)
@@ -91,11 +104,18 @@ int m0_hold_flush(struct m0_server *s, struct m0_conn *c)
             }
             return M0_ERR;
         }
+        /* Which bytes went is not tracked: count the runner's last, so
+         * the limit is never applied to them. */
+        size_t other = m0_buf_unread(&h->outbox) - h->owed;
         m0_buf_consume(&h->outbox, (size_t)w);
+        if ((size_t)w > other)
+            h->owed -= (size_t)w - other;
         h->allowance = h->allowance > (size_t)w ? h->allowance - (size_t)w : 0;
         h->last_write = m0_loop_now(s->loop);
+        credit(c);
     }
     h->allowance = 0;
+    h->owed = 0;
     if (h->outbox.cap > 16 * 1024)
         m0_buf_free(&h->outbox);     /* a burst's buffer is not kept idle */
     m0_conn_interest(s, c, m0_hold_interest(c, 0));
@@ -128,15 +148,20 @@ void m0_hold_send(struct m0_server *s, struct m0_conn *c, const char *p, size_t 
             h->last_write = m0_loop_now(s->loop);
         }
         m0_buf_append(&h->outbox, p, n);
+        if (rt->owing)
+            h->owed += n;
         m0_conn_interest(s, c, m0_hold_interest(c, 1));
         return;
     }
     /* A resume's replay may exceed the limit by the journal's size: it is
      * bounded by --replay-bytes, and refusing it would only make the client
-     * reconnect and ask again. */
-    if (rt->replaying) {
+     * reconnect and ask again. A runner's own bytes are bounded by its
+     * credit window. Only the rest counts against the limit. */
+    if (rt->owing) {
+        h->owed += n;
+    } else if (rt->replaying) {
         h->allowance += n;
-    } else if (m0_buf_unread(&h->outbox) + n > rt->outbox_limit + h->allowance) {
+    } else if (m0_buf_unread(&h->outbox) - h->owed + n > rt->outbox_limit + h->allowance) {
         rt->st.slow_closed++;
         if (m0_loop_now(s->loop) >= rt->next_slow_log) {
             m0_warn("closing a held stream more than %zu bytes behind (slow subscriber)", rt->outbox_limit);
@@ -154,9 +179,9 @@ void m0_hold_send(struct m0_server *s, struct m0_conn *c, const char *p, size_t 
 
 void m0_hold_send_owed(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
 {
-    s->rt->replaying = 1;
+    s->rt->owing = 1;
     m0_hold_send(s, c, p, n);
-    s->rt->replaying = 0;
+    s->rt->owing = 0;
 }
 
 /* The end of a corked pass: one write per connection touched. */
@@ -620,9 +645,11 @@ void m0_hold_end_all(struct m0_server *s)
     struct m0_conn *c = s->active.next;
     while (c != &s->active) {
         struct m0_conn *next = c->next;
-        if (c->state == M0_CONN_HELD) {
-            if (c->hold->ws != NULL)
-                m0_ws_hold_end(s, c);      /* queues its close frame (1001) */
+        if (c->state == M0_CONN_HELD && c->hold->ws != NULL) {
+            /* Its close frame (1001) after what is queued, then the close
+             * handshake (LINGER), within the drain's deadline. */
+            m0_ws_hold_end(s, c);
+        } else if (c->state == M0_CONN_HELD) {
             m0_hold_flush(s, c);
             shutdown(c->fd, SHUT_WR);
             m0_conn_close(s, c);

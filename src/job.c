@@ -321,8 +321,8 @@ int m0_job_close_socket(struct m0_job *job, unsigned code, const char *reason, s
     return gone ? M0_ERR : M0_OK;
 }
 
-/* A message in inq: opcode (1 byte), length (4 bytes, host order), bytes. */
-#define MSG_HEAD 5
+/* A message in inq: opcode (1 byte), length (8 bytes, host order), bytes. */
+#define MSG_HEAD 9
 
 int m0_job_msg_take(struct m0_job *job, int (*take)(void *ctx, int opcode, const char *p, size_t n), void *ctx,
                     unsigned *code)
@@ -335,7 +335,7 @@ int m0_job_msg_take(struct m0_job *job, int (*take)(void *ctx, int opcode, const
         *code = ch->peer_code ? ch->peer_code : 1006;
     } else {
         const char *m = ch->inq.data + ch->inq.off;
-        uint32_t len;
+        uint64_t len;
         memcpy(&len, m + 1, sizeof len);
         if (take(ctx, (unsigned char)m[0], m + MSG_HEAD, len) != 0) {
             rc = -2;
@@ -360,7 +360,7 @@ void m0_job_offer(struct m0_job *job, int opcode, const void *p, size_t n)
 {
     struct m0_jobchan *ch = &job->ch;
     char head[MSG_HEAD];
-    uint32_t len = (uint32_t)n;
+    uint64_t len = n;
     head[0] = (char)opcode;
     memcpy(head + 1, &len, sizeof len);
     pthread_mutex_lock(&ch->lock);

@@ -69,6 +69,7 @@ static __thread struct {
 } cache;
 
 static void ws_free(struct m0_wshold *ws);
+static void pull(struct m0_server *s, struct m0_conn *c);
 
 static uint64_t now_ms(struct m0_server *s)
 {
@@ -191,11 +192,26 @@ static void finish_close(struct m0_server *s, struct m0_conn *c)
     m0_conn_interest(s, c, EPOLLIN | EPOLLRDHUP);
 }
 
-/* After anything that may have queued our close frame. */
+/* Messages views still owe a socket approved by a view (each one runs,
+ * even after a close: what a client sent before it left is not dropped). */
+static int views_owe(const struct m0_wshold *ws)
+{
+    return !ws->owned && (ws->q_head != NULL || ws->in_flight);
+}
+
+/* After anything that may have queued our close frame, or ended the last
+ * message the views owed: the close handshake (LINGER), or the slot's end
+ * when the peer is gone. */
 static void maybe_finish(struct m0_server *s, struct m0_conn *c)
 {
-    if (c->state == M0_CONN_HELD && c->hold != NULL && c->hold->ws->close_sent && !(c->flags & C_DOOMED) &&
-        m0_buf_unread(&c->hold->outbox) == 0)
+    if (c->state != M0_CONN_HELD || c->hold == NULL || (c->flags & C_DOOMED))
+        return;
+    struct m0_wshold *ws = c->hold->ws;
+    if (!(ws->close_sent || ws->peer_gone) || views_owe(ws))
+        return;
+    if (ws->peer_gone)
+        m0_conn_close(s, c);
+    else if (m0_buf_unread(&c->hold->outbox) == 0)
         finish_close(s, c);
 }
 
@@ -210,7 +226,7 @@ void m0_ws_hold_deliver(struct m0_server *s, struct m0_conn *c, const char *fram
 {
     struct m0_wshold *ws = c->hold->ws;
     (void)s;
-    if (ws->close_sent)
+    if (ws->close_sent || ws->peer_gone)
         return;
     /* The bus frames every event with its id first ("id: N"). */
     uint64_t id = 0;
@@ -305,7 +321,7 @@ static void reply(struct m0_server *s, struct m0_conn *c)
             m0_warn("WebSocket message to %s answered %d: nothing sent to the socket", ws->channel, rs->status);
         return;
     }
-    if (n == 0 || ws->close_sent)
+    if (n == 0 || ws->close_sent || ws->peer_gone)
         return;
     int op = job->head.ws_opcode;
     int utf8 = m0_ws_utf8_valid(p, n);
@@ -365,7 +381,7 @@ static void drive(struct m0_server *s, struct m0_conn *c)
         if (c->state != M0_CONN_HELD || c->hold == NULL || (c->flags & C_DOOMED))
             return;
         struct m0_wshold *ws = c->hold->ws;
-        if (ws->close_sent || ws->runner_done) {
+        if (ws->runner_done) {
             queue_clear(ws);            /* nobody will take them */
             return;
         }
@@ -486,11 +502,9 @@ static void process_input(struct m0_server *s, struct m0_conn *c, const char *p,
             ws->close_received = 1;
             ws->end_code = (uint16_t)ev.code;
             send_close(s, c, ev.code, NULL);
-            queue_clear(ws);
-            break;
+            break;            /* the messages before it are still delivered */
         case M0_WS_EV_ERROR:
             fail_socket(s, c, ev.code, ev.why);
-            queue_clear(ws);
             break;
         }
     }
@@ -525,13 +539,25 @@ static void read_frames(struct m0_server *s, struct m0_conn *c)
     }
     if (gone) {
         /* Whatever the handshake state, nobody reads our frames any more:
-         * unsubscribe and free the slot now (a message with the runner
-         * orphans it until its completion). */
+         * unsubscribe and free the slot now (an owning runner gets what it
+         * sent before leaving, m0_ws_hold_release) — unless views still owe
+         * it messages: they run first, then the slot closes (maybe_finish). */
         c->flags |= C_PEER_GONE;
+        struct m0_wshold *ws = c->hold->ws;
+        if (views_owe(ws)) {
+            ws->peer_gone = 1;
+            if (ws->end_code == 0)
+                ws->end_code = 1006;
+            m0_conn_interest(s, c, 0);
+            return;
+        }
         m0_conn_close(s, c);
         return;
     }
     struct m0_wshold *ws = c->hold->ws;
+    /* A full queue or a close stops the reading: epoll must stop reporting
+     * the input it leaves (level-triggered), until drive() resumes. */
+    m0_conn_interest(s, c, m0_hold_interest(c, m0_buf_unread(&c->hold->outbox) > 0));
     if (ws->close_sent || ws->close_received) {
         /* Input after a close is discarded until LINGER reads it. */
         maybe_finish(s, c);
@@ -557,8 +583,10 @@ void m0_ws_hold_enter(struct m0_server *s, struct m0_conn *c)
         memset(&c->in, 0, sizeof c->in);
         process_input(s, c, in.data + in.off, m0_buf_unread(&in));
         m0_buf_free(&in);
-        if (c->state == M0_CONN_HELD && c->hold != NULL)
+        if (c->state == M0_CONN_HELD && c->hold != NULL) {
+            m0_conn_interest(s, c, m0_hold_interest(c, m0_buf_unread(&c->hold->outbox) > 0));
             maybe_finish(s, c);
+        }
     }
     m0_conn_close_doomed(s);
 }
@@ -592,7 +620,7 @@ void m0_ws_hold_sweep(struct m0_server *s, struct m0_conn *c, uint64_t heartbeat
 {
     struct m0_wshold *ws = c->hold->ws;
     uint64_t now = now_ms(s);
-    if (heartbeat_ms == 0 || ws->close_sent)
+    if (heartbeat_ms == 0 || ws->close_sent || ws->peer_gone)
         return;
     if (ws->ping_at != 0) {
         /* A peer that leaves a ping unanswered for two intervals is gone
@@ -619,7 +647,16 @@ void m0_ws_hold_sweep(struct m0_server *s, struct m0_conn *c, uint64_t heartbeat
 
 void m0_ws_hold_end(struct m0_server *s, struct m0_conn *c)
 {
+    struct m0_wshold *ws = c->hold->ws;
+    if (ws->owned && !ws->runner_done)
+        pull(s, c);                   /* what the application sent before the drain */
+    if (ws->peer_gone) {
+        maybe_finish(s, c);
+        return;
+    }
     send_close(s, c, M0_WS_CLOSE_GOING_AWAY, "server shutting down");
+    if (c->state == M0_CONN_HELD && c->hold != NULL && !(c->flags & C_DOOMED))
+        maybe_finish(s, c);
 }
 
 /* ------------------------------------------------------- owned sockets */
@@ -683,8 +720,11 @@ void m0_ws_hold_release(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_wshold *ws = c->hold->ws;
     (void)s;
-    if (ws->owned && !ws->runner_done)
+    if (ws->owned && !ws->runner_done) {
+        if (ws->q_head != NULL)
+            offer_all(c);             /* what the peer sent before it left or closed */
         m0_job_socket_gone(c->job, ws->end_code ? ws->end_code : 1006);   /* 1006: no close frame (§7.1.5) */
+    }
     ws_free(ws);
 }
 

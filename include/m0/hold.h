@@ -49,6 +49,8 @@ struct m0_hold {
     struct m0_buf outbox;       /* event bytes not yet written */
     uint64_t last_write;        /* loop clock of the last write (heartbeats) */
     size_t allowance;           /* replay bytes still queued: allowed past --outbox-limit */
+    size_t owed;                /* a runner's own bytes in the outbox (m0_hold_send_owed): not
+                                   counted against --outbox-limit; its credit window bounds them */
     uint8_t corked;             /* has bytes queued in the current fan-out pass (hold.c) */
     struct m0_wshold *ws;       /* a WebSocket's protocol state; NULL for an SSE stream */
 };
@@ -71,6 +73,7 @@ struct m0_wshold {
     uint8_t close_received;         /* the peer's close frame arrived */
     uint8_t owned;                  /* an asynchronous runner keeps the job (ASGI): see above */
     uint8_t runner_done;            /* owned: the runner posted its DONE */
+    uint8_t peer_gone;              /* the peer left while views still owed it messages (not owned) */
     uint16_t end_code;              /* the close code the socket ends with (the peer's, or ours) */
     uint64_t ping_at;               /* loop clock of our unanswered ping; 0: none */
     uint64_t last_pong;             /* loop clock of the last pong */

@@ -98,7 +98,7 @@ struct m0_jobchan {
     uint8_t body_done;          /* the request message is complete */
     uint8_t body_error;         /* the body could not be received (timeout, malformed) */
     /* A WebSocket held for an asynchronous runner (M0_CPL_UPGRADE) */
-    struct m0_buf inq;          /* loop → runner: messages, each (opcode u8, length u32, bytes) */
+    struct m0_buf inq;          /* loop → runner: messages, each (opcode u8, length u64, bytes) */
     uint32_t in_count;          /* messages in inq */
     uint8_t closing;            /* runner → loop: send our close frame (close_code, close_reason) */
     uint8_t close_reason_len;

@@ -363,6 +363,27 @@ class HTTPCycle:
             raise RuntimeError("unexpected ASGI message %r in an HTTP response" % kind)
 
 
+# Fields of a 101 the server writes itself (RFC 6455 §4.2.2): an application's
+# copy in websocket.accept's headers is dropped (a Sec-WebSocket-Protocol
+# there stands for the subprotocol key when that is not given). m0serve
+# negotiates no extensions, so the application cannot claim one.
+_SERVER_101 = {b"upgrade", b"connection", b"sec-websocket-accept", b"sec-websocket-protocol",
+               b"sec-websocket-extensions", b"content-length", b"transfer-encoding"}
+
+
+def _accept_fields(message):
+    """websocket.accept's (subprotocol, headers), the server's own fields removed."""
+    subprotocol = message.get("subprotocol")
+    headers = []
+    for name, value in message.get("headers") or ():
+        lname = bytes(name).lower()
+        if lname not in _SERVER_101:
+            headers.append((name, value))
+        elif lname == b"sec-websocket-protocol" and subprotocol is None:
+            subprotocol = bytes(value).decode("latin-1").strip()
+    return subprotocol, headers
+
+
 class WebSocketCycle:
     """One WebSocket (ASGI WebSocket spec 2.4): its task, receive and send.
 
@@ -401,11 +422,14 @@ class WebSocketCycle:
                 _report("the application raised in its denial response (%s)" % type(exc).__name__)
                 self._end(_c.fail)
             else:
-                if self.code is None:
+                # After the socket ended (or the application closed it), a
+                # send that failed is how the application learns it: no 1011.
+                if self.code is None and self.state == self.CONNECTED:
                     _report("the application raised with its WebSocket open (%s); closing it with 1011"
                             % type(exc).__name__)
-                    if self.state == self.CONNECTED:
-                        _c.ws_close(self.slot, 1011, "")
+                    _c.ws_close(self.slot, 1011, "")
+                elif not isinstance(exc, (OSError, asyncio.CancelledError)):
+                    _report("the application raised after its WebSocket closed")
                 self._end(_c.ws_end)
             if isinstance(exc, asyncio.CancelledError):
                 raise
@@ -467,6 +491,7 @@ class WebSocketCycle:
                 self.code = got
                 return self._disconnect()
             opcode, data = got
+            self.ex.need_flush()        # taking the last of a batch posted TAKEN: the loop offers more
             if opcode == TEXT:
                 return {"type": "websocket.receive", "text": data, "bytes": None}
             return {"type": "websocket.receive", "bytes": data, "text": None}
@@ -502,7 +527,8 @@ class WebSocketCycle:
                                                            else "after a denial response started"))
             if self.code is not None:
                 raise ClientDisconnected("the client left before the WebSocket was accepted")
-            _c.ws_accept(self.slot, message.get("subprotocol"), message.get("headers") or ())
+            subprotocol, headers = _accept_fields(message)
+            _c.ws_accept(self.slot, subprotocol, headers)
             self.state = self.CONNECTED
             self.ex.need_flush()
         elif kind == "websocket.close":

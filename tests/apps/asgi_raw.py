@@ -5,6 +5,7 @@
   /scope               the scope as JSON (bytes as latin-1 strings)
   /gated?gate=P        streams "b1", then "b2" once the file P2 exists (no length)
   /sleep?s=S           asyncio.sleep(S), then "slept"
+  /wait-disconnect?tag=T  never answers; logs "asgi: left before the answer tag=T" on http.disconnect
   /after?tag=T         answers, then works 0.5 s more and logs "asgi: after-work done tag=T"
   /ticks?tag=T         a block every 0.2 s until http.disconnect, which it logs
                        to stderr as "asgi: disconnect tag=T"
@@ -88,6 +89,13 @@ async def app(scope, receive, send):
         while not os.path.exists(q["gate"] + "2"):
             await asyncio.sleep(0.005)
         await send({"type": "http.response.body", "body": b"b2"})
+        return
+    if path == "/wait-disconnect":
+        # Never answers: waits for the client to leave.
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        sys.stderr.write("asgi: left before the answer tag=%s\n" % _q(scope).get("tag", "-"))
+        sys.stderr.flush()
         return
     if path == "/after":
         # Work after the response is complete (as Django's response.close()

@@ -14,10 +14,19 @@
   /ws/http-deny        a denial response (401 "no", extension)
   /ws/big?mb=N         accepts, sends N MiB in 64 KiB binary messages, then "end"
   /ws/hold?channel=C   accepts with M0-Channel: C (events from m0pub.publish)
+  /ws/count?tag=T&delay=S  accepts, waits S seconds, then counts messages until the
+                       socket ends: logs "asgi-ws: count tag=T n=N code=C"
+  /ws/deny-late        awaits receive() again before accepting; logs what it gets
+  /ws/hold-blast?channel=C&n=N&s=S  accepts with M0-Channel: C, sends N binary
+                       messages of S bytes, then "end"
+  /ws/one?s=S          accepts, sends one binary message of S bytes, then "end"
+  /ws/proto-header     accepts with a Sec-WebSocket-Protocol header (no subprotocol
+                       key) and an Upgrade header of its own
   /publish?channel=C   m0pub.publish(C, "to-sockets") -> the id
   anything else        HTTP "plain"
 """
 
+import asyncio
 import json
 import sys
 from urllib.parse import parse_qs
@@ -112,6 +121,40 @@ async def app(scope, receive, send):
         for _ in range(int(_q(scope).get("mb", "1")) * 16):
             await send({"type": "websocket.send", "bytes": block})
         await send({"type": "websocket.send", "text": "end"})
+        await receive()
+    elif path == "/ws/deny-late":
+        m = await receive()               # nothing comes before the 101 but the client leaving
+        sys.stderr.write("asgi-ws: deny-late saw %s code=%s\n" % (m["type"], m.get("code")))
+        sys.stderr.flush()
+    elif path == "/ws/count":
+        q = _q(scope)
+        await send({"type": "websocket.accept"})
+        await asyncio.sleep(float(q.get("delay", "0")))
+        n = 0
+        while True:
+            m = await receive()
+            if m["type"] == "websocket.disconnect":
+                break
+            n += 1
+        sys.stderr.write("asgi-ws: count tag=%s n=%d code=%s\n" % (q.get("tag", "-"), n, m["code"]))
+        sys.stderr.flush()
+    elif path == "/ws/hold-blast":
+        q = _q(scope)
+        await send({"type": "websocket.accept", "headers": [(b"m0-channel", q["channel"].encode())]})
+        block = b"\x05" * int(q["s"])
+        for _ in range(int(q["n"])):
+            await send({"type": "websocket.send", "bytes": block})
+        await send({"type": "websocket.send", "text": "end"})
+        await receive()
+    elif path == "/ws/one":
+        await send({"type": "websocket.accept"})
+        await send({"type": "websocket.send", "bytes": b"\x09" * int(_q(scope)["s"])})
+        await send({"type": "websocket.send", "text": "end"})
+        await receive()
+    elif path == "/ws/proto-header":
+        await send({"type": "websocket.accept", "headers": [(b"Sec-WebSocket-Protocol", b"chat"),
+                                                            (b"upgrade", b"websocket"), (b"x-kept", b"1")]})
+        await send({"type": "websocket.send", "text": "ok"})
         await receive()
     elif path == "/ws/hold":
         channel = _q(scope)["channel"].encode()

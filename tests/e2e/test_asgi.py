@@ -127,6 +127,16 @@ def test_a_client_leaving_is_http_disconnect_within_a_second(start_server):
     assert time.monotonic() - left < 1.0
 
 
+def test_a_client_closing_before_the_answer_is_http_disconnect(start_server):
+    server = start_server(RAW)
+    with socket.create_connection(("127.0.0.1", server.port)) as s:
+        s.sendall(build_request("GET", "/wait-disconnect?tag=fin"))
+        time.sleep(0.2)                   # the application is waiting in receive()
+    left = time.monotonic()               # a FIN, not a reset
+    assert server.stderr.wait_for(re.compile("left before the answer tag=fin"), 5)
+    assert time.monotonic() - left < 1.0
+
+
 def test_a_slow_reader_costs_bounded_memory(start_server):
     server = start_server(RAW)
     pid = next(iter(server.worker_pids()))

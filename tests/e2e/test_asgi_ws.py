@@ -20,7 +20,7 @@ from websockets.sync.client import connect
 
 from rawhttp import request
 from serverproc import EXAMPLES_DIR, binary_is_sanitized, rss_kb
-from wsraw import BINARY, CLOSE, PING, TEXT, RawWS, expected_accept
+from wsraw import BINARY, CLOSE, PING, PONG, TEXT, RawWS, expected_accept
 
 APP = "asgi_ws:app"
 
@@ -254,3 +254,123 @@ def test_the_fastapi_example_serves_json_a_stream_and_a_websocket(start_server):
     with connect(url(server, "/ws/echo"), open_timeout=5) as ws:
         ws.send("hello")
         assert ws.recv(timeout=5) == "echo: hello"
+
+
+def test_messages_sent_before_a_close_all_reach_the_application(start_server):
+    server = start_server(APP)
+    with connect(url(server, "/ws/count?tag=closed&delay=0.3"), open_timeout=5) as ws:
+        for i in range(100):              # queued while the application sleeps
+            ws.send("m%d" % i)
+    assert server.stderr.wait_for(re.compile("count tag=closed n=100 code=1000"), 10)
+    ws = RawWS(server.port, "/ws/count?tag=vanished&delay=0.3")
+    for i in range(50):
+        ws.send_text("v%d" % i)
+    ws.close()                            # no close frame: the peer vanishes
+    assert server.stderr.wait_for(re.compile("count tag=vanished n=50 code=1006"), 10)
+
+
+def test_a_client_leaving_before_accept_is_seen_at_once(start_server):
+    server = start_server(APP)
+    ws = RawWS(server.port, "/ws/echo?tag=early", handshake=False)
+    ws.send_raw(("GET /ws/deny-late HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                 "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n" % ws.key).encode())
+    time.sleep(0.2)
+    ws.close()                            # a FIN while the application awaits receive() before accepting
+    assert server.stderr.wait_for(re.compile("deny-late saw websocket.disconnect code=1006"), 5)
+
+
+def test_a_handshake_split_over_field_lines_is_a_websocket(start_server):
+    server = start_server(APP)
+    for split in (["Connection: keep-alive", "Connection: Upgrade", "Upgrade: websocket"],
+                  ["Connection: Upgrade", "Upgrade: h2c", "Upgrade: websocket"]):
+        ws = RawWS(server.port, handshake=False)
+        lines = ["GET /ws/echo HTTP/1.1", "Host: x"] + split + [
+            "Sec-WebSocket-Key: %s" % ws.key, "Sec-WebSocket-Version: 13"]
+        ws.send_raw(("\r\n".join(lines) + "\r\n\r\n").encode())
+        with ws:
+            assert ws.read_head() == 101, split
+            ws.send_text("split")
+            assert ws.recv_data().payload == b"split"
+
+
+def test_accept_headers_the_server_owns_are_not_duplicated(start_server):
+    server = start_server(APP)
+    ws = RawWS(server.port, handshake=False)
+    ws.send_raw(("GET /ws/proto-header HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                 "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: chat\r\n\r\n"
+                 % ws.key).encode())
+    with ws:
+        head = ws._until(b"\r\n\r\n").lower()
+        assert head.startswith(b"http/1.1 101 ")
+        assert head.count(b"\r\nupgrade:") == 1 and head.count(b"sec-websocket-protocol: chat") == 1
+        assert b"\r\nx-kept: 1" in head
+        assert ws.recv_data().payload == b"ok"
+    with pytest.raises(InvalidStatus):        # the header names a subprotocol the client did not offer
+        with connect(url(server, "/ws/proto-header"), open_timeout=5):
+            pass
+
+
+def test_a_ping_while_a_large_message_is_queued_keeps_the_socket(start_server):
+    server = start_server(APP, "--heartbeat", "2")
+    with RawWS(server.port, "/ws/one?s=16000000") as ws:
+        ws.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32768)
+        time.sleep(0.5)                   # the message waits in the server's outbox
+        ws.send(PING, b"there?")
+        time.sleep(1.0)                   # a slow reader, inside two heartbeats
+        frames = []
+        while not frames or frames[-1].opcode != TEXT:
+            frames.append(ws.recv(timeout=20))
+    kinds = [(f.opcode, len(f.payload)) for f in frames if f.opcode != PING]
+    assert (PONG, 6) in kinds and (BINARY, 16000000) in kinds, kinds
+    assert frames[-1].payload == b"end"
+
+
+def test_sending_while_publishes_reach_the_same_socket_never_stalls(start_server):
+    server = start_server(APP, "--realtime")
+    stop = threading.Event()
+
+    def publish():
+        while not stop.is_set():
+            request(server.port, "GET", "/publish?channel=blast")
+
+    publisher = threading.Thread(target=publish)
+    with RawWS(server.port, "/ws/hold-blast?channel=blast&n=60&s=300000", timeout=30) as ws:
+        publisher.start()
+        try:
+            got = events = 0
+            deadline = time.monotonic() + 60
+            while True:
+                assert time.monotonic() < deadline, "stalled after %d messages" % got
+                f = ws.recv(timeout=20)
+                if f.opcode == BINARY:
+                    got += 1
+                    if got == 20:
+                        stop.set()        # publishing stops mid-way: the sends must go on
+                elif f.opcode == TEXT and f.payload == b"end":
+                    break
+                elif f.opcode == TEXT:
+                    events += 1
+        finally:
+            stop.set()
+            publisher.join(10)
+    assert got == 60 and events > 0
+
+
+def _cpu_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def test_a_full_message_queue_stops_reading_without_spinning(start_server):
+    server = start_server(APP)
+    pid = next(iter(server.worker_pids()))
+    with connect(url(server, "/ws/count?tag=full&delay=2.5"), open_timeout=5) as ws:
+        for i in range(100):              # far past the queue's bound while the application sleeps
+            ws.send("f%d" % i)
+        time.sleep(0.3)
+        before = _cpu_ticks(pid)
+        time.sleep(1.0)
+        spent = _cpu_ticks(pid) - before
+    assert spent < 30, "the worker used %d%% of a CPU while the socket waited" % spent
+    assert server.stderr.wait_for(re.compile("count tag=full n=100 code=1000"), 10)

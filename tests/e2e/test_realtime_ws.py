@@ -19,6 +19,7 @@ raw socket (wsraw.py) where the test needs bytes no library would send.
 
 import asyncio
 import json
+import re
 import signal
 import struct
 import threading
@@ -422,3 +423,21 @@ def test_flask_helpers(start_server):
     plain = start_server("flask_ws:app")                  # no --realtime: an ordinary answer
     with RawWS(plain.port, "/ws") as ws:
         assert ws.status == 200 and "sec-websocket-accept" not in ws.headers
+
+
+def test_messages_sent_before_a_close_or_a_vanish_all_reach_the_views(start_server):
+    server = start_server("flask_ws:app", "--realtime", "--blocking-threads", "2")
+    with RawWS(server.port, "/ws/log") as ws:              # messages, then a close frame at once
+        assert ws.status == 101
+        ws.send_raw(b"".join(RawWS.frame(TEXT, "c%d" % i) for i in range(40)) +
+                    RawWS.frame(CLOSE, struct.pack(">H", 1000)))
+        f = ws.recv(timeout=5)
+        assert (f.opcode, f.close_code) == (CLOSE, 1000)
+    assert server.stderr.wait_for(re.compile(r"flask-ws: got c39$"), 10)
+    ws = RawWS(server.port, "/ws/log")                     # messages, then the TCP connection closed
+    ws.send_raw(b"".join(RawWS.frame(TEXT, "v%d" % i) for i in range(40)))
+    ws.close()
+    assert server.stderr.wait_for(re.compile(r"flask-ws: got v39$"), 10)
+    lines = set(server.stderr.text().split("\n"))
+    assert all("flask-ws: got c%d" % i in lines and "flask-ws: got v%d" % i in lines for i in range(40))
+    assert request(server.port, "GET", "/ws/log").status != 500    # the worker serves on
