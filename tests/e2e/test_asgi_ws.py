@@ -18,7 +18,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
-from rawhttp import request
+from rawhttp import Conn, request
 from serverproc import EXAMPLES_DIR, binary_is_sanitized, rss_kb
 from wsraw import BINARY, CLOSE, PING, PONG, TEXT, RawWS, expected_accept
 
@@ -326,26 +326,29 @@ def test_a_ping_while_a_large_message_is_queued_keeps_the_socket(start_server):
 
 
 def test_sending_while_publishes_reach_the_same_socket_never_stalls(start_server):
+    """The outbox of a socket that is also subscribed drains through the
+    fan-out's writes as well as EPOLLOUT: either way the application's
+    send gets its credit back."""
     server = start_server(APP, "--realtime")
     stop = threading.Event()
 
     def publish():
-        while not stop.is_set():
-            request(server.port, "GET", "/publish?channel=blast")
+        with Conn(server.port) as conn:
+            while not stop.is_set():
+                conn.request("GET", "/publish?channel=blast")
+                time.sleep(0.002)
 
     publisher = threading.Thread(target=publish)
-    with RawWS(server.port, "/ws/hold-blast?channel=blast&n=60&s=300000", timeout=30) as ws:
+    with RawWS(server.port, "/ws/hold-blast?channel=blast&n=40&s=300000", timeout=30) as ws:
+        ws.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
         publisher.start()
+        got = events = 0
         try:
-            got = events = 0
-            deadline = time.monotonic() + 60
             while True:
-                assert time.monotonic() < deadline, "stalled after %d messages" % got
-                f = ws.recv(timeout=20)
+                f = ws.recv(timeout=10)   # a stall shows as a timeout here
                 if f.opcode == BINARY:
                     got += 1
-                    if got == 20:
-                        stop.set()        # publishing stops mid-way: the sends must go on
+                    time.sleep(0.02)      # a reader slower than the server
                 elif f.opcode == TEXT and f.payload == b"end":
                     break
                 elif f.opcode == TEXT:
@@ -353,7 +356,7 @@ def test_sending_while_publishes_reach_the_same_socket_never_stalls(start_server
         finally:
             stop.set()
             publisher.join(10)
-    assert got == 60 and events > 0
+    assert got == 40 and events > 0
 
 
 def _cpu_ticks(pid):
