@@ -281,7 +281,10 @@ void m0_job_unlock(struct m0_job *job)
 
 /* ------------------------------------------------ a runner's WebSocket */
 
-int m0_job_push_raw(struct m0_job *job, const void *head, size_t hn, const void *body, size_t bn)
+/* Queue for the loop, under the lock: bytes (head, then body), then our
+ * close frame when code is not 0. Nothing after a close. */
+static int put(struct m0_job *job, const void *head, size_t hn, const void *body, size_t bn, unsigned code,
+               const char *reason, size_t len)
 {
     struct m0_jobchan *ch = &job->ch;
     int notify_loop = 0, gone;
@@ -290,6 +293,12 @@ int m0_job_push_raw(struct m0_job *job, const void *head, size_t hn, const void 
     if (!gone) {
         m0_buf_append(&ch->q, head, hn);
         m0_buf_append(&ch->q, body, bn);
+        if (code != 0) {
+            ch->closing = 1;
+            ch->close_code = (uint16_t)code;
+            memcpy(ch->close_reason, reason, len);
+            ch->close_reason_len = (uint8_t)len;
+        }
         notify_loop = !ch->posted;
         ch->posted = 1;
     }
@@ -299,26 +308,14 @@ int m0_job_push_raw(struct m0_job *job, const void *head, size_t hn, const void 
     return gone ? M0_ERR : M0_OK;
 }
 
+int m0_job_push_raw(struct m0_job *job, const void *head, size_t hn, const void *body, size_t bn)
+{
+    return put(job, head, hn, body, bn, 0, NULL, 0);
+}
+
 int m0_job_close_socket(struct m0_job *job, unsigned code, const char *reason, size_t len)
 {
-    struct m0_jobchan *ch = &job->ch;
-    int notify_loop = 0, gone;
-    if (len > M0_WS_REASON_MAX)
-        len = M0_WS_REASON_MAX;
-    pthread_mutex_lock(&ch->lock);
-    gone = ch->gone || ch->closing;
-    if (!gone) {
-        ch->closing = 1;
-        ch->close_code = (uint16_t)code;
-        memcpy(ch->close_reason, reason, len);
-        ch->close_reason_len = (uint8_t)len;
-        notify_loop = !ch->posted;
-        ch->posted = 1;
-    }
-    pthread_mutex_unlock(&ch->lock);
-    if (notify_loop)
-        post(job, M0_CPL_PART);
-    return gone ? M0_ERR : M0_OK;
+    return put(job, NULL, 0, NULL, 0, code, reason, len > M0_WS_REASON_MAX ? M0_WS_REASON_MAX : len);
 }
 
 /* A message in inq: opcode (1 byte), length (8 bytes, host order), bytes. */

@@ -242,19 +242,52 @@ class Lifespan:
             raise RuntimeError("unexpected ASGI lifespan message %r" % kind)
 
 
-class HTTPCycle:
-    """One HTTP request: its task, receive and send."""
+class _Cycle:
+    """What an HTTP request and a WebSocket share: the slot, the futures its
+    receive/send wait on (a WAKE resolves them all; each re-polls), and the
+    job's return to the loop."""
 
-    __slots__ = ("ex", "slot", "started", "complete", "body_done", "gone", "waiters")
+    __slots__ = ("ex", "slot", "complete", "waiters")
 
     def __init__(self, ex, slot):
         self.ex = ex
         self.slot = slot
+        self.complete = False       # the job is the C loop's again
+        self.waiters = []
+
+    def _give_back(self, how=None, *args):
+        """how(slot, *args) ends the job in C (None: it already has); the
+        loop is told at the end of this batch."""
+        self.complete = True
+        if how is not None:
+            how(self.slot, *args)
+        self.ex.need_flush()
+        if self.ex.cycles.get(self.slot) is self:
+            del self.ex.cycles[self.slot]
+        self.wake()
+
+    def wake(self):
+        waiters, self.waiters = self.waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    def _wait(self):
+        fut = self.ex.loop.create_future()
+        self.waiters.append(fut)
+        return fut
+
+
+class HTTPCycle(_Cycle):
+    """One HTTP request: its task, receive and send."""
+
+    __slots__ = ("started", "body_done", "gone")
+
+    def __init__(self, ex, slot):
+        _Cycle.__init__(self, ex, slot)
         self.started = False        # http.response.start sent
-        self.complete = False       # the response is done: the job is the C loop's again
         self.body_done = False      # receive() handed out the whole request body
         self.gone = False           # http.disconnect was seen
-        self.waiters = []
 
     async def run(self):
         try:
@@ -264,9 +297,7 @@ class HTTPCycle:
             self._end(failed=True)
             return
         if scope is None:                   # a WebSocket handshake refused in C (400/426)
-            self.complete = True
-            self.ex.cycles.pop(self.slot, None)
-            self.ex.need_flush()
+            self._give_back()
             return
         if scope["type"] == "websocket":
             await WebSocketCycle(self.ex, self.slot).run(scope)
@@ -292,24 +323,7 @@ class HTTPCycle:
 
     def _end(self, failed=False):
         """The response is complete (or failed): give the job back."""
-        if failed:
-            _c.fail(self.slot)
-        self.ex.need_flush()
-        self.complete = True
-        if self.ex.cycles.get(self.slot) is self:
-            del self.ex.cycles[self.slot]
-        self.wake()
-
-    def wake(self):
-        waiters, self.waiters = self.waiters, []
-        for fut in waiters:
-            if not fut.done():
-                fut.set_result(None)
-
-    def _wait(self):
-        fut = self.ex.loop.create_future()
-        self.waiters.append(fut)
-        return fut
+        self._give_back(_c.fail if failed else None)
 
     async def receive(self):
         if self.complete or self.gone:
@@ -384,7 +398,7 @@ def _accept_fields(message):
     return subprotocol, headers
 
 
-class WebSocketCycle:
+class WebSocketCycle(_Cycle):
     """One WebSocket (ASGI WebSocket spec 2.4): its task, receive and send.
 
     The C loop speaks the protocol (asgi_ws.c, wshold.c); this keeps the
@@ -394,16 +408,13 @@ class WebSocketCycle:
 
     CONNECTING, CONNECTED, CLOSING, RESPONSE, DONE = range(5)
 
-    __slots__ = ("ex", "slot", "state", "connect_sent", "code", "complete", "waiters")
+    __slots__ = ("state", "connect_sent", "code")
 
     def __init__(self, ex, slot):
-        self.ex = ex
-        self.slot = slot
+        _Cycle.__init__(self, ex, slot)
         self.state = self.CONNECTING
         self.connect_sent = False
         self.code = None            # the close code once the socket has ended
-        self.complete = False       # the job is the C loop's again
-        self.waiters = []
         ex.cycles[slot] = self
 
     async def run(self, scope):
@@ -445,25 +456,10 @@ class WebSocketCycle:
                 self._end(_c.ws_end)         # the loop closes it (1000) if nobody did
 
     def _end(self, how, *args):
-        """Give the job back to the loop (how: fail or ws_end)."""
+        """Give the job back to the loop (how: fail or ws_end; None when
+        _c.send completed a denial response)."""
         if not self.complete:
-            self.complete = True
-            how(self.slot, *args)
-            self.ex.need_flush()
-            if self.ex.cycles.get(self.slot) is self:
-                del self.ex.cycles[self.slot]
-        self.wake()
-
-    def wake(self):
-        waiters, self.waiters = self.waiters, []
-        for fut in waiters:
-            if not fut.done():
-                fut.set_result(None)
-
-    def _wait(self):
-        fut = self.ex.loop.create_future()
-        self.waiters.append(fut)
-        return fut
+            self._give_back(how, *args)
 
     def _disconnect(self):
         return {"type": "websocket.disconnect", "code": self.code if self.code is not None else 1006,
@@ -559,6 +555,6 @@ class WebSocketCycle:
                     return
                 ok = _c.poll(self.slot, _c.WAIT_CREDIT)
             if not more:
-                self._end(lambda slot: None)     # _c.send completed the response
+                self._end(None)                  # _c.send completed the response
         else:
             raise RuntimeError("unexpected ASGI message %r on a WebSocket" % kind)

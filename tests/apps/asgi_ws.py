@@ -29,23 +29,9 @@
 import asyncio
 import json
 import sys
-from urllib.parse import parse_qs
 
 import m0pub
-
-
-def _q(scope):
-    return {k: v[0] for k, v in parse_qs(scope["query_string"].decode()).items()}
-
-
-def _jsonable(v):
-    if isinstance(v, bytes):
-        return v.decode("latin-1")
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, dict):
-        return {k: _jsonable(x) for k, x in v.items()}
-    return v
+from asgi_raw import _jsonable, _q
 
 
 async def echo(scope, receive, send):
