@@ -56,7 +56,7 @@ endif
 
 .SECONDARY:
 .PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
-        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-deploy
+        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy
 
 all: m0serve
 
@@ -271,6 +271,14 @@ smoke-chat-browser: deps
 	$(Q)$(MAKE) --no-print-directory deps DEB_PKGS="chromium"
 	$(Q)$(MAKE) --no-print-directory m0serve venv
 	$(Q)mkdir -p build && $(VPY) smoke/chat_browser.py --screenshot build/chat.png
+
+# The FastAPI example's page (JSON, a stream, a held SSE stream, a WebSocket)
+# in headless Chromium (smoke/fastapi_browser.py); not part of `make test`,
+# for the same reason.
+smoke-fastapi-browser: deps
+	$(Q)$(MAKE) --no-print-directory deps DEB_PKGS="chromium"
+	$(Q)$(MAKE) --no-print-directory m0serve venv
+	$(Q)mkdir -p build && $(VPY) smoke/fastapi_browser.py --screenshot build/fastapi.png
 
 # WebSocket holds (issue 10); part of `make test` through e2e.
 smoke-django-realtime-ws: m0serve venv
