@@ -240,19 +240,19 @@ if ((DO_PERF)); then
             { p = $1; sub(/%/, "", p); d = $2; for (i = 3; i <= NF; i++) d = d " " $i; g[grp(d)] += p }
             END { for (k in g) if (g[k] >= 0.05) printf "%s\t%.1f\n", k, g[k] }' "$TMP/perf.dso.txt" | sort -t$'\t' -k2,2gr)
         PERF_THREADS=$(awk -v pid="$WORKER" '
-            { p = $1; sub(/%/, "", p); split($2, a, ":"); tid = a[1] + 0   # "TID:comm"
+            NF >= 2 { p = $1; sub(/%/, "", p); split($2, a, ":"); tid = a[1] + 0   # "TID:comm"
               if (tid == pid) m += p; else { o += p; n++ } }
             END { printf "main thread\t%.1f\nother threads (%d with samples)\t%.1f\n", m, n, o }' "$TMP/perf.tid.txt")
         # The kernel's system-call entry points, inclusive of everything below
         # them (send/receive paths, the scheduler inside futex/epoll waits);
         # schedule = every context switch, wherever it happened; net_rx_action
         # = loopback receive processing (softirq) charged to this process.
-        PERF_SYS=$(awk '$NF ~ /^(__x64_sys_|__do_sys_)/ || $NF ~ /^(schedule|net_rx_action|asm_sysvec_apic_timer_interrupt|asm_sysvec_reschedule_ipi)$/ {
+        PERF_SYS=$(awk '$NF ~ /^(__x64_sys_|__do_sys_|ksys_)/ || $NF ~ /^(schedule|net_rx_action|asm_sysvec_apic_timer_interrupt|asm_sysvec_reschedule_ipi)$/ {
                 c = $1; sub(/%/, "", c); if (c + 0 >= 0.5) printf "%s\t%s\n", $NF, c }' "$TMP/perf.children.txt" |
-            sort -t$'\t' -k2,2gr | awk -F'\t' '!seen[$1]++' | head -n 14)
-        PERF_TOP=$(awk "$GROUPS_AWK"'
+            sort -t$'\t' -k2,2gr | awk -F'\t' '!seen[$1]++ && n++ < 14')
+        PERF_TOP=$(awk -v top="$TOP" "$GROUPS_AWK"'
             NF >= 4 { p = $1; sub(/%/, "", p); d = $2; s = $4; for (i = 5; i <= NF; i++) s = s " " $i
-                      printf "%s\t%s\t%s\t%s\n", p, grp(d), d, s }' "$TMP/perf.sym.txt" | head -n "$TOP")
+                      if (n++ < top) printf "%s\t%s\t%s\t%s\n", p, grp(d), d, s }' "$TMP/perf.sym.txt")
         printf '   %s samples\n   CPU of the worker by library (self time):\n' "$PERF_SAMPLES"
         while IFS=$'\t' read -r g p; do printf '     %-26s %6s%%\n' "$g" "$p"; done <<<"$PERF_GROUPS"
         printf '   by thread:\n'
