@@ -292,8 +292,11 @@ parse_wrk() {
         END {
             if (rps == "") exit 1
             if (strict == "strict" && (p50 == "" || p99 == "")) exit 1
-            if (p50 == "" || (reqs + 0 == 0 && strict != "strict")) p50 = "nan"     # wrk prints 0.00us when nothing completed
-            if (p99 == "" || (reqs + 0 == 0 && strict != "strict")) p99 = "nan"
+            # wrk prints 0.00us when it recorded no latency: nothing completed,
+            # or every completed request had timed out (counted as errors).
+            none = (reqs + 0 == 0 || (p50 + 0 == 0 && p99 + 0 == 0)) && strict != "strict"
+            if (p50 == "" || none) p50 = "nan"
+            if (p99 == "" || none) p99 = "nan"
             f = "%." dec "f"
             detail = ""
             if (sock != "") detail = "socket errors: " sock
