@@ -111,7 +111,7 @@ URL="http://127.0.0.1:$PORT$URL_PATH"
 SERVER_LINE=$(q taskset -c "$SERVER_CPU" "${SCMD[@]}")
 ENV_LINE=""
 for v in VIRTUAL_ENV PYTHONPATH; do
-    if [[ -n ${!v:-} ]]; then ENV_LINE+="$v=${!v} "; fi
+    if [[ -n ${!v:-} ]]; then ENV_LINE+="$v=${!v//$REPO_ROOT/\$PWD} "; fi
 done
 
 host_info

@@ -254,14 +254,14 @@ mb_row() {
     if [[ ${STATUS[$s]:-} != ok ]]; then printf '| %s | %s |||||||||\n' "$s" "${STATUS[$s]:-not run}"; return; fi
     printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" "$(med T_HEAD "$s")" "$(med T_BODY "$s")" "$(med T_TOTAL "$s")" \
         "$(med MB_RPS "$s")" "$(mibs "$(med MB_RPS "$s")")" "$(med MB_P50 "$s")" "$(med MB_P99 "$s")" \
-        "$(vals MB_ERR "$s" | sort -u | paste -sd' ')" "$(noisy_rounds "$s")"
+        "$(vals MB_ERR "$s" | paste -sd';' | sed 's/;/; /g')" "$(noisy_rounds "$s")"
 }
 sse_row() {
     local s=$1 n=$2
     [[ ${STATUS[$s]:-} == ok ]] || return 0
     printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" "$n" "$(med S_FIRST "$s" "/$n")" "$(med S_FIRST99 "$s" "/$n")" \
         "$(med S_LAG "$s" "/$n")" "$(med S_LAG99 "$s" "/$n")" "$(med S_EPS "$s" "/$n")" \
-        "$(vals S_DONE "$s" "/$n" | paste -sd' ' | sed "s/\$/ of $n/")"
+        "$(vals S_DONE "$s" "/$n" | sed "s|\$|/$n|" | paste -sd';' | sed 's/;/, /g')"
 }
 printf '\n/mb: %s KiB in %s-byte blocks; first byte / body / whole = p50 of %s sequential requests; throughput with wrk -t1 -c%s -d%ss (medians of %s round(s))\n%s\n%s\n' \
     "$MB_KB" "$MB_BLOCK" "$TTFB_REQUESTS" "$STREAM_CONNECTIONS" "$DURATION" "$ROUNDS" "$MB_HEAD" "$MB_SEP"
