@@ -292,8 +292,11 @@ parse_wrk() {
         END {
             if (rps == "") exit 1
             if (strict == "strict" && (p50 == "" || p99 == "")) exit 1
-            if (p50 == "" || (reqs + 0 == 0 && strict != "strict")) p50 = "nan"     # wrk prints 0.00us when nothing completed
-            if (p99 == "" || (reqs + 0 == 0 && strict != "strict")) p99 = "nan"
+            # wrk prints 0.00us when it recorded no latency: nothing completed,
+            # or every completed request had timed out (counted as errors).
+            none = (reqs + 0 == 0 || (p50 + 0 == 0 && p99 + 0 == 0)) && strict != "strict"
+            if (p50 == "" || none) p50 = "nan"
+            if (p99 == "" || none) p99 = "nan"
             f = "%." dec "f"
             detail = ""
             if (sock != "") detail = "socket errors: " sock
@@ -510,4 +513,69 @@ write_markdown() {
     mkdir -p "$(dirname -- "$MARKDOWN")"
     "$1" >"$MARKDOWN"
     printf 'markdown report: %s\n' "$MARKDOWN"
+}
+
+# ---- helpers of the scripts that repeat measurements (before_after.sh,
+# ---- stream.sh, asgi.sh) ---------------------------------------------------
+
+# median V... -> the median of the numeric values ("-" and empty ignored),
+# or "-" when there is none.
+_sorted_nums() { printf '%s\n' "$@" | grep -E '^[0-9]+([.][0-9]+)?$' | sort -g; }
+median() {
+    _sorted_nums "$@" | awk '{ v[++n] = $1 + 0 }
+        END { if (!n) { print "-"; exit }
+              m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+              d = (m >= 100) ? 0 : (m >= 10 ? 1 : 2); printf "%.*f\n", d, m }'
+}
+# spread V... -> "(max - min) / median" in % of the numeric values, or "-"
+# with fewer than two.
+spread() {
+    _sorted_nums "$@" | awk '{ v[++n] = $1 + 0 }
+        END { if (n < 2) { print "-"; exit }
+              m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+              if (m <= 0) { print "-"; exit }
+              printf "%.0f\n", 100 * (v[n] - v[1]) / m }'
+}
+# vrange V... -> "min–max" of the numeric values ("-" with none).
+vrange() {
+    _sorted_nums "$@" | awk '{ v[++n] = $1 }
+        END { if (!n) { print "-"; exit }
+              if (n == 1) printf "%s\n", v[1]; else printf "%s–%s\n", v[1], v[n] }'
+}
+
+# only_child_or_self PID -> the pid of PID's only child (a prefork master's
+# single worker: m0serve, granian, hypercorn -w 1), else PID itself
+# (uvicorn).  multiprocessing's resource tracker (hypercorn starts one beside
+# its worker) does not count as a child.
+only_child_or_self() {
+    local kids
+    mapfile -t kids < <(ps -o pid=,args= --ppid "$1" 2>/dev/null | grep -v 'multiprocessing.resource_tracker' | awk '{ print $1 }')
+    if ((${#kids[@]} == 1)) && [[ -n ${kids[0]} ]]; then printf '%s\n' "${kids[0]}"; else printf '%s\n' "$1"; fi
+}
+# thread_count PID -> the number of threads of PID ("?" when gone)
+thread_count() {
+    local n
+    n=$(find "/proc/$1/task" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
+    if ((n > 0)); then printf '%s\n' "$n"; else printf '?\n'; fi
+}
+
+# measure_wrk CONNS SECONDS URL OUTFILE: one `wrk -t1` run inside a noise
+# check (noise_begin/noise_end).  Sets M_RPS M_P50 M_P99 M_REQ M_ERR
+# M_DETAIL (from parse_wrk; "-" when wrk printed no result, then returns 1),
+# M_NOISE (empty, or what else ran on the pinned cores) and M_CLIENT_BOUND
+# (1 when the client core was 95% busy or more).
+measure_wrk() {
+    local conns=$1 secs=$2 url=$3 out=$4 line rc=0
+    noise_begin
+    run_wrk 1 "$conns" "$secs" "$url" "$out" || true
+    noise_end "$SERVER_CPU" "$CLIENT_CPU"
+    M_NOISE=""; M_CLIENT_BOUND=0
+    if noisy; then M_NOISE=$(noise_desc "$SERVER_CPU" "$CLIENT_CPU"); fi
+    if [[ $CLI_CORE_BUSY =~ ^[0-9]+$ ]] && ((CLI_CORE_BUSY >= 95)); then M_CLIENT_BOUND=1; fi
+    if line=$(parse_wrk "$out"); then
+        IFS=$'\t' read -r M_RPS M_P50 M_P99 M_REQ M_ERR M_DETAIL <<<"$line"
+    else
+        M_RPS=-; M_P50=-; M_P99=-; M_REQ=0; M_ERR=-; M_DETAIL="wrk printed no result"; rc=1
+    fi
+    return "$rc"
 }

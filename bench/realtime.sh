@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # bench/realtime.sh — held SSE streams: memory per stream and publish->delivery
-# latency, m0serve --realtime vs uvicorn (raw ASGI).
+# latency, m0serve --realtime (WSGI and ASGI apps) vs uvicorn, Granian and
+# hypercorn (raw ASGI).
 #
 # For each server and each stream count (1,000 and 10,000; --quick: 1,000)
 # a fresh server is started pinned to SERVER_CPU (default 0), with 1 worker:
 #   m0serve rt_app:application --realtime --workers 1 --blocking-threads 2
+#   m0serve asgi_rt_app:app --realtime --workers 1      (m0serve-asgi)
 #   .venv-bench/bin/python -m uvicorn --app-dir bench asgi_sse:app --workers 1
 #       --loop uvloop --http httptools --no-access-log
+#   .venv-bench/bin/granian --interface asgi --workers 1 --loop uvloop ... asgi_sse:app
+#   .venv-bench/bin/hypercorn --workers 1 --worker-class uvloop ... bench/asgi_sse:app
 # and bench/sse_hold.py (pinned to CLIENT_CPU, default 1) opens N idle
 # streams, reads the worker's VmRSS before/after, then publishes 20 events
 # 200 ms apart through the app's /publish route and timestamps every
@@ -20,7 +24,8 @@ Usage: bench/realtime.sh [options]
 Options:
   --quick            1,000 streams only (default: 1,000 and 10,000)
   --streams LIST     comma-separated stream counts (default 1000,10000)
-  --servers LIST     comma-separated subset/order of: m0serve,uvicorn (default both)
+  --servers LIST     comma-separated subset/order of:
+                     m0serve,m0serve-asgi,uvicorn,granian,hypercorn (default all)
   --markdown FILE    also write the results as a markdown report to FILE
   --log-dir DIR      keep server logs and the raw client JSON in DIR
   -h, --help         show this help
@@ -34,8 +39,9 @@ Environment:
   NOFILE=65536             soft `ulimit -n` wanted (capped at the hard limit
                            unless the hard limit can be raised)
   M0SERVE=./m0serve PYTHON=/usr/bin/python3 (runs the client)
-  BENCH_VENV=.venv-bench   venv with uvicorn, uvloop, httptools (make bench-venv);
-                           uvicorn runs as $BENCH_VENV/bin/python -m uvicorn
+  BENCH_VENV=.venv-bench   venv with uvicorn, uvloop, httptools, granian, hypercorn
+                           (make bench-venv); uvicorn runs as $BENCH_VENV/bin/python -m
+                           uvicorn; m0serve-asgi runs with VIRTUAL_ENV set to it (uvloop)
 EOF
 }
 
@@ -54,7 +60,7 @@ CLIENT_TIMEOUT=${CLIENT_TIMEOUT:-240}
 NOFILE=${NOFILE:-65536}
 PYTHON=${PYTHON:-/usr/bin/python3}
 STREAMS=1000,10000
-SERVERS=m0serve,uvicorn
+SERVERS=m0serve,m0serve-asgi,uvicorn,granian,hypercorn
 MARKDOWN=""
 LOG_DIR=""
 
@@ -72,7 +78,7 @@ check_uints EVENTS BLOCKING_THREADS SERVER_CPU CLIENT_CPU STARTUP_TIMEOUT CLIENT
 IFS=, read -r -a COUNTS <<<"$STREAMS"
 for n in "${COUNTS[@]}"; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "bad stream count: $n"; done
 IFS=, read -r -a ORDER <<<"$SERVERS"
-for s in "${ORDER[@]}"; do case $s in m0serve|uvicorn) ;; *) die "unknown server: $s" ;; esac; done
+for s in "${ORDER[@]}"; do case $s in m0serve|m0serve-asgi|uvicorn|granian|hypercorn) ;; *) die "unknown server: $s" ;; esac; done
 
 resolve_paths
 
@@ -104,24 +110,39 @@ COPY_LOGS_ON_EXIT=1
 declare -A STATUS CMD CLIENTCMD NOTE RES WPID_DESC
 NOISY_RUNS=0
 
-server_cmd() {   # server_cmd NAME PORT -> SCMD, STOPSIG
+server_cmd() {   # server_cmd NAME PORT -> SCMD, SENV (environment words), STOPSIG
+    SENV=()
     case $1 in
         m0serve)
             SCMD=("$M0SERVE" rt_app:application --app-dir bench --bind "127.0.0.1:$2" --realtime
                   --workers 1 --blocking-threads "$BLOCKING_THREADS")
             STOPSIG=TERM ;;
+        m0serve-asgi)
+            # The executor imports uvloop from the bench venv, as the peers do.
+            SENV=("VIRTUAL_ENV=$(cd -- "$BENCH_VENV" 2>/dev/null && pwd)")
+            SCMD=("$M0SERVE" asgi_rt_app:app --app-dir bench --bind "127.0.0.1:$2" --realtime --workers 1)
+            STOPSIG=TERM ;;
         uvicorn)
             SCMD=("$BENCH_PY" -m uvicorn --app-dir bench asgi_sse:app --host 127.0.0.1 --port "$2"
                   --workers 1 --loop uvloop --http httptools --no-access-log --log-level warning)
             STOPSIG=TERM ;;
+        granian)
+            SCMD=("$BENCH_VENV/bin/granian" --interface asgi --host 127.0.0.1 --port "$2" --workers 1
+                  --loop uvloop --working-dir bench --log-level warning asgi_sse:app)
+            STOPSIG=TERM ;;
+        hypercorn)
+            SCMD=("$BENCH_VENV/bin/hypercorn" --bind "127.0.0.1:$2" --workers 1 --worker-class uvloop
+                  --log-level warning bench/asgi_sse:app)
+            STOPSIG=TERM ;;
     esac
 }
 
-# worker_pid: the master's only child (m0serve), else the server process itself.
+# worker_pid: the master's only child (m0serve, granian, hypercorn), else the
+# server process itself (uvicorn).
 worker_pid() {
-    local kids
-    mapfile -t kids < <(ps -o pid= --ppid "$SERVER_SID" 2>/dev/null | tr -d ' ')
-    if ((${#kids[@]} == 1)) && [[ -n ${kids[0]} ]]; then printf '%s child\n' "${kids[0]}"; else printf '%s self\n' "$SERVER_SID"; fi
+    local w
+    w=$(only_child_or_self "$SERVER_SID")
+    if [[ $w != "$SERVER_SID" ]]; then printf '%s child\n' "$w"; else printf '%s self\n' "$SERVER_SID"; fi
 }
 
 # summarize JSON -> tab-separated fields for the tables
@@ -167,16 +188,20 @@ run_one() {
     local opened rb rh ra bps p50 p99 mx kp50 kp99 dlv opens span pubms notes
     NOTE[$key]=""
     printf '\n== %s, %s streams\n' "$name" "$n"
-    if [[ $name == m0serve && ! -x $M0SERVE ]]; then STATUS[$key]="missing: $M0SERVE (run make)"; printf '   skipped\n'; return; fi
+    if [[ $name == m0serve* && ! -x $M0SERVE ]]; then STATUS[$key]="missing: $M0SERVE (run make)"; printf '   skipped\n'; return; fi
     if [[ $name == uvicorn ]] && ! "$BENCH_PY" -c 'import uvicorn, uvloop, httptools' 2>/dev/null; then
         STATUS[$key]="missing: uvicorn, uvloop, httptools in $BENCH_VENV (run make bench-venv)"; printf '   skipped\n'; return
     fi
+    if [[ $name == granian || $name == hypercorn ]] && [[ ! -x $BENCH_VENV/bin/$name ]]; then
+        STATUS[$key]="missing: $name in $BENCH_VENV (run make bench-venv)"; printf '   skipped\n'; return
+    fi
     port=$(free_port); base="http://127.0.0.1:$port"
     server_cmd "$name" "$port"
-    CMD[$name]=$(q taskset -c "$SERVER_CPU" "${SCMD[@]}")
+    CMD[$name]="${SENV[*]:+${SENV[*]//$REPO_ROOT/\$PWD} }$(q taskset -c "$SERVER_CPU" "${SCMD[@]}")"
     printf '$ %s\n' "${CMD[$name]}"
     slog=$TMP/$name-$n.server.log
-    start_server "$name" "$STOPSIG" "$SERVER_CPU" "$slog" "${SCMD[@]}"
+    # env(1) execs the server: the session leader is still the server itself.
+    start_server "$name" "$STOPSIG" "$SERVER_CPU" "$slog" env "${SENV[@]}" "${SCMD[@]}"
     if ! wait_http "$base/ping" "$STARTUP_TIMEOUT"; then
         STATUS[$key]="failed to start"; printf '   failed to start; log:\n'; tail -n 15 "$slog" | sed 's/^/   | /'
         stop_server; return
@@ -186,7 +211,7 @@ run_one() {
     WPID_DESC[$name]=$([[ $wdesc == child ]] && echo "the master's child (worker)" || echo "the server process")
     out=$TMP/$name-$n.client.json
     local ccmd=("$PYTHON" bench/sse_hold.py --port "$port" -n "$n" --rss-pid "$wp" --events "$EVENTS" --interval "$INTERVAL")
-    if [[ $name == m0serve ]]; then ccmd+=(--health-path /health); fi
+    if [[ $name == m0serve* ]]; then ccmd+=(--health-path /health); fi
     CLIENTCMD[$name]=$(q taskset -c "$CLIENT_CPU" "${ccmd[@]}")
     printf '$ %s\n' "${CLIENTCMD[$name]}"
     noise_begin
@@ -218,7 +243,7 @@ run_one() {
         printf '   server died; log tail:\n'; tail -n 15 "$slog" | sed 's/^/   | /'
     elif ! curl -sf --max-time 5 -o /dev/null "$base/ping"; then
         NOTE[$key]+="server did not answer /ping after the client left; "
-    elif [[ $name == m0serve ]]; then
+    elif [[ $name == m0serve* ]]; then
         h=$(curl -s --max-time 5 "$base/health" | "$PYTHON" -c 'import json,sys; d=json.load(sys.stdin); print(d.get("held_streams"), d.get("connections"))' 2>/dev/null || true)
         [[ ${h%% *} == 0 ]] || NOTE[$key]+="/health after the client left: held_streams connections = $h; "
     fi
@@ -259,14 +284,14 @@ row() {     # row KEY: ROW = the 13 table fields of RES[KEY]
 }
 KEYS=()     # server/count, in report order
 for s in "${ORDER[@]}"; do for n in "${COUNTS[@]}"; do KEYS+=("$s/$n"); done; done
-printf '\n%-8s %7s %-11s %8s %8s %8s %8s | %7s %7s %7s | %7s %7s | %-13s %6s %6s\n' server streams opened "RSS0 MiB" "held MiB" "evts MiB" "B/strm" \
+printf '\n%-12s %7s %-11s %8s %8s %8s %8s | %7s %7s %7s | %7s %7s | %-13s %6s %6s\n' server streams opened "RSS0 MiB" "held MiB" "evts MiB" "B/strm" \
     "p50 ms" "p99 ms" "max ms" "kp50 ms" "kp99 ms" delivered "open s" "span"
 for s in "${ORDER[@]}"; do
     for n in "${COUNTS[@]}"; do
         k=$s/$n
-        if [[ ${STATUS[$k]:-} != ok ]]; then printf '%-8s %7s %s\n' "$s" "$n" "${STATUS[$k]:-not run}"; continue; fi
+        if [[ ${STATUS[$k]:-} != ok ]]; then printf '%-12s %7s %s\n' "$s" "$n" "${STATUS[$k]:-not run}"; continue; fi
         row "$k"
-        printf '%-8s %7s %-11s %8s %8s %8s %8s | %7s %7s %7s | %7s %7s | %-13s %6s %6s\n' "$s" "$n" "${ROW[@]}"
+        printf '%-12s %7s %-11s %8s %8s %8s %8s | %7s %7s %7s | %7s %7s | %-13s %6s %6s\n' "$s" "$n" "${ROW[@]}"
     done
 done
 printf '(RSS0/held/evts = worker VmRSS before opening, with the streams held, after the events; B/strm = (held - RSS0) / opened.\n'
@@ -274,16 +299,24 @@ printf ' Latency over all (event, stream) deliveries: p50/p99/max = client read 
 printf ' kp50/kp99 = kernel receive timestamp (SO_TIMESTAMPNS) - that time: the server-side fan-out without the client'"'"'s read lag.\n'
 printf ' span = p50 over events of (last - first delivery read by the client).)\n'
 
+# Every peer against every m0serve row (m0serve: the WSGI app; m0serve-asgi:
+# the ASGI one), peer / m0serve.
 RATIO_LINES=()
-if [[ " ${ORDER[*]} " == *" m0serve "* && " ${ORDER[*]} " == *" uvicorn "* ]]; then
-    printf '\nratios (uvicorn / m0serve; > 1 means m0serve uses less / is faster):\n'
-    for n in "${COUNTS[@]}"; do
-        if [[ ${STATUS[m0serve/$n]:-} == ok && ${STATUS[uvicorn/$n]:-} == ok ]]; then
-            line="$n streams: bytes/stream $(ratio "$(field "uvicorn/$n" 4)" "$(field "m0serve/$n" 4)"), p50 $(ratio "$(field "uvicorn/$n" 5)" "$(field "m0serve/$n" 5)"), p99 $(ratio "$(field "uvicorn/$n" 6)" "$(field "m0serve/$n" 6)"), kernel-rx p50 $(ratio "$(field "uvicorn/$n" 8)" "$(field "m0serve/$n" 8)"), kernel-rx p99 $(ratio "$(field "uvicorn/$n" 9)" "$(field "m0serve/$n" 9)")"
-        else
-            line="$n streams: n/a (not measured on both)"
-        fi
-        RATIO_LINES+=("$line"); printf '  %s\n' "$line"
+M0ROWS=(); PEERS=()
+for s in "${ORDER[@]}"; do if [[ $s == m0serve* ]]; then M0ROWS+=("$s"); else PEERS+=("$s"); fi; done
+if ((${#M0ROWS[@]} && ${#PEERS[@]})); then
+    printf '\nratios (peer / m0serve; > 1 means m0serve uses less / is faster):\n'
+    for m in "${M0ROWS[@]}"; do
+        for p in "${PEERS[@]}"; do
+            for n in "${COUNTS[@]}"; do
+                if [[ ${STATUS[$m/$n]:-} == ok && ${STATUS[$p/$n]:-} == ok ]]; then
+                    line="$p / $m, $n streams: bytes/stream $(ratio "$(field "$p/$n" 4)" "$(field "$m/$n" 4)"), p50 $(ratio "$(field "$p/$n" 5)" "$(field "$m/$n" 5)"), p99 $(ratio "$(field "$p/$n" 6)" "$(field "$m/$n" 6)"), kernel-rx p50 $(ratio "$(field "$p/$n" 8)" "$(field "$m/$n" 8)"), kernel-rx p99 $(ratio "$(field "$p/$n" 9)" "$(field "$m/$n" 9)")"
+                else
+                    line="$p / $m, $n streams: n/a (not measured on both)"
+                fi
+                RATIO_LINES+=("$line"); printf '  %s\n' "$line"
+            done
+        done
     done
 fi
 
@@ -321,7 +354,7 @@ markdown_report() {
     done
     printf '\nLatency = receive time - the `time.time()` the app wrote into the event when publishing, over all (event, stream) deliveries. p50/p99/max: read time in the client (includes the single-threaded Python client reading N sockets per event); kernel-rx: the kernel receive timestamp of the data (`SO_TIMESTAMPNS`), i.e. the server-side fan-out. Span: p50 over events of last minus first delivery read by the client. Bytes/stream = (RSS held - RSS before) / opened.\n'
     if ((${#RATIO_LINES[@]})); then
-        printf '\nRatios, uvicorn / m0serve (> 1: m0serve uses less memory / delivers sooner):\n\n'
+        printf '\nRatios, peer / m0serve (> 1: m0serve uses less memory / delivers sooner):\n\n'
         for l in "${RATIO_LINES[@]}"; do printf -- '- %s\n' "$l"; done
     fi
     md_notes "${KEYS[@]}"
