@@ -51,6 +51,13 @@ static PyObject *py_enabled(PyObject *self, PyObject *unused)
     return PyBool_FromLong(m0_bus_current != NULL || m0_broker != NULL);
 }
 
+static PyObject *py_brokered(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(m0_broker != NULL);
+}
+
 static PyObject *py_after_fork_child(PyObject *self, PyObject *unused)
 {
     (void)self;
@@ -88,6 +95,8 @@ static PyMethodDef m0_functions[] = {
      "published. m0pub.publish is the documented API."},
     {"enabled", py_enabled, METH_NOARGS,
      "enabled() -> bool: publish() reaches held streams (the server runs with --realtime or --broker)."},
+    {"_brokered", py_brokered, METH_NOARGS,
+     "_brokered() -> bool: publish() goes through the broker (--broker), one network round trip."},
     {"_after_fork_child", py_after_fork_child, METH_NOARGS,
      "_after_fork_child(): close the server's descriptors in a process forked by a view "
      "(registered with os.register_at_fork)."},

@@ -15,6 +15,8 @@
   /no-response         returns without sending anything          -> 500
   /hold?channel=C      an M0-Hold: stream response
   /publish?channel=C   m0pub.publish(C, "from-asgi") -> the id
+  /apublish?channel=C  await m0pub.apublish(C, "from-asgi") -> the id, or
+                       "BrokerError: ..." when the broker could not take it
   /pathsend?path=P     http.response.pathsend of P
   /pid                 the worker pid
 
@@ -147,6 +149,12 @@ async def app(scope, receive, send):
             (b"m0-hold", b"stream"), (b"m0-channel", q.get("channel", "news").encode())])
     if path == "/publish":
         return await _text(send, str(m0pub.publish(q.get("channel", "news"), "from-asgi")).encode())
+    if path == "/apublish":
+        try:
+            got = await m0pub.apublish(q.get("channel", "news"), "from-asgi")
+        except m0pub.BrokerError as e:
+            got = "BrokerError: %s" % e
+        return await _text(send, str(got).encode())
     if path == "/pathsend":
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.pathsend", "path": q["path"]})

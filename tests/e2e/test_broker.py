@@ -435,6 +435,41 @@ def test_the_same_limits_through_the_broker(start_server, redis):
     s.close()
 
 
+def test_apublish_keeps_the_event_loop_serving_while_the_broker_stalls(start_server, redis):
+    """An ASGI app's `await m0pub.apublish` with a broker that stopped
+    answering: the executor's event loop serves other requests meanwhile
+    (a plain publish would hold it for the whole round trip and its
+    timeouts), and the caller then gets BrokerError, not a silent drop."""
+    srv = start_server("asgi_raw:app", "--realtime", "--broker", redis.url, workers=1)
+    s = SSEStream(srv.port, "/hold?channel=news", timeout=EVENT_TIMEOUT)
+    assert s.status == 200
+    r = request(srv.port, "GET", "/apublish?channel=news")
+    assert r.status == 200 and int(r.body) > 0
+    assert s.next_event(EVENT_TIMEOUT).data == "from-asgi"
+    os.kill(redis.proc.pid, signal.SIGSTOP)
+    try:
+        result = {}
+        t = threading.Thread(target=lambda: result.update(r=request(srv.port, "GET", "/apublish", timeout=30)))
+        began = time.monotonic()
+        t.start()
+        slowest, served_while_pending = 0.0, 0
+        while t.is_alive() and time.monotonic() - began < 30:
+            started = time.monotonic()
+            fast = request(srv.port, "GET", "/", timeout=10)
+            slowest = max(slowest, time.monotonic() - started)
+            assert fast.status == 200 and fast.body == b"hello"
+            if t.is_alive():
+                served_while_pending += 1
+        t.join(30)
+        pending_for = time.monotonic() - began
+        assert not t.is_alive() and result["r"].body.startswith(b"BrokerError:"), result
+        assert pending_for > 0.9, "the stalled publish returned in %.2fs" % pending_for
+        assert served_while_pending > 3 and slowest < 0.5, (served_while_pending, slowest)
+    finally:
+        os.kill(redis.proc.pid, signal.SIGCONT)
+    s.close()
+
+
 @pytest.mark.parametrize("url", ["redis://:pw@host:1234/3", "redis://host", "redis://[::1]:7000/1",
                                  "unix:///run/redis.sock?db=2"])
 def test_m0pub_parses_the_same_urls(url):
