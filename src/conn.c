@@ -334,8 +334,11 @@ void m0_conn_flush(struct m0_server *s, struct m0_conn *c)
             m0_buf_consume(&c->out, (size_t)w);
             c->deadline = now + s->write_ms;
         }
-        if (c->out.cap > 256 * 1024)
-            m0_buf_free(&c->out);    /* a burst's buffer is not kept idle */
+        /* A burst's buffer is not kept idle; while a runner still streams
+         * into it, it is kept (freed and regrown per window, each cycle
+         * was a fresh mmap and a page fault per 4 KB). */
+        if (c->out.cap > 256 * 1024 && !(c->flags & C_RUNNER))
+            m0_buf_free(&c->out);
         while (c->file_left > 0) {
             size_t want = c->file_left > (1u << 30) ? (1u << 30) : (size_t)c->file_left;
             ssize_t w = sendfile(c->fd, c->file_fd, &c->file_off, want);
