@@ -275,19 +275,43 @@ static int on_header_value_complete(llhttp_t *p)
     return 0;
 }
 
-/* RFC 9110 §7.2 / RFC 3986 §3.2: a Host value is a reg-name, an IPv4
- * address or a bracketed IP literal, with an optional port. We accept the
- * characters those allow, and nothing else (no space, '/', '@'). */
+/* RFC 9110 §7.2 / RFC 3986 §3.2.2-3.2.3: Host = uri-host [ ":" port ].
+ * uri-host is a bracketed IP literal, or a reg-name or IPv4 address (the
+ * characters those allow: no space, '/', '@', ':', '[' or ']'); port is
+ * digits (possibly none). RFC 9112 §3.2: any other value is a 400. */
 static int valid_host(const char *v, size_t n)
 {
-    static const char allowed[] = "-._~!$&'()*+,;=:[]%";
-    for (size_t i = 0; i < n; i++) {
+    static const char allowed[] = "-._~!$&'()*+,;=%";
+    size_t i = 0, end = n;
+    int literal = n > 0 && v[0] == '[';
+    if (literal) {
+        const char *close = memchr(v, ']', n);
+        if (close == NULL || close == v + 1)
+            return 0;
+        end = (size_t)(close - v);
+        i = 1;
+    } else {
+        const char *colon = memchr(v, ':', n);
+        if (colon != NULL)
+            end = (size_t)(colon - v);
+    }
+    for (; i < end; i++) {
         unsigned char c = (unsigned char)v[i];
         if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
             continue;
-        if (c != 0 && strchr(allowed, c) != NULL)
+        if (c != 0 && (strchr(allowed, c) != NULL || (c == ':' && literal)))
             continue;
         return 0;
+    }
+    if (literal)
+        end++;                               /* past the ']' */
+    if (end == n)
+        return 1;
+    if (v[end] != ':')
+        return 0;
+    for (i = end + 1; i < n; i++) {
+        if (v[i] < '0' || v[i] > '9')
+            return 0;
     }
     return 1;
 }
