@@ -541,7 +541,7 @@ void m0_http_next(struct m0_http *h)
     h->status = 0;
     h->reason = NULL;
     h->in_message = h->headers_done = h->message_done = h->host_seen = 0;
-    h->head_scanned = h->last_was_lf = h->last_was_sp = h->start_line_done = h->start_seen = 0;
+    h->head_scanned = h->last_was_lf = h->last_was_sp = h->last_was_cr = h->start_line_done = h->start_seen = 0;
     h->method_done = h->method_unknown = 0;
     h->chunk_line = h->chunk_last = h->chunk_paused = 0;
     h->trailers = 0;
@@ -590,6 +590,23 @@ static int map_error(struct m0_http *h, llhttp_errno_t e)
  *    previous one (obs-fold); llhttp folds it silently;
  *  - RFC 9112 §3: the request-line's elements are separated by a single SP;
  *    llhttp skips runs of them. We take the strict reading the RFC allows. */
+static int bad_whitespace(struct m0_http *h, const char *p, size_t n);
+
+/* RFC 9112 §2.2: every line of a header or trailer section ends in CRLF.
+ * llhttp takes a bare LF as the empty line that ends either section (and
+ * rejects it everywhere else); a recipient that reads the message otherwise
+ * could be smuggled a request. Scans [p, p + n) with h->last_was_cr carried
+ * across feeds; 1 when a LF without its CR is seen. */
+static int bare_lf(struct m0_http *h, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '\n' && !h->last_was_cr)
+            return 1;
+        h->last_was_cr = p[i] == '\r';
+    }
+    return 0;
+}
+
 static int bad_whitespace(struct m0_http *h, const char *p, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -606,6 +623,8 @@ static int bad_whitespace(struct m0_http *h, const char *p, size_t n)
                 h->start_line_done = 1;
             continue;
         }
+        if (bare_lf(h, p + i, 1))
+            return 1;
         h->last_was_lf = (p[i] == '\n');
     }
     return 0;
@@ -775,6 +794,8 @@ int m0_http_feed(struct m0_http *h, const char *p, size_t n, size_t *used)
                 break;
         } else {
             e = run(h, p + consumed, n - consumed, &took);
+            if (h->chunk_last && bare_lf(h, p + consumed, took))    /* the trailer section */
+                return reject(h, 400, "Bare LF in the trailer section"), *used = consumed + took, M0_ERR;
             consumed += took;
             if (e != HPE_PAUSED || !h->chunk_paused)
                 break;
