@@ -240,9 +240,20 @@ static PyObject *py_scope(PyObject *self, PyObject *arg)
         char *name = h->name_len <= sizeof lower ? lower : m0_xmalloc(h->name_len);
         for (uint32_t k = 0; k < h->name_len; k++)
             name[k] = (char)(h->name[k] >= 'A' && h->name[k] <= 'Z' ? h->name[k] + 32 : h->name[k]);
-        PyObject *pair = Py_BuildValue("(y#y#)", name, (Py_ssize_t)h->name_len, h->value, (Py_ssize_t)h->value_len);
+        /* RFC 9112 §3.2.2: an absolute-form target's authority replaces Host. */
+        int host = r->authority != NULL && h->name_len == 4 && memcmp(name, "host", 4) == 0;
+        PyObject *pair = Py_BuildValue("(y#y#)", name, (Py_ssize_t)h->name_len, host ? r->authority : h->value,
+                                       (Py_ssize_t)(host ? r->authority_len : h->value_len));
         if (name != lower)
             free(name);
+        if (pair == NULL || PyList_Append(headers, pair) == -1) {
+            Py_XDECREF(pair);
+            goto fail;
+        }
+        Py_DECREF(pair);
+    }
+    if (r->authority != NULL && m0_req_header(r, "host") == NULL) {
+        PyObject *pair = Py_BuildValue("(yy#)", "host", r->authority, (Py_ssize_t)r->authority_len);
         if (pair == NULL || PyList_Append(headers, pair) == -1) {
             Py_XDECREF(pair);
             goto fail;

@@ -275,19 +275,43 @@ static int on_header_value_complete(llhttp_t *p)
     return 0;
 }
 
-/* RFC 9110 §7.2 / RFC 3986 §3.2: a Host value is a reg-name, an IPv4
- * address or a bracketed IP literal, with an optional port. We accept the
- * characters those allow, and nothing else (no space, '/', '@'). */
+/* RFC 9110 §7.2 / RFC 3986 §3.2.2-3.2.3: Host = uri-host [ ":" port ].
+ * uri-host is a bracketed IP literal, or a reg-name or IPv4 address (the
+ * characters those allow: no space, '/', '@', ':', '[' or ']'); port is
+ * digits (possibly none). RFC 9112 §3.2: any other value is a 400. */
 static int valid_host(const char *v, size_t n)
 {
-    static const char allowed[] = "-._~!$&'()*+,;=:[]%";
-    for (size_t i = 0; i < n; i++) {
+    static const char allowed[] = "-._~!$&'()*+,;=%";
+    size_t i = 0, end = n;
+    int literal = n > 0 && v[0] == '[';
+    if (literal) {
+        const char *close = memchr(v, ']', n);
+        if (close == NULL || close == v + 1)
+            return 0;
+        end = (size_t)(close - v);
+        i = 1;
+    } else {
+        const char *colon = memchr(v, ':', n);
+        if (colon != NULL)
+            end = (size_t)(colon - v);
+    }
+    for (; i < end; i++) {
         unsigned char c = (unsigned char)v[i];
         if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
             continue;
-        if (c != 0 && strchr(allowed, c) != NULL)
+        if (c != 0 && (strchr(allowed, c) != NULL || (c == ':' && literal)))
             continue;
         return 0;
+    }
+    if (literal)
+        end++;                               /* past the ']' */
+    if (end == n)
+        return 1;
+    if (v[end] != ':')
+        return 0;
+    for (i = end + 1; i < n; i++) {
+        if (v[i] < '0' || v[i] > '9')
+            return 0;
     }
     return 1;
 }
@@ -517,7 +541,7 @@ void m0_http_next(struct m0_http *h)
     h->status = 0;
     h->reason = NULL;
     h->in_message = h->headers_done = h->message_done = h->host_seen = 0;
-    h->head_scanned = h->last_was_lf = h->last_was_sp = h->start_line_done = h->start_seen = 0;
+    h->head_scanned = h->last_was_lf = h->last_was_sp = h->last_was_cr = h->start_line_done = h->start_seen = 0;
     h->method_done = h->method_unknown = 0;
     h->chunk_line = h->chunk_last = h->chunk_paused = 0;
     h->trailers = 0;
@@ -566,6 +590,23 @@ static int map_error(struct m0_http *h, llhttp_errno_t e)
  *    previous one (obs-fold); llhttp folds it silently;
  *  - RFC 9112 §3: the request-line's elements are separated by a single SP;
  *    llhttp skips runs of them. We take the strict reading the RFC allows. */
+static int bad_whitespace(struct m0_http *h, const char *p, size_t n);
+
+/* RFC 9112 §2.2: every line of a header or trailer section ends in CRLF.
+ * llhttp takes a bare LF as the empty line that ends either section (and
+ * rejects it everywhere else); a recipient that reads the message otherwise
+ * could be smuggled a request. Scans [p, p + n) with h->last_was_cr carried
+ * across feeds; 1 when a LF without its CR is seen. */
+static int bare_lf(struct m0_http *h, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '\n' && !h->last_was_cr)
+            return 1;
+        h->last_was_cr = p[i] == '\r';
+    }
+    return 0;
+}
+
 static int bad_whitespace(struct m0_http *h, const char *p, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -582,6 +623,8 @@ static int bad_whitespace(struct m0_http *h, const char *p, size_t n)
                 h->start_line_done = 1;
             continue;
         }
+        if (bare_lf(h, p + i, 1))
+            return 1;
         h->last_was_lf = (p[i] == '\n');
     }
     return 0;
@@ -751,6 +794,8 @@ int m0_http_feed(struct m0_http *h, const char *p, size_t n, size_t *used)
                 break;
         } else {
             e = run(h, p + consumed, n - consumed, &took);
+            if (h->chunk_last && bare_lf(h, p + consumed, took))    /* the trailer section */
+                return reject(h, 400, "Bare LF in the trailer section"), *used = consumed + took, M0_ERR;
             consumed += took;
             if (e != HPE_PAUSED || !h->chunk_paused)
                 break;

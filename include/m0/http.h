@@ -93,6 +93,7 @@ struct m0_http {
     uint8_t head_scanned;     /* obs-fold scan finished for this head */
     uint8_t last_was_lf;      /* whitespace scan state across feeds */
     uint8_t last_was_sp;
+    uint8_t last_was_cr;      /* bare-LF scan state across feeds (head, trailers) */
     uint8_t start_line_done;
     uint8_t start_seen;       /* a byte of the request-line itself was seen */
     uint8_t method_done;      /* the method is read and llhttp has it (or a stand-in) */

@@ -48,6 +48,20 @@ def test_scope_follows_the_asgi_spec(start_server):
     assert "http.response.pathsend" in scope["extensions"]
 
 
+def test_an_absolute_form_target_replaces_the_host_header(start_server):
+    # RFC 9112 §3.2.2: the origin server MUST ignore the received Host and use
+    # the target's authority -- in the scope's headers, as WSGI's HTTP_HOST does.
+    server = start_server(RAW)
+    with Conn(server.port) as conn:
+        conn.send(b"GET http://example.com:8080/scope?x HTTP/1.1\r\nHost: other\r\n\r\n")
+        scope = json.loads(conn.read_response().body)
+        assert scope["path"] == "/scope" and scope["query_string"] == "x"
+        assert [v for k, v in scope["headers"] if k == "host"] == ["example.com:8080"]
+        conn.send(b"GET http://example.com/scope HTTP/1.0\r\n\r\n")     # no Host at all
+        scope = json.loads(conn.read_response().body)
+        assert [v for k, v in scope["headers"] if k == "host"] == ["example.com"]
+
+
 def test_a_trusted_proxy_sets_client_and_scheme(start_server):
     server = start_server(RAW)            # the test connects from 127.0.0.1: trusted by default
     hdrs = [("X-Forwarded-For", "203.0.113.7, 10.9.9.9"), ("X-Forwarded-Proto", "https")]
