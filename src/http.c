@@ -360,6 +360,7 @@ static void begin_chunk_line(struct m0_http *h)
     h->chunk_line = 1;
     h->ext_bws = h->ext_value = h->ext_quoted = h->ext_escaped = 0;
     h->ext_prev = 0;
+    h->chunk_line_len = 0;
 }
 
 static int on_headers_complete(llhttp_t *p)
@@ -763,6 +764,9 @@ static llhttp_errno_t read_chunk_line(struct m0_http *h, const char *p, size_t n
             break;
         }
     }
+    if (i > M0_CHUNK_LINE_MAX - h->chunk_line_len)
+        return *took = i, reject(h, 400, "Chunk-size line too long"), HPE_USER;
+    h->chunk_line_len += (uint32_t)i;
     if (i > from && (e = run(h, p + from, i - from, &t)) != HPE_OK)
         return *took = from + t, e;
     *took = i;

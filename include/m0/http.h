@@ -76,6 +76,12 @@ struct m0_req {
     uint64_t body_len;        /* total decoded body bytes */
 };
 
+/* The longest chunk-size line, extensions included, in bytes. RFC 9112
+ * §7.1.1 sets no limit, and a server that ignores extensions must still read
+ * them: without a bound one chunk could carry endless extension bytes (a
+ * known DoS against other parsers). Longer lines are a 400. */
+#define M0_CHUNK_LINE_MAX (16 * 1024)
+
 /* Parser state for one connection. */
 struct m0_http {
     llhttp_t parser;
@@ -106,6 +112,7 @@ struct m0_http {
     uint8_t ext_quoted;       /* chunk-size line: inside a quoted-string */
     uint8_t ext_escaped;      /* chunk-size line: after a backslash in a quoted-string */
     char ext_prev;            /* chunk-size line: last byte kept, or 0 at line start */
+    uint32_t chunk_line_len;  /* chunk-size line: bytes read so far (M0_CHUNK_LINE_MAX) */
     unsigned trailers;        /* trailer fields seen (dropped) */
 };
 
