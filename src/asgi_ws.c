@@ -289,9 +289,10 @@ static int take_message(void *ctx, int opcode, const char *p, size_t n)
     return *out == NULL ? -1 : 0;
 }
 
-/* ws_receive(slot) -> (opcode, str | bytes) | int | None: the socket's next
- * message (1 text as str, 2 binary as bytes); an int: the socket ended with
- * that close code; None: nothing yet, poll(WAIT_MSG) is armed. */
+/* ws_receive(slot) -> (opcode, str | bytes) | [code, reason] | None: the
+ * socket's next message (1 text as str, 2 binary as bytes); a list: the
+ * socket ended with that close code and the reason of the peer's close
+ * frame (str, "" without one); None: nothing yet, poll(WAIT_MSG) is armed. */
 static PyObject *py_ws_receive(PyObject *self, PyObject *arg)
 {
     (void)self;
@@ -301,13 +302,15 @@ static PyObject *py_ws_receive(PyObject *self, PyObject *arg)
     for (;;) {
         PyObject *msg = NULL;
         unsigned code = 0;
-        int rc = m0_job_msg_take(job, take_message, &msg, &code);
+        char reason[M0_WS_REASON_MAX];
+        size_t rlen = 0;
+        int rc = m0_job_msg_take(job, take_message, &msg, &code, reason, &rlen);
         if (rc == 1)
             return msg;
         if (rc == -2)
             return NULL;
-        if (rc == -1)
-            return PyLong_FromUnsignedLong(code);
+        if (rc == -1)   /* the reason was checked as UTF-8 by the frame parser (1007) */
+            return Py_BuildValue("[Is#]", code, reason, (Py_ssize_t)rlen);
         if (!(m0_job_poll(job, M0_WAIT_MSG) & M0_WAIT_MSG))
             Py_RETURN_NONE;
     }

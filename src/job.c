@@ -56,6 +56,7 @@ void m0_job_reset(struct m0_job *job)
     job->ch.in_count = 0;
     job->ch.closing = job->ch.close_reason_len = 0;
     job->ch.close_code = job->ch.peer_code = 0;
+    job->ch.peer_reason_len = 0;
     job->target = NULL;
     job->inl = NULL;
     job->wake = NULL;
@@ -322,7 +323,7 @@ int m0_job_close_socket(struct m0_job *job, unsigned code, const char *reason, s
 #define MSG_HEAD 9
 
 int m0_job_msg_take(struct m0_job *job, int (*take)(void *ctx, int opcode, const char *p, size_t n), void *ctx,
-                    unsigned *code)
+                    unsigned *code, char *reason, size_t *rlen)
 {
     struct m0_jobchan *ch = &job->ch;
     int rc, taken_all = 0;
@@ -330,6 +331,8 @@ int m0_job_msg_take(struct m0_job *job, int (*take)(void *ctx, int opcode, const
     if (ch->in_count == 0) {
         rc = ch->gone ? -1 : 0;
         *code = ch->peer_code ? ch->peer_code : 1006;
+        *rlen = ch->peer_reason_len;
+        memcpy(reason, ch->peer_reason, ch->peer_reason_len);
     } else {
         const char *m = ch->inq.data + ch->inq.off;
         uint64_t len;
@@ -380,6 +383,17 @@ int m0_job_take_close(struct m0_job *job, unsigned *code, char *reason, size_t *
     }
     pthread_mutex_unlock(&ch->lock);
     return closing;
+}
+
+void m0_job_peer_reason(struct m0_job *job, const char *reason, size_t len)
+{
+    struct m0_jobchan *ch = &job->ch;
+    if (len > M0_WS_REASON_MAX)
+        len = M0_WS_REASON_MAX;
+    pthread_mutex_lock(&ch->lock);
+    memcpy(ch->peer_reason, reason, len);
+    ch->peer_reason_len = (uint8_t)len;
+    pthread_mutex_unlock(&ch->lock);
 }
 
 void m0_job_socket_gone(struct m0_job *job, unsigned code)

@@ -501,6 +501,8 @@ static void process_input(struct m0_server *s, struct m0_conn *c, const char *p,
             /* §5.5.1: answer with a close frame, echoing the code. */
             ws->close_received = 1;
             ws->end_code = (uint16_t)ev.code;
+            if (ws->owned && c->job != NULL)
+                m0_job_peer_reason(c->job, ev.data, ev.len);   /* for websocket.disconnect */
             send_close(s, c, ev.code, NULL);
             break;            /* the messages before it are still delivered */
         case M0_WS_EV_ERROR:

@@ -104,7 +104,9 @@ struct m0_jobchan {
     uint8_t close_reason_len;
     uint16_t close_code;        /* runner → loop: the close frame's code */
     uint16_t peer_code;         /* loop → runner, once gone: the code the socket ended with */
+    uint8_t peer_reason_len;
     char close_reason[M0_WS_REASON_MAX];
+    char peer_reason[M0_WS_REASON_MAX];  /* loop → runner: the reason in the peer's close frame */
 };
 
 struct m0_job {
@@ -226,22 +228,27 @@ unsigned m0_job_poll(struct m0_job *job, unsigned want);
  * must not block) and then dropped. Returns 1 (taken), 0 (none waiting:
  * poll M0_WAIT_MSG to be woken), -1 (none waiting and the socket is gone:
  * *code is the close code it ended with, RFC 6455 §7.1.5 — the peer's,
- * 1005 for a close frame without one, 1006 when it vanished) or -2 (take
+ * 1005 for a close frame without one, 1006 when it vanished, and reason
+ * (M0_WS_REASON_MAX bytes of room) / *rlen the UTF-8 reason of the peer's
+ * close frame, empty without one) or -2 (take
  * returned nonzero; the message stays). Taking the last message of an offer
  * posts M0_CPL_TAKEN.
  *
  * Loop side. m0_job_offer: queue one complete message (copied; wakes a
  * runner polling for M0_WAIT_MSG). m0_job_take_close: after m0_job_take,
  * whether the runner asked for the close frame (1: *code, *reason filled;
- * reason at most M0_WS_REASON_MAX bytes, *rlen its length). m0_job_socket_gone:
- * the socket ended with code (then as m0_job_gone).
+ * reason at most M0_WS_REASON_MAX bytes, *rlen its length).
+ * m0_job_peer_reason: the reason of the peer's close frame (len bytes,
+ * truncated to M0_WS_REASON_MAX), for the runner's disconnect event.
+ * m0_job_socket_gone: the socket ended with code (then as m0_job_gone).
  */
 int m0_job_push_raw(struct m0_job *job, const void *head, size_t hn, const void *body, size_t bn);
 int m0_job_close_socket(struct m0_job *job, unsigned code, const char *reason, size_t len);
 int m0_job_msg_take(struct m0_job *job, int (*take)(void *ctx, int opcode, const char *p, size_t n), void *ctx,
-                    unsigned *code);
+                    unsigned *code, char *reason, size_t *rlen);
 void m0_job_offer(struct m0_job *job, int opcode, const void *p, size_t n);
 int m0_job_take_close(struct m0_job *job, unsigned *code, char *reason, size_t *rlen);
+void m0_job_peer_reason(struct m0_job *job, const char *reason, size_t len);
 void m0_job_socket_gone(struct m0_job *job, unsigned code);
 
 #endif

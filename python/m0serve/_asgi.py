@@ -408,13 +408,14 @@ class WebSocketCycle(_Cycle):
 
     CONNECTING, CONNECTED, CLOSING, RESPONSE, DONE = range(5)
 
-    __slots__ = ("state", "connect_sent", "code")
+    __slots__ = ("state", "connect_sent", "code", "reason")
 
     def __init__(self, ex, slot):
         _Cycle.__init__(self, ex, slot)
         self.state = self.CONNECTING
         self.connect_sent = False
         self.code = None            # the close code once the socket has ended
+        self.reason = ""            # the reason of the peer's close frame
         ex.cycles[slot] = self
 
     async def run(self, scope):
@@ -463,7 +464,7 @@ class WebSocketCycle(_Cycle):
 
     def _disconnect(self):
         return {"type": "websocket.disconnect", "code": self.code if self.code is not None else 1006,
-                "reason": ""}
+                "reason": self.reason}
 
     async def receive(self):
         if not self.connect_sent:
@@ -483,8 +484,8 @@ class WebSocketCycle(_Cycle):
             if got is None:
                 await self._wait()
                 continue
-            if type(got) is int:
-                self.code = got
+            if type(got) is list:
+                self.code, self.reason = got
                 return self._disconnect()
             opcode, data = got
             self.ex.need_flush()        # taking the last of a batch posted TAKEN: the loop offers more

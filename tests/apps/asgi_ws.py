@@ -3,7 +3,7 @@
   /ws/echo?tag=T       accepts (subprotocol "chat" when offered), echoes text
                        as text and bytes as bytes; the text "close:CODE" closes
                        with CODE and reason "bye"; logs "asgi-ws: disconnect
-                       tag=T code=C" to stderr when the socket ends
+                       tag=T code=C reason=R" to stderr when the socket ends
   /ws/scope            accepts and sends the scope as JSON text
   /ws/headers          accepts with a Set-Cookie header and an M0-free extra field
   /ws/deny             returns without accepting                 -> 403
@@ -42,7 +42,7 @@ async def echo(scope, receive, send):
     while True:
         m = await receive()
         if m["type"] == "websocket.disconnect":
-            sys.stderr.write("asgi-ws: disconnect tag=%s code=%s\n" % (tag, m["code"]))
+            sys.stderr.write("asgi-ws: disconnect tag=%s code=%s reason=%r\n" % (tag, m["code"], m.get("reason")))
             sys.stderr.flush()
             return
         if m.get("text") is not None:

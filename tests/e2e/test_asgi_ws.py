@@ -120,22 +120,24 @@ def test_an_invalid_handshake_is_refused_before_the_application(start_server, ve
     assert "tag=never" not in server.stderr.text()
 
 
-def test_close_codes_reach_the_application(start_server):
+def test_close_codes_and_reasons_reach_the_application(start_server):
+    """websocket.disconnect carries the peer's code and the UTF-8 reason of
+    its close frame (RFC 6455 §7.1.5-7.1.6), "" without one."""
     server = start_server(APP)
     with RawWS(server.port, "/ws/echo?tag=coded") as ws:      # the peer closes with a code: echoed
         ws.close_frame(4002, b"leaving")
         frame = ws.recv()
         assert (frame.opcode, frame.close_code) == (CLOSE, 4002)
         assert ws.wait_eof()
-    assert server.stderr.wait_for(re.compile("disconnect tag=coded code=4002"), 5)
+    assert server.stderr.wait_for(re.compile("disconnect tag=coded code=4002 reason='leaving'"), 5)
     with RawWS(server.port, "/ws/echo?tag=nocode") as ws:     # a close frame without a code: 1005
         ws.send(CLOSE, b"")
         assert ws.recv().opcode == CLOSE
-    assert server.stderr.wait_for(re.compile("disconnect tag=nocode code=1005"), 5)
+    assert server.stderr.wait_for(re.compile("disconnect tag=nocode code=1005 reason=''"), 5)
     with RawWS(server.port, "/ws/echo?tag=vanished") as ws:   # no close frame at all: 1006
         ws.send_text("x")
         assert ws.recv_data().payload == b"x"
-    assert server.stderr.wait_for(re.compile("disconnect tag=vanished code=1006"), 5)
+    assert server.stderr.wait_for(re.compile("disconnect tag=vanished code=1006 reason=''"), 5)
 
 
 def test_returning_or_raising_after_accept_closes_the_socket(start_server):
