@@ -41,12 +41,14 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--remote-debugging-port=0", "--remote-allow-origins=*"]
 
 
-def start_server():
+def start_server(app="rtsite.wsgi:application", app_dir=SITE):
+    """m0serve APP from app_dir on an ephemeral port, --workers 2 --realtime,
+    under the project's .venv when there is one: (process, port)."""
     env = dict(os.environ)
     venv = REPO / ".venv"
     if venv.is_dir():
         env["VIRTUAL_ENV"] = str(venv)
-    proc = subprocess.Popen([str(REPO / "m0serve"), "rtsite.wsgi:application", "--app-dir", str(SITE),
+    proc = subprocess.Popen([str(REPO / "m0serve"), app, "--app-dir", str(app_dir),
                              "--bind", "127.0.0.1:0", "--workers", "2", "--realtime"],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True, env=env)

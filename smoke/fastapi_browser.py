@@ -23,44 +23,19 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import websockets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chat_browser import CDP, REPO, start_browser  # noqa: E402
+from chat_browser import CDP, REPO, start_browser, start_server  # noqa: E402
 
 APP_DIR = REPO / "examples" / "fastapi_app"
-
-
-def start_server():
-    env = dict(os.environ)
-    venv = REPO / ".venv"
-    if venv.is_dir():
-        env["VIRTUAL_ENV"] = str(venv)
-    proc = subprocess.Popen([str(REPO / "m0serve"), "main:app", "--app-dir", str(APP_DIR),
-                             "--bind", "127.0.0.1:0", "--workers", "2", "--realtime"],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True, env=env)
-    deadline = time.monotonic() + 20
-    seen = b""
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            break
-        seen += line
-        m = re.search(rb"listening on http://127\.0\.0\.1:(\d+)", line)
-        if m:
-            return proc, int(m.group(1))
-    os.killpg(proc.pid, signal.SIGKILL)
-    raise SystemExit("m0serve did not start:\n" + seen.decode(errors="replace"))
 
 
 def text_of(element_id):
@@ -103,7 +78,7 @@ def main():
     a = ap.parse_args()
     if not os.access(a.chromium, os.X_OK):
         raise SystemExit("no chromium at %s (apt-get install chromium, or make smoke-fastapi-browser)" % a.chromium)
-    server, port = start_server()
+    server, port = start_server("main:app", APP_DIR)
     profile = tempfile.mkdtemp(prefix="m0fastapi.")
     browser = None
     try:
