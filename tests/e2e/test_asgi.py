@@ -18,7 +18,7 @@ import pytest
 from rawhttp import Conn, IncompleteResponse, build_request, request
 from serverproc import binary_is_sanitized, rss_kb, run_to_exit, APPS_DIR
 from sse import SSEStream
-from test_streaming import first_block_before_the_second, recv_all, recv_until
+from test_streaming import first_block_before_the_second, recv_all, recv_until, slow_read
 
 RAW = "asgi_raw:app"
 
@@ -153,19 +153,8 @@ def test_a_client_closing_before_the_answer_is_http_disconnect(start_server):
 
 def test_a_slow_reader_costs_bounded_memory(start_server):
     server = start_server(RAW)
-    pid = next(iter(server.worker_pids()))
     assert request(server.port, "GET", "/").status == 200
-    before = rss_kb(pid)
-    with socket.create_connection(("127.0.0.1", server.port)) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
-        s.sendall(build_request("GET", "/big?mb=100"))
-        received = 0
-        began = time.monotonic()
-        while time.monotonic() - began < 3:              # ~64 KB/s
-            s.settimeout(5)
-            received += len(s.recv(8192))
-            time.sleep(0.125)
-        grown = rss_kb(pid) - before
+    received, grown = slow_read(server, "/big?mb=100")
     assert 0 < received < 10 * 1024 * 1024
     if not binary_is_sanitized():         # ASan's quarantine keeps freed memory
         assert grown < 4 * 1024, "RSS grew %d kB for a client reading 64 KB/s" % grown

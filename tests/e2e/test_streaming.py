@@ -140,20 +140,27 @@ def test_a_streaming_response_stays_on_one_thread(start_server, app, target):
 
 # --------------------------------------------------------- credit and memory
 
-def test_a_slow_reader_costs_bounded_memory(start_server):
-    server = start_server(STREAM, "--blocking-threads", "2")
+def slow_read(server, target, seconds=3.0):
+    """GET target from server reading about 64 KB/s (a 16 KB receive buffer,
+    8 KB every 1/8 s) for seconds: (bytes received, the first worker's RSS
+    growth in kB). The server must stream with credit for this to stay small."""
     pid = next(iter(server.worker_pids()))
     before = rss_kb(pid)
     with socket.create_connection(("127.0.0.1", server.port)) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
-        s.sendall(build_request("GET", "/big?mb=100"))
+        s.sendall(build_request("GET", target))
         received = 0
         began = time.monotonic()
-        while time.monotonic() - began < 3:          # ~64 KB/s
+        while time.monotonic() - began < seconds:
             s.settimeout(5)
             received += len(s.recv(8192))
-            time.sleep(0.125)
-        grown = rss_kb(pid) - before
+            time.sleep(0.125)             # the pace of the reader, not a synchronization
+        return received, rss_kb(pid) - before
+
+
+def test_a_slow_reader_costs_bounded_memory(start_server):
+    server = start_server(STREAM, "--blocking-threads", "2")
+    received, grown = slow_read(server, "/big?mb=100")
     assert 0 < received < 10 * 1024 * 1024
     if not binary_is_sanitized():         # ASan's quarantine keeps freed memory
         assert grown < 4 * 1024, "RSS grew %d kB for a client reading 64 KB/s" % grown
