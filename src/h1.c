@@ -488,9 +488,10 @@ void m0_h1_read_lazy_body(struct m0_server *s, struct m0_conn *c)
     }
 }
 
-static void send_continue(struct m0_server *s, struct m0_conn *c)
+/* 100 Continue now (RFC 9110 §10.1.1), once per request. */
+static void put_continue(struct m0_server *s, struct m0_conn *c)
 {
-    if ((c->flags & C_SENT_100) || !(c->flags & C_LAZY_BODY))
+    if (c->flags & C_SENT_100)
         return;
     c->flags |= C_SENT_100;
     /* Small and first on the wire: a direct send; what the socket cannot
@@ -500,6 +501,14 @@ static void send_continue(struct m0_server *s, struct m0_conn *c)
         m0_buf_append(&c->out, continue_100 + (w > 0 ? w : 0), sizeof continue_100 - 1 - (size_t)(w > 0 ? w : 0));
     c->deadline = m0_loop_now(s->loop) + s->body_ms;
     m0_conn_interest(s, c, EPOLLIN | EPOLLRDHUP);
+}
+
+/* The running application asked for a lazy body: 100 Continue, then its
+ * bytes as they come. */
+static void send_continue(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->flags & C_LAZY_BODY)
+        put_continue(s, c);
 }
 
 /* -------------------------------------------------------------- parsing */
@@ -528,8 +537,14 @@ void m0_h1_parse(struct m0_server *s, struct m0_conn *c)
         if (rc == M0_OK) {
             /* Head complete: decide about the body before reading it. */
             m0_conn_set_state(s, c, M0_CONN_READ_BODY);
-            if ((job->req.flags & M0_REQ_EXPECT100) &&
-                (job->req.content_length > 0 || (job->req.flags & M0_REQ_CHUNKED))) {
+            if ((job->req.flags & M0_REQ_EXPECT100) && (job->req.flags & M0_REQ_CHUNKED)) {
+                /* A chunked body's size is known only once it is read, and
+                 * WSGI frameworks size wsgi.input by CONTENT_LENGTH (Django
+                 * reads nothing without it): read it now, as any chunked
+                 * body, so --max-body answers 413 before the application
+                 * runs and CONTENT_LENGTH is exact. */
+                put_continue(s, c);
+            } else if ((job->req.flags & M0_REQ_EXPECT100) && job->req.content_length > 0) {
                 /* The application decides whether the body is wanted. */
                 const struct m0_target *t = m0_target_match(&m0_targets, job->req.path, job->req.path_len);
                 int health = s->health_len != 0 && job->req.path_len == s->health_len &&

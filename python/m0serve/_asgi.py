@@ -330,7 +330,14 @@ class HTTPCycle(_Cycle):
             return DISCONNECT
         if not self.body_done:
             while True:
-                piece = _c.read(self.slot, READ_CHUNK)
+                try:
+                    piece = _c.read(self.slot, READ_CHUNK)
+                except OSError:
+                    # The body will not arrive: the client left, stalled past
+                    # --body-timeout or sent a malformed one. To the
+                    # application the client is gone (ASGI HTTP 2.4).
+                    self.gone = True
+                    return DISCONNECT
                 if piece is not None:
                     break
                 self.ex.need_flush()        # a lazy body: 100 Continue is asked for

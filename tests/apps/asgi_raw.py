@@ -1,7 +1,8 @@
 """A raw ASGI 3 application for the ASGI tests (issue 9).
 
   /                    "hello" (Content-Length)
-  /echo                the request body, read in pieces (http.request with more_body)
+  /echo                the request body, read in pieces (http.request with more_body);
+                       logs "asgi: echo got http.disconnect after N bytes" if the client leaves
   /scope               the scope as JSON (bytes as latin-1 strings)
   /gated?gate=P        streams "b1", then "b2" once the file P2 exists (no length)
   /sleep?s=S           asyncio.sleep(S), then "slept"
@@ -79,6 +80,9 @@ async def app(scope, receive, send):
         pieces = []
         while True:
             message = await receive()
+            if message["type"] == "http.disconnect":
+                sys.stderr.write("asgi: echo got http.disconnect after %d bytes\n" % len(b"".join(pieces)))
+                return
             pieces.append(message.get("body", b""))
             if not message.get("more_body"):
                 break

@@ -141,6 +141,18 @@ def test_a_client_leaving_is_http_disconnect_within_a_second(start_server):
     assert time.monotonic() - left < 1.0
 
 
+def test_a_client_leaving_mid_body_is_http_disconnect(start_server):
+    """Expect: 100-continue, half the body, then the client closes: receive()
+    returns http.disconnect (ASGI HTTP 2.4), it does not raise."""
+    server = start_server(RAW)
+    with socket.create_connection(("127.0.0.1", server.port)) as s:
+        s.sendall(b"POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n")
+        assert recv_until(s, b"\r\n\r\n") == b"HTTP/1.1 100 Continue\r\n\r\n"
+        s.sendall(b"hello")
+    assert server.stderr.wait_for(re.compile(r"asgi: echo got http.disconnect after [05] bytes"), 5)
+    assert "the application raised" not in server.stderr.text()
+
+
 def test_a_client_closing_before_the_answer_is_http_disconnect(start_server):
     server = start_server(RAW)
     with socket.create_connection(("127.0.0.1", server.port)) as s:

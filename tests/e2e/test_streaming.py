@@ -245,6 +245,31 @@ def test_expect_100_non_reading_app_answers_without_the_body(start_server, threa
         assert b"Connection: close" in got        # its end cannot be found: the connection ends
 
 
+def test_expect_100_with_a_chunked_body_reads_it_before_the_app(start_server):
+    """curl -T FILE -H 'Transfer-Encoding: chunked' sends Expect too. A
+    chunked body's size is unknown until read, and WSGI frameworks size
+    wsgi.input by CONTENT_LENGTH (Django reads nothing without it): the
+    server answers 100 at once, reads the body and gives its exact length;
+    over --max-body it is a 413, before the application runs."""
+    server = start_server("conformance:application", "--max-body", "1000")
+    with socket.create_connection(("127.0.0.1", server.port)) as s:
+        s.sendall(b"POST /environ HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+                  b"Expect: 100-continue\r\nConnection: close\r\n\r\n")
+        assert recv_until(s, b"\r\n\r\n") == b"HTTP/1.1 100 Continue\r\n\r\n"
+        s.sendall(b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
+        got = recv_all(s)
+    assert got.startswith(b"HTTP/1.1 200 ")
+    environ = json.loads(got.split(b"\r\n\r\n", 1)[1])
+    assert environ["CONTENT_LENGTH"] == "11"
+    with socket.create_connection(("127.0.0.1", server.port)) as s:
+        s.sendall(b"POST /echo/read HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+                  b"Expect: 100-continue\r\n\r\n")
+        assert recv_until(s, b"\r\n\r\n") == b"HTTP/1.1 100 Continue\r\n\r\n"
+        s.sendall(b"800\r\n" + b"x" * 2048 + b"\r\n0\r\n\r\n")
+        got = recv_all(s)
+    assert got.startswith(b"HTTP/1.1 413 ")
+
+
 def test_expect_100_is_never_sent_to_http10(start_server):
     server = start_server(STREAM)
     with socket.create_connection(("127.0.0.1", server.port)) as s:
