@@ -9,8 +9,9 @@ mount (the positional app and each ``--mount``), so every mount has its own
 discovery and its own protocol detection.
 
 A bare MODULE tries, in order: ``MODULE.asgi:application``,
-``MODULE.wsgi:application``, ``MODULE:app``, ``MODULE.main:app``
-(DESIGN.md, capability 2). A candidate is skipped only when the module it
+``MODULE.wsgi:application``, ``MODULE:application`` (gunicorn's default
+attribute, so ``mysite.wsgi`` works as in Django's deployment docs),
+``MODULE:app``, ``MODULE.main:app`` (DESIGN.md, capability 2). A candidate is skipped only when the module it
 names does not exist; an error raised *inside* an existing module
 propagates, so its traceback reaches the user instead of "not found".
 """
@@ -86,7 +87,7 @@ def load(spec, protocol="auto"):
         return _kind(_resolve(modname, attr), protocol) + (spec,)
 
     candidates = [(spec + ".asgi", "application"), (spec + ".wsgi", "application"),
-                  (spec, "app"), (spec + ".main", "app")]
+                  (spec, "application"), (spec, "app"), (spec + ".main", "app")]
     tried = []
     for modname, attr in candidates:
         try:

@@ -68,3 +68,12 @@ def test_form_post_with_the_pages_origin_passes_a_foreign_origin_is_403(server, 
         response = session.post(server.url("/form"), data=data, headers={"Origin": "http://elsewhere.example"},
                                 timeout=10)
         assert response.status_code == 403
+
+
+def test_the_wsgi_module_alone_is_found_as_gunicorn_finds_it(start_server, session):
+    """`m0serve djangosite.wsgi`, as Django's docs spell it for gunicorn: the
+    module's `application` (gunicorn's default attribute), on the pool."""
+    server = start_server("djangosite.wsgi", app_dir=EXAMPLES_DIR / "django_site")
+    assert server.stderr.wait_for(re.compile(r"/ -> djangosite\.wsgi:application \(wsgi, pool\)"), 10)
+    r = session.get("http://127.0.0.1:%d/" % server.port, timeout=10)
+    assert r.status_code == 200
