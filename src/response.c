@@ -130,10 +130,13 @@ enum m0_framing m0_head_finish(struct m0_buf *b, const struct m0_head_info *hi, 
     } else if (hi->content_length >= 0) {
         f = hi->head ? M0_FRAME_NONE : M0_FRAME_LENGTH;
         m0_buf_printf(b, "Content-Length: %lld\r\n", (long long)hi->content_length);
-    } else if (hi->body_len >= 0) {
+    } else if (hi->body_len > 0 || (hi->body_len == 0 && !hi->head)) {
         f = hi->head ? M0_FRAME_NONE : M0_FRAME_LENGTH;
         m0_buf_printf(b, "Content-Length: %lld\r\n", (long long)hi->body_len);
     } else if (hi->head) {
+        /* An empty body under HEAD says nothing about GET's length (Werkzeug
+         * drops a streamed body for HEAD): RFC 9110 §8.6 forbids a
+         * Content-Length that differs from GET's, so none is sent. */
         f = M0_FRAME_NONE;
     } else if (hi->http_minor >= 1) {
         f = M0_FRAME_CHUNKED;

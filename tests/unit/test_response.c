@@ -91,6 +91,19 @@ static void test_bodiless_statuses_and_head(void **state)
     s = finish(hi, &f, &keep);
     assert_int_equal(f, M0_FRAME_NONE);
     assert_non_null(strstr(s, "Content-Length: 42\r\n"));
+    /* HEAD with the body GET would send: its length. */
+    hi.content_length = -1;
+    hi.body_len = 81;
+    s = finish(hi, &f, &keep);
+    assert_int_equal(f, M0_FRAME_NONE);
+    assert_non_null(strstr(s, "Content-Length: 81\r\n"));
+    /* HEAD with an empty body (the framework dropped it): no length at all,
+     * never a false 0 (RFC 9110 §8.6). */
+    hi.body_len = 0;
+    s = finish(hi, &f, &keep);
+    assert_int_equal(f, M0_FRAME_NONE);
+    assert_null(strstr(s, "Content-Length"));
+    assert_null(strstr(s, "Transfer-Encoding"));
 }
 
 static void test_app_close_and_supplied_headers(void **state)
