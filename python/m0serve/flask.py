@@ -26,6 +26,8 @@ registers them.
         return ""
 """
 
+import functools
+
 from flask import Response, request
 
 from m0serve._ws import DEGRADED_BODY, WebSocketMessage, approval_headers, message_from_environ
@@ -64,9 +66,17 @@ def is_websocket_message():
 def websocket_route(app, rule, **options):
     """Register the decorated view on app (a Flask app or blueprint) for rule
     twice: for the WebSocket handshake (websocket=True, GET) and for the
-    messages m0serve posts to it (POST). options go to both rules."""
+    messages m0serve posts to it (POST). options go to both rules. A POST
+    that is not a message (a client cannot forge one: the server drops M0-*
+    request headers) is refused with 403 before the view runs."""
     def decorator(view):
-        app.add_url_rule(rule, view_func=view, websocket=True, **options)
-        app.add_url_rule(rule, view_func=view, methods=["POST"], **options)
+        @functools.wraps(view)
+        def gate(*args, **kwargs):
+            if request.method == "POST" and not is_websocket_message():
+                return Response("only WebSocket messages are posted here\n", status=403, mimetype="text/plain")
+            return view(*args, **kwargs)
+
+        app.add_url_rule(rule, view_func=gate, websocket=True, **options)
+        app.add_url_rule(rule, view_func=gate, methods=["POST"], **options)
         return view
     return decorator

@@ -420,6 +420,10 @@ def test_flask_helpers(start_server):
         ws.send(BINARY, b"\x01\x02\x03")
         f = ws.recv_data()
         assert (f.opcode, f.payload) == (BINARY, b"\x03\x02\x01")
+    stray = request(server.port, "POST", "/ws", body=b"x")  # a POST that is not a message
+    assert stray.status == 403
+    forged = request(server.port, "POST", "/ws", headers=[("M0-Channel", "room")], body=b"x")
+    assert forged.status == 403                           # M0-* from a client never count
     plain = start_server("flask_ws:app")                  # no --realtime: an ordinary answer
     with RawWS(plain.port, "/ws") as ws:
         assert ws.status == 200 and "sec-websocket-accept" not in ws.headers
