@@ -678,6 +678,19 @@ static int open_listeners(struct master *m, struct m0_config *cfg)
         return M0_OK;
     }
     int bound = port;
+    if (port != 0) {
+        /* Each worker's socket joins one SO_REUSEPORT group, which another
+         * server of the same user could join too: both would then serve the
+         * port, half the connections each. A socket without SO_REUSEPORT
+         * cannot bind beside such a group, so binding one first makes a
+         * port in use the error gunicorn and uvicorn give. */
+        int probe = m0_listen_tcp(host, port, 1, 0, &bound, err, sizeof err);
+        if (probe == -1) {
+            m0_error("%s", err);
+            return M0_EXIT_FAIL;
+        }
+        close(probe);
+    }
     l->per_slot = 1;
     l->fds = calloc((size_t)m->nworkers, sizeof *l->fds);
     for (int i = 0; i < m->nworkers; i++) {

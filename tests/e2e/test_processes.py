@@ -88,6 +88,18 @@ def test_bad_flag_exits_2_naming_the_flag():
     assert len(lines) == 1 and "--no-such-flag" in lines[0], stderr
 
 
+def test_a_port_another_server_serves_is_refused(start_server):
+    """A second m0serve on a port the first one serves exits 1 naming it,
+    as gunicorn and uvicorn do; SO_REUSEPORT would otherwise let both serve
+    it, splitting the connections between two applications."""
+    first = start_server("conformance:application", workers=2)
+    for host in ("127.0.0.1", "0.0.0.0"):
+        status, stderr = run_to_exit(["conformance:application", "--bind", "%s:%d" % (host, first.port),
+                                      "--app-dir", str(APPS_DIR)])
+        assert status == 1 and "Address already in use" in stderr, stderr
+    assert request(first.port, "GET", "/environ").status == 200
+
+
 def test_import_failure_prints_traceback_and_exits_1():
     status, stderr = run_to_exit(["importfail:application", "--bind", "127.0.0.1:0",
                                   "--app-dir", str(APPS_DIR), "--workers", "2"])
