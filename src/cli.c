@@ -342,6 +342,12 @@ static int apply(struct m0_config *cfg, const struct opt *o, const char *val, co
     if (o->type == T_MOUNT)
         return apply_mounts(cfg, (enum m0_mount_kind)o->off, val, who == o->env, who, err, cap);
     char *dst = (char *)cfg + o->off;
+    if (o->off == O(bind) && who == o->flag && ++cfg->bind_flags > 1) {
+        /* gunicorn listens on every -b; keeping only the last would leave
+         * the others silently unserved. One address per server. */
+        snprintf(err, cap, "m0serve: error: --bind: given more than once (one address per server)");
+        return M0_ERR;
+    }
     switch (o->type) {
     case T_STR:
         if (val[0] == '\0')

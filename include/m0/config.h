@@ -78,6 +78,7 @@ struct m0_config {
     int show_help, show_version;
     int workers_explicit;       /* --workers or M0_WORKERS was given */
     int threads_explicit;       /* --blocking-threads or M0_BLOCKING_THREADS was given */
+    int bind_flags;             /* --bind options on the command line (one is allowed) */
     int bound_port;             /* set by the master after binding (port 0 resolved) */
     /* Production (deploy.md): proxies, worker lifecycle, process identity. */
     const char *forwarded_allow_ips;          /* as given; parsed into forwarded_trust */

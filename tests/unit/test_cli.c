@@ -84,6 +84,11 @@ static void test_bind_forms(void **state)
     assert_non_null(strstr(err, "--bind"));
     char *argv4[] = {"m0serve"};
     assert_int_equal(parse(&cfg, err, 1, argv4), M0_ERR);
+    /* Two --bind: refused, not the last one silently kept. */
+    char *argv5[] = {"m0serve", "app", "--bind", "127.0.0.1:1", "--bind", "127.0.0.1:2"};
+    assert_int_equal(parse(&cfg, err, 6, argv5), M0_ERR);
+    assert_non_null(strstr(err, "--bind"));
+    assert_non_null(strstr(err, "more than once"));
 }
 
 static void test_mounts(void **state)
