@@ -17,6 +17,7 @@ the base interpreter it was made from (``sysconfig`` answers for it:
 ``build/wheel-<tag>/`` in the source tree, so ``make``'s own build is left alone.
 """
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -49,7 +50,11 @@ class MakefileHook(BuildHookInterface):
         llhttp = os.environ.get("LLHTTP_SRC", "/usr/share/llhttp")
         if not os.path.isfile(os.path.join(llhttp, "llhttp.c")):
             _fail("llhttp's C sources are not in %s (Debian: apt-get install node-llhttp)" % llhttp)
-        tag = sys.implementation.cache_tag + abiflags
+        # One build directory per interpreter, not per version: two venvs of
+        # the same version from different Pythons (Debian's, a pyenv build)
+        # must not share a binary that embeds the other one's libpython.
+        where = hashlib.sha1(os.path.realpath(python).encode()).hexdigest()[:8]
+        tag = sys.implementation.cache_tag + abiflags + "-" + where
         build = os.path.join(self.root, "build", "wheel-" + tag)
         binary = os.path.join(build, "m0serve")
         cmd = ["make", "--no-print-directory", "-C", self.root, "-j%d" % (os.cpu_count() or 1),
