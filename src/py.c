@@ -410,7 +410,8 @@ int m0_py_load_apps(const struct m0_config *cfg)
         wsgi |= m0_targets.t[i].kind == M0_TARGET_WSGI;
     if (apps > 0 && !wsgi && cfg->threads_explicit && cfg->blocking_threads > 0) {
         m0_error("%s: ASGI applications run on their asyncio executor; --blocking-threads applies to "
-                 "WSGI applications only (drop the flag)", cfg->app != NULL ? cfg->app : "every mount");
+                 "WSGI applications only (drop the flag, or name the WSGI callable, e.g. mysite.wsgi "
+                 "for a Django project, to run it on the pool)", cfg->app != NULL ? cfg->app : "every mount");
         goto out;
     }
     rc = M0_OK;

@@ -19,8 +19,10 @@ Used only by the server; not a public API.
 
 import asyncio
 import logging
+import os
 import sys
 import threading
+import time
 import traceback
 
 import _m0asgi as _c
@@ -35,9 +37,17 @@ class ClientDisconnected(OSError):
 _log = logging.getLogger("m0serve.asgi")
 
 
+def _say(level, what):
+    """One line on stderr in the server's own log format (src/log.c: UTC
+    time, pid, level), so the executor's lines read like the loop's."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S +0000", time.gmtime())
+    sys.stderr.write("[%s] [%d] [%s] %s\n" % (stamp, os.getpid(), level, what))
+    sys.stderr.flush()
+
+
 def _report(what):
     """The current exception's traceback, on stderr (the server's error log)."""
-    sys.stderr.write("m0serve: %s\n" % what)
+    _say("ERROR", what)
     traceback.print_exc(file=sys.stderr)
     sys.stderr.flush()
 
@@ -202,7 +212,7 @@ class Lifespan:
         await self.queue.put({"type": "lifespan.shutdown"})
         error = await self.finished
         if error is not None:
-            sys.stderr.write("m0serve: lifespan shutdown failed: %s\n" % error)
+            _say("ERROR", "lifespan shutdown failed: %s" % error)
 
     async def main(self, scope):
         try:
@@ -211,8 +221,8 @@ class Lifespan:
             if not self.started.done():
                 if self.ex.lifespan == "auto":
                     self.supported = False
-                    sys.stderr.write("m0serve: the application does not speak ASGI lifespan (%s: %s); "
-                                     "serving without it\n" % (type(exc).__name__, exc))
+                    _say("INFO", "the application does not speak ASGI lifespan (%s: %s); serving without it"
+                         % (type(exc).__name__, exc))
                     self.started.set_result(None)
                 else:
                     _report("lifespan startup raised")
@@ -317,8 +327,8 @@ class HTTPCycle(_Cycle):
                 raise
             return
         if not self.complete:
-            sys.stderr.write("m0serve: the ASGI application returned without %s the response\n"
-                             % ("completing" if self.started else "starting"))
+            _say("ERROR", "the ASGI application returned without %s the response"
+                 % ("completing" if self.started else "starting"))
             self._end(failed=True)
 
     def _end(self, failed=False):
@@ -457,8 +467,7 @@ class WebSocketCycle(_Cycle):
             if self.state == self.CONNECTING:
                 self._end(_c.fail, 403)      # returned without accepting: 403
             elif self.state == self.RESPONSE:
-                sys.stderr.write("m0serve: the ASGI application returned without completing its "
-                                 "WebSocket denial response\n")
+                _say("ERROR", "the ASGI application returned without completing its WebSocket denial response")
                 self._end(_c.fail)
             else:
                 self._end(_c.ws_end)         # the loop closes it (1000) if nobody did
