@@ -726,9 +726,32 @@ static int asgi_setup(struct m0_target *t, const struct m0_config *cfg)
         return M0_ERR;
     x->py = PyObject_CallMethod(mod, "start", "OIissd", (PyObject *)t->app, x->id, x->lane.take_fd,
                                 cfg->asgi_loop, cfg->lifespan, cfg->graceful_timeout);
-    Py_DECREF(mod);
-    if (x->py == NULL)
+    if (x->py == NULL) {
+        /* startup.failed (or an error with --lifespan on): the executor
+         * already printed the application's own message or traceback; one
+         * line here, not m0serve's frames around it a second time. */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        PyObject *failed = PyObject_GetAttrString(mod, "LifespanFailed");
+        if (failed != NULL && value != NULL && PyErr_GivenExceptionMatches(value, failed)) {
+            PyObject *msg = PyObject_Str(value);
+            m0_error("%s: lifespan startup failed: %s", t->resolved ? t->resolved : t->spec,
+                     msg != NULL && PyUnicode_Check(msg) ? PyUnicode_AsUTF8(msg) : "?");
+            PyErr_Clear();
+            Py_XDECREF(msg);
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+        } else {
+            PyErr_Clear();
+            PyErr_Restore(type, value, tb);   /* the caller prints it */
+        }
+        Py_XDECREF(failed);
+        Py_DECREF(mod);
         return M0_ERR;
+    }
+    Py_DECREF(mod);
     PyObject *state = PyObject_GetAttrString(x->py, "state");
     if (state == NULL)
         return M0_ERR;

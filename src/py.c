@@ -15,6 +15,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +52,42 @@ void m0_py_print_exception(void)
     PyErr_NormalizeException(&type, &value, &tb);
     if (tb != NULL && value != NULL)
         PyException_SetTraceback(value, tb);
-    PyErr_Display(type, value, tb);
+    /* One write(2) for the whole traceback: workers failing together (an
+     * import error boots every one of them) would otherwise interleave
+     * their tracebacks line by line, even inside a line. */
+    PyObject *text = NULL;
+    PyObject *tbmod = PyImport_ImportModule("traceback");
+    if (tbmod != NULL) {
+        PyObject *lines = PyObject_CallMethod(tbmod, "format_exception", "OOO", type,
+                                              value ? value : Py_None, tb ? tb : Py_None);
+        if (lines != NULL) {
+            PyObject *empty = PyUnicode_FromString("");
+            text = empty ? PyUnicode_Join(empty, lines) : NULL;
+            Py_XDECREF(empty);
+            Py_DECREF(lines);
+        }
+        Py_DECREF(tbmod);
+    }
+    Py_ssize_t n = 0;
+    const char *utf8 = text != NULL ? PyUnicode_AsUTF8AndSize(text, &n) : NULL;
+    if (utf8 != NULL) {
+        PyObject *err = PySys_GetObject("stderr");      /* borrowed: what is buffered goes first */
+        if (err != NULL && err != Py_None) {
+            PyObject *r = PyObject_CallMethod(err, "flush", NULL);
+            Py_XDECREF(r);
+        }
+        for (Py_ssize_t off = 0; off < n;) {
+            ssize_t w = write(2, utf8 + off, (size_t)(n - off));
+            if (w <= 0 && errno != EINTR)
+                break;
+            if (w > 0)
+                off += w;
+        }
+    } else {
+        PyErr_Clear();
+        PyErr_Display(type, value, tb);
+    }
+    Py_XDECREF(text);
     Py_XDECREF(type);
     Py_XDECREF(value);
     Py_XDECREF(tb);
@@ -370,8 +406,10 @@ static int load_mount(PyObject *boot, const struct m0_config *cfg, const struct 
     Py_INCREF(app);
     t->app = app;
     if (t->runner->setup(t, cfg) != M0_OK) {
-        m0_error("cannot start the application %s%s; traceback follows", found, where);
-        m0_py_print_exception();
+        if (PyErr_Occurred()) {
+            m0_error("cannot start the application %s%s; traceback follows", found, where);
+            m0_py_print_exception();
+        }   /* else the runner said why (a lifespan startup failure) */
         flush_std();
         Py_CLEAR(t->app);
         goto out;
