@@ -208,7 +208,7 @@ def test_work_after_the_response_finishes_before_the_worker_stops(start_server):
     assert request(server.port, "GET", "/after?tag=late").body == b"answered"
     server.signal(signal.SIGTERM)
     assert server.wait(15) == 0
-    assert "asgi: after-work done tag=late" in server.stderr.text()
+    assert server.stderr.wait_for(re.compile("asgi: after-work done tag=late"), 5)
     assert "Traceback" not in server.stderr.text()
 
 

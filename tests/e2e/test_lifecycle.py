@@ -148,7 +148,7 @@ def test_reload_on_a_changed_view(start_server, tmp_path):
         time.sleep(0.05)
     took = time.monotonic() - edited
     print("--reload: the edited view answered %.2f s after the write" % took)
-    assert "views.py changed" in server.stderr.text()
+    assert server.stderr.wait_for(re.compile("views.py changed"), 5)
 
     # A broken edit of a module imported at boot: the new worker cannot load
     # the application, the one serving keeps serving; the fix reloads.
