@@ -845,6 +845,22 @@ const struct m0_hdr *m0_req_header(const struct m0_req *r, const char *name)
     return NULL;
 }
 
+const struct m0_hdr *m0_req_header_count(const struct m0_req *r, const char *name, unsigned *count)
+{
+    size_t n = strlen(name);
+    const struct m0_hdr *first = NULL;
+    unsigned k = 0;
+    for (unsigned i = 0; i < r->nhdrs; i++) {
+        if (r->hdrs[i].name_len == n && strncasecmp(r->hdrs[i].name, name, n) == 0) {
+            if (first == NULL)
+                first = &r->hdrs[i];
+            k++;
+        }
+    }
+    *count = k;
+    return first;
+}
+
 void m0_req_init(struct m0_req *r)
 {
     memset(r, 0, sizeof *r);

@@ -142,6 +142,11 @@ int m0_http_feed(struct m0_http *h, const char *p, size_t n, size_t *used);
 /* First header named name (case-insensitive), or NULL. */
 const struct m0_hdr *m0_req_header(const struct m0_req *r, const char *name);
 
+/* The same, and *count the number of field lines called name (RFC 9110
+ * §5.3: a field that may not be a list, such as Range, is invalid when
+ * repeated). */
+const struct m0_hdr *m0_req_header_count(const struct m0_req *r, const char *name, unsigned *count);
+
 /* Initialise / release a request. */
 void m0_req_init(struct m0_req *r);
 void m0_req_reset(struct m0_req *r);

@@ -22,6 +22,10 @@
  *      M0_STATIC_INLINE bytes are read into the head's buffer instead (one
  *      send for both, and a snapshot of the file at that instant).
  *
+ * Where: the pure rules of steps 1 and 3 (path, ranges, validators,
+ * conditions, Accept-Encoding) are src/static_rules.c, the Content-Type
+ * table src/mime.c; opening and answering are src/static.c.
+ *
  * Policy (documented in the README, "Static files"):
  *   - GET and HEAD only; anything else is 405 with Allow: GET, HEAD.
  *   - A directory is 404 unless index is on (--static-index): then
