@@ -64,7 +64,7 @@
 #include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/conn.h"
-#include "m0/listen.h"
+#include "m0/listeners.h"
 #include "m0/log.h"
 #include "m0/master.h"
 #include "m0/notify.h"
@@ -97,17 +97,9 @@ struct worker {
 
 /* A listening socket: TCP sockets we bind are one per worker slot
  * (SO_REUSEPORT); a unix socket and sockets systemd passes are shared. */
-struct lsock {
-    int per_slot;
-    int *fds;            /* nworkers entries if per_slot, else 1 */
-    char *unix_path;     /* bound here: unlinked at exit */
-    char where[200];     /* for the banner */
-};
-
 struct master {
     const struct m0_config *cfg;
-    int nlis;
-    struct lsock lis[M0_MAX_LISTENERS];
+    struct m0_listeners ls;   /* listeners.h */
     int nworkers;
     struct worker *w;
     int cap;
@@ -196,8 +188,8 @@ static void spawn(struct master *m, int idx)
         return;
     }
     int fds[M0_MAX_LISTENERS];
-    for (int l = 0; l < m->nlis; l++)
-        fds[l] = m->lis[l].fds[m->lis[l].per_slot ? idx : 0];
+    for (int l = 0; l < m->ls.n; l++)
+        fds[l] = m->ls.l[l].fds[m->ls.l[l].per_slot ? idx : 0];
     pid_t pid = fork();
     if (pid == -1) {
         m0_log_errno("fork");
@@ -216,10 +208,10 @@ static void spawn(struct master *m, int idx)
             if (m->w[i].ctl != -1)
                 close(m->w[i].ctl);
         }
-        for (int l = 0; l < m->nlis; l++) {
-            for (int i = 0; i < (m->lis[l].per_slot ? m->nworkers : 1); i++) {
-                if (m->lis[l].fds[i] != fds[l])
-                    close(m->lis[l].fds[i]);
+        for (int l = 0; l < m->ls.n; l++) {
+            for (int i = 0; i < (m->ls.l[l].per_slot ? m->nworkers : 1); i++) {
+                if (m->ls.l[l].fds[i] != fds[l])
+                    close(m->ls.l[l].fds[i]);
             }
         }
         if (m->cfg->realtime) {
@@ -230,7 +222,7 @@ static void spawn(struct master *m, int idx)
             m0_bus_current = &m->bus;
             m0_bus_index = idx;
         }
-        m0_worker_main(m->cfg, fds, m->nlis, sv[1]);
+        m0_worker_main(m->cfg, fds, m->ls.n, sv[1]);
     }
     close(sv[1]);
     m->w[slot] = (struct worker){.pid = pid, .state = W_BOOTING, .idx = idx, .gen = m->gen, .ctl = sv[0],
@@ -563,8 +555,8 @@ static void banner(const struct master *m)
     char where[1024];
     size_t n = 0;
     where[0] = '\0';
-    for (int l = 0; l < m->nlis && n < sizeof where; l++)
-        n += (size_t)snprintf(where + n, sizeof where - n, "%s%s", l ? ", " : "", m->lis[l].where);
+    for (int l = 0; l < m->ls.n && n < sizeof where; l++)
+        n += (size_t)snprintf(where + n, sizeof where - n, "%s%s", l ? ", " : "", m->ls.l[l].where);
     static const char *const protos[] = {"auto", "wsgi", "asgi"};
     const struct m0_config *cfg = m->cfg;
     char pool[96];
@@ -618,94 +610,6 @@ static void on_signal(struct master *m)
     }
 }
 
-/* The listeners: the sockets systemd passed, else --bind. Sets
- * cfg->bind/bound_port to the first TCP one so the environ's SERVER_NAME
- * and SERVER_PORT name it. Returns M0_OK, or an exit status. */
-static int open_listeners(struct master *m, struct m0_config *cfg)
-{
-    char err[512];
-    char *host, *path;
-    int port;
-    struct m0_inherited inh[M0_MAX_LISTENERS];
-    int ninh = m0_listen_inherited(inh, M0_MAX_LISTENERS, err, sizeof err);
-    if (ninh == -1) {
-        m0_error("%s", err);
-        return M0_EXIT_FAIL;
-    }
-    if (ninh > 0) {
-        static char bind_text[200];
-        bind_text[0] = '\0';
-        for (int i = 0; i < ninh; i++) {
-            struct lsock *l = &m->lis[m->nlis++];
-            l->per_slot = 0;
-            l->fds = calloc(1, sizeof *l->fds);
-            l->fds[0] = inh[i].fd;
-            const char *nm = inh[i].name[0] ? inh[i].name : NULL;
-            if (inh[i].family == AF_UNIX) {
-                snprintf(l->where, sizeof l->where, "unix:%s (fd %d%s%s, systemd)", inh[i].addr, inh[i].fd,
-                         nm ? " " : "", nm ? nm : "");
-                if (bind_text[0] == '\0')
-                    snprintf(bind_text, sizeof bind_text, "unix:%s", inh[i].addr);
-            } else {
-                int v6 = inh[i].family == AF_INET6;
-                snprintf(l->where, sizeof l->where, v6 ? "http://[%s]:%d (fd %d%s%s, systemd)"
-                                                       : "http://%s:%d (fd %d%s%s, systemd)",
-                         inh[i].addr, inh[i].port, inh[i].fd, nm ? " " : "", nm ? nm : "");
-                if (cfg->bound_port == 0) {
-                    snprintf(bind_text, sizeof bind_text, v6 ? "[%s]:%d" : "%s:%d", inh[i].addr, inh[i].port);
-                    cfg->bound_port = inh[i].port;
-                }
-            }
-        }
-        cfg->bind = bind_text;
-        m0_info("socket activation: serving %d socket(s) passed by systemd (--bind is not used)", ninh);
-        return M0_OK;
-    }
-    if (m0_config_bind_parts(cfg, &host, &port, &path, err, sizeof err) != M0_OK) {
-        fprintf(stderr, "%s\n", err);
-        return M0_EXIT_USAGE;
-    }
-    struct lsock *l = &m->lis[m->nlis++];
-    if (path != NULL) {
-        l->per_slot = 0;
-        l->fds = calloc(1, sizeof *l->fds);
-        l->unix_path = strdup(path);
-        snprintf(l->where, sizeof l->where, "unix:%s", path);
-        if ((l->fds[0] = m0_listen_unix(path, (int)cfg->backlog, err, sizeof err)) == -1) {
-            m0_error("%s", err);
-            return M0_EXIT_FAIL;
-        }
-        return M0_OK;
-    }
-    int bound = port;
-    if (port != 0) {
-        /* Each worker's socket joins one SO_REUSEPORT group, which another
-         * server of the same user could join too: both would then serve the
-         * port, half the connections each. A socket without SO_REUSEPORT
-         * cannot bind beside such a group, so binding one first makes a
-         * port in use the error gunicorn and uvicorn give. */
-        int probe = m0_listen_tcp(host, port, 1, 0, &bound, err, sizeof err);
-        if (probe == -1) {
-            m0_error("%s", err);
-            return M0_EXIT_FAIL;
-        }
-        close(probe);
-    }
-    l->per_slot = 1;
-    l->fds = calloc((size_t)m->nworkers, sizeof *l->fds);
-    for (int i = 0; i < m->nworkers; i++) {
-        /* Port 0: the first socket picks the port, the rest join it. */
-        l->fds[i] = m0_listen_tcp(host, bound, (int)cfg->backlog, 1, &bound, err, sizeof err);
-        if (l->fds[i] == -1) {
-            m0_error("%s", err);
-            return M0_EXIT_FAIL;
-        }
-    }
-    snprintf(l->where, sizeof l->where, strchr(host, ':') ? "http://[%s]:%d" : "http://%s:%d", host, bound);
-    cfg->bound_port = bound;
-    return M0_OK;
-}
-
 /* After binding, before the first fork: the pid file, then --user/--group.
  * The unix sockets we bound and the pid file are given to that user/group
  * first: the descriptors need nothing, but a proxy running in the group
@@ -722,8 +626,8 @@ static int settle_identity(struct master *m, const struct m0_config *cfg)
         m0_error("%s", err);
         return M0_EXIT_FAIL;
     }
-    for (int l = 0; l < m->nlis; l++) {
-        if (m->lis[l].unix_path != NULL && m0_privs_chown(m->lis[l].unix_path, &id, err, sizeof err) != M0_OK) {
+    for (int l = 0; l < m->ls.n; l++) {
+        if (m->ls.l[l].unix_path != NULL && m0_privs_chown(m->ls.l[l].unix_path, &id, err, sizeof err) != M0_OK) {
             m0_error("%s", err);
             return M0_EXIT_FAIL;
         }
@@ -823,7 +727,7 @@ int m0_master_run(struct m0_config *cfg)
     m->nworkers = (int)cfg->workers;
     if (m0_notify_init(err, sizeof err) != M0_OK)
         m0_warn("%s: not notifying the service manager", err);
-    int rc = open_listeners(m, cfg);
+    int rc = m0_listeners_open(&m->ls, cfg, m->nworkers);
     if (rc != M0_OK)
         return rc;
     if ((rc = settle_identity(m, cfg)) != M0_OK)
@@ -932,15 +836,7 @@ int m0_master_run(struct m0_config *cfg)
     }
     free(pfds);
     free(who);
-    for (int l = 0; l < m->nlis; l++) {
-        for (int i = 0; i < (m->lis[l].per_slot ? m->nworkers : 1); i++)
-            close(m->lis[l].fds[i]);
-        /* Only a socket we bound: systemd's socket unit owns its own. */
-        if (m->lis[l].unix_path != NULL && unlink(m->lis[l].unix_path) == -1 && errno != ENOENT)
-            m0_log_errno("cannot remove unix:%s", m->lis[l].unix_path);
-        free(m->lis[l].unix_path);
-        free(m->lis[l].fds);
-    }
+    m0_listeners_close(&m->ls, m->nworkers);
     if (cfg->pid_file != NULL)
         m0_pidfile_remove(cfg->pid_file);
     if (m->exit_code == M0_EXIT_OK && m->abandoned) {

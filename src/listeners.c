@@ -1,0 +1,115 @@
+/*
+ * listeners.c — the sockets a server listens on (see listeners.h): those
+ * systemd passed, else --bind, one SO_REUSEPORT socket per worker slot for
+ * TCP and one shared socket for a unix path.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "m0/config.h"
+#include "m0/listen.h"
+#include "m0/listeners.h"
+#include "m0/log.h"
+
+int m0_listeners_open(struct m0_listeners *ls, struct m0_config *cfg, int nworkers)
+{
+    char err[512];
+    char *host, *path;
+    int port;
+    struct m0_inherited inh[M0_MAX_LISTENERS];
+    int ninh = m0_listen_inherited(inh, M0_MAX_LISTENERS, err, sizeof err);
+    if (ninh == -1) {
+        m0_error("%s", err);
+        return M0_EXIT_FAIL;
+    }
+    if (ninh > 0) {
+        static char bind_text[200];
+        bind_text[0] = '\0';
+        for (int i = 0; i < ninh; i++) {
+            struct m0_listener *l = &ls->l[ls->n++];
+            l->per_slot = 0;
+            l->fds = calloc(1, sizeof *l->fds);
+            l->fds[0] = inh[i].fd;
+            const char *nm = inh[i].name[0] ? inh[i].name : NULL;
+            if (inh[i].family == AF_UNIX) {
+                snprintf(l->where, sizeof l->where, "unix:%s (fd %d%s%s, systemd)", inh[i].addr, inh[i].fd,
+                         nm ? " " : "", nm ? nm : "");
+                if (bind_text[0] == '\0')
+                    snprintf(bind_text, sizeof bind_text, "unix:%s", inh[i].addr);
+            } else {
+                int v6 = inh[i].family == AF_INET6;
+                snprintf(l->where, sizeof l->where, v6 ? "http://[%s]:%d (fd %d%s%s, systemd)"
+                                                       : "http://%s:%d (fd %d%s%s, systemd)",
+                         inh[i].addr, inh[i].port, inh[i].fd, nm ? " " : "", nm ? nm : "");
+                if (cfg->bound_port == 0) {
+                    snprintf(bind_text, sizeof bind_text, v6 ? "[%s]:%d" : "%s:%d", inh[i].addr, inh[i].port);
+                    cfg->bound_port = inh[i].port;
+                }
+            }
+        }
+        cfg->bind = bind_text;
+        m0_info("socket activation: serving %d socket(s) passed by systemd (--bind is not used)", ninh);
+        return M0_OK;
+    }
+    if (m0_config_bind_parts(cfg, &host, &port, &path, err, sizeof err) != M0_OK) {
+        fprintf(stderr, "%s\n", err);
+        return M0_EXIT_USAGE;
+    }
+    struct m0_listener *l = &ls->l[ls->n++];
+    if (path != NULL) {
+        l->per_slot = 0;
+        l->fds = calloc(1, sizeof *l->fds);
+        l->unix_path = strdup(path);
+        snprintf(l->where, sizeof l->where, "unix:%s", path);
+        if ((l->fds[0] = m0_listen_unix(path, (int)cfg->backlog, err, sizeof err)) == -1) {
+            m0_error("%s", err);
+            return M0_EXIT_FAIL;
+        }
+        return M0_OK;
+    }
+    int bound = port;
+    if (port != 0) {
+        /* Each worker's socket joins one SO_REUSEPORT group, which another
+         * server of the same user could join too: both would then serve the
+         * port, half the connections each. A socket without SO_REUSEPORT
+         * cannot bind beside such a group, so binding one first makes a
+         * port in use the error gunicorn and uvicorn give. */
+        int probe = m0_listen_tcp(host, port, 1, 0, &bound, err, sizeof err);
+        if (probe == -1) {
+            m0_error("%s", err);
+            return M0_EXIT_FAIL;
+        }
+        close(probe);
+    }
+    l->per_slot = 1;
+    l->fds = calloc((size_t)nworkers, sizeof *l->fds);
+    for (int i = 0; i < nworkers; i++) {
+        /* Port 0: the first socket picks the port, the rest join it. */
+        l->fds[i] = m0_listen_tcp(host, bound, (int)cfg->backlog, 1, &bound, err, sizeof err);
+        if (l->fds[i] == -1) {
+            m0_error("%s", err);
+            return M0_EXIT_FAIL;
+        }
+    }
+    snprintf(l->where, sizeof l->where, strchr(host, ':') ? "http://[%s]:%d" : "http://%s:%d", host, bound);
+    cfg->bound_port = bound;
+    return M0_OK;
+}
+
+void m0_listeners_close(struct m0_listeners *ls, int nworkers)
+{
+    for (int l = 0; l < ls->n; l++) {
+        for (int i = 0; i < (ls->l[l].per_slot ? nworkers : 1); i++)
+            close(ls->l[l].fds[i]);
+        /* Only a socket we bound: systemd's socket unit owns its own. */
+        if (ls->l[l].unix_path != NULL && unlink(ls->l[l].unix_path) == -1 && errno != ENOENT)
+            m0_log_errno("cannot remove unix:%s", ls->l[l].unix_path);
+        free(ls->l[l].unix_path);
+        free(ls->l[l].fds);
+    }
+    ls->n = 0;
+}
