@@ -166,6 +166,8 @@ int m0_http_list_has(const char *v, size_t n, const char *token);
 
 /* Is [p, p+n) a token (RFC 9110 §5.6.2)? A valid field value (no CR, LF, NUL)? */
 int m0_http_is_token(const char *p, size_t n);
+/* Is c a tchar (RFC 9110 §5.6.2: "!#$%&'*+-.^_`|~", DIGIT, ALPHA)? */
+int m0_http_is_tchar(unsigned char c);
 int m0_http_is_field_value(const char *p, size_t n);
 
 #endif
