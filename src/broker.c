@@ -31,6 +31,7 @@
 #include <hiredis/hiredis.h>
 
 #include "m0/broker.h"
+#include "m0/broker_pub.h"
 #include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/conn.h"

@@ -19,7 +19,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "m0/broker.h"
+#include "m0/broker_pub.h"
 #include "m0/bus.h"
 #include "m0/sse.h"
 

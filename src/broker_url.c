@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "m0/broker.h"
+#include "m0/broker_url.h"
 #include "m0/config.h"
 
 const struct m0_broker_cfg *m0_broker;

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "m0/accesslog.h"
-#include "m0/broker.h"
+#include "m0/broker_url.h"
 #include "m0/config.h"
 #include "m0/log.h"
 
@@ -595,41 +595,4 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
     if (m0_config_bind_parts(cfg, &h, &port, &p, err, cap) != M0_OK)
         return M0_ERR;
     return M0_OK;
-}
-
-int m0_config_bind_parts(const struct m0_config *cfg, char **host, int *port, char **path,
-                         char *err, size_t cap)
-{
-    static char copy[4096];
-    snprintf(copy, sizeof copy, "%s", cfg->bind);
-    *host = NULL;
-    *path = NULL;
-    *port = 0;
-    if (strncmp(copy, "unix:", 5) == 0) {
-        if (copy[5] == '\0' || strlen(copy + 5) >= 108)
-            goto bad;
-        *path = copy + 5;
-        return M0_OK;
-    }
-    char *colon = strrchr(copy, ':');
-    if (colon == NULL)
-        goto bad;
-    *colon = '\0';
-    long v;
-    if (parse_long(colon + 1, &v) != M0_OK || v < 0 || v > 65535)
-        goto bad;
-    *port = (int)v;
-    char *h = copy;
-    if (h[0] == '[') {
-        size_t n = strlen(h);
-        if (n < 3 || h[n - 1] != ']')
-            goto bad;
-        h[n - 1] = '\0';
-        h++;
-    }
-    *host = h[0] ? h : (char *)"0.0.0.0";
-    return M0_OK;
-bad:
-    snprintf(err, cap, "m0serve: error: --bind: invalid address '%s' (want HOST:PORT or unix:PATH)", cfg->bind);
-    return M0_ERR;
 }

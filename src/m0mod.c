@@ -5,7 +5,7 @@
  */
 #include "m0/wsgi.h"
 
-#include "m0/broker.h"
+#include "m0/broker_pub.h"
 #include "m0/bus.h"
 #include "m0/reload.h"
 #include "m0/worker.h"

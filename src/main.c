@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "m0/broker.h"
+#include "m0/broker_url.h"
 #include "m0/config.h"
 #include "m0/log.h"
 #include "m0/master.h"

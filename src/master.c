@@ -60,7 +60,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "m0/broker.h"
+#include "m0/broker_url.h"
 #include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/conn.h"

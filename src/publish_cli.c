@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "m0/broker.h"
+#include "m0/broker_pub.h"
 #include "m0/buf.h"
 #include "m0/bus.h"
 #include "m0/config.h"

@@ -20,92 +20,19 @@
  *             the counter and an XRANGE from that id, atomically), without
  *             blocking the loop.
  *
- * Three parts: the URL and settings (pure, broker_url.c), the blocking
- * publisher any thread but the loop may use (broker_pub.c), and the
- * worker's loop side (broker.c, loop thread only).
+ * Three parts, three headers: the URL and settings (broker_url.h, pure),
+ * the blocking publisher any thread but the loop may use (broker_pub.h),
+ * and the worker's loop side (this header, broker.c, loop thread only).
  */
 #ifndef M0_BROKER_H
 #define M0_BROKER_H
 
 #include "m0/types.h"
 #include "m0/buf.h"
+#include "m0/broker_url.h"
 
 struct m0_server;
 struct m0_conn;
-
-/* Defaults shared with python/m0pub.py (keep them equal). */
-#define M0_BROKER_PREFIX_DEFAULT "m0:"
-#define M0_BROKER_RETENTION_DEFAULT 1000     /* events kept per channel for resume */
-#define M0_BROKER_BACKLOG_DEFAULT 100000     /* events kept in the all-channel log */
-#define M0_BROKER_CHANNEL_TTL_MS 86400000    /* a channel's stream expires a day after its last event */
-#define M0_BROKER_TIMEOUT_MS 1000            /* connect and reply timeout of a publish */
-
-/* Where the broker is and how it is used. */
-struct m0_broker_cfg {
-    int is_unix;                 /* 1: path is a unix socket */
-    char host[256];
-    int port;
-    char path[108];
-    char password[256];        /* "" : no AUTH */
-    int db;                    /* SELECT db when != 0 */
-    char prefix[64];           /* key prefix, default "m0:" */
-    long retention;            /* MAXLEN ~ of a channel's stream */
-    long backlog;              /* MAXLEN ~ of the all-channel log */
-    char shown[400];           /* the URL with the password masked, for logs and /health */
-};
-
-/*
- * Parse "redis://[:PASSWORD@]HOST[:PORT][/DB]" (port default 6379; HOST may
- * be "[v6addr]") or "unix:///path/redis.sock[?db=N]" into cfg (prefix,
- * retention and backlog are left as they are). Returns M0_OK, or M0_ERR
- * with a short reason in err (cap bytes). Pure.
- */
-int m0_broker_parse_url(const char *url, struct m0_broker_cfg *cfg, char *err, size_t cap);
-
-/* With cfg->broker set (already validated by m0_config_parse), fill a
- * process-wide struct m0_broker_cfg from cfg and point m0_broker at it;
- * without, leave m0_broker NULL. Returns M0_OK or M0_ERR. */
-int m0_broker_configure(const struct m0_config *cfg);
-
-/* A key prefix is 1..63 printable ASCII bytes without spaces. */
-int m0_broker_prefix_ok(const char *prefix);
-
-/* The Lua scripts (their text is also in python/m0pub.py: a test keeps the
- * two equal). PUBLISH: KEYS counter, log, channel stream; ARGV channel,
- * frame without the id line, retention, backlog, channel ttl ms; returns
- * the id. REPLAY: KEYS counter, channel stream; ARGV the client's last id
- * ("N-0"), COUNT; returns {counter, 1 if that id is still retained else 0,
- * the entries after it newest first, at most COUNT}. */
-extern const char M0_BROKER_PUBLISH_LUA[];
-extern const char M0_BROKER_REPLAY_LUA[];
-
-/* ------------------------------------------------------------ publisher */
-
-/* The process's broker (NULL: none configured). Set once at start (by the
- * master before forking, or by `m0serve publish`) and never changed. */
-extern const struct m0_broker_cfg *m0_broker;
-
-/*
- * Publish one event through the broker from the calling thread: frame it
- * (event may be NULL; data is UTF-8, the caller checked the channel and the
- * size), run the publish script, and return its global id in *id_out.
- * Blocks the calling thread for one round trip: at most M0_BROKER_TIMEOUT_MS
- * to connect and as much for the reply (a connection kept from an earlier
- * call that the broker closed meanwhile is replaced once: about 3 s in the
- * worst case, a refused connection fails at once). Never call it on a loop
- * thread that has other work (it blocks).
- * Each thread keeps its own connection (freed when the thread exits).
- * Returns M0_OK, or M0_ERR with a one-line reason in err (cap bytes): the
- * broker is unreachable, refused the script, or answered something else.
- * The event is then not published (never a silent drop).
- */
-int m0_broker_publish(const char *channel, size_t clen, const char *event, const char *data, size_t dlen,
-                      uint64_t *id_out, char *err, size_t cap);
-
-/* The broker's counter (the newest id issued; 0 when none yet), read with
- * a blocking connection of its own (at most about 2 s). Returns M0_OK or
- * M0_ERR with a reason in err. */
-int m0_broker_counter(uint64_t *out, char *err, size_t cap);
 
 /* ------------------------------------------------------- loop side (worker) */
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "m0/broker.h"
+#include "m0/broker_url.h"
 #include "m0/config.h"
 
 static void test_tcp_forms(void **state)
