@@ -39,6 +39,7 @@
 #include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/conn.h"
+#include "m0/fork.h"
 #include "m0/job.h"
 #include "m0/lane.h"
 #include "m0/log.h"
@@ -677,6 +678,13 @@ static int intern_all(void)
     return M0_OK;
 }
 
+/* In a child forked by the application (fork.h): the executor's lane. */
+static void close_in_child(void *ctx)
+{
+    struct m0_exec *x = ctx;
+    m0_lane_close(&x->lane);
+}
+
 /* Start the target's executor (its thread, its asyncio loop, lifespan
  * startup). On failure the app's message is logged and M0_ERR returned. */
 static int asgi_setup(struct m0_target *t, const struct m0_config *cfg)
@@ -721,6 +729,7 @@ static int asgi_setup(struct m0_target *t, const struct m0_config *cfg)
     }
     execs[nexecs++] = x;
     t->rstate = x;
+    m0_fork_on_child(close_in_child, x);
     PyObject *mod = PyImport_ImportModule("m0serve._asgi");
     if (mod == NULL)
         return M0_ERR;
@@ -776,6 +785,7 @@ static void asgi_teardown(struct m0_target *t)
     Py_CLEAR(x->py);
     Py_CLEAR(x->scope);
     Py_CLEAR(x->state);
+    m0_fork_forget(x);
     m0_lane_close(&x->lane);
     m0_lane_q_free(&x->q);
 }
@@ -788,9 +798,3 @@ const struct m0_runner m0_asgi_runner = {
     .wake = asgi_wake,
     .teardown = asgi_teardown,
 };
-
-void m0_asgi_close_in_child(void)
-{
-    for (unsigned i = 0; i < nexecs; i++)
-        m0_lane_close(&execs[i]->lane);
-}

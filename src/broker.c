@@ -34,6 +34,7 @@
 #include "m0/broker_pub.h"
 #include "m0/bus.h"
 #include "m0/config.h"
+#include "m0/fork.h"
 #include "m0/conn.h"
 #include "m0/hold.h"
 #include "m0/log.h"
@@ -747,6 +748,18 @@ void m0_broker_prepare(void)
         m0_debug("%s (the worker reads the log once it connects)", err);
 }
 
+/* In a child forked by the application (fork.h): the two sockets, without
+ * a word to Redis (they are the parent's conversations). */
+static void close_in_child(void *ctx)
+{
+    struct broker *b = ctx;
+    if (b->rd.ev.ac != NULL)
+        close(b->rd.ev.fd);
+    if (b->cmd.ev.ac != NULL)
+        close(b->cmd.ev.fd);
+    the = NULL;                 /* the contexts are left alone: freeing them would talk */
+}
+
 int m0_broker_start(struct m0_server *s)
 {
     struct broker *b = m0_xmalloc(sizeof *b);
@@ -771,6 +784,7 @@ int m0_broker_start(struct m0_server *s)
     dial(&b->rd);
     dial(&b->cmd);
     m0_loop_add_hook(s->loop, broker_hook, b);
+    m0_fork_on_child(close_in_child, b);
     return M0_OK;
 }
 
@@ -798,23 +812,12 @@ void m0_broker_free(struct m0_server *s)
     if (b == NULL)
         return;
     m0_broker_stop(s);
+    m0_fork_forget(b);
     m0_buf_free(&b->frame);
     the = NULL;
     free(b);
     /* the hook stays registered with the loop, which is freed next: it
      * must not run again (the loop has stopped). */
-}
-
-void m0_broker_close_in_child(void)
-{
-    struct broker *b = the;
-    if (b == NULL)
-        return;
-    if (b->rd.ev.ac != NULL)
-        close(b->rd.ev.fd);
-    if (b->cmd.ev.ac != NULL)
-        close(b->cmd.ev.fd);
-    the = NULL;                 /* the contexts are left alone: freeing them would talk */
 }
 
 /* A JSON string of printable ASCII (anything else is dropped). */

@@ -8,7 +8,7 @@
 #include "m0/broker_pub.h"
 #include "m0/bus.h"
 #include "m0/reload.h"
-#include "m0/worker.h"
+#include "m0/fork.h"
 
 static PyObject *py_publish(PyObject *self, PyObject *args)
 {
@@ -62,7 +62,7 @@ static PyObject *py_after_fork_child(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
-    m0_worker_after_fork_child();
+    m0_fork_after_child();
     Py_RETURN_NONE;
 }
 

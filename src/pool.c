@@ -21,6 +21,7 @@
 
 #include "m0/buf.h"
 #include "m0/conn.h"
+#include "m0/fork.h"
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/loop.h"
@@ -161,6 +162,14 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* In a child forked by the application (fork.h): the lane (the threads
+ * do not exist there). */
+static void close_in_child(void *ctx)
+{
+    struct m0_pool *p = ctx;
+    m0_lane_close(&p->lane);
+}
+
 /* Start one more thread in a free table entry. Loop thread (or start). */
 static int spawn(struct m0_pool *p, char *err, size_t cap)
 {
@@ -250,6 +259,7 @@ struct m0_pool *m0_pool_start(struct m0_server *s, unsigned min, unsigned max, u
         }
     }
     m0_loop_add_hook(s->loop, pool_hook, p);
+    m0_fork_on_child(close_in_child, p);
     return p;
 }
 
@@ -301,14 +311,9 @@ void m0_pool_stop(struct m0_pool *p)
         if (atomic_load(&p->threads[i].state) != T_EMPTY)
             pthread_join(p->threads[i].th, NULL);
     }
+    m0_fork_forget(p);
     m0_lane_close(&p->lane);
     free(p->threads);
     m0_lane_q_free(&p->backlog);
     free(p);
-}
-
-void m0_pool_close_in_child(struct m0_pool *p)
-{
-    if (p != NULL)
-        m0_lane_close(&p->lane);
 }

@@ -25,9 +25,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "m0/asgi.h"
 #include "m0/config.h"
 #include "m0/conn.h"
+#include "m0/fork.h"
 #include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/log.h"
@@ -216,6 +216,28 @@ static void serve_hook(struct m0_loop *l, void *ctx)
     m0_loop_wake_at(l, s->next_sweep);
 }
 
+/* In a child forked by the application (fork.h): every descriptor the
+ * server owns. */
+static void close_in_child(void *ctx)
+{
+    struct serve *v = ctx;
+    struct m0_server *s = &v->s;
+    for (uint32_t i = 0; i < s->nconns; i++) {
+        if (s->conns[i].fd != -1)
+            close(s->conns[i].fd);
+        if (s->conns[i].file_fd != -1)
+            close(s->conns[i].file_fd);
+    }
+    for (int i = 0; i < s->nlisten; i++)
+        close(s->listen_fds[i]);
+    if (s->reserve_fd != -1)
+        close(s->reserve_fd);
+    if (v->ctl_fd != -1)
+        close(v->ctl_fd);
+    close(v->sig_fd);
+    m0_loop_close_in_child(s->loop);
+}
+
 struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fds, int nlisten, int sig_fd,
                                int ctl_fd)
 {
@@ -267,6 +289,7 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
     }
     m0_loop_add_hook(s->loop, serve_hook, v);
     s->next_sweep = m0_loop_now(s->loop) + SWEEP_MS;
+    m0_fork_on_child(close_in_child, v);
     m0_server_current = s;
     return s;
 }
@@ -366,27 +389,7 @@ void m0_serve_free(struct m0_server *s)
         close(s->reserve_fd);
     if (v->ctl_fd != -1)
         close(v->ctl_fd);
+    m0_fork_forget(v);
     m0_server_current = NULL;
     free(v);
-}
-
-void m0_serve_close_in_child(struct m0_server *s)
-{
-    struct serve *v = serve_of(s);
-    for (uint32_t i = 0; i < s->nconns; i++) {
-        if (s->conns[i].fd != -1)
-            close(s->conns[i].fd);
-        if (s->conns[i].file_fd != -1)
-            close(s->conns[i].file_fd);
-    }
-    for (int i = 0; i < s->nlisten; i++)
-        close(s->listen_fds[i]);
-    if (s->reserve_fd != -1)
-        close(s->reserve_fd);
-    if (v->ctl_fd != -1)
-        close(v->ctl_fd);
-    close(v->sig_fd);
-    m0_pool_close_in_child(s->pool);
-    m0_asgi_close_in_child();
-    m0_loop_close_in_child(s->loop);
 }

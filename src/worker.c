@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,7 +15,7 @@
 #include "m0/broker.h"
 #include "m0/bus.h"
 #include "m0/config.h"
-#include "m0/conn.h"
+#include "m0/fork.h"
 #include "m0/log.h"
 #include "m0/py.h"
 #include "m0/reload.h"
@@ -25,16 +24,9 @@
 #include "m0/target.h"
 #include "m0/worker.h"
 
+/* Per process: the write end of the signal self-pipe (the handler below
+ * needs it without a context; set once at boot). */
 static int sig_pipe_w = -1;
-static pid_t worker_pid;
-/* Set in a child of fork() (pthread_atfork): the per-request check reads
- * this flag instead of calling getpid(), one system call per request. */
-static volatile sig_atomic_t in_forked_child;
-
-static void on_fork_child(void)
-{
-    in_forked_child = 1;
-}
 
 /* Async-signal-safe: one byte per signal, read by the loop. */
 static void on_signal(int signo)
@@ -47,34 +39,17 @@ static void on_signal(int signo)
     errno = saved;
 }
 
-void m0_worker_after_fork_child(void)
+/* In a child forked by the application: the worker's own descriptors (its
+ * bus read end and the signal pipe; the server, the pool, the executors
+ * and the broker register theirs, fork.h). */
+static void close_in_child(void *ctx)
 {
-    if (worker_pid == 0 || getpid() == worker_pid)
-        return;
-    if (m0_server_current != NULL)
-        m0_serve_close_in_child(m0_server_current);
+    (void)ctx;
     if (m0_bus_current != NULL && m0_bus_index >= 0)
         close(m0_bus_current->read_fds[m0_bus_index]);
     if (sig_pipe_w != -1)
         close(sig_pipe_w);
-    m0_broker_close_in_child();
-    /* The child owns nothing of the server: no slot table, no loop. What
-     * it does next is the application's business (m0pub.publish still
-     * works: the bus write ends are kept). */
-    m0_server_current = NULL;
     sig_pipe_w = -1;
-}
-
-void m0_worker_check_forked(void)
-{
-    if (!in_forked_child || worker_pid == 0 || getpid() == worker_pid)
-        return;
-    /* A child forked by the view came back into the server: it must not
-     * serve, finish jobs or run the loop. Leave quietly. */
-    m0_warn("a process forked by a view (pid %d) returned into the server: it exits",
-            (int)getpid());
-    fflush(NULL);
-    _exit(0);
 }
 
 /* The boot line names every mount, its protocol and its mode (the master's
@@ -103,8 +78,7 @@ void m0_worker_main(const struct m0_config *cfg, const int *listen_fds, int nlis
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() == 1)
         _exit(M0_EXIT_FAIL);
-    worker_pid = getpid();
-    pthread_atfork(NULL, NULL, on_fork_child);
+    m0_fork_set_worker();
     /* Every thread of a worker runs SCHED_BATCH (sched(7)); threads made
      * later inherit it. The loop, the handler threads and the executor
      * hand work to each other through sockets: under the default policy
@@ -123,6 +97,7 @@ void m0_worker_main(const struct m0_config *cfg, const int *listen_fds, int nlis
         _exit(M0_EXIT_FAIL);
     }
     sig_pipe_w = sp[1];
+    m0_fork_on_child(close_in_child, NULL);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;

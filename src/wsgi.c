@@ -35,7 +35,7 @@
  *   - wsgi.file_wrapper over a regular file is sent with sendfile(2), unless
  *     write() already committed the head.
  *   - A process forked by the application that returns into the server
- *     exits at once (it must not serve: m0_worker_check_forked).
+ *     exits at once (it must not serve: m0_fork_check).
  *
  * WebSockets (DESIGN capability 6): a view approves an upgrade with
  * M0-Hold: websocket; under --realtime, for a 2xx answer to a GET, nothing
@@ -63,7 +63,7 @@
 #include "m0/runner.h"
 #include "m0/sse.h"
 #include "m0/target.h"
-#include "m0/worker.h"
+#include "m0/fork.h"
 
 /* A large sized body is produced in pieces of this size under credit. */
 #define STREAM_CHUNK (64 * 1024)
@@ -468,7 +468,7 @@ static void finish(struct m0_job *job)
     if (result != NULL) {
         if (PyObject_HasAttr(result, s_close)) {
             PyObject *r = PyObject_CallMethodNoArgs(result, s_close);
-            m0_worker_check_forked();
+            m0_fork_check();
             if (r == NULL)
                 log_app_error(job, "in close() of the response to");
             Py_XDECREF(r);
@@ -575,7 +575,7 @@ static int pump(struct m0_job *job)
             continue;
         }
         PyObject *item = PyIter_Next(ws->iter);
-        m0_worker_check_forked();
+        m0_fork_check();
         if (item == NULL)
             break;
         if (!PyBytes_Check(item)) {
@@ -693,7 +693,7 @@ static int run(struct m0_job *job, int message)
     if (env == NULL)
         return fail(job, "building environ for");
     PyObject *result = PyObject_CallFunctionObjArgs(job->target->app, env, (PyObject *)ws->sr, NULL);
-    m0_worker_check_forked();
+    m0_fork_check();
     Py_DECREF(env);
     if (result == NULL)
         return fail(job, "in");

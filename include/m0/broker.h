@@ -69,10 +69,6 @@ uint64_t m0_broker_position(void);
  */
 int m0_broker_resume(struct m0_server *s, struct m0_conn *c, const char *channel, size_t clen, uint64_t last_id);
 
-/* In a process forked by a view: close the worker's broker sockets
- * (without a word to Redis: they are the parent's conversations). */
-void m0_broker_close_in_child(void);
-
 /* Append the /health "broker" object (JSON, no trailing newline). */
 void m0_broker_health(const struct m0_server *s, struct m0_buf *out);
 

@@ -48,8 +48,4 @@ void m0_pool_stats(const struct m0_pool *p, unsigned *threads, unsigned *busy, u
  * be detached from the interpreter. Frees p. */
 void m0_pool_stop(struct m0_pool *p);
 
-/* In a process forked from the worker: close the pool's descriptors (its
- * threads do not exist there). */
-void m0_pool_close_in_child(struct m0_pool *p);
-
 #endif

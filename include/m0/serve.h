@@ -40,7 +40,4 @@ int m0_serve_run(struct m0_server *s);
 /* Stop the pool (joining its threads) and free everything. Detached. */
 void m0_serve_free(struct m0_server *s);
 
-/* In a forked child: close every descriptor the server owns. */
-void m0_serve_close_in_child(struct m0_server *s);
-
 #endif

@@ -1,7 +1,6 @@
 /*
  * worker.h — a worker process's life after fork: Python, the application,
- * the serving loop, the conversation with the master, and the rules for a
- * process a view forks.
+ * the serving loop and the conversation with the master.
  *
  * The master and a worker talk over a control socket (SOCK_SEQPACKET; one
  * byte per message but for the pong), so a reload never has two workers of
@@ -43,14 +42,5 @@ struct m0_config;
  * end of its control socket. */
 void m0_worker_main(const struct m0_config *cfg, const int *listen_fds, int nlisten, int ctl_fd)
     __attribute__((noreturn));
-
-/* In a process forked by a view (os.register_at_fork): close the server's
- * descriptors — listener, epoll, lanes, bus, client connections — so the
- * child holds nothing of the server's. */
-void m0_worker_after_fork_child(void);
-
-/* Called after every call into the application: a process forked by the
- * view that returns into the server exits here (it must never serve). */
-void m0_worker_check_forked(void);
 
 #endif
