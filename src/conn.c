@@ -416,6 +416,23 @@ void m0_conn_error(struct m0_server *s, struct m0_conn *c, int status, const cha
     m0_conn_flush(s, c);
 }
 
+void m0_conn_access_log(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    uint64_t now_us = m0_clock_us();
+    (void)s;
+    struct m0_access a = {
+        .addr = job->remote_addr,
+        .req = &job->req,
+        .resp_head = job->head.lines.data,
+        .resp_head_len = job->head.lines.len,
+        .status = job->resp.status,
+        .bytes = job->resp.body_bytes,
+        .duration_us = now_us > c->started_us ? now_us - c->started_us : 0,
+    };
+    m0_access_log(&a);
+}
+
 static void linger(struct m0_server *s, struct m0_conn *c)
 {
     char sink[4096];

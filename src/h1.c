@@ -118,23 +118,6 @@ static struct m0_job_inline inline_ops = {.flush = inline_flush, .read_body = in
 
 /* ------------------------------------------------------------ responses */
 
-void m0_h1_access_log(struct m0_server *s, struct m0_conn *c)
-{
-    struct m0_job *job = c->job;
-    uint64_t now_us = m0_clock_us();
-    (void)s;
-    struct m0_access a = {
-        .addr = job->remote_addr,
-        .req = &job->req,
-        .resp_head = job->head.lines.data,
-        .resp_head_len = job->head.lines.len,
-        .status = job->resp.status,
-        .bytes = job->resp.body_bytes,
-        .duration_us = now_us > c->started_us ? now_us - c->started_us : 0,
-    };
-    m0_access_log(&a);
-}
-
 /* The per-request start of every answer: timers and flags of the previous
  * request are gone, whoever answers. */
 static void begin_request(struct m0_server *s, struct m0_conn *c)
@@ -153,7 +136,7 @@ void m0_h1_finish(struct m0_server *s, struct m0_conn *c)
         keep = 0;       /* the body never came in whole: its end cannot be found */
 
     if (s->cfg->access_log && job->req.method != NULL && job->resp.status != 0)
-        m0_h1_access_log(s, c);
+        m0_conn_access_log(s, c);
     if (!keep) {
         /* Unread request bytes would turn our close into an RST that can
          * destroy the response in flight: shut down our side and discard

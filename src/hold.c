@@ -549,7 +549,7 @@ void m0_hold_enter(struct m0_server *s, struct m0_conn *c)
         return;
     }
     if (s->cfg->access_log)
-        m0_h1_access_log(s, c);
+        m0_conn_access_log(s, c);
     m0_conn_set_state(s, c, M0_CONN_HELD);
     c->hold->last_write = m0_loop_now(s->loop);
     s->rt->st.held++;

@@ -16,19 +16,19 @@
 #include <unistd.h>
 
 #include "m0/config.h"
-#include "m0/conn.h"
 #include "m0/log.h"
 #include "m0/loop.h"
 #include "m0/py.h"
 #include "m0/reload.h"
-#include "m0/serve.h"
-#include "m0/worker.h"
 
 /* Written whole (close after write), moved into place (editors that save
  * through a temporary file), or removed. Not IN_CREATE/IN_MODIFY: a file
  * being written is not yet worth importing. */
 #define WATCH_MASK (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ONLYDIR)
 
+/* Per process (set once at boot, --reload only): the inotify descriptor,
+ * which the Python watcher thread adds directories to without a context
+ * (m0._watch), and what to call when a file changed. */
 static int ino_fd = -1;
 
 static int is_python_file(const char *name, size_t n)
@@ -36,9 +36,14 @@ static int is_python_file(const char *name, size_t n)
     return n > 3 && memcmp(name + n - 3, ".py", 3) == 0;
 }
 
+struct watcher {
+    void (*changed)(void *ctx);
+    void *ctx;
+};
+
 static void on_inotify(struct m0_loop *l, int fd, uint32_t events, void *ctx)
 {
-    struct m0_server *s = ctx;
+    const struct watcher *w = ctx;
     char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
     (void)l;
     (void)events;
@@ -66,7 +71,7 @@ static void on_inotify(struct m0_loop *l, int fd, uint32_t events, void *ctx)
     }
     if (changed != NULL) {
         m0_info("--reload: %s changed: asking for new workers", changed);
-        m0_serve_tell_master(s, M0_CTL_RELOAD);
+        w->changed(w->ctx);
     }
 }
 
@@ -79,20 +84,23 @@ int m0_reload_watch(const char *dir)
     return inotify_add_watch(ino_fd, dir, WATCH_MASK) == -1 ? M0_ERR : M0_OK;
 }
 
-int m0_reload_start(struct m0_server *s)
+int m0_reload_start(struct m0_loop *l, const struct m0_config *cfg, void (*changed)(void *ctx), void *ctx)
 {
+    static struct watcher w;
+    w.changed = changed;
+    w.ctx = ctx;
     ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     if (ino_fd == -1) {
         m0_log_errno("--reload: inotify_init1");
         return M0_ERR;
     }
-    if (m0_loop_add_fd(s->loop, ino_fd, EPOLLIN, on_inotify, s) == M0_ERR) {
+    if (m0_loop_add_fd(l, ino_fd, EPOLLIN, on_inotify, &w) == M0_ERR) {
         m0_log_errno("--reload: epoll_ctl");
         return M0_ERR;
     }
     char root[PATH_MAX];
-    if (realpath(s->cfg->app_dir, root) == NULL) {
-        m0_log_errno("--reload: %s", s->cfg->app_dir);
+    if (realpath(cfg->app_dir, root) == NULL) {
+        m0_log_errno("--reload: %s", cfg->app_dir);
         return M0_ERR;
     }
     int rc = M0_ERR;

@@ -15,6 +15,7 @@
 #include "m0/broker.h"
 #include "m0/bus.h"
 #include "m0/config.h"
+#include "m0/conn.h"
 #include "m0/fork.h"
 #include "m0/log.h"
 #include "m0/py.h"
@@ -50,6 +51,12 @@ static void close_in_child(void *ctx)
     if (sig_pipe_w != -1)
         close(sig_pipe_w);
     sig_pipe_w = -1;
+}
+
+/* --reload saw a change: the master replaces every worker. */
+static void ask_reload(void *ctx)
+{
+    m0_serve_tell_master(ctx, M0_CTL_RELOAD);
 }
 
 /* The boot line names every mount, its protocol and its mode (the master's
@@ -126,7 +133,7 @@ void m0_worker_main(const struct m0_config *cfg, const int *listen_fds, int nlis
         _exit(M0_EXIT_FAIL);
     m0_broker_prepare();       /* --broker: where the log stands, before serving */
     if (cfg->reload)
-        m0_reload_start(s);      /* a failure is logged; serving goes on without it */
+        m0_reload_start(s->loop, cfg, ask_reload, s);      /* a failure is logged; serving goes on without it */
     log_mounts();
     m0_serve_booted(s);
 

@@ -149,6 +149,9 @@ void m0_conn_accept(struct m0_loop *l, int fd, uint32_t events, void *ctx);
 void m0_conn_release_closed(struct m0_server *s);
 /* Read what is available into c->in (bounded per wakeup). */
 void m0_conn_read(struct m0_conn *c);
+/* One access-log line for the connection's request (its head as the
+ * runner built it, the bytes sent, the time since c->started_us). */
+void m0_conn_access_log(struct m0_server *s, struct m0_conn *c);
 
 /* h1.c — HTTP/1.1 on a connection. */
 /* Parse c->in as far as it goes, serving each complete request in turn. */
@@ -164,7 +167,5 @@ void m0_h1_resume_inline(struct m0_server *s, struct m0_conn *c);
 void m0_h1_read_lazy_body(struct m0_server *s, struct m0_conn *c);
 /* --request-timeout: answer 503 for a job still queued too long. */
 void m0_h1_check_request_timeout(struct m0_server *s, struct m0_conn *c);
-/* One access-log line for the connection's request. */
-void m0_h1_access_log(struct m0_server *s, struct m0_conn *c);
 
 #endif
