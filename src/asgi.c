@@ -44,7 +44,7 @@
 #include "m0/lane.h"
 #include "m0/log.h"
 #include "m0/loop.h"
-#include "m0/py.h"
+#include "m0/pyrt.h"
 #include "m0/runner.h"
 #include "m0/sse.h"
 #include "m0/target.h"

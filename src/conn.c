@@ -33,7 +33,7 @@
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/pool.h"
-#include "m0/py.h"
+#include "m0/pyrt.h"
 #include "m0/runner.h"
 #include "m0/target.h"
 #include "m0/timer.h"

@@ -13,7 +13,7 @@
 #include "m0/log.h"
 #include "m0/master.h"
 #include "m0/publish_cli.h"
-#include "m0/py.h"
+#include "m0/pyrt.h"
 #include <string.h>
 #include "m0/static.h"
 

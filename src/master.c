@@ -70,7 +70,7 @@
 #include "m0/notify.h"
 #include "m0/pidfile.h"
 #include "m0/privs.h"
-#include "m0/py.h"
+#include "m0/pyrt.h"
 #include "m0/timer.h"
 #include "m0/worker.h"
 

@@ -26,7 +26,7 @@
 #include "m0/log.h"
 #include "m0/loop.h"
 #include "m0/pool.h"
-#include "m0/py.h"
+#include "m0/pyrt.h"
 #include "m0/runner.h"
 #include "m0/target.h"
 

@@ -18,7 +18,7 @@
 #include "m0/config.h"
 #include "m0/log.h"
 #include "m0/loop.h"
-#include "m0/py.h"
+#include "m0/pyrt.h"
 #include "m0/reload.h"
 
 /* Written whole (close after write), moved into place (editors that save

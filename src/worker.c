@@ -12,13 +12,14 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "m0/apps.h"
 #include "m0/broker.h"
 #include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/conn.h"
 #include "m0/fork.h"
 #include "m0/log.h"
-#include "m0/py.h"
+#include "m0/pyrt.h"
 #include "m0/reload.h"
 #include "m0/serve.h"
 #include "m0/static.h"
@@ -120,12 +121,12 @@ void m0_worker_main(const struct m0_config *cfg, const int *listen_fds, int nlis
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);   /* the master blocks its signals for its signalfd */
 
-    if (m0_py_init(cfg) != M0_OK)
+    if (m0_apps_register_modules() != M0_OK || m0_py_init(cfg) != M0_OK)
         _exit(M0_EXIT_BOOT);
     struct m0_server *s = m0_serve_new(cfg, listen_fds, nlisten, sp[0], ctl_fd);
     if (s == NULL)
         _exit(M0_EXIT_FAIL);
-    if (m0_static_add_targets(cfg) != M0_OK || m0_py_load_apps(cfg) != M0_OK) {
+    if (m0_static_add_targets(cfg) != M0_OK || m0_apps_load(cfg) != M0_OK) {
         fflush(NULL);
         _exit(M0_EXIT_BOOT);     /* executor threads may be alive: nothing to join */
     }
@@ -144,6 +145,7 @@ void m0_worker_main(const struct m0_config *cfg, const int *listen_fds, int nlis
     }
     m0_serve_teardown_targets(s);
     m0_serve_free(s);
+    m0_apps_unload();
     m0_py_finalize();
     m0_info("worker exiting (pid %d)", (int)getpid());
     exit(rc);

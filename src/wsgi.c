@@ -59,7 +59,7 @@
 #include "m0/config.h"
 #include "m0/conn.h"
 #include "m0/log.h"
-#include "m0/py.h"
+#include "m0/pyrt.h"
 #include "m0/runner.h"
 #include "m0/sse.h"
 #include "m0/target.h"

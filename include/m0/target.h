@@ -11,7 +11,7 @@
  * target from dispatch on, and a hold keeps the target that gated it.
  *
  * The table is built at worker start (worker.c: m0_static_add_targets,
- * m0_py_load_apps) and read-only afterwards (any thread may read it); the
+ * m0_apps_load) and read-only afterwards (any thread may read it); the
  * counters beside it are the loop thread's.
  */
 #ifndef M0_TARGET_H

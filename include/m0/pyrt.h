@@ -1,40 +1,37 @@
 /*
- * py.h — the CPython host: one interpreter per worker process, initialised
- * after fork (PyPreConfig, PyConfig, Py_InitializeFromConfig), the "m0"
- * built-in module, application discovery and protocol detection, and the
- * attach/detach pair for the loop thread.
+ * pyrt.h — the Python runtime: one interpreter per worker process,
+ * initialised after fork (PyPreConfig, PyConfig, Py_InitializeFromConfig),
+ * the thread states of the threads that run Python, the attach/detach pair
+ * for the loop thread, printing an exception, finalizing. Everything that
+ * runs Python sits above it: the pool, the runners, the application
+ * loader (apps.h), which registers the built-in modules first.
  */
-#ifndef M0_PY_H
-#define M0_PY_H
+#ifndef M0_PYRT_H
+#define M0_PYRT_H
 
 #include "m0/types.h"
 
 struct m0_config;
 struct m0_pool;
 
-/* Initialise Python in this (worker) process. app_dir goes first on
+/* Initialise Python in this (worker) process (built-in modules are
+ * registered before: m0_apps_register_modules). app_dir goes first on
  * sys.path, m0serve's python/ directory last. On failure prints why to the
  * error log and returns M0_ERR. The calling thread is left detached. */
 int m0_py_init(const struct m0_config *cfg);
-
-/* Import every application mount of cfg (the positional app is the root
- * mount; --mount adds the others), each with its own discovery (MODULE[:
- * ATTR], bare MODULE tried as in DESIGN capability 2) and protocol
- * detection (m0serve._boot.load; --protocol forces one for all), and add
- * each to the target table with its runner set up: an ASGI mount starts its
- * executor and lifespan here; WSGI mounts get the pool afterwards
- * (m0_serve_start_pools). On failure the reason (one line, or the
- * application's traceback) is printed and M0_ERR returned. Leaves the
- * thread detached. */
-int m0_py_load_apps(const struct m0_config *cfg);
 
 /* Print the pending Python exception with its traceback to sys.stderr and
  * clear it. Unlike PyErr_Print, SystemExit and KeyboardInterrupt are only
  * printed: nothing here exits or finalizes the interpreter. Attached. */
 void m0_py_print_exception(void);
 
-/* Attach / detach the loop thread (the GIL around a runner call). The pair
- * asserts it is used in order. */
+/* Flush Python's own sys.stderr and sys.stdout (a worker that leaves with
+ * _exit on a boot failure would lose the traceback). Attached. */
+void m0_py_flush_std(void);
+
+/* Attach / detach the calling thread with its own thread state (the loop
+ * thread: the GIL around a runner call). The pair asserts it is used in
+ * order. */
 void m0_py_attach(void);
 void m0_py_detach(void);
 
@@ -46,7 +43,8 @@ void m0_py_thread_detach(void *ts);
 /* Delete the state; call on the thread that owns it, detached. */
 void m0_py_thread_free(void *ts);
 
-/* Finalize the interpreter (attaches first). */
+/* Finalize the interpreter (attaches first; the applications are dropped
+ * before, m0_apps_unload). */
 void m0_py_finalize(void);
 
 /* Before anything starts: is the virtualenv the interpreter would run in

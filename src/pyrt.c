@@ -1,5 +1,8 @@
 /*
- * py.c — the CPython host.
+ * pyrt.c — the Python runtime: one interpreter per worker, the thread
+ * states of the threads that run Python, attach/detach, printing an
+ * exception, finalizing. Below everything that runs Python (the pool, the
+ * runners, the application loader apps.c), above nothing but core.
  *
  * One interpreter per worker, initialised after fork and never in the
  * master (DESIGN: "fork before Py_Initialize"). Initialisation follows
@@ -22,23 +25,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "m0/asgi.h"
 #include "m0/config.h"
 #include "m0/log.h"
-#include "m0/py.h"
-#include "m0/runner.h"
-#include "m0/target.h"
-#include "m0/wsgi.h"
+#include "m0/pyrt.h"
 
-static PyThreadState *main_tstate;   /* the loop thread's state while detached */
+/* The calling thread's own Python thread state while it is detached (NULL
+ * while attached): per thread, as the GIL is held per thread — the loop
+ * thread's since m0_py_init. */
+static __thread PyThreadState *main_tstate;
 
 #define M0_STR_(x) #x
 #define M0_STR(x) M0_STR_(x)
-
-static PyObject *init_m0_module(void)
-{
-    return m0_module_init();
-}
 
 void m0_py_print_exception(void)
 {
@@ -239,11 +236,6 @@ int m0_py_init(const struct m0_config *cfg)
     PyPreConfig pre;
     PyConfig config;
 
-    if (PyImport_AppendInittab("m0", init_m0_module) == -1 ||
-        PyImport_AppendInittab("_m0asgi", (PyObject * (*)(void)) m0_asgi_module_init) == -1) {
-        m0_error("python: cannot register the m0 module");
-        return M0_ERR;
-    }
     PyPreConfig_InitPythonConfig(&pre);
     if (check(Py_PreInitialize(&pre), NULL) != M0_OK)
         return M0_ERR;
@@ -298,9 +290,7 @@ out:
     return rc;
 }
 
-/* The worker leaves with _exit on boot failure: flush Python's own
- * sys.stderr/sys.stdout buffers first so the traceback is not lost. */
-static void flush_std(void)
+void m0_py_flush_std(void)
 {
     static const char *const names[] = {"stderr", "stdout"};
     for (size_t i = 0; i < M0_ARRAY_LEN(names); i++) {
@@ -311,152 +301,6 @@ static void flush_std(void)
         }
         PyErr_Clear();
     }
-}
-
-/* A forked child must not keep the server's descriptors (the listener
- * above all): os.register_at_fork(after_in_child=m0._after_fork_child). */
-static int register_fork_hook(void)
-{
-    PyObject *os = PyImport_ImportModule("os"), *m0 = PyImport_ImportModule("m0");
-    PyObject *hook = m0 ? PyObject_GetAttrString(m0, "_after_fork_child") : NULL;
-    PyObject *reg = os ? PyObject_GetAttrString(os, "register_at_fork") : NULL;
-    PyObject *kw = hook ? Py_BuildValue("{s:O}", "after_in_child", hook) : NULL;
-    PyObject *args = PyTuple_New(0);
-    PyObject *r = (reg && kw && args) ? PyObject_Call(reg, args, kw) : NULL;
-    int rc = r != NULL ? M0_OK : M0_ERR;
-    Py_XDECREF(r);
-    Py_XDECREF(args);
-    Py_XDECREF(kw);
-    Py_XDECREF(reg);
-    Py_XDECREF(hook);
-    Py_XDECREF(m0);
-    Py_XDECREF(os);
-    return rc;
-}
-
-/* Print why spec could not be loaded: one line for "nothing found"
- * (m0serve._boot.LoadError), the traceback for an error inside the app. */
-static void report_load_error(PyObject *boot, const char *where, const char *spec)
-{
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    PyObject *load_error = PyObject_GetAttrString(boot, "LoadError");
-    PyErr_Clear();
-    if (load_error != NULL && value != NULL && PyObject_IsInstance(value, load_error) == 1) {
-        PyObject *msg = PyObject_Str(value);
-        m0_error("cannot load the application%s: %s", where, msg ? PyUnicode_AsUTF8(msg) : "?");
-        PyErr_Clear();
-        Py_XDECREF(msg);
-        Py_XDECREF(type);
-        Py_XDECREF(value);
-        Py_XDECREF(tb);
-    } else {
-        m0_error("cannot load the application %s%s; traceback follows", spec, where);
-        PyErr_Restore(type, value, tb);
-        m0_py_print_exception();
-    }
-    Py_XDECREF(load_error);
-    flush_std();
-}
-
-/* Give t (its kind detected) its runner. This is the one place a
- * protocol picks its mode: WSGI runs on the handler pool (assigned when the
- * pool starts, m0_serve_start_pools; inline without one), ASGI on its own
- * asyncio executor, started by the runner's setup. */
-static void bind_runner(struct m0_target *t, const struct m0_config *cfg)
-{
-    t->runner = t->kind == M0_TARGET_ASGI ? &m0_asgi_runner : &m0_wsgi_runner;
-    t->realtime = cfg->realtime;
-}
-
-/* Load one application mount into the target table. Attached. */
-static int load_mount(PyObject *boot, const struct m0_config *cfg, const struct m0_mount *m)
-{
-    static const char *const protos[] = {"auto", "wsgi", "asgi"};
-    char where[600] = "";
-    if (m->prefix_len != 0)
-        snprintf(where, sizeof where, " (mount %s)", m->prefix);
-    PyObject *res = PyObject_CallMethod(boot, "load", "ss", m->spec, protos[cfg->protocol]);
-    if (res == NULL) {
-        report_load_error(boot, where, m->spec);
-        return M0_ERR;
-    }
-    int rc = M0_ERR;
-    PyObject *app = NULL;
-    const char *kind = NULL, *found = NULL;
-    if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 3 || (app = PyTuple_GET_ITEM(res, 0)) == NULL ||
-        (kind = PyUnicode_AsUTF8(PyTuple_GET_ITEM(res, 1))) == NULL ||
-        (found = PyUnicode_AsUTF8(PyTuple_GET_ITEM(res, 2))) == NULL) {
-        m0_py_print_exception();
-        flush_std();
-        goto out;
-    }
-    struct m0_target *t = m0_targets_next(&m0_targets, m->prefix, m->prefix_len,
-                                          strcmp(kind, "asgi") == 0 ? M0_TARGET_ASGI : M0_TARGET_WSGI);
-    if (t == NULL) {
-        m0_error("mount %s: the mount table is full", m->prefix);
-        goto out;
-    }
-    t->spec = m->spec;
-    t->resolved = strdup(found);        /* lives as long as the table */
-    if (t->resolved == NULL)
-        goto out;
-    bind_runner(t, cfg);
-    Py_INCREF(app);
-    t->app = app;
-    if (t->runner->setup(t, cfg) != M0_OK) {
-        if (PyErr_Occurred()) {
-            m0_error("cannot start the application %s%s; traceback follows", found, where);
-            m0_py_print_exception();
-        }   /* else the runner said why (a lifespan startup failure) */
-        flush_std();
-        Py_CLEAR(t->app);
-        goto out;
-    }
-    m0_targets_commit(&m0_targets);
-    rc = M0_OK;
-out:
-    Py_DECREF(res);
-    return rc;
-}
-
-int m0_py_load_apps(const struct m0_config *cfg)
-{
-    int rc = M0_ERR;
-    PyObject *boot = NULL;
-
-    m0_py_attach();
-    if (register_fork_hook() != M0_OK) {
-        m0_py_print_exception();
-        goto out;
-    }
-    boot = PyImport_ImportModule("m0serve._boot");
-    if (boot == NULL) {
-        m0_py_print_exception();
-        goto out;
-    }
-    int wsgi = 0, apps = 0;
-    for (unsigned i = 0; i < cfg->nmounts; i++) {
-        if (cfg->mounts[i].kind != M0_MOUNT_APP)
-            continue;
-        if (load_mount(boot, cfg, &cfg->mounts[i]) != M0_OK)
-            goto out;
-        apps++;
-    }
-    for (unsigned i = 0; i < m0_targets.n; i++)
-        wsgi |= m0_targets.t[i].kind == M0_TARGET_WSGI;
-    if (apps > 0 && !wsgi && cfg->threads_explicit && cfg->blocking_threads > 0) {
-        m0_error("%s: ASGI applications run on their asyncio executor; --blocking-threads applies to "
-                 "WSGI applications only (drop the flag, or name the WSGI callable, e.g. mysite.wsgi "
-                 "for a Django project, to run it on the pool)", cfg->app != NULL ? cfg->app : "every mount");
-        goto out;
-    }
-    rc = M0_OK;
-out:
-    Py_XDECREF(boot);
-    m0_py_detach();
-    return rc;
 }
 
 void m0_py_attach(void)
@@ -512,9 +356,6 @@ void m0_py_thread_free(void *ts)
 void m0_py_finalize(void)
 {
     m0_py_attach();
-    for (unsigned i = 0; i < m0_targets.n; i++)
-        Py_CLEAR(m0_targets.t[i].app);
-    m0_targets.n = 0;
     if (Py_FinalizeEx() < 0)
         m0_warn("python: errors while finalizing");
 }
