@@ -20,6 +20,7 @@
 #include "m0/apps.h"
 #include "m0/asgi.h"
 #include "m0/config.h"
+#include "m0/job.h"
 #include "m0/log.h"
 #include "m0/pool.h"
 #include "m0/pyrt.h"
@@ -100,7 +101,8 @@ static void bind_runner(struct m0_target *t, const struct m0_config *cfg)
 }
 
 /* Load one application mount into the target table. Attached. */
-static int load_mount(PyObject *boot, const struct m0_config *cfg, const struct m0_mount *m)
+static int load_mount(PyObject *boot, const struct m0_config *cfg, const struct m0_runner_env *env,
+                      const struct m0_mount *m)
 {
     static const char *const protos[] = {"auto", "wsgi", "asgi"};
     char where[600] = "";
@@ -134,7 +136,7 @@ static int load_mount(PyObject *boot, const struct m0_config *cfg, const struct 
     bind_runner(t, cfg);
     Py_INCREF(app);
     t->app = app;
-    if (t->runner->setup(t, cfg) != M0_OK) {
+    if (t->runner->setup(t, cfg, env) != M0_OK) {
         if (PyErr_Occurred()) {
             m0_error("cannot start the application %s%s; traceback follows", found, where);
             m0_py_print_exception();
@@ -150,7 +152,7 @@ out:
     return rc;
 }
 
-int m0_apps_load(const struct m0_config *cfg)
+int m0_apps_load(const struct m0_config *cfg, const struct m0_runner_env *env)
 {
     int rc = M0_ERR;
     PyObject *boot = NULL;
@@ -169,7 +171,7 @@ int m0_apps_load(const struct m0_config *cfg)
     for (unsigned i = 0; i < cfg->nmounts; i++) {
         if (cfg->mounts[i].kind != M0_MOUNT_APP)
             continue;
-        if (load_mount(boot, cfg, &cfg->mounts[i]) != M0_OK)
+        if (load_mount(boot, cfg, env, &cfg->mounts[i]) != M0_OK)
             goto out;
         apps++;
     }
@@ -196,4 +198,39 @@ void m0_apps_unload(void)
         Py_CLEAR(m0_targets.t[i].app);
     m0_targets.n = 0;
     m0_py_detach();
+}
+
+int m0_apps_start_pool(const struct m0_config *cfg, const struct m0_runner_env *env, struct m0_pool **out)
+{
+    int wsgi = 0;
+    *out = NULL;
+    for (unsigned i = 0; i < m0_targets.n; i++)
+        wsgi |= m0_targets.t[i].runner != NULL && m0_targets.t[i].runner->start != NULL;
+    if (wsgi && cfg->blocking_threads > 0) {
+        char err[256];
+        unsigned min = (unsigned)cfg->blocking_threads;
+        unsigned max = cfg->threads_explicit ? min : (unsigned)cfg->blocking_threads_max;
+        *out = m0_pool_start(env, min, max, (uint64_t)(cfg->blocking_threads_idle * 1000), err, sizeof err);
+        if (*out == NULL) {
+            m0_error("%s", err);
+            return M0_ERR;
+        }
+    }
+    for (unsigned i = 0; i < m0_targets.n; i++) {
+        if (m0_targets.t[i].runner != NULL && m0_targets.t[i].runner->start != NULL)
+            m0_targets.t[i].pool = *out;
+    }
+    return M0_OK;
+}
+
+void m0_apps_teardown(void)
+{
+    for (unsigned i = 0; i < m0_targets.n; i++) {
+        struct m0_target *t = &m0_targets.t[i];
+        if (t->runner != NULL && t->runner->teardown != NULL) {
+            m0_py_attach();
+            t->runner->teardown(t);
+            m0_py_detach();
+        }
+    }
 }

@@ -36,9 +36,7 @@
 #include <unistd.h>
 
 #include "m0/asgi.h"
-#include "m0/bus.h"
 #include "m0/config.h"
-#include "m0/conn.h"
 #include "m0/fork.h"
 #include "m0/job.h"
 #include "m0/lane.h"
@@ -59,13 +57,18 @@ struct m0_exec {
     PyObject *py;                  /* the executor object (python/m0serve/_asgi.py) */
     PyObject *scope;               /* the scope template (type, asgi, scheme, root_path, server, extensions) */
     PyObject *state;               /* what lifespan startup put in scope["state"], or NULL */
-    unsigned id;
+    unsigned id;                   /* the target's index in the target table */
+    const struct m0_runner_env *env;   /* the loop whose jobs it runs */
 };
 
-#define MAX_EXECS 16
-static struct m0_exec *execs[MAX_EXECS];
-static unsigned nexecs;
+/* A job's key as the Python side knows it: the executor's id and the
+ * slot (the executor is found from the target table, which is read-only
+ * once the worker serves, so no table of executors is kept). */
+#define KEY_SLOT(key) ((uint32_t)((key) & 0xffffffffu))
+#define KEY_EXEC(key) ((unsigned long)(key) >> 32)
+#define JOB_KEY(x, slot) (((unsigned long)(x)->id << 32) | (slot))
 
+/* Per process, read-only after the first setup: interned names. */
 static PyObject *k_type, *k_http, *k_http_version, *k_method, *k_path, *k_raw_path, *k_query_string,
     *k_headers, *k_client, *k_state, *v_11, *v_10, *v_GET, *v_POST, *v_https;
 
@@ -96,14 +99,23 @@ static void asgi_wake(struct m0_job *job)
 
 /* --------------------------------------------------------- job lookup */
 
-struct m0_job *m0_asgi_job_of(unsigned long slot)
+/* The executor of id (a target's index), or NULL. */
+static struct m0_exec *exec_of(unsigned long id)
 {
-    struct m0_server *s = m0_server_current;
-    struct m0_job *job = s != NULL && slot < s->nconns ? s->jobs[slot] : NULL;
+    if (id >= M0_MAX_TARGETS || m0_targets.t[id].runner != &m0_asgi_runner)
+        return NULL;
+    return m0_targets.t[id].rstate;
+}
+
+struct m0_job *m0_asgi_job_of(unsigned long key)
+{
+    struct m0_exec *x = exec_of(KEY_EXEC(key));
+    uint32_t slot = KEY_SLOT(key);
+    struct m0_job *job = x != NULL && slot < x->env->njobs ? x->env->jobs[slot] : NULL;
     if (job == NULL || job->target == NULL || job->target->runner != &m0_asgi_runner ||
         job->rstate[M0_ASGI_ID] == NULL || ((struct m0_asgi_job *)job->rstate[M0_ASGI_ID])->done ||
         atomic_load(&job->run_state) != M0_JOB_RUNNING) {
-        PyErr_Format(PyExc_RuntimeError, "ASGI: slot %lu has no request in flight", slot);
+        PyErr_Format(PyExc_RuntimeError, "ASGI: slot %lu has no request in flight", (unsigned long)slot);
         return NULL;
     }
     return job;
@@ -113,13 +125,14 @@ void m0_asgi_done(struct m0_job *job)
 {
     struct m0_asgi_job *aj = job->rstate[M0_ASGI_ID];
     aj->done = 1;
-    struct m0_completion c = {.slot = job->slot, .gen = job->gen, .kind = M0_CPL_DONE, .rc = M0_DONE};
-    m0_loop_post(job->loop, &c);
+    m0_job_post_done(job);
 }
 
 /* ---------------------------------------------------------- _m0asgi module */
 
-/* take(exec_id) -> list of (kind, slot): the lane's records. A START for a
+/* take(exec_id) -> list of (kind, key): the lane's records, each naming
+ * its job by a key (the executor's id and the slot) that every other
+ * function takes back. A START for a
  * request nobody waits for any more (the client left before the task began)
  * is completed here and not reported. */
 static PyObject *py_take(PyObject *self, PyObject *arg)
@@ -128,22 +141,20 @@ static PyObject *py_take(PyObject *self, PyObject *arg)
     unsigned long id = PyLong_AsUnsignedLong(arg);
     if (PyErr_Occurred())
         return NULL;
-    if (id >= nexecs) {
+    struct m0_exec *x = exec_of(id);
+    if (x == NULL) {
         PyErr_SetString(PyExc_ValueError, "no such executor");
         return NULL;
     }
-    struct m0_exec *x = execs[id];
     PyObject *out = PyList_New(0);
     if (out == NULL)
         return NULL;
     struct m0_lane_rec rec;
     for (int i = 0; i < 1024 && m0_lane_poll(&x->lane, &rec) == M0_OK; i++) {
         if (rec.kind == REC_START) {
-            struct m0_job *job = m0_server_current->jobs[rec.slot];
-            int queued = M0_JOB_QUEUED;
-            if (!atomic_compare_exchange_strong(&job->run_state, &queued, M0_JOB_RUNNING)) {
-                struct m0_completion c = {.slot = rec.slot, .gen = rec.gen, .kind = M0_CPL_DONE, .rc = M0_DONE};
-                m0_loop_post(job->loop, &c);
+            struct m0_job *job = x->env->jobs[rec.slot];
+            if (!m0_job_claim(job)) {
+                m0_job_post_done(job);
                 continue;
             }
             if (job->rstate[M0_ASGI_ID] == NULL) {
@@ -156,7 +167,7 @@ static PyObject *py_take(PyObject *self, PyObject *arg)
             m0_head_reset(&job->head);
             m0_body_reset(&job->body);
         }
-        PyObject *t = Py_BuildValue("(ik)", (int)rec.kind, (unsigned long)rec.slot);
+        PyObject *t = Py_BuildValue("(ik)", (int)rec.kind, JOB_KEY(x, rec.slot));
         if (t == NULL || PyList_Append(out, t) == -1) {
             Py_XDECREF(t);
             Py_DECREF(out);
@@ -415,34 +426,11 @@ static PyObject *py_start(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* A hold is taken only where it can be kept (--realtime, 2xx, not HEAD). */
-static int is_hold(const struct m0_job *job)
-{
-    return job->target->realtime && job->head.hold == M0_HOLD_STREAM && job->head.status / 100 == 2 &&
-           !(job->req.flags & M0_REQ_HEAD);
-}
-
+/* Commit the head (once: a second commit writes nothing), held where it
+ * can be kept (m0_job_may_hold). */
 static void commit(struct m0_job *job, int64_t body_len)
 {
-    const struct m0_req *r = &job->req;
-    struct m0_server *s = m0_server_current;
-    int complete;
-    m0_job_body_len(job, &complete);
-    struct m0_body_req br = {
-        .http_minor = r->http_minor,
-        .keepalive = (r->flags & M0_REQ_KEEPALIVE) && !atomic_load(&s->draining) && complete,
-        .head = (r->flags & M0_REQ_HEAD) != 0,
-    };
-    int hold = is_hold(job);
-    if (m0_body_commit(&job->body, &job->resp.out, &job->head, &br, body_len, hold) != M0_OK)
-        return;      /* one head per response: a second commit writes nothing */
-    job->resp.status = job->head.status;
-    if (hold) {
-        const struct m0_hdr *lei = m0_req_header(r, "last-event-id");
-        job->hold_last_id = lei ? m0_sse_parse_last_id(lei->value, lei->value_len) : 0;
-        job->hold_start = m0_bus_last_id();
-        job->resp.flags |= M0_RESP_HOLD;
-    }
+    m0_job_commit(job, body_len, m0_job_may_hold(job));
 }
 
 static void emit(struct m0_job *job, const char *p, size_t n)
@@ -494,7 +482,7 @@ static PyObject *py_send(PyObject *self, PyObject *args)
     }
     const struct m0_head *h = &job->head;
     if (!job->body.committed) {
-        if (is_hold(job)) {
+        if (m0_job_may_hold(job)) {
             /* The hold's first bytes go out whole, after the subscription. */
             m0_buf_append(&aj->held, body.buf, (size_t)body.len);
             if (!more) {
@@ -598,32 +586,44 @@ static PyObject *py_fail(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* flush(): post the completions this executor collected since the last
+/* flush(exec_id): post the completions this executor collected since the last
  * flush, waking the C loop at most once (m0_loop_defer). The executor
  * calls it once per batch of its own work. */
-static PyObject *py_flush(PyObject *self, PyObject *unused)
+static PyObject *py_flush(PyObject *self, PyObject *arg)
 {
     (void)self;
-    (void)unused;
-    if (m0_server_current != NULL)
-        m0_loop_flush(m0_server_current->loop);
+    struct m0_exec *x = exec_of(PyLong_AsUnsignedLong(arg));
+    if (x == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "no such executor");
+        return NULL;
+    }
+    m0_loop_flush(x->env->loop);
     Py_RETURN_NONE;
 }
 
-/* defer(on): the calling thread (the executor) collects its completions
- * until flush(). */
-static PyObject *py_defer(PyObject *self, PyObject *arg)
+/* defer(exec_id, on): the calling thread (the executor) collects its
+ * completions until flush(). */
+static PyObject *py_defer(PyObject *self, PyObject *args)
 {
     (void)self;
-    if (m0_server_current != NULL)
-        m0_loop_defer(m0_server_current->loop, PyObject_IsTrue(arg));
+    unsigned long id;
+    int on;
+    if (!PyArg_ParseTuple(args, "kp:defer", &id, &on))
+        return NULL;
+    struct m0_exec *x = exec_of(id);
+    if (x == NULL) {
+        PyErr_SetString(PyExc_ValueError, "no such executor");
+        return NULL;
+    }
+    m0_loop_defer(x->env->loop, on);
     Py_RETURN_NONE;
 }
 
 static PyMethodDef methods[] = {
-    {"flush", py_flush, METH_NOARGS, "flush(): post the collected completions (one loop wakeup)"},
-    {"defer", py_defer, METH_O, "defer(on): collect this thread's completions until flush()"},
-    {"take", py_take, METH_O, "take(exec_id) -> [(kind, slot)]: the records on the executor's lane "
+    {"flush", py_flush, METH_O, "flush(exec_id): post the collected completions (one loop wakeup)"},
+    {"defer", py_defer, METH_VARARGS, "defer(exec_id, on): collect this thread's completions until flush()"},
+    {"take", py_take, METH_O, "take(exec_id) -> [(kind, key)]: the records on the executor's lane "
                               "(START: a request to run; WAKE: something it polled for happened)"},
     {"scope", py_scope, METH_O, "scope(slot) -> dict | None: the HTTP or websocket scope (None: refused)"},
     {"read", py_read, METH_VARARGS, "read(slot, max) -> (bytes, more_body) | None (wait for a WAKE)"},
@@ -687,18 +687,15 @@ static void close_in_child(void *ctx)
 
 /* Start the target's executor (its thread, its asyncio loop, lifespan
  * startup). On failure the app's message is logged and M0_ERR returned. */
-static int asgi_setup(struct m0_target *t, const struct m0_config *cfg)
+static int asgi_setup(struct m0_target *t, const struct m0_config *cfg, const struct m0_runner_env *env)
 {
     if (intern_all() != M0_OK)
         return M0_ERR;
-    if (nexecs == MAX_EXECS) {
-        PyErr_SetString(PyExc_RuntimeError, "too many ASGI applications");
-        return M0_ERR;
-    }
     struct m0_exec *x = m0_xmalloc(sizeof *x);
     memset(x, 0, sizeof *x);
     x->t = t;
-    x->id = nexecs;
+    x->id = (unsigned)(t - m0_targets.t);
+    x->env = env;
     if (m0_lane_open(&x->lane, 4 * 1024 * 1024) != M0_OK) {
         free(x);
         PyErr_SetFromErrno(PyExc_OSError);
@@ -727,7 +724,6 @@ static int asgi_setup(struct m0_target *t, const struct m0_config *cfg)
         free(x);
         return M0_ERR;
     }
-    execs[nexecs++] = x;
     t->rstate = x;
     m0_fork_on_child(close_in_child, x);
     PyObject *mod = PyImport_ImportModule("m0serve._asgi");
@@ -768,7 +764,7 @@ static int asgi_setup(struct m0_target *t, const struct m0_config *cfg)
         x->state = state;
     else
         Py_DECREF(state);
-    m0_loop_add_hook(m0_server_current->loop, exec_hook, x);
+    m0_loop_add_hook(env->loop, exec_hook, x);
     return M0_OK;
 }
 

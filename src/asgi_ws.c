@@ -32,7 +32,6 @@
 
 #include "m0/asgi.h"
 #include "m0/body.h"
-#include "m0/bus.h"
 #include "m0/job.h"
 #include "m0/loop.h"
 #include "m0/target.h"
@@ -197,7 +196,7 @@ static PyObject *py_ws_accept(PyObject *self, PyObject *args)
     }
     job->head.hold = M0_HOLD_WEBSOCKET;
     job->hold_last_id = 0;                        /* a socket does not resume */
-    job->hold_start = m0_bus_last_id();
+    job->hold_start = m0_job_newest_id(job);
     job->resp.flags |= M0_RESP_HOLD;
     aj->accepted = 1;
     struct m0_completion c = {.slot = job->slot, .gen = job->gen, .kind = M0_CPL_UPGRADE, .rc = M0_OK};

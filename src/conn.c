@@ -42,8 +42,6 @@
 #define READS_PER_WAKEUP 8
 #define LINGER_MS 2000
 
-struct m0_server *m0_server_current;
-
 const char *m0_conn_state_name(enum m0_conn_state st)
 {
     static const char *const names[] = {"FREE", "READ_HEAD", "READ_BODY", "RUN", "WRITE",
@@ -238,6 +236,7 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
         if (job == NULL) {
             job = c->job = m0_job_new(slot);
             job->loop = s->loop;
+            job->env = &s->env;
             m0_http_init(&c->http, &job->req, &s->cfg->limits);
             s->jobs[slot] = job;
         }

@@ -10,6 +10,8 @@
 
 #include "m0/job.h"
 #include "m0/loop.h"
+#include "m0/sse.h"
+#include "m0/target.h"
 
 struct m0_job *m0_job_new(uint32_t slot)
 {
@@ -404,4 +406,67 @@ void m0_job_socket_gone(struct m0_job *job, unsigned code)
         ch->peer_code = (uint16_t)code;
     pthread_mutex_unlock(&ch->lock);
     m0_job_gone(job);
+}
+
+/* ------------------------------------------------------------ run state */
+
+int m0_job_claim(struct m0_job *job)
+{
+    int queued = M0_JOB_QUEUED;
+    return atomic_compare_exchange_strong(&job->run_state, &queued, M0_JOB_RUNNING);
+}
+
+int m0_job_cancel(struct m0_job *job)
+{
+    int queued = M0_JOB_QUEUED;
+    return atomic_compare_exchange_strong(&job->run_state, &queued, M0_JOB_CANCELLED);
+}
+
+void m0_job_post_done(struct m0_job *job)
+{
+    struct m0_completion c = {.slot = job->slot, .gen = job->gen, .kind = M0_CPL_DONE, .rc = M0_DONE};
+    m0_loop_post(job->loop, &c);
+}
+
+/* ------------------------------------------------------------ the head */
+
+uint64_t m0_job_newest_id(const struct m0_job *job)
+{
+    const struct m0_runner_env *env = job->env;
+    return env != NULL && env->newest_id != NULL ? env->newest_id(env->newest_ctx) : 0;
+}
+
+struct m0_body_req m0_job_framing(struct m0_job *job)
+{
+    const struct m0_req *r = &job->req;
+    int complete;
+    m0_job_body_len(job, &complete);
+    int draining = job->env != NULL && atomic_load(job->env->draining);
+    return (struct m0_body_req){
+        .http_minor = r->http_minor,
+        .keepalive = (r->flags & M0_REQ_KEEPALIVE) && !draining && complete,
+        .head = (r->flags & M0_REQ_HEAD) != 0,
+    };
+}
+
+int m0_job_may_hold(const struct m0_job *job)
+{
+    return job->target != NULL && job->target->realtime && job->head.hold == M0_HOLD_STREAM &&
+           job->head.status / 100 == 2 && !(job->req.flags & M0_REQ_HEAD);
+}
+
+int m0_job_commit(struct m0_job *job, int64_t body_len, int hold)
+{
+    const struct m0_req *r = &job->req;
+    struct m0_body_req br = m0_job_framing(job);
+    if (m0_body_commit(&job->body, &job->resp.out, &job->head, &br, body_len, hold) != M0_OK)
+        return M0_ERR;
+    job->resp.status = job->head.status;
+    if (hold) {
+        const struct m0_hdr *lei = m0_req_header(r, "last-event-id");
+        job->hold_last_id = lei ? m0_sse_parse_last_id(lei->value, lei->value_len) : 0;
+        job->hold_start = m0_job_newest_id(job);
+        job->resp.flags |= M0_RESP_HOLD;
+    }
+    return M0_OK;
 }

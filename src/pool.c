@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "m0/buf.h"
-#include "m0/conn.h"
 #include "m0/fork.h"
 #include "m0/job.h"
 #include "m0/log.h"
@@ -41,7 +40,7 @@ struct thread_slot {
 };
 
 struct m0_pool {
-    struct m0_server *s;
+    const struct m0_runner_env *env;
     struct m0_lane lane;
     unsigned min, max;
     uint64_t idle_ms;
@@ -54,27 +53,20 @@ struct m0_pool {
     struct m0_lane_q backlog;       /* loop-only: records the lane could not take yet */
 };
 
-static void post_done(struct m0_job *job, uint32_t slot, uint32_t gen)
-{
-    struct m0_completion c = {.slot = slot, .gen = gen, .kind = M0_CPL_DONE, .rc = M0_DONE};
-    m0_loop_post(job->loop, &c);
-}
-
 /* Run one job to its end on this thread (attached to the interpreter): a
  * streamed body is handed over piece by piece, waiting for credit detached,
  * and never leaves this thread. */
 static void run_job(struct m0_pool *p, const struct m0_lane_rec *rec, void *ts)
 {
-    if (rec->slot >= p->s->nconns)
+    if (rec->slot >= p->env->njobs)
         return;
-    struct m0_job *job = p->s->jobs[rec->slot];
+    struct m0_job *job = p->env->jobs[rec->slot];
     if (job == NULL)
         return;
-    int queued = M0_JOB_QUEUED;
     /* The loop may have answered 503 already (--request-timeout) or seen
      * the client leave: whoever moves the job out of QUEUED owns it. */
-    if (!atomic_compare_exchange_strong(&job->run_state, &queued, M0_JOB_RUNNING)) {
-        post_done(job, rec->slot, rec->gen);
+    if (!m0_job_claim(job)) {
+        m0_job_post_done(job);
         return;
     }
     atomic_fetch_add(&p->busy, 1);
@@ -83,7 +75,7 @@ static void run_job(struct m0_pool *p, const struct m0_lane_rec *rec, void *ts)
         /* An inbound WebSocket message: one call, one completion. */
         r->message(job, job->msg_opcode, job->req.body.data, (size_t)job->req.body_len);
         atomic_fetch_sub(&p->busy, 1);
-        post_done(job, rec->slot, rec->gen);
+        m0_job_post_done(job);
         return;
     }
     int rc = r->start(job);
@@ -101,7 +93,7 @@ static void run_job(struct m0_pool *p, const struct m0_lane_rec *rec, void *ts)
         rc = r->resume(job);
     }
     atomic_fetch_sub(&p->busy, 1);
-    post_done(job, rec->slot, rec->gen);
+    m0_job_post_done(job);
 }
 
 /* Leave if the pool has more threads than its floor (CAS: two idle threads
@@ -232,12 +224,12 @@ static void pool_hook(struct m0_loop *l, void *ctx)
     m0_loop_wake_at(l, p->saturated_since + GROW_MS);
 }
 
-struct m0_pool *m0_pool_start(struct m0_server *s, unsigned min, unsigned max, uint64_t idle_ms,
+struct m0_pool *m0_pool_start(const struct m0_runner_env *env, unsigned min, unsigned max, uint64_t idle_ms,
                               char *err, size_t cap)
 {
     struct m0_pool *p = m0_xmalloc(sizeof *p);
     memset(p, 0, sizeof *p);
-    p->s = s;
+    p->env = env;
     p->min = min;
     p->max = max < min ? min : max;
     p->idle_ms = idle_ms;
@@ -258,7 +250,7 @@ struct m0_pool *m0_pool_start(struct m0_server *s, unsigned min, unsigned max, u
             return NULL;
         }
     }
-    m0_loop_add_hook(s->loop, pool_hook, p);
+    m0_loop_add_hook(env->loop, pool_hook, p);
     m0_fork_on_child(close_in_child, p);
     return p;
 }

@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/conn.h"
 #include "m0/fork.h"
@@ -33,9 +34,6 @@
 #include "m0/log.h"
 #include "m0/loop.h"
 #include "m0/pool.h"
-#include "m0/pyrt.h"
-#include "m0/runner.h"
-#include "m0/target.h"
 #include "m0/serve.h"
 #include "m0/timer.h"
 #include "m0/worker.h"
@@ -238,6 +236,13 @@ static void close_in_child(void *ctx)
     m0_loop_close_in_child(s->loop);
 }
 
+/* Where a hold decided now starts (job.h, m0_runner_env.newest_id). */
+static uint64_t newest_id(const void *ctx)
+{
+    (void)ctx;
+    return m0_bus_last_id();
+}
+
 struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fds, int nlisten, int sig_fd,
                                int ctl_fd)
 {
@@ -289,45 +294,10 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
     }
     m0_loop_add_hook(s->loop, serve_hook, v);
     s->next_sweep = m0_loop_now(s->loop) + SWEEP_MS;
+    s->env = (struct m0_runner_env){.loop = s->loop, .jobs = s->jobs, .njobs = s->nconns, .draining = &s->draining,
+                                    .newest_id = newest_id, .newest_ctx = s};
     m0_fork_on_child(close_in_child, v);
-    m0_server_current = s;
     return s;
-}
-
-int m0_serve_start_pools(struct m0_server *s)
-{
-    const struct m0_config *cfg = s->cfg;
-    int wsgi = 0;
-    for (unsigned i = 0; i < m0_targets.n; i++)
-        wsgi |= m0_targets.t[i].runner != NULL && m0_targets.t[i].runner->start != NULL;
-    if (wsgi && cfg->blocking_threads > 0) {
-        char err[256];
-        unsigned min = (unsigned)cfg->blocking_threads;
-        unsigned max = cfg->threads_explicit ? min : (unsigned)cfg->blocking_threads_max;
-        s->pool = m0_pool_start(s, min, max, (uint64_t)(cfg->blocking_threads_idle * 1000), err, sizeof err);
-        if (s->pool == NULL) {
-            m0_error("%s", err);
-            return M0_ERR;
-        }
-    }
-    for (unsigned i = 0; i < m0_targets.n; i++) {
-        if (m0_targets.t[i].runner != NULL && m0_targets.t[i].runner->start != NULL)
-            m0_targets.t[i].pool = s->pool;
-    }
-    return M0_OK;
-}
-
-void m0_serve_teardown_targets(struct m0_server *s)
-{
-    (void)s;
-    for (unsigned i = 0; i < m0_targets.n; i++) {
-        struct m0_target *t = &m0_targets.t[i];
-        if (t->runner != NULL && t->runner->teardown != NULL) {
-            m0_py_attach();
-            t->runner->teardown(t);
-            m0_py_detach();
-        }
-    }
 }
 
 void m0_serve_booted(struct m0_server *s)
@@ -390,6 +360,5 @@ void m0_serve_free(struct m0_server *s)
     if (v->ctl_fd != -1)
         close(v->ctl_fd);
     m0_fork_forget(v);
-    m0_server_current = NULL;
     free(v);
 }

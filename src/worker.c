@@ -126,11 +126,11 @@ void m0_worker_main(const struct m0_config *cfg, const int *listen_fds, int nlis
     struct m0_server *s = m0_serve_new(cfg, listen_fds, nlisten, sp[0], ctl_fd);
     if (s == NULL)
         _exit(M0_EXIT_FAIL);
-    if (m0_static_add_targets(cfg) != M0_OK || m0_apps_load(cfg) != M0_OK) {
+    if (m0_static_add_targets(cfg) != M0_OK || m0_apps_load(cfg, &s->env) != M0_OK) {
         fflush(NULL);
         _exit(M0_EXIT_BOOT);     /* executor threads may be alive: nothing to join */
     }
-    if (m0_serve_start_pools(s) != M0_OK)
+    if (m0_apps_start_pool(cfg, &s->env, &s->pool) != M0_OK)
         _exit(M0_EXIT_FAIL);
     m0_broker_prepare();       /* --broker: where the log stands, before serving */
     if (cfg->reload)
@@ -143,7 +143,7 @@ void m0_worker_main(const struct m0_config *cfg, const int *listen_fds, int nlis
         fflush(NULL);
         _exit(rc);             /* threads are inside Python: no finalize, no join */
     }
-    m0_serve_teardown_targets(s);
+    m0_apps_teardown();
     m0_serve_free(s);
     m0_apps_unload();
     m0_py_finalize();

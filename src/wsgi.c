@@ -55,13 +55,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "m0/bus.h"
 #include "m0/config.h"
-#include "m0/conn.h"
 #include "m0/log.h"
 #include "m0/pyrt.h"
 #include "m0/runner.h"
-#include "m0/sse.h"
 #include "m0/target.h"
 #include "m0/fork.h"
 
@@ -342,7 +339,7 @@ static int commit(struct m0_job *job, int64_t body_len)
         job->resp.status = ws->message ? h->status : 101;
         if (!ws->message) {
             job->hold_last_id = 0;               /* a socket does not resume */
-            job->hold_start = m0_bus_last_id();
+            job->hold_start = m0_job_newest_id(job);
             job->resp.flags |= M0_RESP_HOLD;
         }
         size_t n = ws->pending.len;
@@ -354,32 +351,12 @@ static int commit(struct m0_job *job, int64_t body_len)
         m0_buf_reset(&ws->pending);
         return 0;
     }
-    /* A hold is taken only where it can be kept: --realtime, a 2xx, a GET
-     * (not HEAD). Anywhere else the same response goes out as an ordinary
-     * short one — the property that lets hold views run under any server. */
-    int hold = job->target->realtime && h->hold == M0_HOLD_STREAM && h->status / 100 == 2 &&
-               !(r->flags & M0_REQ_HEAD);
-    int body_complete;
-    m0_job_body_len(job, &body_complete);
-    struct m0_server *s = m0_server_current;
-    struct m0_body_req br = {
-        .http_minor = r->http_minor,
-        /* The connection may persist when the request allows it, the server
-         * is not draining, and the request's end is known (a lazy body that
-         * has not arrived whole cannot be skipped). */
-        .keepalive = (r->flags & M0_REQ_KEEPALIVE) && !(s != NULL && atomic_load(&s->draining)) && body_complete,
-        .head = (r->flags & M0_REQ_HEAD) != 0,
-    };
-    if (m0_body_commit(&job->body, &job->resp.out, h, &br, body_len, hold) != M0_OK) {
+    /* A hold is taken only where it can be kept (--realtime, a 2xx, not
+     * HEAD). Anywhere else the same response goes out as an ordinary short
+     * one — the property that lets hold views run under any server. */
+    if (m0_job_commit(job, body_len, m0_job_may_hold(job)) != M0_OK) {
         m0_error("BUG: %s %s: a second head for one response refused", r->method, r->target);
         return -1;
-    }
-    job->resp.status = h->status;
-    if (hold) {
-        const struct m0_hdr *lei = m0_req_header(r, "last-event-id");
-        job->hold_last_id = lei ? m0_sse_parse_last_id(lei->value, lei->value_len) : 0;
-        job->hold_start = m0_bus_last_id();
-        job->resp.flags |= M0_RESP_HOLD;
     }
     if (ws->pending.len > 0) {
         /* The body held back until now. */
@@ -788,7 +765,7 @@ static void wsgi_abandon(struct m0_job *job)
     job->resp.flags |= M0_RESP_ABORT;
 }
 
-static int wsgi_setup(struct m0_target *t, const struct m0_config *cfg)
+static int wsgi_setup(struct m0_target *t, const struct m0_config *cfg, const struct m0_runner_env *env)
 {
     static const struct {
         PyObject **slot;
@@ -798,6 +775,7 @@ static int wsgi_setup(struct m0_target *t, const struct m0_config *cfg)
         if (*names[i].slot == NULL && (*names[i].slot = PyUnicode_InternFromString(names[i].text)) == NULL)
             return M0_ERR;
     }
+    (void)env;          /* everything it needs of the loop comes with each job (job->env) */
     if (PyType_Ready(&StartResponseType) < 0)
         return M0_ERR;
     struct wsgi_target *wt = m0_xmalloc(sizeof *wt);

@@ -20,6 +20,7 @@
 #include "m0/types.h"
 #include "m0/buf.h"
 #include "m0/http.h"
+#include "m0/job.h"
 #include "m0/loop.h"
 
 struct m0_config;
@@ -108,14 +109,12 @@ struct m0_server {
     uint64_t keepalive_ms, header_ms, body_ms, write_ms, request_ms;
     uint64_t next_sweep, next_refusal_log;
     struct m0_pool *pool;          /* NULL: runners run on the loop thread */
+    struct m0_runner_env env;      /* what runners reach of this loop (job.h) */
     struct m0_realtime *rt;        /* --realtime state (hold.c); NULL without it */
     const char *health_path;
     size_t health_len;
     uint64_t requests;             /* requests answered (for /health) */
 };
-
-/* The serving state of this process's worker (set by serve.c). */
-extern struct m0_server *m0_server_current;
 
 static inline uint32_t m0_conn_slot(const struct m0_server *s, const struct m0_conn *c)
 {

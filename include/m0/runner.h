@@ -39,14 +39,19 @@
 #include "m0/types.h"
 
 struct m0_config;
+struct m0_runner_env;
 struct m0_target;
 
 struct m0_runner {
     const char *name;                               /* "wsgi", "asgi" */
     int id;                                         /* its index in job->rstate[] (< M0_RUNNER_MAX) */
-    /* Prepare t (its app is set): per-target state such as the environ
-     * template. M0_OK, or M0_ERR with a Python exception set. */
-    int (*setup)(struct m0_target *t, const struct m0_config *cfg);
+    /* Prepare t (its app is set) for the jobs of env's loop: per-target
+     * state such as the environ template (WSGI), or the target's executor
+     * with its lifespan startup (ASGI). Attached. M0_OK; or M0_ERR with a
+     * Python exception set, or with none when the runner has logged why
+     * itself (an ASGI lifespan startup failure: the application's message,
+     * one line). */
+    int (*setup)(struct m0_target *t, const struct m0_config *cfg, const struct m0_runner_env *env);
     int (*start)(struct m0_job *job);               /* M0_DONE | M0_AGAIN */
     int (*resume)(struct m0_job *job);              /* M0_DONE | M0_AGAIN */
     /* The client left (or the server stops) while a response is owed:

@@ -21,14 +21,6 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
  * A no-op without a master. Loop thread. */
 void m0_serve_tell_master(struct m0_server *s, char what);
 
-/* After the applications are loaded: the handler pool for the WSGI
- * targets (when any, and --blocking-threads > 0), assigned to them.
- * Returns M0_OK or M0_ERR (logged). Detached. */
-int m0_serve_start_pools(struct m0_server *s);
-
-/* After the drain: every runner's teardown (ASGI lifespan shutdown). */
-void m0_serve_teardown_targets(struct m0_server *s);
-
 /* Tell the master the application is loaded (M0_CTL_BOOTED). */
 void m0_serve_booted(struct m0_server *s);
 

@@ -74,7 +74,7 @@ class Executor:
         self.lifespan = lifespan
         self.timeout = max(graceful_timeout, 1.0)
         self.state = {}              # lifespan's scope["state"], copied into every request scope
-        self.cycles = {}             # slot -> the request cycle that owns the slot's job
+        self.cycles = {}             # job key (from take) -> the request cycle that owns the job
         self.loop = None
         self.thread = None
         self._ready = threading.Event()
@@ -106,7 +106,7 @@ class Executor:
             self.loop = loop = self._new_loop()
             asyncio.set_event_loop(loop)
             loop.run_until_complete(self._startup())
-            _c.defer(True)         # completions go out in batches: see need_flush()
+            _c.defer(self.id, True)   # completions go out in batches: see need_flush()
             loop.add_reader(self.fd, self._drain)
         except BaseException as exc:
             self._error = exc
@@ -116,7 +116,7 @@ class Executor:
         try:
             loop.run_forever()
         finally:
-            _c.defer(False)
+            _c.defer(self.id, False)
             loop.remove_reader(self.fd)
             # Tasks still running (work an application goes on with after its
             # response, as Django's response.close() in a thread) finish
@@ -155,7 +155,7 @@ class Executor:
 
     def _flush(self):
         self._flush_scheduled = False
-        _c.flush()
+        _c.flush(self.id)
 
     def _drain(self):
         for kind, slot in _c.take(self.id):
