@@ -28,12 +28,11 @@
 
 #include "m0/accesslog.h"
 #include "m0/config.h"
+#include "m0/dispatch.h"
 #include "m0/conn.h"
 #include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/log.h"
-#include "m0/pool.h"
-#include "m0/pyrt.h"
 #include "m0/runner.h"
 #include "m0/target.h"
 #include "m0/timer.h"
@@ -122,8 +121,7 @@ void m0_conn_close(struct m0_server *s, struct m0_conn *c)
          * never reused under a runner's feet. One that has not started
          * never will (nobody is left to answer); one that runs is told, so
          * a streaming response stops and close() runs at once. */
-        int queued = M0_JOB_QUEUED;
-        atomic_compare_exchange_strong(&job->run_state, &queued, M0_JOB_CANCELLED);
+        m0_job_cancel(job);
         m0_job_gone(job);
         m0_conn_set_state(s, c, M0_CONN_ORPHAN);
         s->norphans++;
@@ -132,9 +130,7 @@ void m0_conn_close(struct m0_server *s, struct m0_conn *c)
     if (c->flags & C_MORE) {
         /* An inline runner keeps Python state between pieces: release it. */
         c->flags &= ~C_MORE;
-        m0_py_attach();
-        job->target->runner->abandon(job);
-        m0_py_detach();
+        m0_dispatch_abandon(job);
     }
     m0_conn_set_state(s, c, M0_CONN_CLOSING);
     c->next_free = s->release_list;

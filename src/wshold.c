@@ -33,13 +33,12 @@
 
 #include "m0/accesslog.h"
 #include "m0/config.h"
+#include "m0/dispatch.h"
 #include "m0/conn.h"
 #include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/loop.h"
-#include "m0/pool.h"
-#include "m0/pyrt.h"
 #include "m0/runner.h"
 #include "m0/sse.h"
 #include "m0/target.h"
@@ -422,19 +421,12 @@ static void drive(struct m0_server *s, struct m0_conn *c)
         m0_buf_free(&m->payload);
         free(m);
         ws->in_flight = 1;
-        const struct m0_runner *r = ws->target->runner;
-        if (ws->target->pool != NULL) {
-            job->inl = NULL;
-            job->queued_ms = now_ms(s);
-            atomic_store(&job->run_state, M0_JOB_QUEUED);
+        /* On the target's pool, or (no pool) on the loop thread, as its
+         * requests run. */
+        if (m0_dispatch(job, M0_RUN_MESSAGE, NULL, now_ms(s)) == M0_QUEUED) {
             c->flags |= C_RUNNER | C_WS_MSG;
-            m0_pool_submit_kind(ws->target->pool, slot, c->gen, M0_RUN_MESSAGE);
             return;
         }
-        /* No pool: the loop thread runs the view, as it runs requests. */
-        m0_py_attach();
-        r->message(job, job->msg_opcode, job->req.body.data, (size_t)job->req.body_len);
-        m0_py_detach();
         ws->in_flight = 0;
         reply(s, c);
         job_done(job);

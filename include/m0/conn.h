@@ -110,6 +110,7 @@ struct m0_server {
     uint64_t next_sweep, next_refusal_log;
     struct m0_pool *pool;          /* NULL: runners run on the loop thread */
     struct m0_runner_env env;      /* what runners reach of this loop (job.h) */
+    struct m0_job_inline inline_io;    /* a runner on the loop thread does its own I/O (h1.c) */
     struct m0_realtime *rt;        /* --realtime state (hold.c); NULL without it */
     const char *health_path;
     size_t health_len;
