@@ -35,7 +35,10 @@ void m0_resp_init(struct m0_resp *rs);
 void m0_resp_reset(struct m0_resp *rs);
 void m0_resp_free(struct m0_resp *rs);
 
-/* Standard reason phrase for a status code ("Unknown" when unlisted). */
+/* The registered reason phrase for a status code (IANA HTTP Status Code
+ * Registry, RFC 9110 §15), a static string; "" for a code with none
+ * (unregistered, or registered "(Unused)"): RFC 9112 §4 allows an empty
+ * reason, and the SP before it stays. */
 const char *m0_status_reason(int status);
 
 /* Does a response with this status to this method carry no content?
