@@ -152,7 +152,9 @@ void m0_h1_finish(struct m0_server *s, struct m0_conn *c)
     if (c->flags & C_LAZY_BODY)
         keep = 0;       /* the body never came in whole: its end cannot be found */
 
-    if (s->cfg->access_log && job->req.method != NULL && job->resp.status != 0)
+    /* Every response that went out, the server's own refusals included (a
+     * request rejected before its method has none: its line says "-"). */
+    if (s->cfg->access_log && job->resp.status != 0)
         m0_h1_access_log(s, c);
     if (!keep) {
         /* Unread request bytes would turn our close into an RST that can

@@ -189,7 +189,7 @@ enum m0_framing m0_head_finish(struct m0_buf *b, const struct m0_head_info *hi, 
     return f;
 }
 
-void m0_error_response(struct m0_buf *b, int status, const char *reason, int close_conn, int head)
+size_t m0_error_response(struct m0_buf *b, int status, const char *reason, int close_conn, int head)
 {
     char body[256];
     int n = snprintf(body, sizeof body, "%d %s: %s\n", status, m0_status_reason(status),
@@ -203,6 +203,8 @@ void m0_error_response(struct m0_buf *b, int status, const char *reason, int clo
     m0_buf_printf(b, "\r\nServer: m0serve\r\nContent-Type: text/plain; charset=utf-8\r\n"
                      "Content-Length: %d\r\n%s\r\n",
                   n, close_conn ? "Connection: close\r\n" : "");
-    if (!head)
-        m0_buf_append(b, body, (size_t)n);
+    if (head)
+        return 0;
+    m0_buf_append(b, body, (size_t)n);
+    return (size_t)n;
 }

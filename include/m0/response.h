@@ -83,7 +83,8 @@ enum m0_framing m0_head_finish(struct m0_buf *b, const struct m0_head_info *hi, 
 
 /* Append a complete error response generated in C: status line, Date,
  * Server, Content-Type text/plain, Content-Length, Connection, and a
- * one-line body naming reason. HEAD gets the head only. */
-void m0_error_response(struct m0_buf *b, int status, const char *reason, int close, int head);
+ * one-line body naming reason. HEAD gets the head only. Returns the body
+ * bytes appended (0 for HEAD), for the access log. */
+size_t m0_error_response(struct m0_buf *b, int status, const char *reason, int close, int head);
 
 #endif

@@ -9,6 +9,7 @@ one access-log line per response with what was received and sent.
     sent and the bytes it received.
 """
 
+import json
 import re
 import socket
 import time
@@ -76,3 +77,79 @@ def test_item10_static_precondition_failed(start_server, tmp_path):
     server = start_server(None, "--static", "/s=%s" % tmp_path, app_dir=None)
     raw = build_request("GET", "/s/a.txt", [("If-Match", '"other"')])
     assert status_line(server.port, raw) == b"HTTP/1.1 412 Precondition Failed"
+
+
+# ------------------------------------------- 11. one access line per response
+
+def received(port, raw, timeout=5):
+    """Everything the server sent for raw, up to its close: (bytes, body)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(raw)
+        got = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+    return got, got.split(b"\r\n\r\n", 1)[1]
+
+
+def access_lines(server, start, marker):
+    """The access-log lines from index start up to the one for GET /<marker>
+    (which a test requests last, so every line before it has been written)."""
+    assert request(server.port, "GET", "/" + marker).status in (200, 404)
+    assert server.stdout.wait_for(re.compile(r'"GET /%s HTTP/1\.1"' % marker), 5)
+    lines = server.stdout.lines
+    return lines[start:next(i for i, line in enumerate(lines) if "/" + marker in line)]
+
+
+def log_start(server, probe=r'"GET / HTTP/1\.1"|"path":"/"'):
+    """Where the lines after the startup probe's (GET /) begin."""
+    assert server.stdout.wait_for(re.compile(probe), 5)
+    return len(server.stdout.lines)
+
+
+LINE_RE = re.compile(r'^\S+ - - \[[^]]+\] "(?P<r>[^"]*)" (?P<s>\d{3}) (?P<b>\d+) ')
+
+
+@pytest.mark.parametrize("raw, reqline, status", [
+    # rejected after the version was read: a bad header line, a missing Host
+    (b"GET /x HTTP/1.1\r\nHost: a\r\nBad Header\r\n\r\n", "GET /x HTTP/1.1", 400),
+    (b"GET /x HTTP/1.1\r\n\r\n", "GET /x HTTP/1.1", 400),
+    (b"GET /x HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", "GET /x HTTP/1.0", 400),
+    # rejected before there was a version to log
+    (b"\x01\x02\x03 / HTTP/1.1\r\n\r\n", "-", 400),
+])
+def test_item11_a_rejected_request_is_logged_once_as_received(start_server, raw, reqline, status):
+    server = start_server("conformance:application", "--access-log")
+    start = log_start(server)
+    sent, body = received(server.port, raw)
+    assert sent.startswith(b"HTTP/1.1 %d " % status), sent
+    lines = access_lines(server, start, "after-the-rejection")
+    assert len(lines) == 1, lines
+    m = LINE_RE.match(lines[0])
+    assert m, lines[0]
+    assert (m["r"], int(m["s"]), int(m["b"])) == (reqline, status, len(body)), lines[0]
+    assert len(body) > 0
+
+
+def test_item11_a_head_timeout_is_logged_once(start_server):
+    server = start_server("conformance:application", "--access-log", "--header-timeout", "0.5")
+    start = log_start(server)
+    sent, body = received(server.port, b"GET /x HTTP/1.1\r\nHost: a\r\n")
+    assert sent.startswith(b"HTTP/1.1 408 "), sent
+    lines = access_lines(server, start, "after-the-timeout")
+    assert len(lines) == 1, lines
+    m = LINE_RE.match(lines[0])
+    assert (m["r"], int(m["s"]), int(m["b"])) == ("GET /x HTTP/1.1", 408, len(body)), lines[0]
+
+
+def test_item11_json_line_names_the_protocol_received(start_server):
+    server = start_server("conformance:application", "--access-log", "--access-log-format", "json")
+    start = log_start(server)
+    sent, body = received(server.port, b"GET /x HTTP/1.1\r\nHost: a\r\nBad Header\r\n\r\n")
+    assert request(server.port, "GET", "/after").status in (200, 404)
+    assert server.stdout.wait_for(re.compile(r'"path":"/after"'), 5)
+    docs = [json.loads(line) for line in server.stdout.lines[start:]]
+    assert [(d["path"], d["protocol"], d["status"], d["bytes"]) for d in docs] == [
+        ("/x", "HTTP/1.1", 400, len(body)), ("/after", "HTTP/1.1", docs[-1]["status"], docs[-1]["bytes"])]
