@@ -141,7 +141,16 @@ def test_item3_a_forked_child_that_returns_into_the_server_exits(start_server, t
     response = request(server.port, "GET", "/fork", timeout=5)
     assert response.status == 200
     child = int(response.body)
+    # The check itself stops the child (issue 23 item 19): its own line, in
+    # the child's name — not a death by some other route (its descriptors
+    # closed, its only thread ending) with errors on the way.
+    line = server.stderr.wait_for(re.compile(
+        r"\[%d\] \[WARNING\] a process forked by a view \(pid %d\) returned into the server: it exits$"
+        % (child, child)), 5)
+    assert line, server.stderr.text()
     assert wait_gone(child, 5), "the forked child is still running inside the server"
+    from_child = [entry for entry in server.stderr.lines if "[%d]" % child in entry]
+    assert from_child == [line.string], from_child      # nothing else, no ERROR line
     assert request(server.port, "GET", "/pid").status == 200
 
 
