@@ -262,7 +262,6 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
         memcpy(job->remote_addr, job->peer_addr, sizeof job->remote_addr);
         job->remote_port = job->peer_port;
         job->https = 0;
-        job->peer_trusted = -1;
         if (m0_loop_add_slot(l, fd, slot, c->gen, c->events) == M0_ERR) {
             m0_log_errno("epoll_ctl(ADD)");
             close(fd);
