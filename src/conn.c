@@ -26,7 +26,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "m0/accesslog.h"
 #include "m0/config.h"
 #include "m0/conn.h"
 #include "m0/hold.h"
@@ -263,7 +262,6 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
         memcpy(job->remote_addr, job->peer_addr, sizeof job->remote_addr);
         job->remote_port = job->peer_port;
         job->https = 0;
-        job->peer_trusted = -1;
         if (m0_loop_add_slot(l, fd, slot, c->gen, c->events) == M0_ERR) {
             m0_log_errno("epoll_ctl(ADD)");
             close(fd);
@@ -404,15 +402,16 @@ void m0_conn_error(struct m0_server *s, struct m0_conn *c, int status, const cha
     struct m0_job *job = c->job;
     m0_debug("slot %u: %d %s", m0_conn_slot(s, c), status, reason);
     m0_buf_reset(&c->out);
-    m0_error_response(&c->out, status, reason, 1, (job->req.flags & M0_REQ_HEAD) != 0);
+    /* Logged once, by m0_h1_finish when it is out, like every response:
+     * with the body bytes sent. A read-side error (408) ran no request:
+     * its duration is 0 rather than whatever the last one left. */
+    job->resp.body_bytes = m0_error_response(&c->out, status, reason, 1, (job->req.flags & M0_REQ_HEAD) != 0);
     job->resp.status = status;
     job->body.keep = 0;
     c->resp_flags = 0;
+    if (c->state == M0_CONN_READ_HEAD || c->state == M0_CONN_READ_BODY)
+        c->started_us = m0_clock_us();
     m0_conn_set_state(s, c, M0_CONN_WRITE);
-    if (s->cfg->access_log) {
-        struct m0_access a = {.addr = job->remote_addr, .req = &job->req, .status = status};
-        m0_access_log(&a);
-    }
     m0_conn_flush(s, c);
 }
 

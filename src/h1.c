@@ -152,7 +152,9 @@ void m0_h1_finish(struct m0_server *s, struct m0_conn *c)
     if (c->flags & C_LAZY_BODY)
         keep = 0;       /* the body never came in whole: its end cannot be found */
 
-    if (s->cfg->access_log && job->req.method != NULL && job->resp.status != 0)
+    /* Every response that went out, the server's own refusals included (a
+     * request rejected before its method has none: its line says "-"). */
+    if (s->cfg->access_log && job->resp.status != 0)
         m0_h1_access_log(s, c);
     if (!keep) {
         /* Unread request bytes would turn our close into an RST that can
@@ -398,16 +400,11 @@ static void answer_health(struct m0_server *s, struct m0_conn *c)
 
 /* Who the request speaks for (proxy.h): the peer, or the client a trusted
  * proxy names. Recomputed per request: one upstream connection of a proxy
- * carries requests of many clients. */
+ * carries requests of many clients. Whether the peer may speak for anyone
+ * is m0_proxy_client's decision alone (its contract, unit-tested there). */
 static void set_client(struct m0_server *s, struct m0_job *job)
 {
     struct m0_client cl;
-    /* Trust is a property of the connection: decided once. An untrusted
-     * peer costs nothing more per request (remote_* already name it). */
-    if (job->peer_trusted < 0)
-        job->peer_trusted = (int8_t)m0_proxy_trusted(&s->cfg->forwarded_trust, job->peer_addr);
-    if (!job->peer_trusted)
-        return;
     m0_proxy_client(&s->cfg->forwarded_trust, job->peer_addr, job->peer_port, &job->req, &cl);
     memcpy(job->remote_addr, cl.addr, sizeof job->remote_addr);
     job->remote_port = cl.port;

@@ -137,7 +137,6 @@ struct m0_job {
      * names (proxy.h; set per request by the loop before dispatch). */
     char peer_addr[INET6_ADDRSTRLEN];
     uint16_t peer_port;
-    int8_t peer_trusted;        /* --forwarded-allow-ips holds the peer: -1 not yet known, 0, 1 */
     char remote_addr[INET6_ADDRSTRLEN];
     uint16_t remote_port;
     uint8_t https;              /* a trusted proxy says the client used https */
