@@ -136,11 +136,12 @@ void m0_h1_access_log(struct m0_server *s, struct m0_conn *c)
 }
 
 /* The per-request start of every answer: timers and flags of the previous
- * request are gone, whoever answers. */
+ * request are gone, whoever answers. The head timer is the keep-alive
+ * reset's to clear (m0_h1_finish): it runs until the response is out. */
 static void begin_request(struct m0_server *s, struct m0_conn *c)
 {
     c->started_us = m0_clock_us();
-    c->flags &= ~(C_SLOW_LOGGED | C_HEAD_TIMER | C_MORE | C_STREAMING);
+    c->flags &= ~(C_SLOW_LOGGED | C_MORE | C_STREAMING);
     c->resp_flags = 0;
     s->requests++;
 }
