@@ -262,7 +262,7 @@ fuzz-merge: build/fuzz/fuzz_$(FUZZ)
 # Mounts and static files (issue 11): Django at /, Flask at /flask, static
 # files at /static, one server; part of `make test` through tests/e2e.
 smoke-hybrid: m0serve venv
-	$(Q)$(VPY) -m pytest tests/e2e/test_hybrid.py -q
+	$(Q)$(VPY) -m pytest tests/e2e/test_static.py -q
 
 # The demo's chat page in headless Chromium, driven over the DevTools
 # protocol (smoke/chat_browser.py). Not part of `make test`: it installs
