@@ -260,9 +260,10 @@ fuzz-merge: build/fuzz/fuzz_$(FUZZ)
 
 
 # Mounts and static files (issue 11): Django at /, Flask at /flask, static
-# files at /static, one server; part of `make test` through tests/e2e.
+# files at /static in one server (tests/e2e/hybridserver.py), one suite for
+# each; part of `make test` through tests/e2e.
 smoke-hybrid: m0serve venv
-	$(Q)$(VPY) -m pytest tests/e2e/test_static.py -q
+	$(Q)$(VPY) -m pytest tests/e2e/test_static.py tests/e2e/test_mounts.py -q
 
 # The demo's chat page in headless Chromium, driven over the DevTools
 # protocol (smoke/chat_browser.py). Not part of `make test`: it installs
