@@ -41,7 +41,8 @@ SRCS     := $(wildcard src/*.c)
 # Modules with no Python in them: linked into the C unit tests.
 PURE     := src/buf.c src/http.c src/request.c src/response.c src/body.c src/log.c src/timer.c src/cli.c \
             src/sse.c src/registry.c src/bus.c src/order.c src/health.c src/target.c \
-            src/broker_url.c src/static.c src/static_rules.c src/mime.c src/ws.c src/accesslog.c src/proxy.c src/notify.c
+            src/broker_url.c src/static.c src/static_rules.c src/mime.c src/ws.c src/accesslog.c src/proxy.c src/notify.c \
+            src/loop.c src/lane.c src/job.c
 LLHTTP   := api.c http.c llhttp.c
 
 BUILD    ?= build/release
@@ -260,9 +261,10 @@ fuzz-merge: build/fuzz/fuzz_$(FUZZ)
 
 
 # Mounts and static files (issue 11): Django at /, Flask at /flask, static
-# files at /static, one server; part of `make test` through tests/e2e.
+# files at /static in one server (tests/e2e/hybridserver.py), one suite for
+# each; part of `make test` through tests/e2e.
 smoke-hybrid: m0serve venv
-	$(Q)$(VPY) -m pytest tests/e2e/test_hybrid.py -q
+	$(Q)$(VPY) -m pytest tests/e2e/test_static.py tests/e2e/test_mounts.py -q
 
 # The demo's chat page in headless Chromium, driven over the DevTools
 # protocol (smoke/chat_browser.py). Not part of `make test`: it installs

@@ -174,8 +174,14 @@ static __thread struct {
 
 void m0_loop_defer(struct m0_loop *l, int on)
 {
-    if (!on)
+    if (!on) {
+        /* Flushed, the thread's buffer goes too: a thread that stops
+         * deferring (the executor, as it ends) leaves nothing behind. */
         m0_loop_flush(l);
+        free(deferred.c);
+        deferred.c = NULL;
+        deferred.cap = 0;
+    }
     deferred.on = on;
 }
 

@@ -63,6 +63,7 @@ void m0_loop_post(struct m0_loop *l, const struct m0_completion *c);
  * m0_loop_defer(l, 0), m0_loop_post() from this thread only collects, and
  * m0_loop_flush() posts what was collected with one lock and at most one
  * wakeup — so the loop is woken once per batch, not once per response.
+ * m0_loop_defer(l, 0) flushes and frees the thread's buffer.
  * Thread-local; one loop per thread. */
 void m0_loop_defer(struct m0_loop *l, int on);
 void m0_loop_flush(struct m0_loop *l);

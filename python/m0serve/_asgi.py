@@ -18,7 +18,6 @@ Used only by the server; not a public API.
 """
 
 import asyncio
-import logging
 import os
 import sys
 import threading
@@ -28,13 +27,17 @@ import traceback
 import _m0asgi as _c
 
 READ_CHUNK = 64 * 1024
-DISCONNECT = {"type": "http.disconnect"}
-TEXT = 1
+
+
+def _disconnect():
+    """A new http.disconnect message: each is the application's own, to keep
+    or change (one shared dict would carry one request's changes into the
+    next's)."""
+    return {"type": "http.disconnect"}
 
 
 class ClientDisconnected(OSError):
     """send() on a WebSocket that has closed (ASGI 2.4: an IOError subclass)."""
-_log = logging.getLogger("m0serve.asgi")
 
 
 def _say(level, what):
@@ -287,6 +290,21 @@ class _Cycle:
         self.waiters.append(fut)
         return fut
 
+    def _ended(self):
+        return self.complete
+
+    async def _wait_credit(self, ok):
+        """ok: what the send that queued bytes returned (False: over the
+        credit window, and C armed poll(WAIT_CREDIT), whose WAKE resolves
+        _wait). True once the window has room; False when the job (or the
+        socket) ended meanwhile: there is nothing left to send."""
+        while not ok:
+            await self._wait()
+            if self._ended():
+                return False
+            ok = _c.poll(self.slot, _c.WAIT_CREDIT)
+        return True
+
 
 class HTTPCycle(_Cycle):
     """One HTTP request: its task, receive and send."""
@@ -337,7 +355,7 @@ class HTTPCycle(_Cycle):
 
     async def receive(self):
         if self.complete or self.gone:
-            return DISCONNECT
+            return _disconnect()
         if not self.body_done:
             while True:
                 try:
@@ -347,13 +365,13 @@ class HTTPCycle(_Cycle):
                     # --body-timeout or sent a malformed one. To the
                     # application the client is gone (ASGI HTTP 2.4).
                     self.gone = True
-                    return DISCONNECT
+                    return _disconnect()
                 if piece is not None:
                     break
                 self.ex.need_flush()        # a lazy body: 100 Continue is asked for
                 await self._wait()
                 if self.complete:
-                    return DISCONNECT
+                    return _disconnect()
             body, more = piece
             self.body_done = not more
             return {"type": "http.request", "body": body, "more_body": more}
@@ -364,7 +382,7 @@ class HTTPCycle(_Cycle):
                 self.gone = True
                 break
             await self._wait()
-        return DISCONNECT
+        return _disconnect()
 
     async def send(self, message):
         kind = message["type"]
@@ -380,11 +398,8 @@ class HTTPCycle(_Cycle):
             ok = _c.send(self.slot, message.get("body", b""), more)
             if more:
                 self.ex.need_flush()        # a streamed piece went to the loop
-            if not ok:
-                while not _c.poll(self.slot, _c.WAIT_CREDIT):
-                    await self._wait()
-                    if self.complete:
-                        return
+            if not await self._wait_credit(ok):
+                return
             if not more:
                 self._end()
         elif kind == "http.response.pathsend":
@@ -423,7 +438,7 @@ class WebSocketCycle(_Cycle):
     denial response or close; after accept, messages until the socket ends.
     """
 
-    CONNECTING, CONNECTED, CLOSING, RESPONSE, DONE = range(5)
+    CONNECTING, CONNECTED, CLOSING, RESPONSE = range(4)
 
     __slots__ = ("state", "connect_sent", "code", "reason")
 
@@ -478,6 +493,9 @@ class WebSocketCycle(_Cycle):
         if not self.complete:
             self._give_back(how, *args)
 
+    def _ended(self):
+        return self.complete or self.code is not None
+
     def _disconnect(self):
         return {"type": "websocket.disconnect", "code": self.code if self.code is not None else 1006,
                 "reason": self.reason}
@@ -503,9 +521,9 @@ class WebSocketCycle(_Cycle):
             if type(got) is list:
                 self.code, self.reason = got
                 return self._disconnect()
-            opcode, data = got
+            _, data = got               # C decoded a text frame to str, a binary one to bytes
             self.ex.need_flush()        # taking the last of a batch posted TAKEN: the loop offers more
-            if opcode == TEXT:
+            if type(data) is str:
                 return {"type": "websocket.receive", "text": data, "bytes": None}
             return {"type": "websocket.receive", "bytes": data, "text": None}
 
@@ -529,11 +547,7 @@ class WebSocketCycle(_Cycle):
             except OSError:
                 raise ClientDisconnected("the WebSocket is closed") from None
             self.ex.need_flush()
-            while not ok:
-                await self._wait()
-                if self.complete or self.code is not None:
-                    return
-                ok = _c.poll(self.slot, _c.WAIT_CREDIT)
+            await self._wait_credit(ok)
         elif kind == "websocket.accept":
             if state != self.CONNECTING:
                 raise RuntimeError("websocket.accept %s" % ("sent twice" if state != self.RESPONSE
@@ -566,11 +580,8 @@ class WebSocketCycle(_Cycle):
             ok = _c.send(self.slot, message.get("body", b""), more)
             if more:
                 self.ex.need_flush()
-            while not ok:
-                await self._wait()
-                if self.complete:
-                    return
-                ok = _c.poll(self.slot, _c.WAIT_CREDIT)
+            if not await self._wait_credit(ok):
+                return
             if not more:
                 self._end(None)                  # _c.send completed the response
         else:

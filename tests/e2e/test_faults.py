@@ -2,7 +2,7 @@
 fails against the code before its fix.
 
 Security and crashes (1-7), realtime (8-10), lifecycle (12-14); item 11 is a
-cmocka test (tests/unit/test_realtime.c) and item 15 rows in
+cmocka test (tests/unit/test_bus.c) and item 15 rows in
 tests/cases/requests.tsv.
 """
 
