@@ -422,6 +422,7 @@ static void route(struct m0_server *s, struct m0_conn *c)
 {
     const struct m0_req *r = &c->job->req;
     set_client(s, c->job);
+    c->job->mx_mount = -1;
     if (m0_metrics_claims(s, c)) {       /* metrics.h: answered in C, never the app */
         begin_request(s, c);
         m0_metrics_answer(s, c);

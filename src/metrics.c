@@ -229,12 +229,14 @@ void m0_metrics_reaped(pid_t pid, int wait_status)
 /* ------------------------------------------------------------- worker */
 
 /* Before every sleep: the worker's own totals and gauges into its block
- * (plain stores; this loop is the block's one writer for these cells). */
+ * (plain stores; this loop is the block's one writer for these cells).
+ * Handler threads change the pool's numbers without waking the loop: while
+ * any request is in flight the loop wakes once a second to sample again, so
+ * another worker's scrape sees them at most that old. */
 static void sample(struct m0_loop *l, void *ctx)
 {
     struct m0_server *s = ctx;
     struct m0_mx_block *b = s->mx;
-    (void)l;
     unsigned threads, busy, max, queued;
     m0_pool_stats(s->pool, &threads, &busy, &max, &queued);
     m0_mx_set(b, M0_MX_CONN_OPEN, s->nactive);
@@ -259,6 +261,8 @@ static void sample(struct m0_loop *l, void *ctx)
             asgi += m0_targets.stats[i].in_flight;
     }
     m0_mx_set(b, M0_MX_ASGI_TASKS, asgi);
+    if (l != NULL && (busy != 0 || queued != 0 || asgi != 0 || s->norphans != 0))
+        m0_loop_wake_at(l, m0_loop_now(l) + 1000);
     if (m0_broker != NULL) {
         struct m0_broker_stats bs;
         m0_broker_stats(&bs);
@@ -293,6 +297,12 @@ void m0_metrics_request(struct m0_mx_block *b, int mount, const char *method, in
 }
 
 /* -------------------------------------------------------------- scrape */
+
+void m0_mx_sample(struct m0_server *s)
+{
+    if (s->mx != NULL)
+        sample(NULL, s);
+}
 
 int m0_mx_sum(uint64_t *out, struct m0_mx_who *who, size_t *nwho, size_t maxwho)
 {

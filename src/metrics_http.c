@@ -168,6 +168,7 @@ void m0_metrics_answer(struct m0_server *s, struct m0_conn *c)
     uint64_t cells[M0_MX_NCELLS];
     struct m0_mx_who who[MAX_PROCS];
     size_t nwho = 0;
+    m0_mx_sample(s);
     m0_mx_sum(cells, who, &nwho, MAX_PROCS);
     struct m0_mx_proc procs[MAX_PROCS];
     size_t np = 0;

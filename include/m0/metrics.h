@@ -184,6 +184,10 @@ struct m0_mx_who {
     uint64_t born;
 };
 
+/* The answering worker's own cells, fresh (the loop samples before it
+ * sleeps, and this pass has not ended yet). */
+void m0_mx_sample(struct m0_server *s);
+
 /* Sum every block into out (M0_MX_NCELLS cells; the broker lag is the
  * largest, not a sum) and list the processes to label: the master first,
  * then the newest process of each worker slot (up to maxwho). Consistent
