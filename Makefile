@@ -6,6 +6,7 @@
 #   make             build ./m0serve (release, -O2)
 #   make test        C unit tests (cmocka), a short fuzz run, pytest end-to-end suite (in .venv), smoke-deploy
 #   make smoke-broker  two m0serve hosts on one Redis (part of make test)
+#   make smoke-metrics the Prometheus endpoint: promtool, a real Prometheus scraping two workers (part of make test)
 #   make smoke-deploy pip install . in a fresh venv, the systemd unit, nginx in front
 #   make e2e-debian  the e2e suite against Debian's python3-django/-flask instead
 #   make fuzz        libFuzzer drivers build/fuzz/fuzz_* (clang, ASan+UBSan)
@@ -42,7 +43,7 @@ SRCS     := $(wildcard src/*.c)
 PURE     := src/buf.c src/http.c src/request.c src/response.c src/body.c src/log.c src/timer.c src/cli.c \
             src/sse.c src/registry.c src/bus.c src/order.c src/health.c src/target.c \
             src/broker_url.c src/static.c src/static_rules.c src/mime.c src/ws.c src/accesslog.c src/proxy.c src/notify.c \
-            src/loop.c src/lane.c src/job.c
+            src/loop.c src/lane.c src/job.c src/metrics_text.c
 LLHTTP   := api.c http.c llhttp.c
 
 BUILD    ?= build/release
@@ -57,7 +58,7 @@ endif
 
 .SECONDARY:
 .PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
-        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy
+        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics
 
 all: m0serve
 
@@ -169,6 +170,12 @@ smoke-streaming: m0serve venv
 # runs it as part of e2e).
 smoke-broker: m0serve venv
 	$(Q)$(VPY) -m pytest tests/e2e/test_broker.py -q
+
+# The metrics endpoint (issue 21): promtool check metrics, and Debian's
+# prometheus started by the test on an ephemeral port, scraping two workers
+# (make test runs it as part of e2e).
+smoke-metrics: m0serve venv
+	$(Q)$(VPY) -m pytest tests/e2e/test_metrics.py -q
 
 # -------------------------------------------------------------------- fuzz
 # libFuzzer drivers (tests/fuzz/README.md) over the pure modules only, built
@@ -300,7 +307,7 @@ smoke-deploy: m0serve venv
 # libclang-rt-14-dev build the libFuzzer drivers (make fuzz).
 DEB_PKGS := gcc make python3-dev python3-venv node-llhttp libssl-dev libcmocka-dev libhiredis-dev redis-server \
             uwsgi-core uwsgi-plugin-python3 nginx-light wrk \
-            procps util-linux curl iproute2 clang libclang-rt-14-dev systemd
+            procps util-linux curl iproute2 clang libclang-rt-14-dev systemd prometheus
 
 deps:
 	$(Q)missing=; for p in $(DEB_PKGS); do \

@@ -855,3 +855,15 @@ void m0_broker_health(const struct m0_server *s, struct m0_buf *out)
     json_str(out, b->last_error);
     m0_buf_puts(out, "}");
 }
+
+void m0_broker_stats(struct m0_broker_stats *out)
+{
+    const struct broker *b = the;
+    memset(out, 0, sizeof *out);
+    if (b == NULL)
+        return;
+    uint64_t at = m0_broker_position();
+    out->up = b->rd.state == UP && b->cmd.state == UP;
+    out->lag = b->newest > at ? b->newest - at : 0;
+    out->reconnects = b->reconnects;
+}

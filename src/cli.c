@@ -20,6 +20,7 @@
 #include "m0/broker.h"
 #include "m0/config.h"
 #include "m0/log.h"
+#include "m0/metrics_text.h"
 
 /* T_CHOICE: a string that must be one of the '|'-separated words of the
  * option's metavar; T_MOUNT: a repeatable PREFIX=VALUE (handled apart). */
@@ -72,6 +73,8 @@ static const struct opt opts[] = {
     {"--broker-retention", "M0_BROKER_RETENTION", T_LONG, O(broker_retention), 1, 10000000, "N", "events the broker keeps per channel for Last-Event-ID resume on any host (default 1000)"},
     {"--broker-backlog", "M0_BROKER_BACKLOG", T_LONG, O(broker_backlog), 100, 100000000, "N", "events the broker keeps in its all-channel log, how far a reconnecting worker catches up (default 100000)"},
     {"--health-path", "M0_HEALTH_PATH", T_STR0, O(health_path), 0, 0, "PATH", "path answered in C with worker health as JSON (default /health with --realtime; '' disables)"},
+    {"--metrics-bind", "M0_METRICS_BIND", T_STR, O(metrics_bind), 0, 0, "ADDR", "HOST:PORT or unix:PATH of a listener that answers Prometheus scrapes (any path but --metrics-path gets 404; default: none)"},
+    {"--metrics-path", "M0_METRICS_PATH", T_STR0, O(metrics_path), 0, 0, "PATH", "Prometheus metrics, summed over every worker, answered in C (default /metrics on --metrics-bind; on the main listener only for peers in --forwarded-allow-ips)"},
     {"--mount", "M0_MOUNTS", T_MOUNT, M0_MOUNT_APP, 0, 0, "PREFIX=SPEC", "serve the application SPEC (MODULE[:ATTR]) under PREFIX; repeatable; the positional MODULE is PREFIX /; M0_MOUNTS lists several, comma-separated"},
     {"--static", "M0_STATIC", T_MOUNT, M0_MOUNT_STATIC, 0, 0, "PREFIX=DIR", "serve the files of DIR under PREFIX from the event loop (sendfile, no Python); repeatable; M0_STATIC lists several, comma-separated"},
     {"--static-max-age", "M0_STATIC_MAX_AGE", T_LONG, O(static_max_age), 0, 315360000, "S", "static files: Cache-Control: public, max-age=S (default: no Cache-Control)"},
@@ -147,6 +150,7 @@ void m0_config_defaults(struct m0_config *cfg)
     char err[128];
     m0_proxy_parse(&cfg->forwarded_trust, M0_PROXY_DEFAULT, err, sizeof err);
     cfg->umask = -1;
+    cfg->metrics_listener = -1;
 }
 
 void m0_config_resolve(struct m0_config *cfg)
@@ -590,6 +594,8 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
                  cfg->broker_prefix);
         return M0_ERR;
     }
+    if (m0_metrics_check_flags(cfg, err, cap) != M0_OK)
+        return M0_ERR;
     char *h, *p;
     int port;
     if (m0_config_bind_parts(cfg, &h, &port, &p, err, cap) != M0_OK)

@@ -31,6 +31,7 @@
 #include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/log.h"
+#include "m0/metrics.h"
 #include "m0/pool.h"
 #include "m0/py.h"
 #include "m0/runner.h"
@@ -212,6 +213,7 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
                 if (tmp != -1)
                     close(tmp);
                 s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                m0_mx_add(s->mx, M0_MX_REFUSED_FDS, 1);
                 if (m0_loop_now(l) >= s->next_refusal_log) {
                     m0_warn("out of file descriptors (%u connections open): refusing new connections "
                             "(raise ulimit -n)", s->nactive);
@@ -225,6 +227,7 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
         struct m0_conn *c = s->free_list;
         if (c == NULL) {
             close(fd);
+            m0_mx_add(s->mx, M0_MX_REFUSED_SLOTS, 1);
             if (m0_loop_now(l) >= s->next_refusal_log) {   /* at most one line a second */
                 m0_warn("all %u connection slots busy: refusing connections (see --max-connections)", s->nconns);
                 s->next_refusal_log = m0_loop_now(l) + 1000;
@@ -262,6 +265,8 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
         memcpy(job->remote_addr, job->peer_addr, sizeof job->remote_addr);
         job->remote_port = job->peer_port;
         job->https = 0;
+        job->metrics_conn = lfd == s->metrics_fd;
+        m0_mx_add(s->mx, M0_MX_ACCEPTED, 1);
         if (m0_loop_add_slot(l, fd, slot, c->gen, c->events) == M0_ERR) {
             m0_log_errno("epoll_ctl(ADD)");
             close(fd);

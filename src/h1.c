@@ -34,6 +34,7 @@
 #include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/log.h"
+#include "m0/metrics.h"
 #include "m0/pool.h"
 #include "m0/proxy.h"
 #include "m0/py.h"
@@ -153,6 +154,10 @@ void m0_h1_finish(struct m0_server *s, struct m0_conn *c)
     if (c->flags & C_LAZY_BODY)
         keep = 0;       /* the body never came in whole: its end cannot be found */
 
+    /* Counted as logged: every response, the server's own refusals too (a
+     * request rejected before its method counts as method "other"). */
+    if (job->resp.status != 0)
+        m0_metrics_request(s->mx, job->mx_mount, job->req.method, job->resp.status, m0_clock_us() - c->started_us, 0);
     /* Every response that went out, the server's own refusals included (a
      * request rejected before its method has none: its line says "-"). */
     if (s->cfg->access_log && job->resp.status != 0)
@@ -417,11 +422,18 @@ static void route(struct m0_server *s, struct m0_conn *c)
 {
     const struct m0_req *r = &c->job->req;
     set_client(s, c->job);
+    c->job->mx_mount = -1;
+    if (m0_metrics_claims(s, c)) {       /* metrics.h: answered in C, never the app */
+        begin_request(s, c);
+        m0_metrics_answer(s, c);
+        return;
+    }
     if (s->health_len != 0 && r->path_len == s->health_len && memcmp(r->path, s->health_path, s->health_len) == 0) {
         answer_health(s, c);
         return;
     }
     const struct m0_target *t = m0_target_match(&m0_targets, r->path, r->path_len);
+    c->job->mx_mount = t != NULL ? (int8_t)(t - m0_targets.t) : -1;
     if (t == NULL)
         answer_unmounted(s, c);
     else if (t->runner == NULL)

@@ -38,6 +38,7 @@
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/loop.h"
+#include "m0/metrics.h"
 #include "m0/order.h"
 #include "m0/registry.h"
 #include "m0/sse.h"
@@ -548,6 +549,7 @@ void m0_hold_enter(struct m0_server *s, struct m0_conn *c)
         m0_conn_close(s, c);
         return;
     }
+    m0_metrics_request(s->mx, job->mx_mount, job->req.method, job->resp.status, 0, 1);
     if (s->cfg->access_log)
         m0_h1_access_log(s, c);
     m0_conn_set_state(s, c, M0_CONN_HELD);

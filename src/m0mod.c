@@ -7,8 +7,16 @@
 
 #include "m0/broker.h"
 #include "m0/bus.h"
+#include "m0/conn.h"
+#include "m0/metrics.h"
 #include "m0/reload.h"
 #include "m0/worker.h"
+
+/* This process's metrics block (metrics.h), for any thread; NULL: none. */
+static struct m0_mx_block *mx_block(void)
+{
+    return m0_server_current != NULL ? m0_server_current->mx : NULL;
+}
 
 static PyObject *py_publish(PyObject *self, PyObject *args)
 {
@@ -26,6 +34,7 @@ static PyObject *py_publish(PyObject *self, PyObject *args)
         Py_BEGIN_ALLOW_THREADS
         rc = m0_broker_publish(channel, (size_t)clen, event, data, (size_t)dlen, &id, err, sizeof err);
         Py_END_ALLOW_THREADS
+        m0_mx_add(mx_block(), rc == M0_OK ? M0_MX_PUBLISHES : M0_MX_PUBLISH_ERRORS, 1);
         if (rc != M0_OK) {
             PyErr_Format(PyExc_ConnectionError, "m0 publish: %s", err);
             return NULL;
@@ -35,6 +44,8 @@ static PyObject *py_publish(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     rc = m0_bus_publish(channel, (size_t)clen, event, data, (size_t)dlen, &id);
     Py_END_ALLOW_THREADS
+    if (rc != M0_AGAIN)       /* M0_AGAIN: no bus, nothing published */
+        m0_mx_add(mx_block(), rc == M0_OK ? M0_MX_PUBLISHES : M0_MX_PUBLISH_ERRORS, 1);
     if (rc == M0_AGAIN)
         Py_RETURN_NONE;
     if (rc != M0_OK) {

@@ -32,6 +32,7 @@
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/loop.h"
+#include "m0/metrics.h"
 #include "m0/pool.h"
 #include "m0/py.h"
 #include "m0/runner.h"
@@ -266,6 +267,7 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
         return NULL;
     }
     m0_loop_add_hook(s->loop, serve_hook, v);
+    m0_metrics_attach(s);
     s->next_sweep = m0_loop_now(s->loop) + SWEEP_MS;
     m0_server_current = s;
     return s;

@@ -149,4 +149,13 @@ void m0_broker_close_in_child(void);
 /* Append the /health "broker" object (JSON, no trailing newline). */
 void m0_broker_health(const struct m0_server *s, struct m0_buf *out);
 
+/* The worker's broker numbers for the metrics (metrics.h); all zero
+ * without a broker. Loop thread. */
+struct m0_broker_stats {
+    int up;                 /* both connections up */
+    uint64_t lag;           /* events the broker has that this worker has not read */
+    uint64_t reconnects;
+};
+void m0_broker_stats(struct m0_broker_stats *out);
+
 #endif

@@ -91,6 +91,9 @@ struct m0_config {
     const char *pid_file;       /* the master's pid, written after binding */
     int reload;                 /* --reload: replace the workers when the app's Python files change */
     const char *access_log_format;            /* accesslog.h; NULL: the default line */
+    const char *metrics_bind;   /* --metrics-bind HOST:PORT or unix:PATH; NULL: none */
+    const char *metrics_path;   /* --metrics-path; NULL: /metrics on metrics_bind only; "": none on the main listener */
+    int metrics_listener;       /* set by the master: the workers' listener index of metrics_bind, -1 */
 };
 
 /* Fill defaults. */

@@ -27,6 +27,7 @@ struct m0_hold;
 struct m0_loop;
 struct m0_pool;
 struct m0_realtime;
+struct m0_mx_block;
 
 enum m0_conn_state {
     M0_CONN_FREE,        /* on the free list; fd -1 */
@@ -112,6 +113,8 @@ struct m0_server {
     const char *health_path;
     size_t health_len;
     uint64_t requests;             /* requests answered (for /health) */
+    struct m0_mx_block *mx;        /* this process's metrics block (metrics.h); NULL: none */
+    int metrics_fd;                /* the --metrics-bind listener, -1 */
 };
 
 /* The serving state of this process's worker (set by serve.c). */
