@@ -152,7 +152,11 @@ void m0_worker_main(const struct m0_config *cfg, const int *listen_fds, int nlis
     m0_broker_prepare();       /* --broker: where the log stands, before serving */
     if (cfg->reload)
         m0_reload_start(s);      /* a failure is logged; serving goes on without it */
-    log_mounts();
+    if (m0_serve_prepare(s) != M0_OK) {
+        fflush(NULL);
+        _exit(M0_EXIT_BOOT);     /* never reported booted: a boot failure to the master */
+    }
+    log_mounts();            /* "worker booted": everything is set up */
     m0_serve_booted(s);
 
     int rc = m0_serve_run(s);

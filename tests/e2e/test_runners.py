@@ -1,0 +1,115 @@
+"""Regressions for issue 23 (runners, hooks, failure paths, lifespan, ASGI
+logging): each test names the item it pins and fails against the code
+before its fix.
+"""
+
+import re
+import shutil
+import signal
+import socket
+import struct
+import tempfile
+import time
+
+import pytest
+
+from rawhttp import Conn, request
+from redisproc import Redis
+
+RUNNER = "runner_app:application"
+
+
+def wait_file(path, timeout):
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+# ------------------------------------- 3. abandon holds a Python thread state
+
+def test_item3_inline_hold_refused_while_draining_closes_with_a_thread_state(start_server, tmp_path):
+    """--blocking-threads 0 --realtime: a hold whose body is over 1 MiB, run
+    on the loop thread while the worker drains, is refused; the runner is
+    abandoned — close() runs, attached to the interpreter."""
+    server = start_server(RUNNER, "--realtime", "--blocking-threads", "0", "--graceful-timeout", "10")
+    mark = tmp_path / "closed"
+    with Conn(server.port, timeout=10) as conn:
+        # Half a head: the connection is in a request when the drain starts.
+        conn.send(b"GET /hold-big?n=40&mark=%s HTTP/1.1\r\nHost: a\r\n" % str(mark).encode())
+        time.sleep(0.2)
+        server.signal(signal.SIGTERM)
+        assert server.stderr.wait_for(re.compile("worker draining"), 10), server.stderr.text()
+        conn.send(b"\r\n")
+        assert conn.wait_closed(10)
+        raw = bytes(conn.buf)
+    # Its head was still with the loop: refused with one 503, nothing else.
+    assert raw.startswith(b"HTTP/1.1 503 ") and raw.count(b"HTTP/1.1 ") == 1, raw[:200]
+    assert wait_file(mark, 10), "close() was not called; stderr:\n" + server.stderr.text()
+    assert server.wait(15) == 0, server.stderr.text()
+    text = server.stderr.text()
+    assert "hold on big not taken (worker draining)" in text, text
+    assert "Fatal Python error" not in text and "AddressSanitizer" not in text, text
+    assert "died" not in text and "signal" not in text.split("worker draining", 1)[1], text
+
+
+def test_item3_inline_stream_left_by_its_client_is_closed(start_server, tmp_path):
+    """The other inline abandon: a stream over 1 MiB on the loop thread whose
+    client leaves mid-body — close() runs, and the worker serves on."""
+    server = start_server(RUNNER, "--blocking-threads", "0")
+    pid = next(iter(server.worker_pids()))
+    mark = tmp_path / "closed"
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.sendall(b"GET /big?n=400&mark=%s HTTP/1.1\r\nHost: a\r\n\r\n" % str(mark).encode())
+    assert sock.recv(5) == b"HTTP/"
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()                          # an RST: the client is gone mid-body
+    assert wait_file(mark, 10), "close() was not called; stderr:\n" + server.stderr.text()
+    assert int(request(server.port, "GET", "/pid").body) == pid, server.stderr.text()
+
+
+# --------------------------------------- 4. any number of loop hooks; booted
+
+def assert_worker_serves(server, paths, body):
+    pids = server.worker_pids()
+    for path in paths:
+        response = request(server.port, "GET", path)
+        assert (response.status, response.body) == (200, body), (path, server.stderr.text())
+    assert server.worker_pids() == pids, server.stderr.text()
+    text = server.stderr.text()
+    assert "BUG" not in text and "signal" not in text and "restarting" not in text, text
+
+
+def test_item4_nine_asgi_mounts_boot_and_serve(start_server):
+    """One loop hook per ASGI mount: nine of them used to abort the worker
+    at boot (a fixed table of 8)."""
+    mounts = []
+    for i in range(9):
+        mounts += ["--mount", "/m%d=asgi_only:app" % i]
+    server = start_server(None, *mounts)
+    assert_worker_serves(server, ["/m%d/x" % i for i in range(9)], b"asgi")
+
+
+@pytest.fixture
+def redis():
+    tmp = tempfile.mkdtemp(prefix="m0redis.")     # short: a unix socket path has 108 bytes
+    server = Redis(tmp, persist=False).start()
+    yield server
+    server.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_item4_asgi_mounts_with_realtime_broker_serve_after_go(start_server, redis):
+    """Five ASGI mounts, a WSGI root with its pool, --realtime --broker: the
+    bus and broker hooks made nine once the master said go — after the worker
+    had reported booted — and the worker aborted, again and again."""
+    mounts = []
+    for i in range(5):
+        mounts += ["--mount", "/m%d=asgi_only:app" % i]
+    server = start_server(RUNNER, *mounts, "--realtime", "--broker", redis.url)
+    assert_worker_serves(server, ["/m%d/x" % i for i in range(5)], b"asgi")
+    pid = next(iter(server.worker_pids()))
+    assert request(server.port, "GET", "/pid").body == str(pid).encode()
