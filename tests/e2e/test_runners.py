@@ -15,6 +15,7 @@ import pytest
 
 from rawhttp import Conn, request
 from redisproc import Redis
+from serverproc import APPS_DIR, StreamCollector, kill_group, run_to_exit, spawn
 
 RUNNER = "runner_app:application"
 
@@ -113,3 +114,53 @@ def test_item4_asgi_mounts_with_realtime_broker_serve_after_go(start_server, red
     assert_worker_serves(server, ["/m%d/x" % i for i in range(5)], b"asgi")
     pid = next(iter(server.worker_pids()))
     assert request(server.port, "GET", "/pid").body == str(pid).encode()
+
+
+# ------------------------------------------- 7. a lifespan startup that hangs
+
+def test_item7_a_lifespan_startup_that_never_completes_times_out(tmp_path):
+    cancelled = tmp_path / "cancelled"
+    began = time.monotonic()
+    rc, err = run_to_exit(["asgi_lifespan_hang:app", "--app-dir", str(APPS_DIR), "--bind", "127.0.0.1:0",
+                           "--lifespan-timeout", "6"], timeout=30,
+                          env={"LIFESPAN_CANCELLED_LOG": str(cancelled)})
+    took = time.monotonic() - began
+    assert rc == 1, err
+    assert 5.5 < took < 20, (took, err)
+    # While it waits: a warning (every 5 s) that names lifespan.
+    assert re.search(r"\[WARNING\] asgi_lifespan_hang:app: ASGI lifespan startup has not completed after 5 s", err), err
+    # The reason, one line naming lifespan and the flag; no traceback.
+    reason = [line for line in err.splitlines() if "[ERROR]" in line and "lifespan" in line]
+    assert len(reason) == 1 and "--lifespan-timeout" in reason[0], err
+    assert "Traceback" not in err and "CancelledError" not in err, err
+    assert cancelled.read_text() == "cancelled"      # the app's startup task was cancelled
+
+
+def test_item7_lifespan_timeout_is_a_flag_with_an_environment_variable():
+    rc, err = run_to_exit(["asgi_lifespan_hang:app", "--app-dir", str(APPS_DIR), "--bind", "127.0.0.1:0",
+                           "--lifespan-timeout", "soon"])
+    assert rc == 2 and "--lifespan-timeout" in err and len(err.strip().splitlines()) == 1, err
+    began = time.monotonic()
+    rc, err = run_to_exit(["asgi_lifespan_hang:app", "--app-dir", str(APPS_DIR), "--bind", "127.0.0.1:0"],
+                          env={"M0_LIFESPAN_TIMEOUT": "1"})
+    assert rc == 1 and "lifespan" in err and time.monotonic() - began < 10, err
+
+
+def test_item7_sigterm_while_lifespan_startup_is_pending_stops_at_once():
+    """Nothing was served: the stop is not held for the graceful timeout nor
+    reported as requests in flight (exit 4)."""
+    proc = spawn(["asgi_lifespan_hang:app", "--app-dir", str(APPS_DIR), "--bind", "127.0.0.1:0",
+                  "--graceful-timeout", "20"])
+    try:
+        err = StreamCollector(proc.stderr)
+        assert err.wait_for(re.compile(r"booting worker 0"), 10), err.text()
+        time.sleep(0.5)                   # the worker is inside lifespan startup
+        began = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0, err.text()
+        assert time.monotonic() - began < 5, err.text()
+        err.join(5)
+        assert "still in flight" not in err.text() and "killing" not in err.text(), err.text()
+    finally:
+        kill_group(proc)
+        proc.wait(5)
