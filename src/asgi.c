@@ -427,11 +427,17 @@ static void commit(struct m0_job *job, int64_t body_len)
     }
 }
 
+/* One body message's bytes, framed. What goes past the declared
+ * Content-Length is cut, and said once, as the WSGI runner says it. */
 static void emit(struct m0_job *job, const char *p, size_t n)
 {
+    int was_truncated = job->body.truncated;
     size_t took = m0_body_emit(&job->body, &job->resp.out, p, n);
     if (job->body.framing != M0_FRAME_NONE)
         job->resp.body_bytes += took;
+    if (job->body.truncated && !was_truncated)
+        m0_warn("%s %s: body exceeds Content-Length %lld; truncated", job->req.method, job->req.target,
+                (long long)job->body.length);
 }
 
 /* The response is complete: end the framing and give the job back. */
@@ -602,7 +608,20 @@ static PyObject *py_defer(PyObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* debug(text): one line at the server's DEBUG level (--log-level debug),
+ * nothing otherwise. */
+static PyObject *py_debug(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const char *text = PyUnicode_AsUTF8(arg);
+    if (text == NULL)
+        return NULL;
+    m0_debug("%s", text);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"debug", py_debug, METH_O, "debug(text): a line in the server log at DEBUG level"},
     {"flush", py_flush, METH_NOARGS, "flush(): post the collected completions (one loop wakeup)"},
     {"defer", py_defer, METH_O, "defer(on): collect this thread's completions until flush()"},
     {"take", py_take, METH_O, "take(exec_id) -> [(kind, slot)]: the records on the executor's lane "

@@ -374,6 +374,13 @@ class HTTPCycle(_Cycle):
                 raise                       # the worker is stopping: nothing was owed
             if self.complete:
                 _report("the application raised after its response was complete")
+            elif self._client_left():
+                # What the application raises because its client left
+                # (Starlette's ClientDisconnect from a failed send) is no
+                # error of the application's: uvicorn logs nothing either.
+                _c.debug("%s %s: the client left; the application raised %s"
+                         % (scope.get("method"), scope.get("path"), type(exc).__name__))
+                self._end(failed=True)
             else:
                 _report("the application raised (%s); answering 500 or aborting the connection"
                         % type(exc).__name__)
@@ -382,9 +389,25 @@ class HTTPCycle(_Cycle):
                 raise
             return
         if not self.complete:
-            _say("ERROR", "the ASGI application returned without %s the response"
-                 % ("completing" if self.started else "starting"))
+            if self._client_left():
+                # Django's ASGIHandler cancels the response on http.disconnect
+                # and returns: nobody is left to complete it for.
+                _c.debug("%s %s: the client left; the application returned without %s the response"
+                         % (scope.get("method"), scope.get("path"), "completing" if self.started else "starting"))
+            else:
+                _say("ERROR", "the ASGI application returned without %s the response"
+                     % ("completing" if self.started else "starting"))
             self._end(failed=True)
+
+    def _client_left(self):
+        """The client is gone (it left, or its body never came): seen by
+        receive(), or known to the C loop now."""
+        if self.gone:
+            return True
+        try:
+            return bool(_c.poll(self.slot, _c.WAIT_GONE) & _c.WAIT_GONE)
+        except Exception:
+            return False
 
     def _end(self, failed=False):
         """The response is complete (or failed): give the job back."""

@@ -164,3 +164,80 @@ def test_item7_sigterm_while_lifespan_startup_is_pending_stops_at_once():
     finally:
         kill_group(proc)
         proc.wait(5)
+
+
+# ------------------------------------ 12. an ASGI body past its Content-Length
+
+@pytest.mark.parametrize("parts", [1, 3])
+def test_item12_asgi_body_past_content_length_is_cut_with_a_warning(start_server, parts):
+    server = start_server("runner_asgi:app")
+    with Conn(server.port, timeout=5) as conn:
+        response = conn.request("GET", "/overlong?parts=%d" % parts)
+        assert response.status == 200 and response.body == b"hello"
+        assert conn.request("GET", "/pid").status == 200     # nothing past the length: framing intact
+    line = server.stderr.wait_for(re.compile(r"\[WARNING\] GET /overlong\?parts=%d: body exceeds "
+                                             r"Content-Length 5; truncated" % parts), 5)
+    assert line, server.stderr.text()
+    assert server.stderr.text().count("body exceeds Content-Length") == 1, server.stderr.text()
+
+
+# ------------------------- 13. a client that leaves an ASGI stream is no error
+
+def leave_mid_stream(port):
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(b"GET /stream HTTP/1.1\r\nHost: a\r\n\r\n")
+    got = b""
+    while len(got) < 256 * 1024:
+        piece = sock.recv(65536)
+        assert piece, got[:200]
+        got += piece
+    assert got.startswith(b"HTTP/1.1 200 ")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()                          # the client leaves mid-stream (RST)
+
+
+def log_until_mark(server, text):
+    """The server's log up to the line a /mark request writes: everything
+    the worker logged before it answered that request."""
+    assert request(server.port, "GET", "/mark?text=%s" % text).body == b"ok"
+    assert server.stderr.wait_for(re.compile("runner: %s" % text), 5), server.stderr.text()
+    return server.stderr.text().split("runner: %s" % text, 1)[0]
+
+
+@pytest.mark.parametrize("level", ["info", "debug"])
+def test_item13_client_leaving_a_starlette_stream_is_not_an_error(start_server, tmp_path, level):
+    """Starlette's StreamingResponse turns the failed send into ClientDisconnect."""
+    mark = tmp_path / "closed"
+    server = start_server("runner_asgi:starlette_app", "--log-level", level, env={"STREAM_MARK": str(mark)})
+    leave_mid_stream(server.port)
+    assert wait_file(mark, 10), server.stderr.text()
+    time.sleep(0.2)                       # the window for a line that must not come (its task unwinds)
+    before = log_until_mark(server, "after-stream")
+    assert "[ERROR]" not in before and "Traceback" not in before, before
+    left = re.findall(r"\[DEBUG\] GET /stream: the client left.*", before)
+    assert len(left) == (1 if level == "debug" else 0), before
+    if level == "debug":
+        assert "ClientDisconnect" in left[0]
+
+
+def test_item13_client_leaving_a_django_stream_is_not_an_error(start_server):
+    """Django's ASGIHandler cancels the response on http.disconnect and returns
+    without completing it."""
+    server = start_server("runner_django:application", "--log-level", "debug")
+    leave_mid_stream(server.port)
+    assert server.stderr.wait_for(re.compile(r"GET /stream: the client left"), 10), server.stderr.text()
+    before = log_until_mark(server, "after-django")
+    assert "[ERROR]" not in before and "Traceback" not in before, before
+    assert len(re.findall(r"\[DEBUG\] GET /stream: the client left", before)) == 1, before
+
+
+def test_item13_app_errors_while_the_client_is_connected_are_still_errors(start_server):
+    server = start_server("runner_asgi:starlette_app")
+    with Conn(server.port, timeout=5) as conn:
+        conn.send(b"GET /boom HTTP/1.1\r\nHost: a\r\n\r\n")
+        assert conn.wait_closed(5)        # its head went out: the connection is aborted
+    assert server.stderr.wait_for(re.compile(r"\[ERROR\] .*application raised"), 5), server.stderr.text()
+    assert server.stderr.wait_for(re.compile(r"RuntimeError: boom \(test\)"), 5), server.stderr.text()
+    assert request(server.port, "GET", "/boom-before").status == 500
+    assert server.stderr.wait_for(re.compile(r"RuntimeError: boom-before \(test\)"), 5), server.stderr.text()
+    assert server.stderr.text().count("Traceback") >= 2, server.stderr.text()
