@@ -52,6 +52,7 @@ static const struct opt opts[] = {
     {"--protocol", "M0_PROTOCOL", T_PROTOCOL, O(protocol), 0, 0, "P", "auto|wsgi|asgi (default auto: detect from the callable)"},
     {"--loop", "M0_LOOP", T_CHOICE, O(asgi_loop), 0, 0, "auto|asyncio|uvloop", "ASGI: the asyncio event loop of the executor (default auto: uvloop when importable)"},
     {"--lifespan", "M0_LIFESPAN", T_CHOICE, O(lifespan), 0, 0, "auto|on|off", "ASGI lifespan protocol (default auto: used when the app speaks it)"},
+    {"--lifespan-timeout", "M0_LIFESPAN_TIMEOUT", T_SECONDS, O(lifespan_timeout), 0, 0, "S", "ASGI: a lifespan startup not complete after S seconds fails the boot (default 60; 0: wait forever)"},
     {"--graceful-timeout", "M0_GRACEFUL_TIMEOUT", T_SECONDS, O(graceful_timeout), 0, 0, "S", "seconds to finish in-flight requests on SIGTERM (default 30)"},
     {"--max-body", "M0_MAX_BODY", T_BYTES, O(limits.max_body), 0, 0, "BYTES", "largest request body accepted, else 413 (default 1073741824)"},
     {"--timeout-keep-alive", "M0_TIMEOUT_KEEP_ALIVE", T_SECONDS, O(keepalive_timeout), 0, 0, "S", "close idle keep-alive connections after S seconds (default 5)"},
@@ -126,6 +127,7 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->graceful_timeout = 30;
     cfg->asgi_loop = "auto";
     cfg->lifespan = "auto";
+    cfg->lifespan_timeout = 60;
     cfg->keepalive_timeout = 5;
     cfg->header_timeout = 10;
     cfg->body_timeout = 30;

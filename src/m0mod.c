@@ -129,10 +129,14 @@ PyObject *m0_module_init(void)
     PyObject *m = PyModule_Create(&m0_module);
     if (m == NULL)
         return NULL;
+    /* AddObjectRef, never AddObject: errors stays ours whether it was added
+     * or not, so one release fits every path (AddObject steals only on
+     * success — the next failure would have released it a second time). */
     PyObject *errors = PyObject_CallNoArgs((PyObject *)&m0_ErrorsType);
-    if (errors == NULL || PyModule_AddObject(m, "errors", errors) == -1 ||
-        PyModule_AddObjectRef(m, "FileWrapper", (PyObject *)&m0_FileWrapperType) == -1) {
-        Py_XDECREF(errors);
+    int bad = errors == NULL || PyModule_AddObjectRef(m, "errors", errors) == -1 ||
+              PyModule_AddObjectRef(m, "FileWrapper", (PyObject *)&m0_FileWrapperType) == -1;
+    Py_XDECREF(errors);
+    if (bad) {
         Py_DECREF(m);
         return NULL;
     }

@@ -49,6 +49,7 @@ struct m0_config {
     enum m0_protocol protocol;
     const char *asgi_loop;      /* --loop: auto | asyncio | uvloop */
     const char *lifespan;       /* --lifespan: auto | on | off */
+    double lifespan_timeout;    /* seconds lifespan startup may take; 0 = no limit */
     double graceful_timeout;    /* seconds */
     double keepalive_timeout;   /* seconds an idle keep-alive connection lives */
     double header_timeout;      /* seconds to receive a complete request head */
