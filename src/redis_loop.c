@@ -3,7 +3,8 @@
  * redis_loop.h). hiredis asks for read interest once connected and for
  * write interest while it has bytes to send (and to learn that a
  * non-blocking connect finished); it calls cleanup before it closes the
- * socket, so the loop never watches a closed or reused descriptor.
+ * socket, so the loop never watches a closed or reused descriptor. The
+ * reader's reply guard counts the callbacks hiredis holds.
  */
 #include <sys/epoll.h>
 
@@ -75,6 +76,17 @@ static void cleanup(void *p)
     ev->ac = NULL;
 }
 
+/* Commands sent (or queued) and not answered: hiredis's callback list. */
+static size_t pending(void *p)
+{
+    const struct m0_redis_ev *ev = p;
+    size_t n = 0;
+    if (ev->ac != NULL)
+        for (const redisCallback *cb = ev->ac->replies.head; cb != NULL; cb = cb->next)
+            n++;
+    return n;
+}
+
 int m0_redis_attach(struct m0_redis_ev *ev, struct m0_loop *loop, redisAsyncContext *ac)
 {
     if (ac->ev.data != NULL)
@@ -89,5 +101,6 @@ int m0_redis_attach(struct m0_redis_ev *ev, struct m0_loop *loop, redisAsyncCont
     ac->ev.delWrite = del_write;
     ac->ev.cleanup = cleanup;
     ac->ev.data = ev;
+    m0_reply_guard_install(&ev->guard, ac->c.reader, pending, ev);
     return M0_OK;
 }
