@@ -29,9 +29,7 @@
  * retries). Nothing here blocks: connects are non-blocking, with a
  * deadline.
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,16 +136,6 @@ static void note_error(struct broker *b, const char *what)
 {
     snprintf(b->last_error, sizeof b->last_error, "%s", what);
 }
-
-/* A Redis that comes back with a counter below an id this worker already
- * read lost writes it had acknowledged (a partial persistence loss): the
- * counter is raised past that id, so no id is ever issued twice, and live
- * streams are told that events may be missing. (A counter that is gone
- * altogether restarts from the clock in the publish script instead.) */
-static const char RAISE_LUA[] =
-    "local c = redis.call('GET', KEYS[1])\n"
-    "if c and tonumber(c) < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) return 1 end\n"
-    "return 0\n";
 
 static void fail_conn(struct bconn *bc, const char *why, int always);
 
@@ -330,7 +318,7 @@ static void ready(struct bconn *bc)
         } else {
             char at[32];
             snprintf(at, sizeof at, "%llu", (unsigned long long)m0_broker_position());
-            const char *argv[] = {"EVAL", RAISE_LUA, "1", b->seq_key, at};
+            const char *argv[] = {"EVAL", M0_BROKER_RAISE_LUA, "1", b->seq_key, at};
             redisAsyncCommandArgv(ac, on_raise, b, (int)M0_ARRAY_LEN(argv), argv, NULL);
             issue_read(b);
         }
@@ -763,41 +751,17 @@ static void broker_hook(struct m0_loop *l, void *ctx)
 
 /* ------------------------------------------------------------- lifecycle */
 
-/* The broker's host name as a numeric address, once, before the loop runs
- * (a DNS lookup on the loop would stall it). A name that does not resolve
- * now is left to hiredis (looked up at each connect: logged). */
-static void resolve(const struct m0_broker_cfg *cfg)
-{
-    struct addrinfo hints, *res = NULL;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICHOST;
-    if (cfg->is_unix || getaddrinfo(cfg->host, NULL, &hints, &res) == 0) {
-        if (res)
-            freeaddrinfo(res);
-        return;                 /* already numeric (or a socket path) */
-    }
-    hints.ai_flags = 0;
-    int rc = getaddrinfo(cfg->host, NULL, &hints, &res);
-    if (rc != 0 || res == NULL) {
-        m0_warn("broker host %s does not resolve now (%s): it is looked up at each connect", cfg->host,
-                gai_strerror(rc));
-        return;
-    }
-    const void *addr = res->ai_family == AF_INET6 ? (const void *)&((struct sockaddr_in6 *)res->ai_addr)->sin6_addr
-                                                 : (const void *)&((struct sockaddr_in *)res->ai_addr)->sin_addr;
-    if (inet_ntop(res->ai_family, addr, resolved, sizeof resolved) == NULL)
-        resolved[0] = '\0';
-    freeaddrinfo(res);
-}
-
 void m0_broker_prepare(void)
 {
     char err[256];
     if (m0_broker == NULL)
         return;
-    resolve(m0_broker);
+    /* Once, before the loop runs: a DNS lookup on the loop would stall it.
+     * A name that does not resolve now is left to hiredis (looked up at
+     * each connect). */
+    const char *why;
+    if (!m0_broker->is_unix && m0_redis_resolve(m0_broker->host, resolved, sizeof resolved, &why) != M0_OK)
+        m0_warn("broker host %s does not resolve now (%s): it is looked up at each connect", m0_broker->host, why);
     boot_known = m0_broker_counter(&boot_position, err, sizeof err) == M0_OK;
     if (!boot_known)
         m0_debug("%s (the worker reads the log once it connects)", err);

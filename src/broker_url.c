@@ -68,6 +68,17 @@ int m0_broker_key_ok(const char *key, size_t klen)
     return 1;
 }
 
+/* A Redis that comes back with a counter below an id a worker already read
+ * lost writes it had acknowledged (a partial persistence loss): the worker
+ * raises the counter past that id when it reconnects, so no id is ever
+ * issued twice, and tells its live streams that events may be missing. (A
+ * counter that is gone altogether restarts from the clock in the publish
+ * script instead.) */
+const char M0_BROKER_RAISE_LUA[] =
+    "local c = redis.call('GET', KEYS[1])\n"
+    "if c and tonumber(c) < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) return 1 end\n"
+    "return 0\n";
+
 static int fail(char *err, size_t cap, const char *why)
 {
     snprintf(err, cap, "%s", why);

@@ -87,6 +87,9 @@ int m0_broker_prefix_ok(const char *prefix);
  * the entries after it newest first, at most COUNT}. */
 extern const char M0_BROKER_PUBLISH_LUA[];
 extern const char M0_BROKER_REPLAY_LUA[];
+/* RAISE: KEYS counter; ARGV an id; sets the counter to that id when it is
+ * below it and returns 1, else 0 (a worker's check when it reconnects). */
+extern const char M0_BROKER_RAISE_LUA[];
 
 /* ------------------------------------------------------------ publisher */
 

@@ -41,4 +41,12 @@ struct m0_redis_ev {
  */
 int m0_redis_attach(struct m0_redis_ev *ev, struct m0_loop *loop, redisAsyncContext *ac);
 
+/*
+ * Before the loop runs (it blocks on DNS): host as a numeric address in out
+ * (cap bytes; "" when host is numeric already, to be used as it is).
+ * Returns M0_OK, or M0_ERR with the resolver's reason in *why (static
+ * text).
+ */
+int m0_redis_resolve(const char *host, char *out, size_t cap, const char **why);
+
 #endif
