@@ -386,7 +386,7 @@ static void answer_health(struct m0_server *s, struct m0_conn *c)
     h.targets = &m0_targets;
     struct m0_buf body = {0}, broker = {0};
     if (m0_broker != NULL && s->rt != NULL) {
-        m0_broker_health(s, &broker);
+        h.degraded = !m0_broker_health(s, &broker);
         m0_buf_append(&broker, "", 1);
         h.broker = broker.data;
     }
