@@ -6,6 +6,7 @@
 #   make             build ./m0serve (release, -O2)
 #   make test        C unit tests (cmocka), a short fuzz run, pytest end-to-end suite (in .venv), smoke-deploy
 #   make smoke-broker  two m0serve hosts on one Redis (part of make test)
+#   make smoke-metrics the Prometheus endpoint: promtool, a real Prometheus scraping two workers (part of make test)
 #   make smoke-deploy pip install . in a fresh venv, the systemd unit, nginx in front
 #   make e2e-debian  the e2e suite against Debian's python3-django/-flask instead
 #   make fuzz        libFuzzer drivers build/fuzz/fuzz_* (clang, ASan+UBSan)
@@ -41,7 +42,8 @@ SRCS     := $(wildcard src/*.c)
 # Modules with no Python in them: linked into the C unit tests.
 PURE     := src/buf.c src/http.c src/request.c src/response.c src/body.c src/log.c src/timer.c src/cli.c src/config.c \
             src/sse.c src/registry.c src/bus.c src/order.c src/health.c src/target.c \
-            src/broker_url.c src/static.c src/static_rules.c src/mime.c src/ws.c src/accesslog.c src/proxy.c src/notify.c
+            src/broker_url.c src/broker_reply.c src/static.c src/static_rules.c src/mime.c src/ws.c src/accesslog.c src/proxy.c src/notify.c \
+            src/loop.c src/lane.c src/job.c src/metrics_text.c src/percent.c
 LLHTTP   := api.c http.c llhttp.c
 
 BUILD    ?= build/release
@@ -56,7 +58,7 @@ endif
 
 .SECONDARY:
 .PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
-        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy
+        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics
 
 all: m0serve
 
@@ -110,7 +112,7 @@ build/unit/llhttp/%.o: $(LLHTTP_SRC)/%.c
 build/unit/%: tests/unit/%.c $(UNIT_OBJS)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -Itests/unit -o $@ $^ -lcmocka -lcrypto
+	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -Itests/unit -o $@ $^ -lcmocka -lhiredis -lcrypto
 
 -include $(wildcard build/unit/obj/*.d)
 
@@ -169,6 +171,12 @@ smoke-streaming: m0serve venv
 smoke-broker: m0serve venv
 	$(Q)$(VPY) -m pytest tests/e2e/test_broker.py -q
 
+# The metrics endpoint (issue 21): promtool check metrics, and Debian's
+# prometheus started by the test on an ephemeral port, scraping two workers
+# (make test runs it as part of e2e).
+smoke-metrics: m0serve venv
+	$(Q)$(VPY) -m pytest tests/e2e/test_metrics.py -q
+
 # -------------------------------------------------------------------- fuzz
 # libFuzzer drivers (tests/fuzz/README.md) over the pure modules only, built
 # with clang: the modules and llhttp get coverage instrumentation
@@ -208,7 +216,7 @@ build/fuzz/drv/%.o: tests/fuzz/%.c
 
 build/fuzz/fuzz_%: build/fuzz/drv/fuzz_%.o build/fuzz/libm0pure.a
 	@echo "  LD      $@"
-	$(Q)$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ -lcrypto -lpthread
+	$(Q)$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ -lhiredis -lcrypto -lpthread
 
 -include $(wildcard build/fuzz/obj/*.d build/fuzz/drv/*.d)
 
@@ -260,9 +268,10 @@ fuzz-merge: build/fuzz/fuzz_$(FUZZ)
 
 
 # Mounts and static files (issue 11): Django at /, Flask at /flask, static
-# files at /static, one server; part of `make test` through tests/e2e.
+# files at /static in one server (tests/e2e/hybridserver.py), one suite for
+# each; part of `make test` through tests/e2e.
 smoke-hybrid: m0serve venv
-	$(Q)$(VPY) -m pytest tests/e2e/test_hybrid.py -q
+	$(Q)$(VPY) -m pytest tests/e2e/test_static.py tests/e2e/test_mounts.py -q
 
 # The demo's chat page in headless Chromium, driven over the DevTools
 # protocol (smoke/chat_browser.py). Not part of `make test`: it installs
@@ -298,7 +307,7 @@ smoke-deploy: m0serve venv
 # libclang-rt-14-dev build the libFuzzer drivers (make fuzz).
 DEB_PKGS := gcc make python3-dev python3-venv node-llhttp libssl-dev libcmocka-dev libhiredis-dev redis-server \
             uwsgi-core uwsgi-plugin-python3 nginx-light wrk \
-            procps util-linux curl iproute2 clang libclang-rt-14-dev systemd
+            procps util-linux curl iproute2 clang libclang-rt-14-dev systemd prometheus
 
 deps:
 	$(Q)missing=; for p in $(DEB_PKGS); do \

@@ -107,15 +107,12 @@ q() { local out="" a; for a in "$@"; do out+="${out:+ }$(printf '%q' "$a")"; don
 # Milliseconds since the epoch (bash >= 5 EPOCHREALTIME; locale-proof).
 now_ms() { local t=${EPOCHREALTIME/[.,]/}; printf '%s\n' "$((10#$t / 1000))"; }
 
-# A free 127.0.0.1 port (kernel-assigned, double-checked against listeners).
+# A free 127.0.0.1 port (kernel-assigned: the suite's free_port in
+# tests/e2e/serverproc.py; double-checked against listeners).
 free_port() {
     local port i
     for ((i = 0; i < 20; i++)); do
-        port=$("$PYTHON" -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()')
+        port=$(PYTHONPATH="$REPO_ROOT/tests/e2e" "$PYTHON" -c 'from serverproc import free_port; print(free_port())')
         if command -v ss >/dev/null 2>&1; then
             [[ -z $(ss -Htln "sport = :$port" 2>/dev/null) ]] || continue
         fi

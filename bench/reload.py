@@ -35,11 +35,10 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REQUEST = b"GET / HTTP/1.1\r\nHost: bench\r\n\r\n"
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# free_port is the suite's (tests/e2e/serverproc.py: standard library only),
+# so this script still runs standalone from any directory.
+sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
+from serverproc import free_port  # noqa: E402
 
 
 async def one_response(reader):

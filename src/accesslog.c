@@ -303,8 +303,12 @@ static void put_reqline(struct out *o, const struct m0_req *r)
     put_esc(o, r->method, r->method_len, 0);
     put(o, " ", 1);
     put_esc(o, r->target ? r->target : "-", r->target ? r->target_len : 1, 0);
-    puts_(o, " HTTP/1.");
-    put_num(o, r->http_minor);
+    if (r->http_major != 0) {      /* a request rejected before its version has none */
+        puts_(o, " HTTP/");
+        put_num(o, r->http_major);
+        put(o, ".", 1);
+        put_num(o, r->http_minor);
+    }
 }
 
 static void render_default(struct out *o, const struct m0_access *a)
@@ -361,8 +365,9 @@ static void render_json(struct out *o, const struct m0_access *a)
     put_json_str(o, "path", have && r->path ? r->path : NULL, have ? r->path_len : 0, 0);
     put_json_str(o, "query", have && r->query ? r->query : NULL, have ? r->query_len : 0, 0);
     char proto[16];
-    snprintf(proto, sizeof proto, "HTTP/1.%u", have ? r->http_minor : 1);
-    put_json_str(o, "protocol", have ? proto : NULL, strlen(proto), 0);
+    int has_proto = have && r->http_major != 0;
+    snprintf(proto, sizeof proto, "HTTP/%u.%u", has_proto ? r->http_major : 0, has_proto ? r->http_minor : 0);
+    put_json_str(o, "protocol", has_proto ? proto : NULL, strlen(proto), 0);
     puts_(o, ",\"status\":");
     put_num(o, (unsigned long long)a->status);
     puts_(o, ",\"bytes\":");
@@ -421,8 +426,10 @@ static void render_atoms(struct out *o, const struct m0_access *a)
                 put_esc(o, r->query, r->query_len, 0);
             break;
         case OP_PROTO:
-            if (have) {
-                puts_(o, "HTTP/1.");
+            if (have && r->http_major != 0) {
+                puts_(o, "HTTP/");
+                put_num(o, r->http_major);
+                put(o, ".", 1);
                 put_num(o, r->http_minor);
             } else
                 put(o, "-", 1);

@@ -20,6 +20,7 @@
 #include "m0/broker_url.h"
 #include "m0/config.h"
 #include "m0/log.h"
+#include "m0/metrics_text.h"
 
 /* T_CHOICE: a string that must be one of the '|'-separated words of the
  * option's metavar; T_MOUNT: a repeatable PREFIX=VALUE (handled apart). */
@@ -51,6 +52,7 @@ static const struct opt opts[] = {
     {"--protocol", "M0_PROTOCOL", T_PROTOCOL, O(protocol), 0, 0, "P", "auto|wsgi|asgi (default auto: detect from the callable)"},
     {"--loop", "M0_LOOP", T_CHOICE, O(asgi_loop), 0, 0, "auto|asyncio|uvloop", "ASGI: the asyncio event loop of the executor (default auto: uvloop when importable)"},
     {"--lifespan", "M0_LIFESPAN", T_CHOICE, O(lifespan), 0, 0, "auto|on|off", "ASGI lifespan protocol (default auto: used when the app speaks it)"},
+    {"--lifespan-timeout", "M0_LIFESPAN_TIMEOUT", T_SECONDS, O(lifespan_timeout), 0, 0, "S", "ASGI: a lifespan startup not complete after S seconds fails the boot (default 60; 0: wait forever)"},
     {"--graceful-timeout", "M0_GRACEFUL_TIMEOUT", T_SECONDS, O(graceful_timeout), 0, 0, "S", "seconds to finish in-flight requests on SIGTERM (default 30)"},
     {"--max-body", "M0_MAX_BODY", T_BYTES, O(limits.max_body), 0, 0, "BYTES", "largest request body accepted, else 413 (default 1073741824)"},
     {"--timeout-keep-alive", "M0_TIMEOUT_KEEP_ALIVE", T_SECONDS, O(keepalive_timeout), 0, 0, "S", "close idle keep-alive connections after S seconds (default 5)"},
@@ -72,6 +74,8 @@ static const struct opt opts[] = {
     {"--broker-retention", "M0_BROKER_RETENTION", T_LONG, O(broker_retention), 1, 10000000, "N", "events the broker keeps per channel for Last-Event-ID resume on any host (default 1000)"},
     {"--broker-backlog", "M0_BROKER_BACKLOG", T_LONG, O(broker_backlog), 100, 100000000, "N", "events the broker keeps in its all-channel log, how far a reconnecting worker catches up (default 100000)"},
     {"--health-path", "M0_HEALTH_PATH", T_STR0, O(health_path), 0, 0, "PATH", "path answered in C with worker health as JSON (default /health with --realtime; '' disables)"},
+    {"--metrics-bind", "M0_METRICS_BIND", T_STR, O(metrics_bind), 0, 0, "ADDR", "HOST:PORT or unix:PATH of a listener that answers Prometheus scrapes (any path but --metrics-path gets 404; default: none)"},
+    {"--metrics-path", "M0_METRICS_PATH", T_STR0, O(metrics_path), 0, 0, "PATH", "Prometheus metrics, summed over every worker, answered in C (default /metrics on --metrics-bind; on the main listener only for peers in --forwarded-allow-ips)"},
     {"--mount", "M0_MOUNTS", T_MOUNT, M0_MOUNT_APP, 0, 0, "PREFIX=SPEC", "serve the application SPEC (MODULE[:ATTR]) under PREFIX; repeatable; the positional MODULE is PREFIX /; M0_MOUNTS lists several, comma-separated"},
     {"--static", "M0_STATIC", T_MOUNT, M0_MOUNT_STATIC, 0, 0, "PREFIX=DIR", "serve the files of DIR under PREFIX from the event loop (sendfile, no Python); repeatable; M0_STATIC lists several, comma-separated"},
     {"--static-max-age", "M0_STATIC_MAX_AGE", T_LONG, O(static_max_age), 0, 315360000, "S", "static files: Cache-Control: public, max-age=S (default: no Cache-Control)"},
@@ -123,6 +127,7 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->graceful_timeout = 30;
     cfg->asgi_loop = "auto";
     cfg->lifespan = "auto";
+    cfg->lifespan_timeout = 60;
     cfg->keepalive_timeout = 5;
     cfg->header_timeout = 10;
     cfg->body_timeout = 30;
@@ -147,6 +152,7 @@ void m0_config_defaults(struct m0_config *cfg)
     char err[128];
     m0_proxy_parse(&cfg->forwarded_trust, M0_PROXY_DEFAULT, err, sizeof err);
     cfg->umask = -1;
+    cfg->metrics_listener = -1;
 }
 
 void m0_config_resolve(struct m0_config *cfg)
@@ -590,6 +596,8 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
                  cfg->broker_prefix);
         return M0_ERR;
     }
+    if (m0_metrics_check_flags(cfg, err, cap) != M0_OK)
+        return M0_ERR;
     char *h, *p;
     int port;
     if (m0_config_bind_parts(cfg, &h, &port, &p, err, cap) != M0_OK)

@@ -33,6 +33,7 @@
 #include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/log.h"
+#include "m0/metrics.h"
 #include "m0/runner.h"
 #include "m0/target.h"
 #include "m0/timer.h"
@@ -207,6 +208,7 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
                 if (tmp != -1)
                     close(tmp);
                 s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                m0_mx_add(s->mx, M0_MX_REFUSED_FDS, 1);
                 if (m0_loop_now(l) >= s->next_refusal_log) {
                     m0_warn("out of file descriptors (%u connections open): refusing new connections "
                             "(raise ulimit -n)", s->nactive);
@@ -220,6 +222,7 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
         struct m0_conn *c = s->free_list;
         if (c == NULL) {
             close(fd);
+            m0_mx_add(s->mx, M0_MX_REFUSED_SLOTS, 1);
             if (m0_loop_now(l) >= s->next_refusal_log) {   /* at most one line a second */
                 m0_warn("all %u connection slots busy: refusing connections (see --max-connections)", s->nconns);
                 s->next_refusal_log = m0_loop_now(l) + 1000;
@@ -258,7 +261,8 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
         memcpy(job->remote_addr, job->peer_addr, sizeof job->remote_addr);
         job->remote_port = job->peer_port;
         job->https = 0;
-        job->peer_trusted = -1;
+        job->metrics_conn = lfd == s->metrics_fd;
+        m0_mx_add(s->mx, M0_MX_ACCEPTED, 1);
         if (m0_loop_add_slot(l, fd, slot, c->gen, c->events) == M0_ERR) {
             m0_log_errno("epoll_ctl(ADD)");
             close(fd);
@@ -399,15 +403,16 @@ void m0_conn_error(struct m0_server *s, struct m0_conn *c, int status, const cha
     struct m0_job *job = c->job;
     m0_debug("slot %u: %d %s", m0_conn_slot(s, c), status, reason);
     m0_buf_reset(&c->out);
-    m0_error_response(&c->out, status, reason, 1, (job->req.flags & M0_REQ_HEAD) != 0);
+    /* Logged once, by m0_h1_finish when it is out, like every response:
+     * with the body bytes sent. A read-side error (408) ran no request:
+     * its duration is 0 rather than whatever the last one left. */
+    job->resp.body_bytes = m0_error_response(&c->out, status, reason, 1, (job->req.flags & M0_REQ_HEAD) != 0);
     job->resp.status = status;
     job->body.keep = 0;
     c->resp_flags = 0;
+    if (c->state == M0_CONN_READ_HEAD || c->state == M0_CONN_READ_BODY)
+        c->started_us = m0_clock_us();
     m0_conn_set_state(s, c, M0_CONN_WRITE);
-    if (s->cfg->access_log) {
-        struct m0_access a = {.addr = job->remote_addr, .req = &job->req, .status = status};
-        m0_access_log(&a);
-    }
     m0_conn_flush(s, c);
 }
 

@@ -34,6 +34,11 @@ void m0_fork_set_worker(void)
     pthread_atfork(NULL, NULL, on_fork_child);
 }
 
+int m0_fork_in_worker(void)
+{
+    return worker_pid != 0 && getpid() == worker_pid;
+}
+
 void m0_fork_on_child(m0_fork_fn fn, void *ctx)
 {
     unsigned n = __atomic_load_n(&nhooks, __ATOMIC_RELAXED);

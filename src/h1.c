@@ -35,6 +35,7 @@
 #include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/log.h"
+#include "m0/metrics.h"
 #include "m0/pool.h"
 #include "m0/proxy.h"
 #include "m0/runner.h"
@@ -117,11 +118,12 @@ static int inline_read_body(struct m0_job *job, uint64_t want, void *ctx)
 /* ------------------------------------------------------------ responses */
 
 /* The per-request start of every answer: timers and flags of the previous
- * request are gone, whoever answers. */
+ * request are gone, whoever answers. The head timer is the keep-alive
+ * reset's to clear (m0_h1_finish): it runs until the response is out. */
 static void begin_request(struct m0_server *s, struct m0_conn *c)
 {
     c->started_us = m0_clock_us();
-    c->flags &= ~(C_SLOW_LOGGED | C_HEAD_TIMER | C_MORE | C_STREAMING);
+    c->flags &= ~(C_SLOW_LOGGED | C_MORE | C_STREAMING);
     c->resp_flags = 0;
     s->requests++;
 }
@@ -133,7 +135,13 @@ void m0_h1_finish(struct m0_server *s, struct m0_conn *c)
     if (c->flags & C_LAZY_BODY)
         keep = 0;       /* the body never came in whole: its end cannot be found */
 
-    if (s->cfg->access_log && job->req.method != NULL && job->resp.status != 0)
+    /* Counted as logged: every response, the server's own refusals too (a
+     * request rejected before its method counts as method "other"). */
+    if (job->resp.status != 0)
+        m0_metrics_request(s->mx, job->mx_mount, job->req.method, job->resp.status, m0_clock_us() - c->started_us, 0);
+    /* Every response that went out, the server's own refusals included (a
+     * request rejected before its method has none: its line says "-"). */
+    if (s->cfg->access_log && job->resp.status != 0)
         m0_conn_access_log(s, c);
     if (!keep) {
         /* Unread request bytes would turn our close into an RST that can
@@ -179,7 +187,7 @@ static void after_run(struct m0_server *s, struct m0_conn *c, int rc)
     struct m0_resp *rs = &job->resp;
     if ((rs->flags & M0_RESP_HOLD) && m0_hold_subscribe(s, c) != M0_OK) {
         if (rc == M0_AGAIN)
-            m0_dispatch_abandon(job);      /* an inline runner that owed more: close() now */
+            m0_dispatch_abandon(job);      /* an inline runner that owed more: close() now, attached */
         rc = M0_DONE;
         if (c->flags & C_STREAMING) {
             /* Its head is already out (a body too long to hold back): one
@@ -321,7 +329,7 @@ static void answer_health(struct m0_server *s, struct m0_conn *c)
     h.targets = &m0_targets;
     struct m0_buf body = {0}, broker = {0};
     if (m0_broker != NULL && s->rt != NULL) {
-        m0_broker_health(s, &broker);
+        h.degraded = !m0_broker_health(s, &broker);
         m0_buf_append(&broker, "", 1);
         h.broker = broker.data;
     }
@@ -346,16 +354,11 @@ static void answer_health(struct m0_server *s, struct m0_conn *c)
 
 /* Who the request speaks for (proxy.h): the peer, or the client a trusted
  * proxy names. Recomputed per request: one upstream connection of a proxy
- * carries requests of many clients. */
+ * carries requests of many clients. Whether the peer may speak for anyone
+ * is m0_proxy_client's decision alone (its contract, unit-tested there). */
 static void set_client(struct m0_server *s, struct m0_job *job)
 {
     struct m0_client cl;
-    /* Trust is a property of the connection: decided once. An untrusted
-     * peer costs nothing more per request (remote_* already name it). */
-    if (job->peer_trusted < 0)
-        job->peer_trusted = (int8_t)m0_proxy_trusted(&s->cfg->forwarded_trust, job->peer_addr);
-    if (!job->peer_trusted)
-        return;
     m0_proxy_client(&s->cfg->forwarded_trust, job->peer_addr, job->peer_port, &job->req, &cl);
     memcpy(job->remote_addr, cl.addr, sizeof job->remote_addr);
     job->remote_port = cl.port;
@@ -367,11 +370,18 @@ static void route(struct m0_server *s, struct m0_conn *c)
 {
     const struct m0_req *r = &c->job->req;
     set_client(s, c->job);
+    c->job->mx_mount = -1;
+    if (m0_metrics_claims(s, c)) {       /* metrics.h: answered in C, never the app */
+        begin_request(s, c);
+        m0_metrics_answer(s, c);
+        return;
+    }
     if (s->health_len != 0 && r->path_len == s->health_len && memcmp(r->path, s->health_path, s->health_len) == 0) {
         answer_health(s, c);
         return;
     }
     const struct m0_target *t = m0_target_match(&m0_targets, r->path, r->path_len);
+    c->job->mx_mount = t != NULL ? (int8_t)(t - m0_targets.t) : -1;
     if (t == NULL)
         answer_unmounted(s, c);
     else if (t->runner == NULL)

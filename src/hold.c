@@ -38,6 +38,7 @@
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/loop.h"
+#include "m0/metrics.h"
 #include "m0/order.h"
 #include "m0/registry.h"
 #include "m0/sse.h"
@@ -58,6 +59,7 @@ struct m0_realtime {
     size_t outbox_limit;
     int replaying;                  /* inside a subscribe: replay allowance */
     int broker;                     /* --broker: events come from broker.c, not the bus */
+    int hooked;                     /* rt_hook is registered with the loop */
     uint64_t seen_lost;             /* the lost[] marker last acted on */
     uint64_t noticed;               /* newest id already announced lost */
     uint64_t next_slow_log;
@@ -349,11 +351,22 @@ void m0_rt_init(struct m0_server *s)
     m0_order_init(&rt->order, 1);
 }
 
-int m0_rt_start(struct m0_server *s)
+int m0_rt_prepare(struct m0_server *s)
 {
     if (m0_bus_current == NULL)
         return M0_ERR;
     m0_rt_init(s);
+    if (!s->rt->hooked) {
+        m0_loop_add_hook(s->loop, rt_hook, s);
+        s->rt->hooked = 1;
+    }
+    return M0_OK;
+}
+
+int m0_rt_start(struct m0_server *s)
+{
+    if (m0_rt_prepare(s) != M0_OK)
+        return M0_ERR;
     struct m0_realtime *rt = s->rt;
     rt->bus_fd = m0_bus_current->read_fds[m0_bus_index];
     rt->buf = m0_xmalloc(M0_BUS_MAX_DGRAM + 1);
@@ -369,7 +382,6 @@ int m0_rt_start(struct m0_server *s)
         /* The broker replaces the bus as this worker's source of events. */
         rt->broker = 1;
         rt->reading = 1;
-        m0_loop_add_hook(s->loop, rt_hook, s);
         return m0_broker_start(s);
     }
     if (m0_loop_add_fd(s->loop, rt->bus_fd, EPOLLIN, bus_read, s) == M0_ERR) {
@@ -377,7 +389,6 @@ int m0_rt_start(struct m0_server *s)
         return M0_ERR;
     }
     rt->reading = 1;
-    m0_loop_add_hook(s->loop, rt_hook, s);
     return M0_OK;
 }
 
@@ -548,6 +559,7 @@ void m0_hold_enter(struct m0_server *s, struct m0_conn *c)
         m0_conn_close(s, c);
         return;
     }
+    m0_metrics_request(s->mx, job->mx_mount, job->req.method, job->resp.status, 0, 1);
     if (s->cfg->access_log)
         m0_conn_access_log(s, c);
     m0_conn_set_state(s, c, M0_CONN_HELD);

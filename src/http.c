@@ -175,6 +175,10 @@ static int on_url_complete(llhttp_t *p)
 static int on_version_complete(llhttp_t *p)
 {
     struct m0_http *h = H(p);
+    /* Recorded now, not only once the head is complete: a request rejected
+     * later in its head is logged with the version it was sent with. */
+    h->req->http_major = (uint8_t)llhttp_get_http_major(p);
+    h->req->http_minor = (uint8_t)llhttp_get_http_minor(p);
     if (llhttp_get_http_major(p) != 1 || llhttp_get_http_minor(p) > 1)
         return reject(h, 505, "HTTP version not supported");
     return 0;

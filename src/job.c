@@ -60,6 +60,7 @@ void m0_job_reset(struct m0_job *job)
     job->ch.close_code = job->ch.peer_code = 0;
     job->ch.peer_reason_len = 0;
     job->target = NULL;
+    job->mx_mount = -1;
     job->inl = NULL;
     job->wake = NULL;
     job->hold_start = job->hold_last_id = 0;

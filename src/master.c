@@ -66,6 +66,7 @@
 #include "m0/conn.h"
 #include "m0/listeners.h"
 #include "m0/log.h"
+#include "m0/metrics.h"
 #include "m0/master.h"
 #include "m0/notify.h"
 #include "m0/pidfile.h"
@@ -190,7 +191,9 @@ static void spawn(struct master *m, int idx)
     int fds[M0_MAX_LISTENERS];
     for (int l = 0; l < m->ls.n; l++)
         fds[l] = m->ls.l[l].fds[m->ls.l[l].per_slot ? idx : 0];
+    int blk = m0_metrics_claim(idx);
     pid_t pid = fork();
+    m0_metrics_owned(blk, pid);
     if (pid == -1) {
         m0_log_errno("fork");
         close(sv[0]);
@@ -204,6 +207,7 @@ static void spawn(struct master *m, int idx)
          * end; nothing else of the master's. */
         close(sv[0]);
         close(m->sfd);
+        m0_metrics_adopt(blk);
         for (int i = 0; i < m->cap; i++) {
             if (m->w[i].ctl != -1)
                 close(m->w[i].ctl);
@@ -406,6 +410,7 @@ static void reload(struct master *m)
               (unsigned long long)m0_notify_monotonic_usec(), m->nworkers);
     m->gen++;
     m->reloading = 1;
+    m0_mx_add(m0_metrics_master(), M0_MX_RELOADS, 1);
     m->want_ready = 1;
     m->reload_deadline = m0_clock_ms() + BOOT_TIMEOUT_MS;
     for (int idx = 0; idx < m->nworkers; idx++)
@@ -485,6 +490,7 @@ static void reap(struct master *m)
         }
         if (w == NULL)
             continue;
+        m0_metrics_reaped(pid, status);
         int idx = w->idx, served = w->served, retiring = w->state == W_RETIRING;
         unsigned gen = w->gen;
         uint64_t lived = m0_clock_ms() - w->started;
@@ -728,8 +734,11 @@ int m0_master_run(struct m0_config *cfg)
     if (m0_notify_init(err, sizeof err) != M0_OK)
         m0_warn("%s: not notifying the service manager", err);
     int rc = m0_listeners_open(&m->ls, cfg, m->nworkers);
+    if (rc == M0_OK)
+        rc = m0_metrics_listen(&m->ls, cfg);
     if (rc != M0_OK)
         return rc;
+    m0_metrics_create(cfg);      /* before the first fork; without it: no metrics, logged */
     if ((rc = settle_identity(m, cfg)) != M0_OK)
         return rc;
     m->want_ready = 1;

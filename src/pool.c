@@ -48,6 +48,7 @@ struct m0_pool {
     atomic_uint nthreads;           /* live threads */
     atomic_uint busy;               /* threads running a job */
     atomic_uint queued;             /* records submitted and not yet taken */
+    atomic_ulong started;           /* threads ever started (metrics: growth) */
     uint64_t saturated_since;       /* loop clock; 0: not saturated */
 
     struct m0_lane_q backlog;       /* loop-only: records the lane could not take yet */
@@ -196,6 +197,7 @@ static int spawn(struct m0_pool *p, char *err, size_t cap)
         snprintf(err, cap, "cannot start a handler thread: %s", strerror(rc));
         return M0_ERR;
     }
+    atomic_fetch_add(&p->started, 1);
     return M0_OK;
 }
 
@@ -277,6 +279,11 @@ void m0_pool_stats(const struct m0_pool *p, unsigned *threads, unsigned *busy, u
     *busy = atomic_load(&p->busy);
     *max = p->max;
     *queued = atomic_load(&p->queued);
+}
+
+uint64_t m0_pool_started(const struct m0_pool *p)
+{
+    return p != NULL ? atomic_load(&p->started) : 0;
 }
 
 void m0_pool_stop(struct m0_pool *p)

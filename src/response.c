@@ -38,44 +38,78 @@ void m0_resp_free(struct m0_resp *rs)
     m0_buf_free(&rs->out);
 }
 
+/* The IANA HTTP Status Code Registry's permanent entries, with its phrases
+ * (RFC 9110 §15 and the RFCs it cites: 102 RFC 2518, 103 RFC 8297, 207/423/
+ * 424/507 RFC 4918, 208/508 RFC 5842, 226 RFC 3229, 425 RFC 8470, 428/429/
+ * 431/511 RFC 6585, 451 RFC 7725, 506 RFC 2295, 510 RFC 2774). 306 and 418
+ * are registered as "(Unused)", which is no phrase: they get none. */
 const char *m0_status_reason(int status)
 {
     switch (status) {
     case 100: return "Continue";
     case 101: return "Switching Protocols";
+    case 102: return "Processing";
+    case 103: return "Early Hints";
     case 200: return "OK";
     case 201: return "Created";
     case 202: return "Accepted";
+    case 203: return "Non-Authoritative Information";
     case 204: return "No Content";
+    case 205: return "Reset Content";
     case 206: return "Partial Content";
+    case 207: return "Multi-Status";
+    case 208: return "Already Reported";
+    case 226: return "IM Used";
+    case 300: return "Multiple Choices";
     case 301: return "Moved Permanently";
     case 302: return "Found";
     case 303: return "See Other";
     case 304: return "Not Modified";
+    case 305: return "Use Proxy";
     case 307: return "Temporary Redirect";
     case 308: return "Permanent Redirect";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
+    case 402: return "Payment Required";
     case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
+    case 407: return "Proxy Authentication Required";
     case 408: return "Request Timeout";
     case 409: return "Conflict";
+    case 410: return "Gone";
     case 411: return "Length Required";
+    case 412: return "Precondition Failed";
     case 413: return "Content Too Large";
     case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
     case 416: return "Range Not Satisfiable";
     case 417: return "Expectation Failed";
+    case 421: return "Misdirected Request";
+    case 422: return "Unprocessable Content";
+    case 423: return "Locked";
+    case 424: return "Failed Dependency";
+    case 425: return "Too Early";
     case 426: return "Upgrade Required";
+    case 428: return "Precondition Required";
     case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
+    case 451: return "Unavailable For Legal Reasons";
     case 500: return "Internal Server Error";
     case 501: return "Not Implemented";
     case 502: return "Bad Gateway";
     case 503: return "Service Unavailable";
     case 504: return "Gateway Timeout";
     case 505: return "HTTP Version Not Supported";
-    default:  return "Unknown";
+    case 506: return "Variant Also Negotiates";
+    case 507: return "Insufficient Storage";
+    case 508: return "Loop Detected";
+    case 510: return "Not Extended";
+    case 511: return "Network Authentication Required";
+    /* RFC 9112 §4: the reason phrase may be empty; text for a code nobody
+     * registered would be invented meaning. */
+    default:  return "";
     }
 }
 
@@ -155,7 +189,7 @@ enum m0_framing m0_head_finish(struct m0_buf *b, const struct m0_head_info *hi, 
     return f;
 }
 
-void m0_error_response(struct m0_buf *b, int status, const char *reason, int close_conn, int head)
+size_t m0_error_response(struct m0_buf *b, int status, const char *reason, int close_conn, int head)
 {
     char body[256];
     int n = snprintf(body, sizeof body, "%d %s: %s\n", status, m0_status_reason(status),
@@ -169,6 +203,8 @@ void m0_error_response(struct m0_buf *b, int status, const char *reason, int clo
     m0_buf_printf(b, "\r\nServer: m0serve\r\nContent-Type: text/plain; charset=utf-8\r\n"
                      "Content-Length: %d\r\n%s\r\n",
                   n, close_conn ? "Connection: close\r\n" : "");
-    if (!head)
-        m0_buf_append(b, body, (size_t)n);
+    if (head)
+        return 0;
+    m0_buf_append(b, body, (size_t)n);
+    return (size_t)n;
 }

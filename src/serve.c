@@ -33,6 +33,7 @@
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/loop.h"
+#include "m0/metrics.h"
 #include "m0/pool.h"
 #include "m0/serve.h"
 #include "m0/timer.h"
@@ -110,7 +111,8 @@ static void go(struct serve *v)
             return;
         }
     }
-    m0_rt_init(s);           /* holds need it even without the bus (an ASGI app's WebSockets) */
+    /* Set up before booted was reported (m0_serve_prepare): only reading
+     * starts here, once the predecessor has stopped. */
     if (s->cfg->realtime && m0_rt_start(s) != M0_OK) {
         m0_error("cannot start the realtime bus");
         v->rc = M0_EXIT_FAIL;
@@ -293,11 +295,22 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
         return NULL;
     }
     m0_loop_add_hook(s->loop, serve_hook, v);
+    m0_metrics_attach(s);
     s->next_sweep = m0_loop_now(s->loop) + SWEEP_MS;
     s->env = (struct m0_runner_env){.loop = s->loop, .jobs = s->jobs, .njobs = s->nconns, .draining = &s->draining,
                                     .newest_id = newest_id, .newest_ctx = s};
     m0_fork_on_child(close_in_child, v);
     return s;
+}
+
+int m0_serve_prepare(struct m0_server *s)
+{
+    m0_rt_init(s);           /* holds need it even without the bus (an ASGI app's WebSockets) */
+    if (s->cfg->realtime && m0_rt_prepare(s) != M0_OK) {
+        m0_error("cannot set up the realtime bus");
+        return M0_ERR;
+    }
+    return M0_OK;
 }
 
 void m0_serve_booted(struct m0_server *s)

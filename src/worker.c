@@ -30,9 +30,16 @@
  * needs it without a context; set once at boot). */
 static int sig_pipe_w = -1;
 
+/* Until it reports booted a worker has served nothing and owes nothing (an
+ * ASGI lifespan startup has not completed): a stop signal then ends it at
+ * once, rather than after a startup that may never finish. */
+static volatile sig_atomic_t booting = 1;
+
 /* Async-signal-safe: one byte per signal, read by the loop. */
 static void on_signal(int signo)
 {
+    if (booting && m0_fork_in_worker())
+        _exit(M0_EXIT_OK);
     int saved = errno;
     unsigned char b = (unsigned char)signo;
     if (write(sig_pipe_w, &b, 1) == -1) {
@@ -135,7 +142,12 @@ void m0_worker_main(const struct m0_config *cfg, const int *listen_fds, int nlis
     m0_broker_prepare();       /* --broker: where the log stands, before serving */
     if (cfg->reload)
         m0_reload_start(s->loop, cfg, ask_reload, s);      /* a failure is logged; serving goes on without it */
-    log_mounts();
+    if (m0_serve_prepare(s) != M0_OK) {
+        fflush(NULL);
+        _exit(M0_EXIT_BOOT);     /* never reported booted: a boot failure to the master */
+    }
+    log_mounts();            /* "worker booted": everything is set up */
+    booting = 0;             /* signals are the loop's from now on: a drain */
     m0_serve_booted(s);
 
     int rc = m0_serve_run(s);

@@ -308,13 +308,18 @@ static PyTypeObject StartResponseType = {
 
 /* ------------------------------------------------------------- framing */
 
-/* A WebSocket approval the loop will take: --realtime, a 2xx, a GET.
- * Anywhere else it is an ordinary response (the view degrades). */
+/* A WebSocket approval the loop will take: --realtime, a 2xx, not HEAD.
+ * Anywhere else it is an ordinary response (the view degrades). Any other
+ * method is taken so that the loop's handshake check answers it: RFC 6455
+ * §4.2.1 makes the handshake a GET, and a POST approved by a view that does
+ * not look is refused with the 400 the ASGI path gives (asgi_ws.c), never
+ * answered with the approval's body. HEAD asks for GET's head without a
+ * connection change: it keeps the ordinary answer. */
 static int ws_hold(const struct m0_job *job)
 {
     const struct m0_head *h = &job->head;
     return job->target->realtime && h->hold == M0_HOLD_WEBSOCKET && h->status / 100 == 2 &&
-           !state_of((struct m0_job *)job)->message && strcmp(job->req.method, "GET") == 0;
+           !state_of((struct m0_job *)job)->message && !(job->req.flags & M0_REQ_HEAD);
 }
 
 /* Commit the head (once: the encoder refuses a second one). body_len is

@@ -10,7 +10,9 @@
  *             "<id>-0" to the all-channel log PREFIX"log" (MAXLEN ~ backlog)
  *             and to the channel's stream PREFIX"ch:"CHANNEL (MAXLEN ~
  *             retention, expiring a day after its last event); the id is
- *             the reply. One broker round trip.
+ *             the reply. With a key, PREFIX"key:"KEY remembers the id for
+ *             M0_BROKER_KEY_TTL_MS and a repeat returns it without
+ *             appending. One broker round trip.
  *   deliver   every worker keeps two connections on its own loop (hiredis's
  *             async API through redis_loop.h): a reader that XREAD BLOCKs the
  *             log from the last id it saw (so a reconnect catches up), and a
@@ -69,7 +71,18 @@ uint64_t m0_broker_position(void);
  */
 int m0_broker_resume(struct m0_server *s, struct m0_conn *c, const char *channel, size_t clen, uint64_t last_id);
 
-/* Append the /health "broker" object (JSON, no trailing newline). */
-void m0_broker_health(const struct m0_server *s, struct m0_buf *out);
+/* Append the /health "broker" object (JSON, no trailing newline). Returns
+ * 1 when both of the worker's connections are up, 0 otherwise (/health's
+ * status is then "degraded"). */
+int m0_broker_health(const struct m0_server *s, struct m0_buf *out);
+
+/* The worker's broker numbers for the metrics (metrics.h); all zero
+ * without a broker. Loop thread. */
+struct m0_broker_stats {
+    int up;                 /* both connections up */
+    uint64_t lag;           /* events the broker has that this worker has not read */
+    uint64_t reconnects;
+};
+void m0_broker_stats(struct m0_broker_stats *out);
 
 #endif

@@ -18,6 +18,8 @@ struct m0_config;
 #define M0_BROKER_BACKLOG_DEFAULT 100000     /* events kept in the all-channel log */
 #define M0_BROKER_CHANNEL_TTL_MS 86400000    /* a channel's stream expires a day after its last event */
 #define M0_BROKER_TIMEOUT_MS 1000            /* connect and reply timeout of a publish */
+#define M0_BROKER_KEY_TTL_MS 300000          /* a publish key is remembered this long (5 minutes) */
+#define M0_BROKER_KEY_MAX 200                /* bytes of a publish key */
 
 /* Where the broker is and how it is used. */
 struct m0_broker_cfg {
@@ -49,14 +51,21 @@ int m0_broker_configure(const struct m0_config *cfg);
 /* A key prefix is 1..63 printable ASCII bytes without spaces. */
 int m0_broker_prefix_ok(const char *prefix);
 
+/* A publish key: 1..M0_BROKER_KEY_MAX bytes of printable ASCII (0x20..0x7e). */
+int m0_broker_key_ok(const char *key, size_t klen);
+
 /* The Lua scripts (their text is also in python/m0pub.py: a test keeps the
- * two equal). PUBLISH: KEYS counter, log, channel stream; ARGV channel,
- * frame without the id line, retention, backlog, channel ttl ms; returns
- * the id. REPLAY: KEYS counter, channel stream; ARGV the client's last id
+ * two equal). PUBLISH: KEYS counter, log, channel stream and optionally
+ * the publish key's; ARGV channel, frame without the id line, retention,
+ * backlog, channel ttl ms, key ttl ms; returns the id (with a fourth key
+ * that holds an id: that id, and nothing is appended). REPLAY: KEYS counter, channel stream; ARGV the client's last id
  * ("N-0"), COUNT; returns {counter, 1 if that id is still retained else 0,
  * the entries after it newest first, at most COUNT}. */
 extern const char M0_BROKER_PUBLISH_LUA[];
 extern const char M0_BROKER_REPLAY_LUA[];
+/* RAISE: KEYS counter; ARGV an id; sets the counter to that id when it is
+ * below it and returns 1, else 0 (a worker's check when it reconnects). */
+extern const char M0_BROKER_RAISE_LUA[];
 
 /* The process's broker (NULL: none configured). Set once at start (by the
  * master before forking, or by `m0serve publish`) and never changed. */

@@ -49,6 +49,7 @@ struct m0_config {
     enum m0_protocol protocol;
     const char *asgi_loop;      /* --loop: auto | asyncio | uvloop */
     const char *lifespan;       /* --lifespan: auto | on | off */
+    double lifespan_timeout;    /* seconds lifespan startup may take; 0 = no limit */
     double graceful_timeout;    /* seconds */
     double keepalive_timeout;   /* seconds an idle keep-alive connection lives */
     double header_timeout;      /* seconds to receive a complete request head */
@@ -91,6 +92,9 @@ struct m0_config {
     const char *pid_file;       /* the master's pid, written after binding */
     int reload;                 /* --reload: replace the workers when the app's Python files change */
     const char *access_log_format;            /* accesslog.h; NULL: the default line */
+    const char *metrics_bind;   /* --metrics-bind HOST:PORT or unix:PATH; NULL: none */
+    const char *metrics_path;   /* --metrics-path; NULL: /metrics on metrics_bind only; "": none on the main listener */
+    int metrics_listener;       /* set by the master: the workers' listener index of metrics_bind, -1 */
 };
 
 /* Fill defaults. */

@@ -28,6 +28,7 @@ struct m0_hold;
 struct m0_loop;
 struct m0_pool;
 struct m0_realtime;
+struct m0_mx_block;
 
 enum m0_conn_state {
     M0_CONN_FREE,        /* on the free list; fd -1 */
@@ -115,6 +116,8 @@ struct m0_server {
     const char *health_path;
     size_t health_len;
     uint64_t requests;             /* requests answered (for /health) */
+    struct m0_mx_block *mx;        /* this process's metrics block (metrics.h); NULL: none */
+    int metrics_fd;                /* the --metrics-bind listener, -1 */
 };
 
 static inline uint32_t m0_conn_slot(const struct m0_server *s, const struct m0_conn *c)

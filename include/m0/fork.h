@@ -28,6 +28,10 @@ typedef void (*m0_fork_fn)(void *ctx);
  * told apart from it without a system call per request. */
 void m0_fork_set_worker(void);
 
+/* Is this the worker itself (not a child it forked, not the master)?
+ * Async-signal-safe. */
+int m0_fork_in_worker(void);
+
 /* Run fn(ctx) in a child forked from this worker (close ctx's
  * descriptors; nothing that talks to a peer). Aborts when the registry is
  * full (a bug: the registry is sized for every module). */

@@ -64,7 +64,7 @@ struct m0_req {
     const char *authority;    /* host[:port] of an absolute-form target, host:port
                                * of CONNECT's authority-form, or NULL */
     uint32_t authority_len;
-    uint8_t http_major, http_minor;
+    uint8_t http_major, http_minor;   /* 0.0 until the request-line's version is read */
     unsigned flags;           /* M0_REQ_* */
     struct m0_hdr *hdrs;      /* arena array of nhdrs entries */
     unsigned nhdrs, hdrs_cap;

@@ -158,7 +158,8 @@ struct m0_job {
      * names (proxy.h; set per request by the loop before dispatch). */
     char peer_addr[INET6_ADDRSTRLEN];
     uint16_t peer_port;
-    int8_t peer_trusted;        /* --forwarded-allow-ips holds the peer: -1 not yet known, 0, 1 */
+    int8_t metrics_conn;        /* accepted on --metrics-bind: only the metrics endpoint answers */
+    int8_t mx_mount;            /* metrics: the mount (target index) that answers, -1 none */
     char remote_addr[INET6_ADDRSTRLEN];
     uint16_t remote_port;
     uint8_t https;              /* a trusted proxy says the client used https */

@@ -39,6 +39,10 @@ void m0_pool_submit(struct m0_pool *p, uint32_t slot, uint32_t gen);
  * inbound WebSocket message to a thread (the runner's message op). */
 void m0_pool_submit_kind(struct m0_pool *p, uint32_t slot, uint32_t gen, enum m0_run_kind kind);
 
+/* Threads the pool ever started (its floor, then each growth); p may be
+ * NULL (0). Any thread. */
+uint64_t m0_pool_started(const struct m0_pool *p);
+
 /* Current threads, threads running a job, the maximum, and jobs waiting
  * for a thread. p may be NULL (all zero). */
 void m0_pool_stats(const struct m0_pool *p, unsigned *threads, unsigned *busy, unsigned *max,

@@ -35,7 +35,10 @@ void m0_resp_init(struct m0_resp *rs);
 void m0_resp_reset(struct m0_resp *rs);
 void m0_resp_free(struct m0_resp *rs);
 
-/* Standard reason phrase for a status code ("Unknown" when unlisted). */
+/* The registered reason phrase for a status code (IANA HTTP Status Code
+ * Registry, RFC 9110 §15), a static string; "" for a code with none
+ * (unregistered, or registered "(Unused)"): RFC 9112 §4 allows an empty
+ * reason, and the SP before it stays. */
 const char *m0_status_reason(int status);
 
 /* Does a response with this status to this method carry no content?
@@ -80,7 +83,8 @@ enum m0_framing m0_head_finish(struct m0_buf *b, const struct m0_head_info *hi, 
 
 /* Append a complete error response generated in C: status line, Date,
  * Server, Content-Type text/plain, Content-Length, Connection, and a
- * one-line body naming reason. HEAD gets the head only. */
-void m0_error_response(struct m0_buf *b, int status, const char *reason, int close, int head);
+ * one-line body naming reason. HEAD gets the head only. Returns the body
+ * bytes appended (0 for HEAD), for the access log. */
+size_t m0_error_response(struct m0_buf *b, int status, const char *reason, int close, int head);
 
 #endif

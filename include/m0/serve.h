@@ -21,7 +21,13 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
  * A no-op without a master. Loop thread. */
 void m0_serve_tell_master(struct m0_server *s, char what);
 
-/* Tell the master the application is loaded (M0_CTL_BOOTED). */
+/* The last of a worker's setup, before it reports booted: what go needs
+ * that can fail (--realtime's state and hooks). M0_OK, or M0_ERR (logged):
+ * the worker then exits M0_EXIT_BOOT, never having said booted. */
+int m0_serve_prepare(struct m0_server *s);
+
+/* Tell the master the application is loaded and the worker set up
+ * (M0_CTL_BOOTED): after m0_serve_prepare succeeded. */
 void m0_serve_booted(struct m0_server *s);
 
 /* Run until drained. Returns M0_EXIT_OK, or M0_EXIT_ABANDONED when the

@@ -19,6 +19,7 @@
   /apublish?channel=C  await m0pub.apublish(C, "from-asgi") -> the id, or
                        "BrokerError: ..." when the broker could not take it
   /pathsend?path=P     http.response.pathsend of P
+  /status?code=N       "ok" with status N
   /pid                 the worker pid
 
 Lifespan: startup puts {"started": pid} in scope["state"]; shutdown appends
@@ -87,6 +88,8 @@ async def app(scope, receive, send):
             if not message.get("more_body"):
                 break
         return await _text(send, b"".join(pieces), headers=[(b"x-pieces", str(len(pieces)).encode())])
+    if path == "/status":
+        return await _text(send, b"ok", status=int(q["code"]))
     if path == "/scope":
         return await _text(send, json.dumps(_jsonable(dict(scope))).encode())
     if path == "/gated":

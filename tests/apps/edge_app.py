@@ -5,11 +5,13 @@
   /no-reason            status "200" without a reason phrase
   /connection-list      sends "Connection: Close, foo"
   /informational        start_response("103 Early Hints") (refused: 1xx are the server's)
+  /status?s=LINE        start_response(LINE): the status string as the application gives it
   /environ              the str-valued environ as JSON
 """
 
 import itertools
 import json
+from urllib.parse import unquote
 
 
 def application(environ, start_response):
@@ -25,6 +27,9 @@ def application(environ, start_response):
         return [b"ok"]
     if path == "/connection-list":
         start_response("200 OK", [("Content-Length", "2"), ("Connection", "Close, foo")])
+        return [b"ok"]
+    if path == "/status":
+        start_response(unquote(environ["QUERY_STRING"][2:]), [("Content-Length", "2")])
         return [b"ok"]
     if path == "/informational":
         start_response("103 Early Hints", [])

@@ -4,6 +4,8 @@
   /publish?channel=C&n=N&size=B&event=E
                               publish N events of B bytes (default 1, short);
                               answers the ids as "1,2,3"
+  /ws?channel=C                approves a WebSocket on C for any method, body
+                              "ws approved" (what a degraded answer shows)
   /pid                        the worker pid
 """
 
@@ -24,6 +26,10 @@ def application(environ, start_response):
         start_response("200 OK", [("Content-Type", "text/event-stream"), ("M0-Hold", "stream"),
                                   ("M0-Channel", q.get("channel", "news"))])
         return [b": connected worker=%d\n\n" % os.getpid()]
+    if path == "/ws":
+        start_response("200 OK", [("Content-Type", "text/plain"), ("M0-Hold", "websocket"),
+                                  ("M0-Channel", q.get("channel", "news"))])
+        return [b"ws approved"]
     if path == "/publish":
         size = int(q.get("size", "0"))
         ids = []

@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
-from serverproc import StreamCollector, kill_group  # noqa: E402
+from serverproc import StreamCollector, free_port, kill_group  # noqa: E402,F401 (free_port: for test_nginx too)
 
 PIP_CACHE = os.environ.get("PIP_CACHE_DIR") or os.path.expanduser("~/.cache/pip")
 # On a fresh Debian machine `python3` is /usr/bin/python3: put the system's
@@ -62,12 +62,6 @@ def run_env(home):
     env.pop("VIRTUAL_ENV", None)
     env.update(HOME=str(home), PATH=SYSTEM_PATH, PIP_CACHE_DIR=PIP_CACHE)
     return env
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def world_dir(prefix):

@@ -80,6 +80,16 @@ class StreamCollector:
             return "\n".join(self.lines)
 
 
+def free_port():
+    """A 127.0.0.1 TCP port nothing listens on now (bound and released: a
+    process this suite starts should take it before anyone else does). For
+    servers that cannot bind port 0 and report theirs (redis-server, nginx,
+    a systemd socket); the one copy, imported by tests/deploy and bench/."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def base_env():
     """The environment every server starts from: ours, with VIRTUAL_ENV set
     to the virtualenv this interpreter runs in (removed when it runs in none)."""

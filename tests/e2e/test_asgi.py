@@ -307,3 +307,15 @@ def test_rss_growth_over_10000_requests(start_server):
             assert conn.request("GET", "/").status == 200
     grown = rss_kb(pid) - before
     assert grown < 2048, "RSS grew %d kB over 10,000 requests" % grown
+
+
+def test_each_disconnect_message_is_the_applications_own(start_server):
+    # One worker, one executor: the second request's http.disconnect must not
+    # carry what the application wrote into the first's (a shared dict did).
+    server = start_server("asgi_disconnect:app")
+    with Conn(server.port) as conn:
+        for target in ("/a", "/b", "/c"):
+            assert conn.request("GET", target).body == b"ok"
+        seen = json.loads(conn.request("GET", "/seen").body)
+    assert len(seen) >= 3                       # and the start-up probe's request
+    assert all(message == {"type": "http.disconnect"} for message in seen), seen

@@ -2,10 +2,11 @@
 fails against the code before its fix.
 
 Security and crashes (1-7), realtime (8-10), lifecycle (12-14); item 11 is a
-cmocka test (tests/unit/test_realtime.c) and item 15 rows in
+cmocka test (tests/unit/test_bus.c) and item 15 rows in
 tests/cases/requests.tsv.
 """
 
+import json
 import os
 import re
 import signal
@@ -140,7 +141,16 @@ def test_item3_a_forked_child_that_returns_into_the_server_exits(start_server, t
     response = request(server.port, "GET", "/fork", timeout=5)
     assert response.status == 200
     child = int(response.body)
+    # The check itself stops the child (issue 23 item 19): its own line, in
+    # the child's name — not a death by some other route (its descriptors
+    # closed, its only thread ending) with errors on the way.
+    line = server.stderr.wait_for(re.compile(
+        r"\[%d\] \[WARNING\] a process forked by a view \(pid %d\) returned into the server: it exits$"
+        % (child, child)), 5)
+    assert line, server.stderr.text()
     assert wait_gone(child, 5), "the forked child is still running inside the server"
+    from_child = [entry for entry in server.stderr.lines if "[%d]" % child in entry]
+    assert from_child == [line.string], from_child      # nothing else, no ERROR line
     assert request(server.port, "GET", "/pid").status == 200
 
 
@@ -201,14 +211,44 @@ def test_item5_write_to_a_client_that_does_not_read_is_bounded(start_server):
 # ------------------------------------------------ 6. /health keeps the timers
 
 def test_item6_health_does_not_disarm_the_header_timeout(start_server):
+    """A slow head after /health is cut at the header timeout (1 s), counted
+    from its first byte — not at what is left of the keep-alive time (20 s),
+    and not at a timer left over from /health's own head."""
     server = start_server(FAULT, "--realtime", "--header-timeout", "1", "--timeout-keep-alive", "20")
     with Conn(server.port, timeout=15) as conn:
         assert conn.request("GET", "/health").status == 200
+        time.sleep(0.6)                         # idle: the keep-alive timer, not the head's
         conn.send(b"GET /pid HTTP/1.1\r\n")     # a head that never completes
         began = time.monotonic()
         response = conn.read_response()
+        took = time.monotonic() - began
         assert response.status == 408
-        assert time.monotonic() - began < 5      # the header timeout, not the keep-alive one
+        assert 0.8 < took < 3, took              # the header timeout from the head's first byte
+
+
+def test_item6_an_idle_keepalive_after_health_lasts_the_keepalive_timeout(start_server):
+    """Issue 23 item 18: after /health the idle connection is bounded by the
+    keep-alive timeout (20 s), not the header timeout (1 s)."""
+    server = start_server(FAULT, "--realtime", "--header-timeout", "1", "--timeout-keep-alive", "20")
+    with Conn(server.port, timeout=15) as conn:
+        assert conn.request("GET", "/health").status == 200
+        assert not conn.wait_closed(2.5)         # past the header timeout, idle
+        assert conn.request("GET", "/pid").status == 200
+
+
+def test_item6_health_begins_its_own_request(start_server):
+    """/health restarts the request's timers and counts like every answer:
+    its access-log duration is its own (not measured from the previous
+    request on the connection), and it counts itself in "requests"."""
+    server = start_server(FAULT, "--realtime", "--access-log", "--access-log-format", "%(U)s %(D)s")
+    with Conn(server.port, timeout=15) as conn:
+        assert conn.request("GET", "/pid").status == 200
+        time.sleep(1.2)                          # the previous request's start is long past
+        first = json.loads(conn.request("GET", "/health").body)
+        second = json.loads(conn.request("GET", "/health").body)
+    assert second["requests"] - first["requests"] == 1
+    line = server.stdout.wait_for(re.compile(r"^/health (\d+)$"), 5)
+    assert line and int(line.group(1)) < 500000, line.string if line else server.stdout.text()
 
 
 # ---------------------------------------------------- 7. latin-1 status line

@@ -54,6 +54,9 @@ def test_trusted_peer_rightmost_untrusted_hop(start_server):
 
 
 def test_untrusted_peer_headers_are_ignored(start_server):
+    # The trust check is m0_proxy_client's alone (proxy.c; the loop's cached
+    # copy in h1.c was redundant and is gone): this fails without it, as does
+    # tests/unit/test_proxy.c's test_untrusted_peer_is_ignored.
     server = start_server("conformance:application")
     env = environ(server.port, SPOOF + [("Forwarded", "for=7.7.7.7;proto=https")], source="127.0.0.2")
     assert env["REMOTE_ADDR"] == "127.0.0.2"

@@ -252,7 +252,7 @@ def test_handshake_refusals_and_degraded_answers(start_server):
     # The view approves a plain GET, which is no handshake: 400.
     response = request(port, "GET", "/ws/chat")
     assert response.status == 400
-    # HEAD and POST are never held: ordinary answers.
+    # HEAD is never held: an ordinary answer (another method is refused, item 9 below).
     upgrade = [("Upgrade", "websocket"), ("Connection", "Upgrade"),
                ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="), ("Sec-WebSocket-Version", "13")]
     response = request(port, "HEAD", "/ws/chat", upgrade)
@@ -268,6 +268,32 @@ def test_handshake_refusals_and_degraded_answers(start_server):
         assert ws.status == 101 and ws.headers["sec-websocket-protocol"] == "chat.v1"
     with RawWS(port, "/ws/chat", headers=[("Sec-WebSocket-Protocol", "other")]) as ws:
         assert ws.status == 101 and "sec-websocket-protocol" not in ws.headers
+
+
+UPGRADE = [("Upgrade", "websocket"), ("Connection", "Upgrade"),
+           ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="), ("Sec-WebSocket-Version", "13")]
+
+
+def test_issue23_item9_a_handshake_by_another_method_than_get_is_refused(start_server):
+    """RFC 6455 §4.2.1: the handshake is a GET. A plain WSGI view that
+    approves whatever comes gets a POST or PUT refused with the 400 the ASGI
+    path answers, never its own body; HEAD still degrades."""
+    server = start_server("realtime_app:application", "--realtime")
+    asgi = start_server("asgi_ws:app", "--realtime")
+    for method in ("POST", "PUT", "DELETE", "PATCH"):
+        response = request(server.port, method, "/ws", UPGRADE, body=b"x" if method != "DELETE" else None)
+        assert response.status == 400, (method, response)
+        assert b"ws approved" not in response.body
+        assert b"GET" in response.body
+        assert response.header("sec-websocket-accept") is None
+        refused = request(asgi.port, method, "/ws/echo", UPGRADE, body=b"x" if method != "DELETE" else None)
+        assert (refused.status, refused.body) == (response.status, response.body), method
+    response = request(server.port, "HEAD", "/ws", UPGRADE)
+    assert response.status == 200 and response.header("upgrade") is None
+    assert response.header("sec-websocket-accept") is None
+    with RawWS(server.port, "/ws") as ws:          # the GET it approves is a WebSocket
+        assert ws.status == 101
+        assert ws.headers["sec-websocket-accept"] == expected_accept(ws.key)
 
 
 def test_without_realtime_the_approval_is_an_ordinary_response(start_server):

@@ -38,6 +38,7 @@ static struct m0_access sample(void)
     req.path_len = 4;
     req.query = "x=1";
     req.query_len = 3;
+    req.http_major = 1;
     req.http_minor = 1;
     req.hdrs = hdrs;
     add("User-Agent", "curl/8 \"quoted\"");
@@ -94,6 +95,14 @@ static void test_default_line(void **state)
     l = render("", &e);
     assert_non_null(strstr(l, "- - - ["));
     assert_non_null(strstr(l, "] \"-\" 400 0 \"-\" \"-\" 0.000000"));
+    /* Issue 23 item 11: the version is the one received; a request rejected
+     * before its version was read has none (not "HTTP/1.0"). */
+    struct m0_access v = sample();
+    req.http_minor = 0;
+    assert_string_equal(render("%(r)s %(H)s", &v), "GET /a/b?x=1 HTTP/1.0 HTTP/1.0");
+    req.http_major = 0;
+    assert_string_equal(render("%(r)s %(H)s", &v), "GET /a/b?x=1 -");
+    assert_non_null(strstr(render("json", &v), "\"protocol\":null"));
 }
 
 static void test_json(void **state)

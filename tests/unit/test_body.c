@@ -198,6 +198,25 @@ static void test_held_stream_head(void **state)
     m0_head_free(&h);
 }
 
+/* Item 10: an application's own reason phrase goes out as given (PEP 3333:
+ * the status string is the application's); without one the registry's
+ * phrase, and for an unregistered code an empty one after the SP. */
+static void test_status_line_reason(void **state)
+{
+    (void)state;
+    struct m0_head h = {0};
+    m0_head_reset(&h);
+    m0_head_status(&h, 422, "Whatever", 8);
+    assert_string_equal(str(&h.lines), "HTTP/1.1 422 Whatever\r\n");
+    m0_head_reset(&h);
+    m0_head_status(&h, 422, NULL, 0);
+    assert_string_equal(str(&h.lines), "HTTP/1.1 422 Unprocessable Content\r\n");
+    m0_head_reset(&h);
+    m0_head_status(&h, 599, NULL, 0);
+    assert_string_equal(str(&h.lines), "HTTP/1.1 599 \r\n");
+    m0_head_free(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -206,6 +225,7 @@ int main(void)
         cmocka_unit_test(test_framing_choices),
         cmocka_unit_test(test_never_past_a_promised_length),
         cmocka_unit_test(test_held_stream_head),
+        cmocka_unit_test(test_status_line_reason),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

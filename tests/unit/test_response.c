@@ -137,6 +137,45 @@ static void test_error_response_is_complete(void **state)
     m0_buf_free(&b);
 }
 
+/* Item 10: the registry's phrases, never "Unknown"; an unregistered code
+ * gets an empty phrase and keeps the SP before it (RFC 9112 §4). */
+static void test_reason_phrases_are_the_registrys(void **state)
+{
+    (void)state;
+    static const struct {
+        int status;
+        const char *reason;
+    } want[] = {
+        {103, "Early Hints"}, {203, "Non-Authoritative Information"}, {205, "Reset Content"},
+        {207, "Multi-Status"}, {208, "Already Reported"}, {226, "IM Used"},
+        {300, "Multiple Choices"}, {305, "Use Proxy"}, {308, "Permanent Redirect"},
+        {402, "Payment Required"}, {406, "Not Acceptable"}, {407, "Proxy Authentication Required"},
+        {410, "Gone"}, {412, "Precondition Failed"}, {413, "Content Too Large"},
+        {415, "Unsupported Media Type"}, {421, "Misdirected Request"}, {422, "Unprocessable Content"},
+        {423, "Locked"}, {424, "Failed Dependency"}, {425, "Too Early"}, {428, "Precondition Required"},
+        {429, "Too Many Requests"}, {431, "Request Header Fields Too Large"},
+        {451, "Unavailable For Legal Reasons"}, {506, "Variant Also Negotiates"},
+        {507, "Insufficient Storage"}, {508, "Loop Detected"}, {510, "Not Extended"},
+        {511, "Network Authentication Required"},
+        /* unregistered, or registered as "(Unused)": no phrase */
+        {209, ""}, {306, ""}, {418, ""}, {420, ""}, {499, ""}, {509, ""}, {599, ""},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        assert_string_equal(m0_status_reason(want[i].status), want[i].reason);
+    for (int st = 100; st < 600; st++)
+        assert_null(strstr(m0_status_reason(st), "Unknown"));
+
+    struct m0_buf b = {0};
+    m0_error_response(&b, 599, NULL, 1, 1);
+    m0_buf_append(&b, "", 1);
+    assert_memory_equal(b.data, "HTTP/1.1 599 \r\n", 14);
+    m0_buf_reset(&b);
+    m0_error_response(&b, 412, NULL, 0, 1);
+    m0_buf_append(&b, "", 1);
+    assert_memory_equal(b.data, "HTTP/1.1 412 Precondition Failed\r\n", 34);
+    m0_buf_free(&b);
+}
+
 static void test_date_is_imf_fixdate(void **state)
 {
     (void)state;
@@ -193,6 +232,7 @@ int main(void)
         cmocka_unit_test(test_bodiless_statuses_and_head),
         cmocka_unit_test(test_app_close_and_supplied_headers),
         cmocka_unit_test(test_error_response_is_complete),
+        cmocka_unit_test(test_reason_phrases_are_the_registrys),
         cmocka_unit_test(test_date_is_imf_fixdate),
         cmocka_unit_test(test_chunk_framing),
         cmocka_unit_test(test_buf_consume_compact_and_arena),

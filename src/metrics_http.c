@@ -1,0 +1,194 @@
+/*
+ * metrics_http.c — the metrics endpoint, answered by the loop in C (no
+ * Python): who may ask, the sum of every process's block, the process_*
+ * numbers from /proc, and the response.
+ *
+ * Why the workers' loops answer rather than the master: the loops already
+ * speak HTTP/1.1 with every limit and timeout the main listener has, they
+ * never wait for Python (views run on handler threads), and any worker
+ * reads every block, so whichever accepts a scrape answers for all. The
+ * master stays a small supervisor that parses nothing from the network.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <patchlevel.h>
+#include <pyconfig.h>
+
+#include "m0/body.h"
+#include "m0/config.h"
+#include "m0/conn.h"
+#include "m0/job.h"
+#include "m0/metrics.h"
+#include "m0/metrics_text.h"
+#include "m0/response.h"
+#include "m0/static.h"
+#include "m0/target.h"
+
+#define MAX_PROCS 256
+
+/* The path the endpoint answers: --metrics-path, else /metrics. */
+static const char *endpoint_path(const struct m0_config *cfg)
+{
+    return cfg->metrics_path != NULL && cfg->metrics_path[0] != '\0' ? cfg->metrics_path : "/metrics";
+}
+
+static int path_is(const struct m0_req *r, const char *p)
+{
+    size_t n = strlen(p);
+    return r->path_len == n && memcmp(r->path, p, n) == 0;
+}
+
+int m0_metrics_claims(const struct m0_server *s, const struct m0_conn *c)
+{
+    const struct m0_job *job = c->job;
+    if (job->metrics_conn)
+        return 1;
+    const char *mp = s->cfg->metrics_path;
+    if (mp == NULL || mp[0] == '\0' || s->mx == NULL)
+        return 0;
+    return path_is(&job->req, mp);
+}
+
+/* ------------------------------------------------------------ /proc */
+
+static double boot_time(void)
+{
+    FILE *f = fopen("/proc/stat", "re");
+    double bt = 0;
+    char line[256];
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, "btime ", 6) == 0) {
+            bt = strtod(line + 6, NULL);
+            break;
+        }
+    }
+    if (f != NULL)
+        fclose(f);
+    return bt;
+}
+
+/* proc(5): /proc/PID/stat fields 14-15 (utime, stime), 22 (starttime),
+ * 23 (vsize), 24 (rss); /proc/PID/fd; /proc/PID/limits. Returns M0_ERR
+ * when the process is gone. */
+static int read_proc(pid_t pid, double btime, struct m0_mx_proc *p)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return M0_ERR;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *q = strrchr(buf, ')');   /* the command name may hold spaces and parentheses */
+    if (q == NULL)
+        return M0_ERR;
+    unsigned long long field[25] = {0};
+    int i = 3;
+    for (char *t = strtok(q + 2, " "); t != NULL && i < 25; t = strtok(NULL, " "), i++)
+        field[i] = strtoull(t, NULL, 10);
+    double tck = (double)sysconf(_SC_CLK_TCK);
+    p->cpu_seconds = (double)(field[14] + field[15]) / tck;
+    p->start_time = btime + (double)field[22] / tck;
+    p->virtual_bytes = field[23];
+    p->resident_bytes = field[24] * (uint64_t)sysconf(_SC_PAGESIZE);
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    p->open_fds = 0;
+    if (d != NULL) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL)
+            p->open_fds += e->d_name[0] != '.';
+        closedir(d);
+    }
+    p->max_fds = 0;
+    snprintf(path, sizeof path, "/proc/%d/limits", (int)pid);
+    if ((f = fopen(path, "re")) != NULL) {
+        char line[256];
+        while (fgets(line, sizeof line, f) != NULL) {
+            if (strncmp(line, "Max open files", 14) == 0) {
+                p->max_fds = strtoull(line + 14, NULL, 10);
+                break;
+            }
+        }
+        fclose(f);
+    }
+    return M0_OK;
+}
+
+/* ------------------------------------------------------------- answer */
+
+static void respond(struct m0_server *s, struct m0_conn *c, int status, const char *ctype, const struct m0_buf *body)
+{
+    struct m0_job *job = c->job;
+    struct m0_body_req br = {.http_minor = job->req.http_minor,
+                             .keepalive = (job->req.flags & M0_REQ_KEEPALIVE) && !atomic_load(&s->draining),
+                             .head = (job->req.flags & M0_REQ_HEAD) != 0};
+    if (body == NULL) {
+        job->resp.body_bytes = m0_static_plain(&job->head, &job->body, &c->out, &br, status,
+                                               status == 405 ? "Allow: GET, HEAD\r\n" : NULL,
+                                               status == 405 ? "Method Not Allowed" : "Not Found");
+    } else {
+        const char *why;
+        m0_head_reset(&job->head);
+        m0_head_status(&job->head, status, NULL, 0);
+        m0_head_add(&job->head, "Content-Type", 12, ctype, strlen(ctype), &why);
+        m0_head_add(&job->head, "Cache-Control", 13, "no-store", 8, &why);
+        m0_body_reset(&job->body);
+        m0_body_commit(&job->body, &c->out, &job->head, &br, (int64_t)body->len, 0);
+        m0_body_emit(&job->body, &c->out, body->data, body->len);
+        job->resp.body_bytes = body->len;
+    }
+    job->resp.status = status;
+    c->resp_flags = 0;
+    m0_conn_set_state(s, c, M0_CONN_WRITE);
+    m0_conn_flush(s, c);
+}
+
+void m0_metrics_answer(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    const struct m0_req *r = &job->req;
+    /* A peer outside the trust list learns nothing: the path is a 404 as
+     * if nothing were there (the application never sees it either). */
+    int ours = job->metrics_conn ? path_is(r, endpoint_path(s->cfg)) : m0_proxy_trusted(&s->cfg->forwarded_trust, job->peer_addr);
+    if (!ours || s->mx == NULL) {
+        respond(s, c, 404, NULL, NULL);
+        return;
+    }
+    if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0) {
+        respond(s, c, 405, NULL, NULL);
+        return;
+    }
+    uint64_t cells[M0_MX_NCELLS];
+    struct m0_mx_who who[MAX_PROCS];
+    size_t nwho = 0;
+    m0_mx_sample(s);
+    m0_mx_sum(cells, who, &nwho, MAX_PROCS);
+    struct m0_mx_proc procs[MAX_PROCS];
+    size_t np = 0;
+    double bt = boot_time();
+    for (size_t i = 0; i < nwho; i++) {
+        if (read_proc(who[i].pid, bt, &procs[np]) == M0_OK)
+            procs[np++].worker = who[i].worker;
+    }
+    struct m0_mx_view v = {.v = cells, .version = M0_VERSION, .python = PY_VERSION,
+                           .workers = s->cfg->workers, .procs = procs, .nprocs = np};
+#ifdef Py_GIL_DISABLED
+    v.free_threaded = 1;
+#endif
+    for (unsigned i = 0; i < m0_targets.n && i < M0_MX_MOUNTS - 1; i++)
+        v.mounts[i] = m0_targets.t[i].prefix[0] != '\0' ? m0_targets.t[i].prefix : "/";
+    v.mounts[M0_MX_MOUNTS - 1] = "none";
+    const struct m0_hdr *acc = m0_req_header(r, "accept");
+    int om = acc != NULL && m0_mx_wants_openmetrics(acc->value, acc->value_len);
+    struct m0_buf body = {0};
+    m0_mx_render(&body, &v, om);
+    respond(s, c, 200, om ? M0_MX_CT_OPENMETRICS : M0_MX_CT_TEXT, &body);
+    m0_buf_free(&body);
+}

@@ -1,0 +1,178 @@
+/*
+ * test_registry.c — the subscription registry (src/registry.c): fan-out per
+ * channel, resume filter, journal replay and caps, the m0-gap marker,
+ * fan-out in slices.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "m0/registry.h"
+
+/* Delivery log for registry tests. */
+static char delivered[8][512];
+
+static void collect(void *ctx, uint32_t slot, const char *p, size_t n)
+{
+    (void)ctx;
+    size_t have = strlen(delivered[slot]);
+    if (have + n < sizeof delivered[slot]) {
+        memcpy(delivered[slot] + have, p, n);
+        delivered[slot][have + n] = '\0';
+    }
+}
+
+static void publish(struct m0_registry *r, const char *ch, uint64_t id)
+{
+    char frame[64];
+    int n = snprintf(frame, sizeof frame, "id: %llu\ndata: e%llu\n\n", (unsigned long long)id,
+                     (unsigned long long)id);
+    m0_registry_publish(r, ch, strlen(ch), id, frame, (size_t)n, collect, NULL);
+}
+
+static void test_registry_fans_out_per_channel(void **state)
+{
+    (void)state;
+    memset(delivered, 0, sizeof delivered);
+    struct m0_registry *r = m0_registry_new(8, 100, 1 << 20, 0);
+    m0_registry_subscribe(r, 1, "a", 1, 0, 0, collect, NULL);
+    m0_registry_subscribe(r, 2, "a", 1, 0, 0, collect, NULL);
+    m0_registry_subscribe(r, 3, "b", 1, 0, 0, collect, NULL);
+    publish(r, "a", 1);
+    assert_string_equal(delivered[1], "id: 1\ndata: e1\n\n");
+    assert_string_equal(delivered[2], "id: 1\ndata: e1\n\n");
+    assert_string_equal(delivered[3], "");
+    assert_int_equal(m0_registry_subscribers(r), 3);
+    struct m0_channel_stat top[4];
+    assert_int_equal(m0_registry_top(r, top, 4), 2);
+    assert_int_equal(top[0].subscribers, 2);
+    assert_memory_equal(top[0].name, "a", 1);
+    m0_registry_unsubscribe(r, 1);
+    publish(r, "a", 2);
+    assert_string_equal(delivered[1], "id: 1\ndata: e1\n\n");
+    assert_string_equal(delivered[2], "id: 1\ndata: e1\n\nid: 2\ndata: e2\n\n");
+    assert_false(m0_registry_is_subscribed(r, 1));
+    m0_registry_free(r);
+}
+
+static void test_resume_replays_then_filters_duplicates(void **state)
+{
+    (void)state;
+    memset(delivered, 0, sizeof delivered);
+    struct m0_registry *r = m0_registry_new(8, 100, 1 << 20, 0);
+    for (uint64_t id = 1; id <= 5; id++)
+        publish(r, "a", id);
+    m0_registry_subscribe(r, 4, "a", 1, 2, 0, collect, NULL);
+    assert_string_equal(delivered[4], "id: 3\ndata: e3\n\nid: 4\ndata: e4\n\nid: 5\ndata: e5\n\n");
+    publish(r, "a", 5);   /* a duplicate id is not sent again */
+    publish(r, "a", 6);
+    assert_non_null(strstr(delivered[4], "id: 6\n"));
+    assert_null(strstr(strstr(delivered[4], "id: 5\n") + 1, "id: 5\n"));
+    m0_registry_free(r);
+}
+
+static void test_gap_marker_when_journal_is_short(void **state)
+{
+    (void)state;
+    memset(delivered, 0, sizeof delivered);
+    struct m0_registry *r = m0_registry_new(8, 2, 1 << 20, 0);
+    for (uint64_t id = 1; id <= 5; id++)
+        publish(r, "a", id);   /* the journal keeps 4 and 5 only */
+    m0_registry_subscribe(r, 5, "a", 1, 1, 0, collect, NULL);
+    assert_true(strncmp(delivered[5], "event: m0-gap\n", 14) == 0);
+    assert_non_null(strstr(delivered[5], "id: 4\n"));
+    assert_null(strstr(delivered[5], "id: 3\n"));
+    /* Covered resume: no marker. */
+    m0_registry_subscribe(r, 6, "a", 1, 3, 0, collect, NULL);
+    assert_string_equal(delivered[6], "id: 4\ndata: e4\n\nid: 5\ndata: e5\n\n");
+    /* Events before the registry existed cannot be proven. */
+    struct m0_registry *late = m0_registry_new(8, 100, 1 << 20, 10);
+    m0_registry_subscribe(late, 7, "a", 1, 5, 0, collect, NULL);
+    assert_true(strncmp(delivered[7], "event: m0-gap\n", 14) == 0);
+    m0_registry_free(late);
+    /* An event a publisher could not deliver here raises the floor. */
+    memset(delivered, 0, sizeof delivered);
+    m0_registry_raise_floor(r, 5);
+    m0_registry_subscribe(r, 1, "a", 1, 4, 0, collect, NULL);
+    assert_true(strncmp(delivered[1], "event: m0-gap\n", 14) == 0);
+    m0_registry_free(r);
+}
+
+static void test_journal_byte_cap(void **state)
+{
+    (void)state;
+    memset(delivered, 0, sizeof delivered);
+    struct m0_registry *r = m0_registry_new(8, 100, 40, 0);   /* ~2 frames of 17 bytes */
+    for (uint64_t id = 1; id <= 4; id++)
+        publish(r, "a", id);
+    m0_registry_subscribe(r, 1, "a", 1, 1, 0, collect, NULL);
+    assert_true(strncmp(delivered[1], "event: m0-gap\n", 14) == 0);   /* 2 was evicted */
+    assert_non_null(strstr(delivered[1], "id: 3\n"));
+    m0_registry_subscribe(r, 2, "a", 1, 2, 0, collect, NULL);             /* 3 and 4 kept: covered */
+    assert_string_equal(delivered[2], "id: 3\ndata: e3\n\nid: 4\ndata: e4\n\n");
+    m0_registry_free(r);
+}
+
+static void test_fanout_in_slices_keeps_order_and_survives_unsubscribe(void **state)
+{
+    (void)state;
+    memset(delivered, 0, sizeof delivered);
+    struct m0_registry *r = m0_registry_new(8, 100, 1 << 20, 0);
+    m0_registry_set_budget(r, 2);
+    for (uint32_t s = 1; s <= 5; s++)
+        m0_registry_subscribe(r, s, "a", 1, 0, 0, collect, NULL);
+    publish(r, "a", 1);                 /* queued: the next slice delivers */
+    assert_string_equal(delivered[5], "");
+    m0_registry_fanout(r, collect, NULL);   /* list order is 5,4,3,2,1: two visited */
+    assert_true(m0_registry_fanout_pending(r));
+    assert_string_equal(delivered[5], "id: 1\ndata: e1\n\n");
+    assert_string_equal(delivered[4], "id: 1\ndata: e1\n\n");
+    assert_string_equal(delivered[3], "");
+    publish(r, "a", 2);                 /* waits behind event 1 */
+    assert_string_equal(delivered[5], "id: 1\ndata: e1\n\n");
+    m0_registry_unsubscribe(r, 3);      /* the slot the cursor points at */
+    m0_registry_subscribe(r, 6, "a", 1, 0, 0, collect, NULL);   /* joins after both publishes */
+    while (m0_registry_fanout_pending(r))
+        m0_registry_fanout(r, collect, NULL);
+    assert_string_equal(delivered[3], "");
+    assert_string_equal(delivered[2], "id: 1\ndata: e1\n\nid: 2\ndata: e2\n\n");
+    assert_string_equal(delivered[1], "id: 1\ndata: e1\n\nid: 2\ndata: e2\n\n");
+    assert_string_equal(delivered[5], "id: 1\ndata: e1\n\nid: 2\ndata: e2\n\n");
+    assert_string_equal(delivered[6], "");                  /* both were published before it joined */
+    m0_registry_free(r);
+}
+
+static void test_journal_cap_across_channels(void **state)
+{
+    (void)state;
+    memset(delivered, 0, sizeof delivered);
+    struct m0_registry *r = m0_registry_new(8, 100, 1 << 20, 0);
+    m0_registry_set_journal_cap(r, 40);     /* two 17-byte frames in all */
+    publish(r, "old", 1);
+    publish(r, "old", 2);
+    publish(r, "new", 3);
+    publish(r, "new", 4);                   /* over the cap: "old" loses first */
+    m0_registry_subscribe(r, 1, "old", 3, 1, 0, collect, NULL);
+    assert_true(strncmp(delivered[1], "event: m0-gap\n", 14) == 0);
+    m0_registry_subscribe(r, 2, "new", 3, 2, 0, collect, NULL);
+    assert_string_equal(delivered[2], "id: 3\ndata: e3\n\nid: 4\ndata: e4\n\n");
+    m0_registry_free(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_registry_fans_out_per_channel),
+        cmocka_unit_test(test_resume_replays_then_filters_duplicates),
+        cmocka_unit_test(test_gap_marker_when_journal_is_short),
+        cmocka_unit_test(test_journal_byte_cap),
+        cmocka_unit_test(test_fanout_in_slices_keeps_order_and_survives_unsubscribe),
+        cmocka_unit_test(test_journal_cap_across_channels),
+    };
+    return cmocka_run_group_tests_name("registry", tests, NULL, NULL);
+}
