@@ -14,6 +14,7 @@
 #include "m0/listen.h"
 #include "m0/listeners.h"
 #include "m0/log.h"
+#include "m0/metrics_text.h"
 
 int m0_listeners_open(struct m0_listeners *ls, struct m0_config *cfg, int nworkers)
 {
@@ -112,4 +113,46 @@ void m0_listeners_close(struct m0_listeners *ls, int nworkers)
         free(ls->l[l].fds);
     }
     ls->n = 0;
+}
+
+int m0_metrics_listen(struct m0_listeners *ls, struct m0_config *cfg)
+{
+    char host[256], err[512];
+    int port, bound = 0;
+    const char *path;
+    if (cfg->metrics_bind == NULL)
+        return M0_OK;
+    if (m0_mx_addr_split(cfg->metrics_bind, host, sizeof host, &port, &path) != M0_OK) {
+        m0_error("--metrics-bind: invalid address '%s' (want HOST:PORT or unix:PATH)", cfg->metrics_bind);
+        return M0_EXIT_USAGE;
+    }
+    if (ls->n == M0_MAX_LISTENERS) {
+        m0_error("--metrics-bind: more than %d listening sockets", M0_MAX_LISTENERS);
+        return M0_EXIT_USAGE;
+    }
+    struct m0_listener *l = &ls->l[ls->n];
+    memset(l, 0, sizeof *l);
+    l->fds = calloc(1, sizeof *l->fds);
+    /* One socket every worker accepts on (no SO_REUSEPORT: whichever
+     * worker is free answers, and each answers for all). */
+    if (path != NULL) {
+        l->fds[0] = m0_listen_unix(path, 64, err, sizeof err);
+        l->unix_path = strdup(path);
+        snprintf(l->where, sizeof l->where, "unix:%s (metrics)", path);
+    } else {
+        l->fds[0] = m0_listen_tcp(host, port, 64, 0, &bound, err, sizeof err);
+        snprintf(l->where, sizeof l->where, strchr(host, ':') ? "http://[%s]:%d (metrics)" : "http://%s:%d (metrics)",
+                 host, bound);
+    }
+    if (l->fds[0] == -1) {
+        m0_error("--metrics-bind: %s", err);
+        free(l->fds);
+        free(l->unix_path);
+        memset(l, 0, sizeof *l);
+        return M0_EXIT_FAIL;
+    }
+    cfg->metrics_listener = ls->n++;
+    m0_info("metrics at %.*s%s", (int)(strlen(l->where) - 10), l->where,
+            cfg->metrics_path != NULL && cfg->metrics_path[0] ? cfg->metrics_path : "/metrics");
+    return M0_OK;
 }

@@ -3,7 +3,7 @@
  *
  * It binds, forks the workers before anything touches Python, and then
  * only supervises. Signals stay blocked and are read from a signalfd;
- * workers talk over a control socket each (worker.h), so everything the
+ * workers talk over a control socket each (control.h), so everything the
  * master reacts to is data in one poll(2).
  *
  * A worker's life as the master sees it:
@@ -73,6 +73,7 @@
 #include "m0/privs.h"
 #include "m0/pyrt.h"
 #include "m0/timer.h"
+#include "m0/control.h"
 #include "m0/worker.h"
 
 #define BOOT_TIMEOUT_MS 120000     /* a new generation that has not booted by then is dismissed */

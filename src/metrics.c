@@ -17,17 +17,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "m0/broker.h"
 #include "m0/config.h"
-#include "m0/conn.h"
-#include "m0/hold.h"
-#include "m0/listen.h"
-#include "m0/listeners.h"
 #include "m0/log.h"
 #include "m0/metrics.h"
 #include "m0/metrics_text.h"
-#include "m0/pool.h"
-#include "m0/target.h"
 
 struct shared {
     _Atomic uint64_t seq;            /* odd while the master folds */
@@ -66,48 +59,6 @@ int m0_metrics_create(const struct m0_config *cfg)
     sh->nblocks = n;
     sh->master_pid = (int32_t)getpid();
     sh->retired.worker = sh->master.worker = -1;
-    return M0_OK;
-}
-
-int m0_metrics_listen(struct m0_listeners *ls, struct m0_config *cfg)
-{
-    char host[256], err[512];
-    int port, bound = 0;
-    const char *path;
-    if (cfg->metrics_bind == NULL)
-        return M0_OK;
-    if (m0_mx_addr_split(cfg->metrics_bind, host, sizeof host, &port, &path) != M0_OK) {
-        m0_error("--metrics-bind: invalid address '%s' (want HOST:PORT or unix:PATH)", cfg->metrics_bind);
-        return M0_EXIT_USAGE;
-    }
-    if (ls->n == M0_MAX_LISTENERS) {
-        m0_error("--metrics-bind: more than %d listening sockets", M0_MAX_LISTENERS);
-        return M0_EXIT_USAGE;
-    }
-    struct m0_listener *l = &ls->l[ls->n];
-    memset(l, 0, sizeof *l);
-    l->fds = calloc(1, sizeof *l->fds);
-    /* One socket every worker accepts on (no SO_REUSEPORT: whichever
-     * worker is free answers, and each answers for all). */
-    if (path != NULL) {
-        l->fds[0] = m0_listen_unix(path, 64, err, sizeof err);
-        l->unix_path = strdup(path);
-        snprintf(l->where, sizeof l->where, "unix:%s (metrics)", path);
-    } else {
-        l->fds[0] = m0_listen_tcp(host, port, 64, 0, &bound, err, sizeof err);
-        snprintf(l->where, sizeof l->where, strchr(host, ':') ? "http://[%s]:%d (metrics)" : "http://%s:%d (metrics)",
-                 host, bound);
-    }
-    if (l->fds[0] == -1) {
-        m0_error("--metrics-bind: %s", err);
-        free(l->fds);
-        free(l->unix_path);
-        memset(l, 0, sizeof *l);
-        return M0_EXIT_FAIL;
-    }
-    cfg->metrics_listener = ls->n++;
-    m0_info("metrics at %.*s%s", (int)(strlen(l->where) - 10), l->where,
-            cfg->metrics_path != NULL && cfg->metrics_path[0] ? cfg->metrics_path : "/metrics");
     return M0_OK;
 }
 
@@ -228,65 +179,9 @@ void m0_metrics_reaped(pid_t pid, int wait_status)
 
 /* ------------------------------------------------------------- worker */
 
-/* Before every sleep: the worker's own totals and gauges into its block
- * (plain stores; this loop is the block's one writer for these cells).
- * Handler threads change the pool's numbers without waking the loop: while
- * any request is in flight the loop wakes once a second to sample again, so
- * another worker's scrape sees them at most that old. */
-static void sample(struct m0_loop *l, void *ctx)
-{
-    struct m0_server *s = ctx;
-    struct m0_mx_block *b = s->mx;
-    unsigned threads, busy, max, queued;
-    m0_pool_stats(s->pool, &threads, &busy, &max, &queued);
-    m0_mx_set(b, M0_MX_CONN_OPEN, s->nactive);
-    m0_mx_set(b, M0_MX_POOL_THREADS, threads);
-    m0_mx_set(b, M0_MX_POOL_BUSY, busy);
-    m0_mx_set(b, M0_MX_POOL_MAX, max);
-    m0_mx_set(b, M0_MX_POOL_QUEUED, queued);
-    m0_mx_set(b, M0_MX_POOL_STARTED, m0_pool_started(s->pool));
-    struct m0_rt_stats rt;
-    m0_rt_stats(s, &rt);
-    m0_mx_set(b, M0_MX_HELD_SSE, rt.held - (rt.websockets < rt.held ? rt.websockets : rt.held));
-    m0_mx_set(b, M0_MX_HELD_WS, rt.websockets);
-    m0_mx_set(b, M0_MX_BUS_RECEIVED, rt.published);
-    m0_mx_set(b, M0_MX_DELIVERED, rt.delivered);
-    m0_mx_set(b, M0_MX_SLOW_CLOSED, rt.slow_closed);
-    m0_mx_set(b, M0_MX_GAPS, rt.lost);
-    m0_mx_set(b, M0_MX_LATE, rt.late);
-    uint64_t asgi = 0;
-    for (unsigned i = 0; i < m0_targets.n && i < M0_MX_MOUNTS - 1; i++) {
-        m0_mx_set(b, M0_MX_INFLIGHT0 + i, m0_targets.stats[i].in_flight);
-        if (m0_targets.t[i].kind == M0_TARGET_ASGI)
-            asgi += m0_targets.stats[i].in_flight;
-    }
-    m0_mx_set(b, M0_MX_ASGI_TASKS, asgi);
-    if (l != NULL && (busy != 0 || queued != 0 || asgi != 0 || s->norphans != 0))
-        m0_loop_wake_at(l, m0_loop_now(l) + 1000);
-    if (m0_broker != NULL) {
-        struct m0_broker_stats bs;
-        m0_broker_stats(&bs);
-        m0_mx_set(b, M0_MX_BROKER_UP, (uint64_t)bs.up);
-        m0_mx_set(b, M0_MX_BROKER_LAG, bs.lag);
-        m0_mx_set(b, M0_MX_BROKER_RECONNECTS, bs.reconnects);
-    }
-}
-
 struct m0_mx_block *m0_metrics_block(void)
 {
     return sh != NULL && mine >= 0 ? &sh->blocks[mine] : NULL;
-}
-
-void m0_metrics_attach(struct m0_server *s)
-{
-    s->mx = NULL;
-    s->metrics_fd = -1;
-    if (sh == NULL || mine < 0)
-        return;
-    s->mx = &sh->blocks[mine];
-    if (s->cfg->metrics_listener >= 0 && s->cfg->metrics_listener < s->nlisten)
-        s->metrics_fd = s->listen_fds[s->cfg->metrics_listener];
-    m0_loop_add_hook(s->loop, sample, s);
 }
 
 void m0_metrics_request(struct m0_mx_block *b, int mount, const char *method, int status, uint64_t us, int held)
@@ -302,12 +197,6 @@ void m0_metrics_request(struct m0_mx_block *b, int mount, const char *method, in
 }
 
 /* -------------------------------------------------------------- scrape */
-
-void m0_mx_sample(struct m0_server *s)
-{
-    if (s->mx != NULL)
-        sample(NULL, s);
-}
 
 int m0_mx_sum(uint64_t *out, struct m0_mx_who *who, size_t *nwho, size_t maxwho)
 {

@@ -1,7 +1,9 @@
 /*
- * metrics_http.c — the metrics endpoint, answered by the loop in C (no
- * Python): who may ask, the sum of every process's block, the process_*
- * numbers from /proc, and the response.
+ * metrics_http.c — the worker's side of the metrics: its loop samples
+ * itself into its block (connections, the pool, the holds, the broker),
+ * and answers the metrics endpoint in C (no Python): who may ask, the sum
+ * of every process's block, the process_* numbers from /proc, and the
+ * response.
  *
  * Why the workers' loops answer rather than the master: the loops already
  * speak HTTP/1.1 with every limit and timeout the main listener has, they
@@ -20,11 +22,14 @@
 #include <pyconfig.h>
 
 #include "m0/body.h"
+#include "m0/broker.h"
 #include "m0/config.h"
 #include "m0/conn.h"
+#include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/metrics.h"
 #include "m0/metrics_text.h"
+#include "m0/pool.h"
 #include "m0/response.h"
 #include "m0/static.h"
 #include "m0/target.h"
@@ -148,6 +153,67 @@ static void respond(struct m0_server *s, struct m0_conn *c, int status, const ch
     c->resp_flags = 0;
     m0_conn_set_state(s, c, M0_CONN_WRITE);
     m0_conn_flush(s, c);
+}
+
+/* Before every sleep: the worker's own totals and gauges into its block
+ * (plain stores; this loop is the block's one writer for these cells).
+ * Handler threads change the pool's numbers without waking the loop: while
+ * any request is in flight the loop wakes once a second to sample again, so
+ * another worker's scrape sees them at most that old. */
+static void sample(struct m0_loop *l, void *ctx)
+{
+    struct m0_server *s = ctx;
+    struct m0_mx_block *b = s->mx;
+    unsigned threads, busy, max, queued;
+    m0_pool_stats(s->pool, &threads, &busy, &max, &queued);
+    m0_mx_set(b, M0_MX_CONN_OPEN, s->nactive);
+    m0_mx_set(b, M0_MX_POOL_THREADS, threads);
+    m0_mx_set(b, M0_MX_POOL_BUSY, busy);
+    m0_mx_set(b, M0_MX_POOL_MAX, max);
+    m0_mx_set(b, M0_MX_POOL_QUEUED, queued);
+    m0_mx_set(b, M0_MX_POOL_STARTED, m0_pool_started(s->pool));
+    struct m0_rt_stats rt;
+    m0_rt_stats(s, &rt);
+    m0_mx_set(b, M0_MX_HELD_SSE, rt.held - (rt.websockets < rt.held ? rt.websockets : rt.held));
+    m0_mx_set(b, M0_MX_HELD_WS, rt.websockets);
+    m0_mx_set(b, M0_MX_BUS_RECEIVED, rt.published);
+    m0_mx_set(b, M0_MX_DELIVERED, rt.delivered);
+    m0_mx_set(b, M0_MX_SLOW_CLOSED, rt.slow_closed);
+    m0_mx_set(b, M0_MX_GAPS, rt.lost);
+    m0_mx_set(b, M0_MX_LATE, rt.late);
+    uint64_t asgi = 0;
+    for (unsigned i = 0; i < m0_targets.n && i < M0_MX_MOUNTS - 1; i++) {
+        m0_mx_set(b, M0_MX_INFLIGHT0 + i, m0_targets.stats[i].in_flight);
+        if (m0_targets.t[i].kind == M0_TARGET_ASGI)
+            asgi += m0_targets.stats[i].in_flight;
+    }
+    m0_mx_set(b, M0_MX_ASGI_TASKS, asgi);
+    if (l != NULL && (busy != 0 || queued != 0 || asgi != 0 || s->norphans != 0))
+        m0_loop_wake_at(l, m0_loop_now(l) + 1000);
+    if (m0_broker != NULL) {
+        struct m0_broker_stats bs;
+        m0_broker_stats(&bs);
+        m0_mx_set(b, M0_MX_BROKER_UP, (uint64_t)bs.up);
+        m0_mx_set(b, M0_MX_BROKER_LAG, bs.lag);
+        m0_mx_set(b, M0_MX_BROKER_RECONNECTS, bs.reconnects);
+    }
+}
+
+void m0_metrics_attach(struct m0_server *s)
+{
+    s->mx = m0_metrics_block();
+    s->metrics_fd = -1;
+    if (s->mx == NULL)
+        return;
+    if (s->cfg->metrics_listener >= 0 && s->cfg->metrics_listener < s->nlisten)
+        s->metrics_fd = s->listen_fds[s->cfg->metrics_listener];
+    m0_loop_add_hook(s->loop, sample, s);
+}
+
+void m0_mx_sample(struct m0_server *s)
+{
+    if (s->mx != NULL)
+        sample(NULL, s);
 }
 
 void m0_metrics_answer(struct m0_server *s, struct m0_conn *c)

@@ -37,7 +37,7 @@
 #include "m0/pool.h"
 #include "m0/serve.h"
 #include "m0/timer.h"
-#include "m0/worker.h"
+#include "m0/control.h"
 
 #define SWEEP_MS 200
 #define ASK_AGAIN_MS 10000
