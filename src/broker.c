@@ -44,8 +44,7 @@
 #include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/fork.h"
-#include "m0/conn.h"
-#include "m0/hold.h"
+#include "m0/rt.h"
 #include "m0/log.h"
 #include "m0/loop.h"
 #include "m0/redis_loop.h"
@@ -79,9 +78,12 @@ struct bconn {
     int logged_down;                /* this outage was reported */
 };
 
+struct broker;
+
 /* A resume waiting for (or in flight to) the broker. */
 struct resume {
     struct resume *next;
+    struct broker *b;
     uint32_t slot, gen;
     uint64_t last;
     size_t clen;
@@ -89,7 +91,9 @@ struct resume {
 };
 
 struct broker {
-    struct m0_server *s;
+    struct m0_rt *rt;               /* the loop's realtime engine, fed with what is read */
+    struct m0_loop *loop;
+    size_t replay_bytes;            /* --replay-bytes: what one resume replays at most */
     const struct m0_broker_cfg *cfg;
     struct bconn rd, cmd;
     int stopped;
@@ -108,30 +112,32 @@ struct broker {
     char last_error[160];
     char seq_key[80], log_key[80];
     struct m0_buf frame;            /* scratch: one event's frame with its id line */
+    uint64_t position;              /* newest id read; atomic (runners read it: m0_rt_newest) */
 };
 
-static struct broker *the;          /* one loop per process (GIL builds) */
+/* Per process, written once by m0_broker_prepare before the loop runs and
+ * read-only afterwards: where the log stood at boot, the host's address. */
 static int boot_known;              /* m0_broker_prepare read the counter */
 static char resolved[64];           /* the broker host's address, looked up before the loop runs */
 static uint64_t boot_position;
-static uint64_t position;           /* newest id read; atomic (pool threads read it) */
 
 static void issue_read(struct broker *b);
 static void send_resume(struct broker *b, struct resume *r);
 
 static uint64_t now_ms(const struct broker *b)
 {
-    return m0_loop_now(b->s->loop);
+    return m0_loop_now(b->loop);
 }
 
-static void set_position(uint64_t id)
+static void set_position(struct broker *b, uint64_t id)
 {
-    __atomic_store_n(&position, id, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&b->position, id, __ATOMIC_SEQ_CST);
 }
 
-uint64_t m0_broker_position(void)
+/* The newest event id this worker has read from the broker (0: none yet). */
+static uint64_t position(const struct broker *b)
 {
-    return __atomic_load_n(&position, __ATOMIC_SEQ_CST);
+    return __atomic_load_n(&b->position, __ATOMIC_SEQ_CST);
 }
 
 static void note_error(struct broker *b, const char *what)
@@ -163,12 +169,12 @@ static void on_raise(redisAsyncContext *ac, void *reply, void *priv)
     }
     if (k != M0_BREPLY_OK || r->integer != 1)
         return;
-    uint64_t at = m0_broker_position();
+    uint64_t at = position(b);
     m0_warn("broker %s came back with its counter below id %llu, which this worker had read: it lost "
             "acknowledged events; the counter was raised and live streams are told (m0-gap)",
             b->cfg->shown, (unsigned long long)at);
     b->gaps++;
-    m0_rt_lost(b->s, at);
+    m0_rt_lost(b->rt, at);
 }
 
 /* ---------------------------------------------------------- connections */
@@ -246,7 +252,7 @@ static void dial(struct bconn *bc)
         return;
     }
     ac->data = bc;
-    if (m0_redis_attach(&bc->ev, b->s->loop, ac) != M0_OK) {
+    if (m0_redis_attach(&bc->ev, b->loop, ac) != M0_OK) {
         redisAsyncFree(ac);
         schedule_retry(bc, "cannot watch the socket");
         return;
@@ -319,7 +325,7 @@ static void ready(struct bconn *bc)
             redisAsyncCommand(ac, on_position, b, "GET %s", b->seq_key);
         } else {
             char at[32];
-            snprintf(at, sizeof at, "%llu", (unsigned long long)m0_broker_position());
+            snprintf(at, sizeof at, "%llu", (unsigned long long)position(b));
             const char *argv[] = {"EVAL", M0_BROKER_RAISE_LUA, "1", b->seq_key, at};
             redisAsyncCommandArgv(ac, on_raise, b, (int)M0_ARRAY_LEN(argv), argv, NULL);
             issue_read(b);
@@ -418,14 +424,14 @@ static void on_position(redisAsyncContext *ac, void *reply, void *priv)
      * journal (resumes from below it go to the broker). */
     b->positioned = 1;
     b->newest = p;
-    set_position(p);
-    m0_rt_floor(b->s, p);
+    set_position(b, p);
+    m0_rt_floor(b->rt, p);
     struct m0_rt_stats st;
-    m0_rt_stats(b->s, &st);
+    m0_rt_stats(b->rt, &st);
     if (p != 0 && st.held > 0) {
         /* Streams held before the broker could first be reached may have
          * missed events published meanwhile: they are told (m0-gap). */
-        m0_rt_lost(b->s, p);
+        m0_rt_lost(b->rt, p);
     }
     m0_info("broker %s: reading events after id %llu", b->cfg->shown, (unsigned long long)p);
     issue_read(b);
@@ -438,7 +444,7 @@ static void take_entry(struct broker *b, const redisReply *e)
     if (!m0_breply_entry_ok(e))
         return;
     uint64_t id = m0_breply_entry_id(e->element[0]);
-    uint64_t at = m0_broker_position();
+    uint64_t at = position(b);
     if (id == 0 || id <= at)
         return;                 /* malformed, or already seen */
     const redisReply *ch = m0_breply_field(e->element[1], "c"), *f = m0_breply_field(e->element[1], "f");
@@ -449,9 +455,9 @@ static void take_entry(struct broker *b, const redisReply *e)
          * trimmed while we were away), or the broker restarted its count
          * (it lost its data: what we had not read is gone). */
         b->gaps++;
-        m0_rt_lost(b->s, id - 1);
+        m0_rt_lost(b->rt, id - 1);
     }
-    set_position(id);
+    set_position(b, id);
     b->events++;
     if (ch == NULL || f == NULL || m0_sse_channel_error(ch->str, ch->len) != NULL ||
         f->len > M0_BUS_MAX_PAYLOAD - 32)
@@ -459,7 +465,7 @@ static void take_entry(struct broker *b, const redisReply *e)
     m0_buf_reset(&b->frame);
     m0_buf_printf(&b->frame, "id: %llu\n", (unsigned long long)id);
     m0_buf_append(&b->frame, f->str, f->len);
-    m0_rt_event(b->s, ch->str, ch->len, id, b->frame.data, b->frame.len);
+    m0_rt_event(b->rt, ch->str, ch->len, id, b->frame.data, b->frame.len);
 }
 
 static void on_read(redisAsyncContext *ac, void *reply, void *priv)
@@ -488,7 +494,7 @@ static void on_read(redisAsyncContext *ac, void *reply, void *priv)
             for (size_t i = 0; i < entries->elements; i++)
                 take_entry(b, entries->element[i]);
         }
-        m0_conn_close_doomed(b->s);
+        m0_rt_settle(b->rt);
         if (b->frame.cap > 256 * 1024)
             m0_buf_free(&b->frame);
         /* Under a stream of publishes every reply comes back at once with
@@ -499,7 +505,7 @@ static void on_read(redisAsyncContext *ac, void *reply, void *priv)
         uint64_t now = now_ms(b);
         if (now < b->read_sent + PACE_MS) {
             b->paced_until = b->read_sent + PACE_MS;
-            m0_loop_wake_at(b->s->loop, b->paced_until);
+            m0_loop_wake_at(b->loop, b->paced_until);
             return;
         }
     }
@@ -510,14 +516,14 @@ static void issue_read(struct broker *b)
 {
     if (b->stopped || b->rd.state != UP || b->reading || !b->positioned)
         return;
-    if (m0_rt_busy(b->s)) {
+    if (m0_rt_busy(b->rt)) {
         b->stalled = 1;         /* the hook reads again once fan-outs caught up */
         return;
     }
     b->stalled = 0;
     b->paced_until = 0;
     char from[32];
-    snprintf(from, sizeof from, "%llu-0", (unsigned long long)m0_broker_position());
+    snprintf(from, sizeof from, "%llu-0", (unsigned long long)position(b));
     if (redisAsyncCommand(b->rd.ev.ac, on_read, b, "XREAD COUNT %d BLOCK %d STREAMS %s %s", READ_COUNT, BLOCK_MS,
                           b->log_key, from) == REDIS_OK) {
         b->reading = 1;
@@ -527,7 +533,7 @@ static void issue_read(struct broker *b)
 
 /* --------------------------------------------------------------- resumes */
 
-static void deliver_gap(struct broker *b, struct m0_conn *c, uint64_t last, uint64_t from, int unknown)
+static void deliver_gap(struct broker *b, const struct resume *res, uint64_t last, uint64_t from, int unknown)
 {
     char gap[160];
     int n = unknown ? snprintf(gap, sizeof gap, "event: m0-gap\ndata: {\"last_event_id\": null}\n\n")
@@ -535,7 +541,7 @@ static void deliver_gap(struct broker *b, struct m0_conn *c, uint64_t last, uint
                                "event: m0-gap\ndata: {\"last_event_id\": %llu, \"replay_from\": %llu}\n\n",
                                (unsigned long long)last, (unsigned long long)from);
     b->resume_gaps++;
-    m0_rt_replay(b->s, c, gap, (size_t)n);
+    m0_rt_replay(b->rt, res->slot, gap, (size_t)n);
 }
 
 /*
@@ -548,15 +554,13 @@ static void deliver_gap(struct broker *b, struct m0_conn *c, uint64_t last, uint
  */
 static void finish_resume(struct broker *b, struct resume *res, const redisReply *r)
 {
-    struct m0_server *s = b->s;
-    struct m0_conn *c = m0_rt_awaiting(s, res->slot, res->gen);
-    if (c == NULL)
+    if (!m0_rt_awaiting(b->rt, res->slot, res->gen))
         return;                 /* the client left meanwhile */
     if (m0_breply_classify(r, M0_BCMD_RESUME) != M0_BREPLY_OK) {
         /* The broker answered something else (an error): resync from now. */
-        uint64_t at = m0_broker_position();
-        deliver_gap(b, c, res->last, at + 1, 0);
-        m0_rt_join(s, c, res->channel, res->clen, at);
+        uint64_t at = position(b);
+        deliver_gap(b, res, res->last, at + 1, 0);
+        m0_rt_join(b->rt, res->slot, res->gen, res->channel, res->clen, at);
         return;
     }
     uint64_t top = 0;
@@ -566,8 +570,8 @@ static void finish_resume(struct broker *b, struct resume *res, const redisReply
     if (res->last > top) {
         /* An id the broker never issued: the client resyncs, the stream
          * starts from now. */
-        deliver_gap(b, c, 0, 0, 1);
-        m0_rt_join(s, c, res->channel, res->clen, top);
+        deliver_gap(b, res, 0, 0, 1);
+        m0_rt_join(b->rt, res->slot, res->gen, res->channel, res->clen, top);
         return;
     }
     /* Newest first: keep what fits in --replay-bytes. */
@@ -579,7 +583,7 @@ static void finish_resume(struct broker *b, struct resume *res, const redisReply
     while (keep < n) {
         const redisReply *f = m0_breply_field(entries->element[keep]->element[1], "f");
         size_t len = f ? f->len + 32 : 0;
-        if (bytes + len > s->cfg->replay_bytes)
+        if (bytes + len > b->replay_bytes)
             break;
         bytes += len;
         keep++;
@@ -587,7 +591,7 @@ static void finish_resume(struct broker *b, struct resume *res, const redisReply
     int whole = found && (long)n <= b->cfg->retention && keep == n;
     uint64_t oldest = keep > 0 ? m0_breply_entry_id(entries->element[keep - 1]->element[0]) : top + 1;
     if (!whole)
-        deliver_gap(b, c, res->last, oldest, 0);
+        deliver_gap(b, res, res->last, oldest, 0);
     uint64_t through = res->last;
     for (size_t i = keep; i-- > 0;) {
         const redisReply *e = entries->element[i];
@@ -598,18 +602,18 @@ static void finish_resume(struct broker *b, struct resume *res, const redisReply
         m0_buf_reset(&b->frame);
         m0_buf_printf(&b->frame, "id: %llu\n", (unsigned long long)id);
         m0_buf_append(&b->frame, f->str, f->len);
-        m0_rt_replay(s, c, b->frame.data, b->frame.len);
+        m0_rt_replay(b->rt, res->slot, b->frame.data, b->frame.len);
         through = id;
     }
     /* Nothing of this channel exists between the last replayed event and
      * the counter: the filter starts at the counter. */
-    m0_rt_join(s, c, res->channel, res->clen, through > top ? through : top);
+    m0_rt_join(b->rt, res->slot, res->gen, res->channel, res->clen, through > top ? through : top);
 }
 
 static void on_resume(redisAsyncContext *ac, void *reply, void *priv)
 {
     struct resume *res = priv;
-    struct broker *b = the;
+    struct broker *b = res->b;
     (void)ac;
     if (b == NULL || b->stopped) {
         free(res);
@@ -661,17 +665,20 @@ static void send_resume(struct broker *b, struct resume *res)
     b->resumes++;
 }
 
-int m0_broker_resume(struct m0_server *s, struct m0_conn *c, const char *channel, size_t clen, uint64_t last_id)
+/* The engine's resume (rt.h, struct m0_rt_source_ops.resume): replayed
+ * from the channel's stream when the reply arrives. */
+static int broker_resume(void *ctx, uint32_t slot, uint32_t gen, const char *channel, size_t clen, uint64_t last_id)
 {
-    struct broker *b = the;
-    if (b == NULL || b->stopped)
+    struct broker *b = ctx;
+    if (b->stopped)
         return M0_ERR;
     if (!can_resume(b) && b->nwait >= MAX_WAITING)
         return M0_ERR;
     struct resume *res = m0_xmalloc(sizeof *res + clen);
     res->next = NULL;
-    res->slot = m0_conn_slot(s, c);
-    res->gen = c->gen;
+    res->b = b;
+    res->slot = slot;
+    res->gen = gen;
     res->last = last_id;
     res->clen = clen;
     memcpy(res->channel, channel, clen);
@@ -715,9 +722,9 @@ static void tend(struct broker *b, struct bconn *bc, uint64_t now)
     if ((bc->state == CONNECTING || bc->state == HELLO) && now >= bc->deadline)
         fail_conn(bc, bc->state == CONNECTING ? "connect timed out" : "no answer to the handshake (PING) in time", 0);
     if (bc->state == DOWN)
-        m0_loop_wake_at(b->s->loop, bc->retry_at);
+        m0_loop_wake_at(b->loop, bc->retry_at);
     else if (bc->state == CONNECTING || bc->state == HELLO)
-        m0_loop_wake_at(b->s->loop, bc->deadline);
+        m0_loop_wake_at(b->loop, bc->deadline);
 }
 
 static void broker_hook(struct m0_loop *l, void *ctx)
@@ -777,43 +784,50 @@ static void close_in_child(void *ctx)
     if (b->rd.ev.ac != NULL)
         close(b->rd.ev.fd);
     if (b->cmd.ev.ac != NULL)
-        close(b->cmd.ev.fd);
-    the = NULL;                 /* the contexts are left alone: freeing them would talk */
+        close(b->cmd.ev.fd);       /* the contexts are left alone: freeing them would talk */
 }
 
-int m0_broker_start(struct m0_server *s)
+void *m0_broker_new(struct m0_rt *rt, struct m0_loop *l, const struct m0_config *cfg)
 {
     struct broker *b = m0_xmalloc(sizeof *b);
     memset(b, 0, sizeof *b);
-    b->s = s;
+    b->rt = rt;
+    b->loop = l;
+    b->replay_bytes = (size_t)cfg->replay_bytes;
     b->cfg = m0_broker;
     b->rd.b = b->cmd.b = b;
     b->rd.role = "reader";
     b->cmd.role = "commands";
     snprintf(b->seq_key, sizeof b->seq_key, "%sseq", b->cfg->prefix);
     snprintf(b->log_key, sizeof b->log_key, "%slog", b->cfg->prefix);
-    the = b;
-    set_position(0);
-    m0_bus_position = &position;
+    return b;
+}
+
+/* Begin (rt.h, start): the engine reads this position from now on. */
+static int broker_start(void *ctx)
+{
+    struct broker *b = ctx;
+    set_position(b, 0);
+    m0_rt_set_position(b->rt, &b->position);
     if (boot_known) {
         b->positioned = 1;
         b->newest = boot_position;
-        set_position(boot_position);
-        m0_rt_floor(s, boot_position);
+        set_position(b, boot_position);
+        m0_rt_floor(b->rt, boot_position);
         m0_info("broker %s: reading events after id %llu", b->cfg->shown, (unsigned long long)boot_position);
     }
     dial(&b->rd);
     dial(&b->cmd);
-    m0_loop_add_hook(s->loop, broker_hook, b);
+    m0_loop_add_hook(b->loop, broker_hook, b);
     m0_fork_on_child(close_in_child, b);
     return M0_OK;
 }
 
-void m0_broker_stop(struct m0_server *s)
+/* Drain (rt.h, stop): stop reading and answering resumes. */
+static void broker_stop(void *ctx)
 {
-    struct broker *b = the;
-    (void)s;
-    if (b == NULL || b->stopped)
+    struct broker *b = ctx;
+    if (b->stopped)
         return;
     b->stopped = 1;
     hang_up(&b->rd);
@@ -827,15 +841,12 @@ void m0_broker_stop(struct m0_server *s)
     b->nwait = b->wait_bytes = 0;
 }
 
-void m0_broker_free(struct m0_server *s)
+static void broker_free(void *ctx)
 {
-    struct broker *b = the;
-    if (b == NULL)
-        return;
-    m0_broker_stop(s);
+    struct broker *b = ctx;
+    broker_stop(b);
     m0_fork_forget(b);
     m0_buf_free(&b->frame);
-    the = NULL;
     free(b);
     /* the hook stays registered with the loop, which is freed next: it
      * must not run again (the loop has stopped). */
@@ -855,16 +866,13 @@ static void json_str(struct m0_buf *out, const char *p)
     m0_buf_puts(out, "\"");
 }
 
-int m0_broker_health(const struct m0_server *s, struct m0_buf *out)
+/* The /health "broker" object (rt.h, health); 1 when both connections are
+ * up (else /health says "degraded"). */
+static int broker_health(const void *ctx, struct m0_buf *out)
 {
-    const struct broker *b = the;
-    (void)s;
-    if (b == NULL) {
-        m0_buf_puts(out, "null");
-        return 0;
-    }
+    const struct broker *b = ctx;
     int connected = b->rd.state == UP && b->cmd.state == UP;
-    uint64_t at = m0_broker_position();
+    uint64_t at = position(b);
     m0_buf_puts(out, "{\"url\": ");
     json_str(out, b->cfg->shown);
     m0_buf_printf(out,
@@ -883,14 +891,21 @@ int m0_broker_health(const struct m0_server *s, struct m0_buf *out)
     return connected;
 }
 
-void m0_broker_stats(struct m0_broker_stats *out)
+static void broker_stats(const void *ctx, struct m0_rt_source_stats *out)
 {
-    const struct broker *b = the;
-    memset(out, 0, sizeof *out);
-    if (b == NULL)
-        return;
-    uint64_t at = m0_broker_position();
+    const struct broker *b = ctx;
+    uint64_t at = position(b);
     out->up = b->rd.state == UP && b->cmd.state == UP;
     out->lag = b->newest > at ? b->newest - at : 0;
     out->reconnects = b->reconnects;
 }
+
+const struct m0_rt_source_ops m0_broker_source = {
+    .name = "broker",
+    .start = broker_start,
+    .stop = broker_stop,
+    .free = broker_free,
+    .resume = broker_resume,
+    .health = broker_health,
+    .stats = broker_stats,
+};

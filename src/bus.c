@@ -18,7 +18,6 @@
 
 struct m0_bus *m0_bus_current;
 int m0_bus_index = -1;
-const uint64_t *m0_bus_position;
 
 static uint16_t get16(const char *p)
 {
@@ -142,8 +141,6 @@ fail:
 
 uint64_t m0_bus_last_id(void)
 {
-    if (m0_bus_position != NULL)
-        return __atomic_load_n(m0_bus_position, __ATOMIC_SEQ_CST);
     if (m0_bus_current == NULL)
         return 0;
     return __atomic_load_n(m0_bus_current->counter, __ATOMIC_SEQ_CST);

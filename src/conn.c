@@ -30,11 +30,9 @@
 #include "m0/config.h"
 #include "m0/dispatch.h"
 #include "m0/conn.h"
-#include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/metrics.h"
-#include "m0/runner.h"
 #include "m0/target.h"
 #include "m0/timer.h"
 
@@ -47,6 +45,12 @@ const char *m0_conn_state_name(enum m0_conn_state st)
     static const char *const names[] = {"FREE", "READ_HEAD", "READ_BODY", "RUN", "WRITE",
                                         "HELD", "LINGER", "CLOSING", "ORPHAN"};
     return (unsigned)st < M0_ARRAY_LEN(names) ? names[st] : "?";
+}
+
+const char *m0_conn_proto_name(enum m0_conn_proto p)
+{
+    static const char *const names[] = {"h1", "sse", "ws"};
+    return (unsigned)p < M0_ARRAY_LEN(names) ? names[p] : "?";
 }
 
 void m0_conn_set_state(struct m0_server *s, struct m0_conn *c, enum m0_conn_state st)
@@ -110,8 +114,9 @@ void m0_conn_close(struct m0_server *s, struct m0_conn *c)
 {
     if (c->state == M0_CONN_CLOSING || c->state == M0_CONN_FREE || c->state == M0_CONN_ORPHAN)
         return;
-    if (c->hold != NULL)
-        m0_hold_release(s, c);
+    const struct m0_conn_ops *ops = s->proto[c->proto];
+    if (ops->closing != NULL)
+        ops->closing(s, c);            /* a hold is released: unsubscribed, freed */
     close(c->fd);      /* also removes it from the epoll set */
     c->fd = -1;
     c->gen++;          /* every queued event for this slot is now stale */
@@ -152,6 +157,7 @@ void m0_conn_release_closed(struct m0_server *s)
         m0_http_next(&c->http);          /* resets the request too */
         m0_job_reset(c->job);
         c->state = M0_CONN_FREE;
+        c->proto = M0_CONN_PROTO_H1;
         c->flags = 0;
         c->resp_flags = 0;
         c->deadline = 0;
@@ -240,6 +246,7 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
             s->jobs[slot] = job;
         }
         c->fd = fd;
+        c->proto = M0_CONN_PROTO_H1;
         c->flags = C_HEAD_TIMER;        /* a new connection owes a head at once */
         c->events = EPOLLIN | EPOLLRDHUP;
         c->file_fd = -1;
@@ -275,7 +282,7 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
         m0_conn_set_state(s, c, M0_CONN_READ_HEAD);
         /* Optimistic read: the request usually arrives with the SYN's ACK. */
         m0_conn_read(c);
-        m0_h1_parse(s, c);
+        s->proto[c->proto]->input(s, c);
     }
 }
 
@@ -374,22 +381,9 @@ void m0_conn_flush(struct m0_server *s, struct m0_conn *c)
                 return;
             }
         }
-        if (c->flags & C_MORE) {
-            /* An inline runner owes more: produce the next piece now. */
-            m0_h1_resume_inline(s, c);
-            if (c->state != M0_CONN_WRITE)
-                return;
-            continue;
-        }
-        if (c->resp_flags & M0_RESP_ABORT) {
-            m0_conn_close(s, c);
-            return;
-        }
-        if (c->resp_flags & M0_RESP_HOLD) {
-            m0_hold_enter(s, c);
-            return;
-        }
-        m0_h1_finish(s, c);
+        /* All of it is out: the protocol goes on (the next piece of an
+         * inline runner, a hold entered, keep-alive or close). */
+        s->proto[c->proto]->drained(s, c);
         return;
     }
 wait_writable:
@@ -403,7 +397,7 @@ void m0_conn_error(struct m0_server *s, struct m0_conn *c, int status, const cha
     struct m0_job *job = c->job;
     m0_debug("slot %u: %d %s", m0_conn_slot(s, c), status, reason);
     m0_buf_reset(&c->out);
-    /* Logged once, by m0_h1_finish when it is out, like every response:
+    /* Logged once, by the protocol when it is out, like every response:
      * with the body bytes sent. A read-side error (408) ran no request:
      * its duration is 0 rather than whatever the last one left. */
     job->resp.body_bytes = m0_error_response(&c->out, status, reason, 1, (job->req.flags & M0_REQ_HEAD) != 0);
@@ -462,34 +456,12 @@ void m0_conn_on_event(struct m0_loop *l, uint32_t slot, uint32_t gen, uint32_t e
     case M0_CONN_READ_BODY:
         if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
             m0_conn_read(c);
-            m0_h1_parse(s, c);
+            s->proto[c->proto]->input(s, c);
         }
         break;
-    case M0_CONN_RUN:
-        if ((c->flags & C_LAZY_BODY) && (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP))) {
-            m0_h1_read_lazy_body(s, c);
-            break;
-        }
-        /* Reported whatever the interest: the client reset the connection
-         * while its view runs. Free the descriptor now; the slot waits. */
-        if (ev & (EPOLLHUP | EPOLLERR)) {
-            m0_conn_close(s, c);
-        } else if (c->job->target != NULL && c->job->target->runner->submit != NULL) {
-            /* An asynchronous application waits for http.disconnect (or
-             * websocket.disconnect before its accept): the client's FIN is
-             * its leaving, as under uvicorn. Pipelined bytes wait, and the
-             * FIN stays watched. */
-            if (ev & EPOLLRDHUP) {
-                c->flags |= C_PEER_GONE;
-                m0_conn_close(s, c);
-            } else {
-                m0_conn_interest(s, c, EPOLLRDHUP);
-            }
-        } else {
-            /* A view's answer still goes to a client that half-closed
-             * (gunicorn's behaviour); input waits its turn (lazy disarm). */
-            m0_conn_interest(s, c, 0);
-        }
+    case M0_CONN_RUN:       /* a runner has the request: the protocol decides (a lazy body, a FIN) */
+    case M0_CONN_HELD:
+        s->proto[c->proto]->event(s, c, ev);
         break;
     case M0_CONN_WRITE:
         if ((ev & EPOLLERR) || ((c->flags & C_STREAMING) && (ev & (EPOLLRDHUP | EPOLLHUP)))) {
@@ -503,10 +475,7 @@ void m0_conn_on_event(struct m0_loop *l, uint32_t slot, uint32_t gen, uint32_t e
         }
         m0_conn_flush(s, c);
         if (c->state == M0_CONN_READ_HEAD && m0_buf_unread(&c->in) > 0)
-            m0_h1_parse(s, c);
-        break;
-    case M0_CONN_HELD:
-        m0_hold_on_event(s, c, ev);
+            s->proto[c->proto]->input(s, c);       /* pipelined requests waited their turn */
         break;
     case M0_CONN_LINGER:
         linger(s, c);
@@ -524,10 +493,9 @@ void m0_conn_sweep(struct m0_server *s)
     struct m0_conn *c = s->active.next;
     while (c != &s->active) {
         struct m0_conn *next = c->next;
-        if (c->state == M0_CONN_RUN && s->request_ms != 0 && s->pool != NULL)
-            m0_h1_check_request_timeout(s, c);
-        if (c->state == M0_CONN_HELD)
-            m0_hold_sweep(s, c);
+        const struct m0_conn_ops *ops = s->proto[c->proto];
+        if (ops->tick != NULL)
+            ops->tick(s, c);          /* --request-timeout, heartbeats */
         if (c->deadline != 0 && c->deadline <= now) {
             switch (c->state) {
             case M0_CONN_READ_HEAD:
@@ -562,4 +530,36 @@ void m0_conn_sweep(struct m0_server *s)
         c = next;
     }
     m0_conn_close_doomed(s);
+}
+
+/* ---------------------------------------------------------- completions */
+
+void m0_conn_on_complete(struct m0_loop *l, const struct m0_completion *done, void *ctx)
+{
+    struct m0_server *s = ctx;
+    (void)l;
+    if (done->slot >= s->nconns)
+        return;
+    struct m0_conn *c = &s->conns[done->slot];
+    struct m0_job *job = c->job;
+    if (job == NULL || !(c->flags & C_RUNNER))
+        return;
+    if (done->kind == M0_CPL_DONE) {
+        /* The runner is finished with the job: it is the loop's again. */
+        c->flags &= ~C_RUNNER;
+        if (job->target != NULL)
+            m0_target_stats_of(&s->tstats, job->target)->in_flight--;
+        if (c->state == M0_CONN_ORPHAN) {
+            s->norphans--;
+            /* The client left while the job ran: the runner is done with
+             * the job (close() included), so the slot is free at last. */
+            m0_conn_set_state(s, c, M0_CONN_CLOSING);
+            c->next_free = s->release_list;
+            s->release_list = c;
+            return;
+        }
+    }
+    const struct m0_conn_ops *ops = s->proto[c->proto];
+    if (ops->complete != NULL)
+        ops->complete(s, c, done);
 }

@@ -30,14 +30,16 @@
 #include "m0/config.h"
 #include "m0/dispatch.h"
 #include "m0/conn.h"
-#include "m0/broker.h"
+#include "m0/broker_url.h"
 #include "m0/health.h"
+#include "m0/h1.h"
 #include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/metrics.h"
 #include "m0/pool.h"
 #include "m0/proxy.h"
+#include "m0/rt.h"
 #include "m0/runner.h"
 #include "m0/static.h"
 #include "m0/target.h"
@@ -119,7 +121,7 @@ static int inline_read_body(struct m0_job *job, uint64_t want, void *ctx)
 
 /* The per-request start of every answer: timers and flags of the previous
  * request are gone, whoever answers. The head timer is the keep-alive
- * reset's to clear (m0_h1_finish): it runs until the response is out. */
+ * reset's to clear (finish): it runs until the response is out. */
 static void begin_request(struct m0_server *s, struct m0_conn *c)
 {
     c->started_us = m0_clock_us();
@@ -128,7 +130,7 @@ static void begin_request(struct m0_server *s, struct m0_conn *c)
     s->requests++;
 }
 
-void m0_h1_finish(struct m0_server *s, struct m0_conn *c)
+static void finish(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_job *job = c->job;
     int keep = job->body.keep && !(c->resp_flags & M0_RESP_ABORT) && c->http.status == 0;
@@ -185,7 +187,10 @@ static void after_run(struct m0_server *s, struct m0_conn *c, int rc)
 {
     struct m0_job *job = c->job;
     struct m0_resp *rs = &job->resp;
-    if ((rs->flags & M0_RESP_HOLD) && m0_hold_subscribe(s, c) != M0_OK) {
+    /* The hold's implementation: an SSE stream or a WebSocket (hold.h). */
+    enum m0_conn_proto p = job->head.hold == M0_HOLD_WEBSOCKET ? M0_CONN_PROTO_WS : M0_CONN_PROTO_SSE;
+    const struct m0_hold_ops *kind = s->proto[p]->hold;
+    if ((rs->flags & M0_RESP_HOLD) && m0_hold_subscribe(s, c, kind) != M0_OK) {
         if (rc == M0_AGAIN)
             m0_dispatch_abandon(job);      /* an inline runner that owed more: close() now, attached */
         rc = M0_DONE;
@@ -234,17 +239,13 @@ static void after_run(struct m0_server *s, struct m0_conn *c, int rc)
     m0_conn_flush(s, c);
 }
 
-void m0_h1_resume_inline(struct m0_server *s, struct m0_conn *c)
-{
-    after_run(s, c, m0_dispatch_resume(c->job));
-}
 
 static void dispatch(struct m0_server *s, struct m0_conn *c, const struct m0_target *t)
 {
     struct m0_job *job = c->job;
     begin_request(s, c);
     job->target = t;
-    struct m0_target_stats *ts = m0_target_stats_of(&m0_targets, t);
+    struct m0_target_stats *ts = m0_target_stats_of(&s->tstats, t);
     ts->requests++;
     m0_conn_set_state(s, c, M0_CONN_RUN);
     /* EPOLLIN stays armed while the request is served: a client that waits
@@ -272,7 +273,7 @@ static void answer_static(struct m0_server *s, struct m0_conn *c, const struct m
     struct m0_job *job = c->job;
     struct m0_static_out o;
     begin_request(s, c);
-    m0_target_stats_of(&m0_targets, t)->requests++;
+    m0_target_stats_of(&s->tstats, t)->requests++;
     struct m0_body_req br = m0_job_framing(job);
     m0_static_respond(t->files, &job->req, t->prefix_len, &br, &job->head, &job->body, &c->out, &o);
     job->resp.status = o.status;
@@ -293,7 +294,7 @@ static void answer_unmounted(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_job *job = c->job;
     begin_request(s, c);
-    m0_targets.unmatched++;
+    s->tstats.unmatched++;
     struct m0_body_req br = m0_job_framing(job);
     job->resp.body_bytes = m0_static_plain(&job->head, &job->body, &c->out, &br, 404, NULL,
                                            "No application is mounted at this path");
@@ -310,7 +311,7 @@ static void answer_health(struct m0_server *s, struct m0_conn *c)
     struct m0_job *job = c->job;
     struct m0_channel_stat top[20];
     struct m0_rt_stats rt;
-    m0_rt_stats(s, &rt);
+    m0_rt_stats(s->rt, &rt);
     begin_request(s, c);
     struct m0_health h = {
         .pid = (int)getpid(),
@@ -327,13 +328,14 @@ static void answer_health(struct m0_server *s, struct m0_conn *c)
     };
     m0_pool_stats(s->pool, &h.pool_threads, &h.pool_busy, &h.pool_max, &h.pool_queued);
     h.targets = &m0_targets;
+    h.counters = &s->tstats;
     struct m0_buf body = {0}, broker = {0};
-    if (m0_broker != NULL && s->rt != NULL) {
-        h.degraded = !m0_broker_health(s, &broker);
+    if (m0_broker != NULL) {
+        h.degraded = !m0_rt_source_health(s->rt, &broker);
         m0_buf_append(&broker, "", 1);
         h.broker = broker.data;
     }
-    m0_health_render(&body, &h, top, m0_rt_top(s, top, M0_ARRAY_LEN(top)));
+    m0_health_render(&body, &h, top, m0_rt_top(s->rt, top, M0_ARRAY_LEN(top)));
     m0_buf_free(&broker);
     m0_head_reset(&job->head);
     m0_head_status(&job->head, 200, NULL, 0);
@@ -434,7 +436,7 @@ static int feed_body(struct m0_server *s, struct m0_conn *c)
     return error ? M0_ERR : M0_OK;
 }
 
-void m0_h1_read_lazy_body(struct m0_server *s, struct m0_conn *c)
+static void read_lazy_body(struct m0_server *s, struct m0_conn *c)
 {
     m0_conn_read(c);
     feed_body(s, c);
@@ -471,7 +473,7 @@ static void send_continue(struct m0_server *s, struct m0_conn *c)
 
 /* -------------------------------------------------------------- parsing */
 
-void m0_h1_parse(struct m0_server *s, struct m0_conn *c)
+static void h1_parse(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_job *job = c->job;
     int head_paused = 0;
@@ -514,7 +516,7 @@ void m0_h1_parse(struct m0_server *s, struct m0_conn *c)
                     m0_buf_compact(&c->in);
                     dispatch(s, c, t);
                     if (c->state == M0_CONN_RUN && (c->flags & C_LAZY_BODY) && m0_buf_unread(&c->in) > 0)
-                        m0_h1_read_lazy_body(s, c);     /* body bytes sent without waiting */
+                        read_lazy_body(s, c);     /* body bytes sent without waiting */
                     if (c->state != M0_CONN_READ_HEAD)
                         return;
                     continue;       /* answered inline already: pipelined requests next */
@@ -549,7 +551,7 @@ void m0_h1_parse(struct m0_server *s, struct m0_conn *c)
 
 /* ---------------------------------------------------------- completions */
 
-void m0_h1_check_request_timeout(struct m0_server *s, struct m0_conn *c)
+static void check_request_timeout(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_job *job = c->job;
     uint64_t now = m0_loop_now(s->loop);
@@ -570,24 +572,24 @@ void m0_h1_check_request_timeout(struct m0_server *s, struct m0_conn *c)
     }
 }
 
-void m0_h1_on_complete(struct m0_loop *l, const struct m0_completion *done, void *ctx)
+/* A runner's completion for a request of this connection (conn.c did the
+ * DONE bookkeeping). */
+static void h1_complete(struct m0_server *s, struct m0_conn *c, const struct m0_completion *done)
 {
-    struct m0_server *s = ctx;
-    (void)l;
-    if (done->slot >= s->nconns)
-        return;
-    struct m0_conn *c = &s->conns[done->slot];
     struct m0_job *job = c->job;
-    if (job == NULL || !(c->flags & C_RUNNER))
+    if ((c->flags & C_UPGRADED) &&
+        (done->kind == M0_CPL_PART || done->kind == M0_CPL_TAKEN || done->kind == M0_CPL_DONE)) {
+        /* The socket an asynchronous runner accepted, its 101 still going
+         * out: its frames, its taking messages and its end are the hold's.
+         * A refused socket owes nothing (its frames are dropped). */
+        if (c->hold != NULL)
+            m0_hold_complete(s, c, done);
+        else if (done->kind == M0_CPL_DONE)
+            c->flags &= ~C_UPGRADED;
         return;
+    }
     switch (done->kind) {
     case M0_CPL_PART:
-        if (c->flags & C_UPGRADED) {
-            /* Frames from the runner of an accepted socket (dropped if it was refused). */
-            if (c->hold != NULL && c->hold->ws != NULL)
-                m0_ws_hold_on_part(s, c);
-            return;
-        }
         /* A streaming runner handed over body bytes; it keeps the job. */
         if (c->state != M0_CONN_RUN && c->state != M0_CONN_WRITE)
             return;
@@ -609,36 +611,9 @@ void m0_h1_on_complete(struct m0_loop *l, const struct m0_completion *done, void
             after_run(s, c, M0_DONE);
         }
         return;
-    case M0_CPL_TAKEN:
-        if ((c->flags & C_UPGRADED) && c->hold != NULL && c->hold->ws != NULL)
-            m0_ws_hold_on_taken(s, c);
-        return;
-    default:
+    case M0_CPL_DONE:
         break;
-    }
-    c->flags &= ~C_RUNNER;
-    if (job->target != NULL)
-        m0_target_stats_of(&m0_targets, job->target)->in_flight--;
-    if (c->state == M0_CONN_ORPHAN) {
-        s->norphans--;
-        /* The client left while the job ran: the runner is done with the
-         * job (close() included), so the slot is free at last. */
-        m0_conn_set_state(s, c, M0_CONN_CLOSING);
-        c->next_free = s->release_list;
-        s->release_list = c;
-        return;
-    }
-    if (c->flags & C_WS_MSG) {
-        /* An inbound WebSocket message's view returned (wshold.c). */
-        m0_ws_hold_on_complete(s, c);
-        return;
-    }
-    if (c->flags & C_UPGRADED) {
-        /* The runner of an accepted socket ended: wshold.c closes the
-         * socket if it is still held; a refused or finished one owes nothing. */
-        c->flags &= ~C_UPGRADED;
-        if (c->hold != NULL && c->hold->ws != NULL)
-            m0_ws_hold_on_done(s, c);
+    default:
         return;
     }
     if (atomic_load(&job->run_state) == M0_JOB_CANCELLED)
@@ -646,5 +621,70 @@ void m0_h1_on_complete(struct m0_loop *l, const struct m0_completion *done, void
     m0_job_take(job, &c->out);          /* what a streaming runner left queued comes first */
     after_run(s, c, M0_DONE);
     if (c->state == M0_CONN_READ_HEAD && m0_buf_unread(&c->in) > 0)
-        m0_h1_parse(s, c);   /* pipelined requests waited their turn */
+        h1_parse(s, c);   /* pipelined requests waited their turn */
 }
+
+/* ------------------------------------------------------ the protocol */
+
+/* Epoll events while a runner has the request (RUN). */
+static void h1_event(struct m0_server *s, struct m0_conn *c, uint32_t ev)
+{
+    if (c->state != M0_CONN_RUN)
+        return;
+    if ((c->flags & C_LAZY_BODY) && (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP))) {
+        read_lazy_body(s, c);
+        return;
+    }
+    /* Reported whatever the interest: the client reset the connection
+     * while its view runs. Free the descriptor now; the slot waits. */
+    if (ev & (EPOLLHUP | EPOLLERR)) {
+        m0_conn_close(s, c);
+    } else if (c->job->target != NULL && c->job->target->runner->submit != NULL) {
+        /* An asynchronous application waits for http.disconnect (or
+         * websocket.disconnect before its accept): the client's FIN is its
+         * leaving, as under uvicorn. Pipelined bytes wait, and the FIN
+         * stays watched. */
+        if (ev & EPOLLRDHUP) {
+            c->flags |= C_PEER_GONE;
+            m0_conn_close(s, c);
+        } else {
+            m0_conn_interest(s, c, EPOLLRDHUP);
+        }
+    } else {
+        /* A view's answer still goes to a client that half-closed
+         * (gunicorn's behaviour); input waits its turn (lazy disarm). */
+        m0_conn_interest(s, c, 0);
+    }
+}
+
+/* The response (or this piece of it) is written. */
+static void h1_drained(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->flags & C_MORE) {
+        /* An inline runner owes more: produce the next piece now. */
+        after_run(s, c, m0_dispatch_resume(c->job));
+    } else if (c->resp_flags & M0_RESP_ABORT) {
+        m0_conn_close(s, c);
+    } else if (c->resp_flags & M0_RESP_HOLD) {
+        m0_hold_enter(s, c);           /* from now on the hold's protocol */
+    } else {
+        finish(s, c);
+    }
+}
+
+/* The sweep: --request-timeout for a job still with the pool. */
+static void h1_tick(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->state == M0_CONN_RUN && s->request_ms != 0 && s->pool != NULL)
+        check_request_timeout(s, c);
+}
+
+const struct m0_conn_ops m0_h1_conn_ops = {
+    .name = "h1",
+    .input = h1_parse,
+    .event = h1_event,
+    .drained = h1_drained,
+    .tick = h1_tick,
+    .closing = m0_hold_release,        /* a hold taken, its head not yet out */
+    .complete = h1_complete,
+};

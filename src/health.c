@@ -47,10 +47,10 @@ void m0_health_render(struct m0_buf *b, const struct m0_health *h, const struct 
         m0_buf_printf(b, ", \"broker\": %s", h->broker);
     if (h->targets != NULL) {
         const struct m0_targets *ts = h->targets;
-        m0_buf_printf(b, ", \"unmounted\": %llu, \"mounts\": [", (unsigned long long)ts->unmatched);
+        m0_buf_printf(b, ", \"unmounted\": %llu, \"mounts\": [", (unsigned long long)h->counters->unmatched);
         for (unsigned i = 0; i < ts->n; i++) {
             const struct m0_target *t = &ts->t[i];
-            const struct m0_target_stats *st = &ts->stats[i];
+            const struct m0_target_stats *st = &h->counters->t[i];
             m0_buf_puts(b, i ? ", {\"prefix\": " : "{\"prefix\": ");
             json_string(b, t->prefix_len ? t->prefix : "/", t->prefix_len ? t->prefix_len : 1);
             m0_buf_printf(b, ", \"kind\": \"%s\", \"mode\": \"%s\", \"%s\": ", m0_target_kind_name(t->kind),

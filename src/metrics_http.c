@@ -22,10 +22,10 @@
 #include <pyconfig.h>
 
 #include "m0/body.h"
-#include "m0/broker.h"
+#include "m0/broker_url.h"
 #include "m0/config.h"
 #include "m0/conn.h"
-#include "m0/hold.h"
+#include "m0/rt.h"
 #include "m0/job.h"
 #include "m0/metrics.h"
 #include "m0/metrics_text.h"
@@ -173,7 +173,7 @@ static void sample(struct m0_loop *l, void *ctx)
     m0_mx_set(b, M0_MX_POOL_QUEUED, queued);
     m0_mx_set(b, M0_MX_POOL_STARTED, m0_pool_started(s->pool));
     struct m0_rt_stats rt;
-    m0_rt_stats(s, &rt);
+    m0_rt_stats(s->rt, &rt);
     m0_mx_set(b, M0_MX_HELD_SSE, rt.held - (rt.websockets < rt.held ? rt.websockets : rt.held));
     m0_mx_set(b, M0_MX_HELD_WS, rt.websockets);
     m0_mx_set(b, M0_MX_BUS_RECEIVED, rt.published);
@@ -183,16 +183,16 @@ static void sample(struct m0_loop *l, void *ctx)
     m0_mx_set(b, M0_MX_LATE, rt.late);
     uint64_t asgi = 0;
     for (unsigned i = 0; i < m0_targets.n && i < M0_MX_MOUNTS - 1; i++) {
-        m0_mx_set(b, M0_MX_INFLIGHT0 + i, m0_targets.stats[i].in_flight);
+        m0_mx_set(b, M0_MX_INFLIGHT0 + i, s->tstats.t[i].in_flight);
         if (m0_targets.t[i].kind == M0_TARGET_ASGI)
-            asgi += m0_targets.stats[i].in_flight;
+            asgi += s->tstats.t[i].in_flight;
     }
     m0_mx_set(b, M0_MX_ASGI_TASKS, asgi);
     if (l != NULL && (busy != 0 || queued != 0 || asgi != 0 || s->norphans != 0))
         m0_loop_wake_at(l, m0_loop_now(l) + 1000);
     if (m0_broker != NULL) {
-        struct m0_broker_stats bs;
-        m0_broker_stats(&bs);
+        struct m0_rt_source_stats bs;
+        m0_rt_source_stats(s->rt, &bs);
         m0_mx_set(b, M0_MX_BROKER_UP, (uint64_t)bs.up);
         m0_mx_set(b, M0_MX_BROKER_LAG, bs.lag);
         m0_mx_set(b, M0_MX_BROKER_RECONNECTS, bs.reconnects);

@@ -25,18 +25,21 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "m0/bus.h"
+#include "m0/broker.h"
 #include "m0/config.h"
 #include "m0/conn.h"
 #include "m0/fork.h"
+#include "m0/h1.h"
 #include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/loop.h"
 #include "m0/metrics.h"
 #include "m0/pool.h"
+#include "m0/rt.h"
 #include "m0/serve.h"
 #include "m0/timer.h"
+#include "m0/wshold.h"
 #include "m0/control.h"
 
 #define SWEEP_MS 200
@@ -84,7 +87,7 @@ static void start_drain(struct serve *v)
     }
     s->nlisten = 0;
     s->listening = 0;
-    m0_rt_stop_reading(s);
+    m0_rt_stop_reading(s->rt);
     ctl_send(v, M0_CTL_RETIRED);
     m0_hold_end_all(s);
     /* Idle keep-alive connections: a last moment to send a request. */
@@ -94,6 +97,14 @@ static void start_drain(struct serve *v)
             c->deadline = now + M0_DRAIN_IDLE_MS;
     }
     m0_info("worker draining: %u connection(s) in flight", s->nactive);
+}
+
+/* The loop's events: the local bus, or the broker in its place. */
+static int start_events(struct m0_server *s)
+{
+    if (m0_broker != NULL)
+        return m0_rt_start(s->rt, &m0_broker_source, m0_broker_new(s->rt, s->loop, s->cfg));
+    return m0_rt_start(s->rt, NULL, NULL);
 }
 
 static void go(struct serve *v)
@@ -113,7 +124,7 @@ static void go(struct serve *v)
     }
     /* Set up before booted was reported (m0_serve_prepare): only reading
      * starts here, once the predecessor has stopped. */
-    if (s->cfg->realtime && m0_rt_start(s) != M0_OK) {
+    if (s->cfg->realtime && start_events(s) != M0_OK) {
         m0_error("cannot start the realtime bus");
         v->rc = M0_EXIT_FAIL;
         m0_loop_stop(s->loop);
@@ -238,13 +249,6 @@ static void close_in_child(void *ctx)
     m0_loop_close_in_child(s->loop);
 }
 
-/* Where a hold decided now starts (job.h, m0_runner_env.newest_id). */
-static uint64_t newest_id(const void *ctx)
-{
-    (void)ctx;
-    return m0_bus_last_id();
-}
-
 struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fds, int nlisten, int sig_fd,
                                int ctl_fd)
 {
@@ -288,7 +292,13 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
     }
     s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     m0_loop_on_slot(s->loop, m0_conn_on_event, s);
-    m0_loop_on_complete(s->loop, m0_h1_on_complete, s);
+    m0_loop_on_complete(s->loop, m0_conn_on_complete, s);
+    /* The composition root: the protocols a connection may speak, and the
+     * holds with the realtime engine they are the sink of. */
+    s->proto[M0_CONN_PROTO_H1] = &m0_h1_conn_ops;
+    s->proto[M0_CONN_PROTO_SSE] = &m0_sse_conn_ops;
+    s->proto[M0_CONN_PROTO_WS] = &m0_ws_conn_ops;
+    m0_holds_init(s);
     if (m0_loop_add_fd(s->loop, sig_fd, EPOLLIN, on_signal, v) == M0_ERR ||
         (ctl_fd != -1 && m0_loop_add_fd(s->loop, ctl_fd, EPOLLIN, on_ctl, v) == M0_ERR)) {
         m0_log_errno("epoll_ctl(signals)");
@@ -298,15 +308,14 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
     m0_metrics_attach(s);
     s->next_sweep = m0_loop_now(s->loop) + SWEEP_MS;
     s->env = (struct m0_runner_env){.loop = s->loop, .jobs = s->jobs, .njobs = s->nconns, .draining = &s->draining,
-                                    .newest_id = newest_id, .newest_ctx = s};
+                                    .newest_id = m0_rt_newest, .newest_ctx = s->rt};
     m0_fork_on_child(close_in_child, v);
     return s;
 }
 
 int m0_serve_prepare(struct m0_server *s)
 {
-    m0_rt_init(s);           /* holds need it even without the bus (an ASGI app's WebSockets) */
-    if (s->cfg->realtime && m0_rt_prepare(s) != M0_OK) {
+    if (s->cfg->realtime && m0_rt_prepare(s->rt) != M0_OK) {
         m0_error("cannot set up the realtime bus");
         return M0_ERR;
     }
@@ -364,7 +373,11 @@ void m0_serve_free(struct m0_server *s)
             m0_job_free(s->conns[i].job);
         }
     }
-    m0_rt_free(s);
+    m0_holds_free(s);
+    for (int p = 0; p < M0_CONN_PROTOS; p++) {
+        if (s->proto[p]->fini != NULL)
+            s->proto[p]->fini(s);
+    }
     free(s->conns);
     free(s->jobs);
     m0_loop_free(s->loop);

@@ -31,7 +31,6 @@ struct m0_target *m0_targets_next(struct m0_targets *ts, const char *prefix, siz
         return NULL;
     struct m0_target *t = &ts->t[ts->n];
     memset(t, 0, sizeof *t);
-    memset(&ts->stats[ts->n], 0, sizeof ts->stats[ts->n]);
     t->prefix = prefix;
     t->prefix_len = prefix_len;
     t->kind = kind;

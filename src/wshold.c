@@ -4,7 +4,7 @@
  *
  * The socket's life:
  *
- *   view answers M0-Hold: websocket ──▶ m0_ws_hold_begin: handshake checked
+ *   view answers M0-Hold: websocket ──▶ ws_begin: handshake checked
  *     against the original request (400/426 if it is not one), 101 written
  *     in place of the view's head, the slot subscribed to the channel
  *   101 out ──▶ HELD: frames read and parsed here (ws.c), events written as
@@ -44,6 +44,7 @@
 #include "m0/target.h"
 #include "m0/timer.h"
 #include "m0/ws.h"
+#include "m0/wshold.h"
 
 /* Messages waiting behind the one in flight before the socket stops being
  * read (and their bytes: at most --ws-max-message more). */
@@ -57,18 +58,77 @@ struct m0_wsmsg {
     struct m0_buf payload;
 };
 
-/* Per loop thread: the read buffer, and the last event turned into a
- * frame (a fan-out hands every subscriber the same event: it is converted
- * once, recognised by its id, which the bus makes unique). */
-static __thread char *rbuf;
-static __thread struct {
+/*
+ * What a held WebSocket keeps (about 400 bytes and its handshake's
+ * snapshot while idle; a message being reassembled or queued costs its
+ * bytes, bounded by --ws-max-message). The hold's base comes first: c->hold
+ * is this struct.
+ */
+struct m0_wshold {
+    struct m0_hold base;            /* the outbox, the target (hold.h) */
+    struct m0_ws_parser parser;     /* frames in: head state, masking, fragment buffer, UTF-8 state */
+    const struct m0_target *target; /* the target whose view gated the socket: messages go back to it */
+    struct m0_ws_snapshot *req;     /* the handshake request, for the messages' requests */
+    struct m0_wsmsg *q_head, *q_tail;   /* complete messages waiting their turn, oldest first */
+    uint32_t q_len;
+    size_t q_bytes;
+    uint8_t in_flight;              /* a message is with the runner (the conn has C_WS_MSG) */
+    uint8_t paused;                 /* the queue is full: the socket is not read */
+    uint8_t close_sent;             /* our close frame is queued: nothing else is sent */
+    uint8_t close_received;         /* the peer's close frame arrived */
+    uint8_t owned;                  /* an asynchronous runner keeps the job (ASGI): hold.h */
+    uint8_t runner_done;            /* owned: the runner posted its DONE */
+    uint8_t peer_gone;              /* the peer left while views still owed it messages (not owned) */
+    uint16_t end_code;              /* the close code the socket ends with (the peer's, or ours) */
+    uint64_t ping_at;               /* loop clock of our unanswered ping; 0: none */
+    uint64_t last_pong;             /* loop clock of the last pong */
+    uint16_t channel_len;
+    char channel[];                 /* M0-Channel of the approval, for the messages' requests */
+};
+
+/* Per loop (s->ws, made with the first socket): the read buffer, what an
+ * owning runner queued, and the last event turned into frames (a fan-out
+ * hands every subscriber the same event: it is converted once, recognised
+ * by its id, which the bus makes unique). */
+struct scratch {
+    char rbuf[64 * 1024];
+    struct m0_buf taken;
     uint64_t id;                     /* 0: nothing cached */
     struct m0_buf frames;            /* the event's text (or binary) frames */
     struct m0_buf data;              /* scratch */
-} cache;
+};
 
 static void ws_free(struct m0_wshold *ws);
 static void pull(struct m0_server *s, struct m0_conn *c);
+static void on_part(struct m0_server *s, struct m0_conn *c);
+static void on_done(struct m0_server *s, struct m0_conn *c);
+
+static struct m0_wshold *ws_of(const struct m0_conn *c)
+{
+    return (struct m0_wshold *)c->hold;
+}
+
+static struct scratch *scratch_of(struct m0_server *s)
+{
+    if (s->ws == NULL) {
+        struct scratch *sc = m0_xmalloc(sizeof *sc);
+        memset(sc, 0, sizeof *sc);
+        s->ws = sc;
+    }
+    return s->ws;
+}
+
+static void ws_fini(struct m0_server *s)
+{
+    struct scratch *sc = s->ws;
+    if (sc == NULL)
+        return;
+    m0_buf_free(&sc->taken);
+    m0_buf_free(&sc->frames);
+    m0_buf_free(&sc->data);
+    free(sc);
+    s->ws = NULL;
+}
 
 static uint64_t now_ms(struct m0_server *s)
 {
@@ -95,7 +155,8 @@ static void extra_lines(const struct m0_head *h, struct m0_buf *out)
     }
 }
 
-static int refuse(struct m0_job *job, int status, const char *why)
+/* The handshake is refused: job->resp is the refusal; nothing is held. */
+static struct m0_hold *refuse(struct m0_job *job, int status, const char *why)
 {
     struct m0_resp *rs = &job->resp;
     m0_buf_reset(&rs->out);
@@ -103,10 +164,12 @@ static int refuse(struct m0_job *job, int status, const char *why)
     rs->status = status;
     rs->flags &= ~M0_RESP_HOLD;
     job->body.keep = 0;
-    return M0_DONE;
+    return NULL;
 }
 
-int m0_ws_hold_begin(struct m0_server *s, struct m0_conn *c)
+/* The handshake check and the 101 for the job's request, in place of the
+ * view's head (hold.h: begin). */
+static struct m0_hold *ws_begin(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_job *job = c->job;
     const struct m0_head *h = &job->head;
@@ -151,10 +214,7 @@ int m0_ws_hold_begin(struct m0_server *s, struct m0_conn *c)
     ws->channel_len = h->channel_len;
     memcpy(ws->channel, h->channel, h->channel_len);
     ws->channel[h->channel_len] = '\0';
-    c->hold = m0_xmalloc(sizeof *c->hold);
-    memset(c->hold, 0, sizeof *c->hold);
-    c->hold->ws = ws;
-    return M0_OK;
+    return &ws->base;
 }
 
 /* ---------------------------------------------------------- sending */
@@ -163,7 +223,7 @@ int m0_ws_hold_begin(struct m0_server *s, struct m0_conn *c)
  * sent after it (§5.5.1). */
 static void send_close_n(struct m0_server *s, struct m0_conn *c, unsigned code, const char *why, size_t wlen)
 {
-    struct m0_wshold *ws = c->hold->ws;
+    struct m0_wshold *ws = ws_of(c);
     if (ws->close_sent)
         return;
     char frame[M0_WS_CONTROL_MAX + 2];
@@ -205,7 +265,7 @@ static void maybe_finish(struct m0_server *s, struct m0_conn *c)
 {
     if (c->state != M0_CONN_HELD || c->hold == NULL || (c->flags & C_DOOMED))
         return;
-    struct m0_wshold *ws = c->hold->ws;
+    struct m0_wshold *ws = ws_of(c);
     if (!(ws->close_sent || ws->peer_gone) || views_owe(ws))
         return;
     if (ws->peer_gone)
@@ -221,12 +281,14 @@ static void fail_socket(struct m0_server *s, struct m0_conn *c, unsigned code, c
     send_close(s, c, code, why);
 }
 
-void m0_ws_hold_deliver(struct m0_server *s, struct m0_conn *c, const char *frame, size_t n)
+/* One framed SSE event from the registry: its data as text frames (hold.h:
+ * deliver). */
+static void ws_deliver(struct m0_server *s, struct m0_conn *c, const char *frame, size_t n)
 {
-    struct m0_wshold *ws = c->hold->ws;
-    (void)s;
+    struct m0_wshold *ws = ws_of(c);
     if (ws->close_sent || ws->peer_gone)
         return;
+    struct scratch *cache = scratch_of(s);
     /* The bus frames every event with its id first ("id: N"). */
     uint64_t id = 0;
     if (n > 4 && memcmp(frame, "id: ", 4) == 0) {
@@ -236,16 +298,16 @@ void m0_ws_hold_deliver(struct m0_server *s, struct m0_conn *c, const char *fram
         if (id == UINT64_MAX)
             id = 0;
     }
-    if (id == 0 || id != cache.id) {
-        cache.id = 0;
-        m0_buf_reset(&cache.frames);
+    if (id == 0 || id != cache->id) {
+        cache->id = 0;
+        m0_buf_reset(&cache->frames);
         size_t off = 0;
         while (off < n) {
             int fire;
             const char *ev;
             size_t evl;
-            m0_buf_reset(&cache.data);
-            size_t took = m0_sse_event_data(frame + off, n - off, &cache.data, &fire, &ev, &evl);
+            m0_buf_reset(&cache->data);
+            size_t took = m0_sse_event_data(frame + off, n - off, &cache->data, &fire, &ev, &evl);
             if (took == 0)
                 break;
             off += took;
@@ -253,15 +315,15 @@ void m0_ws_hold_deliver(struct m0_server *s, struct m0_conn *c, const char *fram
              * Last-Event-ID to resume from, so they are not its messages. */
             if (!fire || (evl == 6 && memcmp(ev, "m0-gap", 6) == 0))
                 continue;
-            int op = m0_ws_utf8_valid(cache.data.data, cache.data.len) ? M0_WS_TEXT : M0_WS_BINARY;
-            m0_ws_frame(&cache.frames, op, cache.data.data, cache.data.len);
+            int op = m0_ws_utf8_valid(cache->data.data, cache->data.len) ? M0_WS_TEXT : M0_WS_BINARY;
+            m0_ws_frame(&cache->frames, op, cache->data.data, cache->data.len);
         }
-        cache.id = id;
-        if (cache.data.cap > 256 * 1024)
-            m0_buf_free(&cache.data);
+        cache->id = id;
+        if (cache->data.cap > 256 * 1024)
+            m0_buf_free(&cache->data);
     }
-    if (cache.frames.len > 0)
-        m0_hold_send(s, c, cache.frames.data, cache.frames.len);
+    if (cache->frames.len > 0)
+        m0_hold_send(s, c, cache->frames.data, cache->frames.len);
 }
 
 /* ------------------------------------------------------------ messages */
@@ -302,7 +364,7 @@ static void reply(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_job *job = c->job;
     struct m0_resp *rs = &job->resp;
-    struct m0_wshold *ws = c->hold->ws;
+    struct m0_wshold *ws = ws_of(c);
     size_t n = m0_buf_unread(&rs->out);
     const char *p = rs->out.data + rs->out.off;
     if (s->cfg->access_log) {
@@ -355,7 +417,7 @@ static void process_input(struct m0_server *s, struct m0_conn *c, const char *p,
  * the next batch when it has taken them all (M0_CPL_TAKEN). */
 static void offer_all(struct m0_conn *c)
 {
-    struct m0_wshold *ws = c->hold->ws;
+    struct m0_wshold *ws = ws_of(c);
     while (ws->q_head != NULL) {
         struct m0_wsmsg *m = ws->q_head;
         ws->q_head = m->next;
@@ -379,7 +441,7 @@ static void drive(struct m0_server *s, struct m0_conn *c)
     for (;;) {
         if (c->state != M0_CONN_HELD || c->hold == NULL || (c->flags & C_DOOMED))
             return;
-        struct m0_wshold *ws = c->hold->ws;
+        struct m0_wshold *ws = ws_of(c);
         if (ws->runner_done) {
             queue_clear(ws);            /* nobody will take them */
             return;
@@ -425,6 +487,7 @@ static void drive(struct m0_server *s, struct m0_conn *c)
          * requests run. */
         if (m0_dispatch(job, M0_RUN_MESSAGE, NULL, now_ms(s)) == M0_QUEUED) {
             c->flags |= C_RUNNER | C_WS_MSG;
+            m0_target_stats_of(&s->tstats, ws->target)->in_flight++;      /* until its completion */
             return;
         }
         ws->in_flight = 0;
@@ -434,12 +497,12 @@ static void drive(struct m0_server *s, struct m0_conn *c)
     }
 }
 
-void m0_ws_hold_on_complete(struct m0_server *s, struct m0_conn *c)
+static void on_message_done(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_job *job = c->job;
     c->flags &= ~C_WS_MSG;
-    if (c->state == M0_CONN_HELD && c->hold != NULL && c->hold->ws != NULL) {
-        c->hold->ws->in_flight = 0;
+    if (c->state == M0_CONN_HELD && c->hold != NULL && ws_of(c) != NULL) {
+        ws_of(c)->in_flight = 0;
         reply(s, c);
     }
     job_done(job);
@@ -459,7 +522,7 @@ static void process_input(struct m0_server *s, struct m0_conn *c, const char *p,
     while (n > 0) {
         if (c->state != M0_CONN_HELD || c->hold == NULL || (c->flags & C_DOOMED))
             return;
-        struct m0_wshold *ws = c->hold->ws;
+        struct m0_wshold *ws = ws_of(c);
         if (ws->close_sent || ws->close_received)
             return;                   /* nothing after a close is read (§5.5.1) */
         if (ws->paused) {
@@ -506,21 +569,20 @@ static void process_input(struct m0_server *s, struct m0_conn *c, const char *p,
 
 static void read_frames(struct m0_server *s, struct m0_conn *c)
 {
-    if (rbuf == NULL)
-        rbuf = m0_xmalloc(64 * 1024);
+    char *rbuf = scratch_of(s)->rbuf;
     size_t total = 0;
     int gone = 0;
     while (total < READ_BUDGET) {
-        struct m0_wshold *ws = c->hold->ws;
+        struct m0_wshold *ws = ws_of(c);
         if (ws->paused || ws->close_sent || ws->close_received)
             break;
-        ssize_t r = recv(c->fd, rbuf, 64 * 1024, MSG_DONTWAIT);
+        ssize_t r = recv(c->fd, rbuf, sizeof scratch_of(s)->rbuf, MSG_DONTWAIT);
         if (r > 0) {
             total += (size_t)r;
             process_input(s, c, rbuf, (size_t)r);
             if (c->state != M0_CONN_HELD || c->hold == NULL)
                 return;
-            if ((size_t)r < 64 * 1024)
+            if ((size_t)r < sizeof scratch_of(s)->rbuf)
                 break;
             continue;
         }
@@ -534,10 +596,10 @@ static void read_frames(struct m0_server *s, struct m0_conn *c)
     if (gone) {
         /* Whatever the handshake state, nobody reads our frames any more:
          * unsubscribe and free the slot now (an owning runner gets what it
-         * sent before leaving, m0_ws_hold_release) — unless views still owe
+         * sent before leaving, ws_release) — unless views still owe
          * it messages: they run first, then the slot closes (maybe_finish). */
         c->flags |= C_PEER_GONE;
-        struct m0_wshold *ws = c->hold->ws;
+        struct m0_wshold *ws = ws_of(c);
         if (views_owe(ws)) {
             ws->peer_gone = 1;
             if (ws->end_code == 0)
@@ -548,7 +610,7 @@ static void read_frames(struct m0_server *s, struct m0_conn *c)
         m0_conn_close(s, c);
         return;
     }
-    struct m0_wshold *ws = c->hold->ws;
+    struct m0_wshold *ws = ws_of(c);
     /* A full queue or a close stops the reading: epoll must stop reporting
      * the input it leaves (level-triggered), until drive() resumes. */
     m0_conn_interest(s, c, m0_hold_interest(c, m0_buf_unread(&c->hold->outbox) > 0));
@@ -558,16 +620,16 @@ static void read_frames(struct m0_server *s, struct m0_conn *c)
     }
 }
 
-void m0_ws_hold_enter(struct m0_server *s, struct m0_conn *c)
+static void ws_enter(struct m0_server *s, struct m0_conn *c)
 {
-    struct m0_wshold *ws = c->hold->ws;
+    struct m0_wshold *ws = ws_of(c);
     ws->last_pong = now_ms(s);
     if (ws->owned) {
         /* What the runner sent while the 101 was going out, or its end. */
         if (ws->runner_done)
-            m0_ws_hold_on_done(s, c);
+            on_done(s, c);
         else
-            m0_ws_hold_on_part(s, c);
+            on_part(s, c);
         if (c->state != M0_CONN_HELD || c->hold == NULL)
             return;
     }
@@ -585,14 +647,17 @@ void m0_ws_hold_enter(struct m0_server *s, struct m0_conn *c)
     m0_conn_close_doomed(s);
 }
 
-void m0_ws_hold_on_event(struct m0_server *s, struct m0_conn *c, uint32_t ev)
+/* Epoll events on a held socket (conn.h: event). */
+static void ws_event(struct m0_server *s, struct m0_conn *c, uint32_t ev)
 {
+    if (c->state != M0_CONN_HELD)
+        return;
     if ((ev & EPOLLOUT) && m0_hold_flush(s, c) == M0_ERR) {
         c->flags |= C_PEER_GONE;
         m0_conn_close(s, c);
         return;
     }
-    if ((ev & EPOLLOUT) && c->hold->ws->owned && !c->hold->ws->runner_done)
+    if ((ev & EPOLLOUT) && ws_of(c)->owned && !ws_of(c)->runner_done)
         m0_job_credit(c->job, m0_buf_unread(&c->hold->outbox));
     if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
         read_frames(s, c);
@@ -610,9 +675,14 @@ void m0_ws_hold_on_event(struct m0_server *s, struct m0_conn *c, uint32_t ev)
 
 /* ---------------------------------------------------------- heartbeats */
 
-void m0_ws_hold_sweep(struct m0_server *s, struct m0_conn *c, uint64_t heartbeat_ms)
+/* Pings at the heartbeat cadence; a peer silent for two heartbeats after a
+ * ping is closed (conn.h: tick). */
+static void ws_sweep(struct m0_server *s, struct m0_conn *c)
 {
-    struct m0_wshold *ws = c->hold->ws;
+    if (c->state != M0_CONN_HELD)
+        return;
+    struct m0_wshold *ws = ws_of(c);
+    uint64_t heartbeat_ms = s->holds->heartbeat_ms;
     uint64_t now = now_ms(s);
     if (heartbeat_ms == 0 || ws->close_sent || ws->peer_gone)
         return;
@@ -639,9 +709,9 @@ void m0_ws_hold_sweep(struct m0_server *s, struct m0_conn *c, uint64_t heartbeat
 
 /* ---------------------------------------------------------- the end */
 
-void m0_ws_hold_end(struct m0_server *s, struct m0_conn *c)
+static void ws_end(struct m0_server *s, struct m0_conn *c)
 {
-    struct m0_wshold *ws = c->hold->ws;
+    struct m0_wshold *ws = ws_of(c);
     if (ws->owned && !ws->runner_done)
         pull(s, c);                   /* what the application sent before the drain */
     if (ws->peer_gone) {
@@ -658,15 +728,15 @@ void m0_ws_hold_end(struct m0_server *s, struct m0_conn *c)
 /* Move what the runner queued (frames, then its close) to the socket. */
 static void pull(struct m0_server *s, struct m0_conn *c)
 {
-    static __thread struct m0_buf taken;
-    struct m0_wshold *ws = c->hold->ws;
+    struct m0_buf *taken = &scratch_of(s)->taken;
+    struct m0_wshold *ws = ws_of(c);
     struct m0_job *job = c->job;
-    m0_job_take(job, &taken);
-    if (m0_buf_unread(&taken) > 0 && !ws->close_sent)
-        m0_hold_send_owed(s, c, taken.data + taken.off, m0_buf_unread(&taken));
-    m0_buf_reset(&taken);
-    if (taken.cap > 256 * 1024)
-        m0_buf_free(&taken);
+    m0_job_take(job, taken);
+    if (m0_buf_unread(taken) > 0 && !ws->close_sent)
+        m0_hold_send_owed(s, c, taken->data + taken->off, m0_buf_unread(taken));
+    m0_buf_reset(taken);
+    if (taken->cap > 256 * 1024)
+        m0_buf_free(taken);
     unsigned code;
     char reason[M0_WS_REASON_MAX];
     size_t rlen;
@@ -676,29 +746,29 @@ static void pull(struct m0_server *s, struct m0_conn *c)
         m0_job_credit(job, m0_buf_unread(&c->hold->outbox));
 }
 
-void m0_ws_hold_on_part(struct m0_server *s, struct m0_conn *c)
+static void on_part(struct m0_server *s, struct m0_conn *c)
 {
     if (c->state != M0_CONN_HELD)
-        return;          /* the 101 is still going out: m0_ws_hold_enter pulls */
+        return;          /* the 101 is still going out: ws_enter pulls */
     pull(s, c);
     maybe_finish(s, c);
     m0_conn_close_doomed(s);
 }
 
-void m0_ws_hold_on_taken(struct m0_server *s, struct m0_conn *c)
+static void on_taken(struct m0_server *s, struct m0_conn *c)
 {
     if (c->state != M0_CONN_HELD)
         return;
-    c->hold->ws->in_flight = 0;
+    ws_of(c)->in_flight = 0;
     drive(s, c);
     if (c->state == M0_CONN_HELD && c->hold != NULL)
         maybe_finish(s, c);
     m0_conn_close_doomed(s);
 }
 
-void m0_ws_hold_on_done(struct m0_server *s, struct m0_conn *c)
+static void on_done(struct m0_server *s, struct m0_conn *c)
 {
-    struct m0_wshold *ws = c->hold->ws;
+    struct m0_wshold *ws = ws_of(c);
     ws->runner_done = 1;
     if (c->state != M0_CONN_HELD)
         return;
@@ -710,9 +780,12 @@ void m0_ws_hold_on_done(struct m0_server *s, struct m0_conn *c)
     m0_conn_close_doomed(s);
 }
 
-void m0_ws_hold_release(struct m0_server *s, struct m0_conn *c)
+/* The connection closes (hold.h: release): an owning runner is told the
+ * socket ended (with what the peer sent before), and what the socket kept
+ * is freed; the hold itself is hold.c's to free. */
+static void ws_release(struct m0_server *s, struct m0_conn *c)
 {
-    struct m0_wshold *ws = c->hold->ws;
+    struct m0_wshold *ws = ws_of(c);
     (void)s;
     if (ws->owned && !ws->runner_done) {
         if (ws->q_head != NULL)
@@ -727,5 +800,78 @@ static void ws_free(struct m0_wshold *ws)
     queue_clear(ws);
     m0_ws_parser_free(&ws->parser);
     m0_ws_snapshot_free(ws->req);
-    free(ws);
+    ws->req = NULL;
 }
+
+/* ------------------------------------------------- the hold interface */
+
+/* A socket whose message queue is full is not read (TCP pushes back), nor
+ * one whose close has begun or whose peer left: LINGER reads the rest. */
+static int ws_reads(const struct m0_hold *h)
+{
+    const struct m0_wshold *ws = (const struct m0_wshold *)h;
+    return !(ws->paused || ws->close_sent || ws->close_received || ws->peer_gone);
+}
+
+/* A runner that owns the socket may send again once its bytes are
+ * written, however the outbox drained (EPOLLOUT, a fan-out's flush). */
+static void ws_written(struct m0_server *s, struct m0_conn *c)
+{
+    const struct m0_wshold *ws = ws_of(c);
+    (void)s;
+    if (ws->owned && !ws->runner_done)
+        m0_job_credit(c->job, m0_buf_unread(&c->hold->outbox));
+}
+
+/* A runner's completion for this socket (conn.h: complete; before it is
+ * HELD, h1.c passes it on through m0_hold_complete): frames or our close
+ * from an owning runner's channel (PART), the offered messages taken
+ * (TAKEN), a message's view returned or the owning runner ended (DONE). */
+static void ws_complete(struct m0_server *s, struct m0_conn *c, const struct m0_completion *done)
+{
+    switch (done->kind) {
+    case M0_CPL_PART:
+        if ((c->flags & C_UPGRADED) && c->hold != NULL)
+            on_part(s, c);
+        return;
+    case M0_CPL_TAKEN:
+        if ((c->flags & C_UPGRADED) && c->hold != NULL)
+            on_taken(s, c);
+        return;
+    case M0_CPL_DONE:
+        if (c->flags & C_WS_MSG) {
+            on_message_done(s, c);
+        } else if (c->flags & C_UPGRADED) {
+            /* The runner of an accepted socket ended: close the socket if
+             * it is still held; a refused or finished one owes nothing. */
+            c->flags &= ~C_UPGRADED;
+            if (c->hold != NULL)
+                on_done(s, c);
+        }
+        return;
+    default:
+        return;
+    }
+}
+
+const struct m0_hold_ops m0_ws_hold_ops = {
+    .proto = M0_CONN_PROTO_WS,
+    .begin = ws_begin,
+    .reads = ws_reads,
+    .written = ws_written,
+    .deliver = ws_deliver,
+    .enter = ws_enter,
+    .end = ws_end,
+    .release = ws_release,
+    .complete = ws_complete,
+};
+
+const struct m0_conn_ops m0_ws_conn_ops = {
+    .name = "ws",
+    .event = ws_event,
+    .tick = ws_sweep,
+    .closing = m0_hold_release,
+    .complete = ws_complete,
+    .fini = ws_fini,
+    .hold = &m0_ws_hold_ops,
+};

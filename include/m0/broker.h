@@ -33,8 +33,10 @@
 #include "m0/buf.h"
 #include "m0/broker_url.h"
 
-struct m0_server;
-struct m0_conn;
+struct m0_config;
+struct m0_loop;
+struct m0_rt;
+struct m0_rt_source_ops;
 
 /* ------------------------------------------------------- loop side (worker) */
 
@@ -46,43 +48,13 @@ struct m0_conn;
  * possible gap). */
 void m0_broker_prepare(void);
 
-/* Start the worker's broker side on s's loop (after m0_rt_start set up the
- * registry): connect (without waiting: an unreachable broker is retried
- * with backoff while the server serves), read the log, feed the registry.
- * Returns M0_OK or M0_ERR. */
-int m0_broker_start(struct m0_server *s);
-/* Drain: stop reading and answering resumes. */
-void m0_broker_stop(struct m0_server *s);
-void m0_broker_free(struct m0_server *s);
-
-/* The newest event id this worker has read from the broker (0: none yet).
- * Any thread. */
-uint64_t m0_broker_position(void);
-
-/*
- * Resume slot (generation gen; its hold is set, its head not necessarily
- * written) on channel from the client's last_id through the broker: the
- * reply replays the events after last_id (or an m0-gap notice when the
- * broker no longer has them all), then subscribes the slot, after which
- * live events follow with no duplicates. Returns M0_OK (queued: the stream
- * starts when the reply arrives), or M0_ERR when too many resumes already
- * wait for a broker that is down (the caller answers 503; the client
- * retries).
- */
-int m0_broker_resume(struct m0_server *s, struct m0_conn *c, const char *channel, size_t clen, uint64_t last_id);
-
-/* Append the /health "broker" object (JSON, no trailing newline). Returns
- * 1 when both of the worker's connections are up, 0 otherwise (/health's
- * status is then "degraded"). */
-int m0_broker_health(const struct m0_server *s, struct m0_buf *out);
-
-/* The worker's broker numbers for the metrics (metrics.h); all zero
- * without a broker. Loop thread. */
-struct m0_broker_stats {
-    int up;                 /* both connections up */
-    uint64_t lag;           /* events the broker has that this worker has not read */
-    uint64_t reconnects;
-};
-void m0_broker_stats(struct m0_broker_stats *out);
+/* The worker's broker side for loop l, feeding the realtime engine rt
+ * (cfg: --replay-bytes): a source of events in place of the local bus
+ * (rt.h), started with m0_rt_start(rt, &m0_broker_source, it) — which
+ * connects without waiting (an unreachable broker is retried with backoff
+ * while the server serves), reads the log and answers resumes. The engine
+ * stops and frees it. Never NULL. */
+void *m0_broker_new(struct m0_rt *rt, struct m0_loop *l, const struct m0_config *cfg);
+extern const struct m0_rt_source_ops m0_broker_source;
 
 #endif
