@@ -49,6 +49,8 @@ struct op {
     size_t off, len;        /* OP_LIT: into text; header ops: into names */
 };
 
+/* Per process, read-only after boot: the format compiled once by
+ * m0_access_log_init (before the first fork), read by every thread. */
 static enum { FMT_DEFAULT, FMT_ATOMS, FMT_JSON } mode = FMT_DEFAULT;
 static struct op ops[MAX_OPS];
 static size_t nops;

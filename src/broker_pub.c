@@ -37,6 +37,8 @@ struct pubconn {
     struct m0_buf frame, keys; /* scratch for one publish */
 };
 
+/* Per process: the key of each publishing thread's own connection (made
+ * once), and the publish script's SHA1 (computed once, then only read). */
 static pthread_key_t conn_key;
 static pthread_once_t conn_once = PTHREAD_ONCE_INIT;
 static char publish_sha[41];

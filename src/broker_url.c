@@ -10,6 +10,7 @@
 #include "m0/broker_url.h"
 #include "m0/config.h"
 
+/* Per process, read-only after start (broker_url.h). */
 const struct m0_broker_cfg *m0_broker;
 
 /*

@@ -16,6 +16,8 @@
 #include "m0/bus.h"
 #include "m0/sse.h"
 
+/* Per process, read-only after fork: the bus the master made and this
+ * worker's index in it (set by the master in the child, master.c). */
 struct m0_bus *m0_bus_current;
 int m0_bus_index = -1;
 

@@ -96,7 +96,7 @@ static const struct opt opts[] = {
 
 /* The mounts' strings (normalised prefixes, copied specs): a bump arena
  * that lives as long as the process's one configuration, reset by
- * m0_config_defaults. */
+ * m0_config_defaults. Per process, read-only once parsed (boot). */
 static char mount_text[M0_MAX_MOUNTS * 2 * 512 + 8192];
 static size_t mount_text_used;
 

@@ -32,8 +32,10 @@ static const struct {
 };
 
 /* Environ keys for header names seen before: "user-agent" → HTTP_USER_AGENT.
- * Bounded, filled first come first served; misses build the key. Shared by
- * the threads of the pool, which all hold the GIL while using it. */
+ * Bounded, filled first come first served; misses build the key. Per
+ * process (per interpreter, like the keys themselves): shared by the
+ * threads of the pool, which all hold the GIL while using it (a build
+ * without the GIL would need a lock here). */
 #define KEY_CACHE 64
 static struct {
     char name[40];

@@ -59,8 +59,6 @@ struct m0_loop {
     size_t cap_batch;
 };
 
-pthread_t m0_loop_thread;
-
 struct m0_loop *m0_loop_new(void)
 {
     struct m0_loop *l = m0_xmalloc(sizeof *l);
@@ -287,7 +285,6 @@ void m0_loop_stop(struct m0_loop *l)
 int m0_loop_run(struct m0_loop *l)
 {
     struct epoll_event events[256];
-    m0_loop_thread = pthread_self();
     l->stop = 0;
     while (!l->stop) {
         l->wake_at = 0;

@@ -22,6 +22,7 @@ struct mime_slot {
     const char *type;            /* Content-Type, charset included */
 };
 
+/* Per process, read-only after boot: the table m0_mime_load fills once. */
 static struct mime_slot *mime_tab;     /* NULL until m0_mime_load succeeds */
 static char *mime_text;                /* the table's strings */
 

@@ -19,6 +19,8 @@
 
 #include "m0/notify.h"
 
+/* Per process (the master's): systemd's notification socket, found once at
+ * start ($NOTIFY_SOCKET, $WATCHDOG_USEC). */
 static struct sockaddr_un addr;
 static socklen_t addr_len;     /* 0: notifications off */
 static int sock = -1;

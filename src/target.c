@@ -5,6 +5,7 @@
 
 #include "m0/target.h"
 
+/* Per process, read-only once the worker serves (target.h). */
 struct m0_targets m0_targets;
 
 const struct m0_target *m0_target_match(const struct m0_targets *ts, const char *path, size_t path_len)

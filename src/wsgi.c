@@ -69,6 +69,7 @@
 /* The largest reply to a WebSocket message (it is sent as one frame). */
 #define REPLY_CAP (16 * 1024 * 1024)
 
+/* Per process, read-only after the first setup: interned names. */
 static PyObject *s_close, *s_fileno, *s_tell, *s_streaming;
 
 /* The target's state: its environ template. */

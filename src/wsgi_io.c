@@ -13,6 +13,7 @@
 
 #include "m0/log.h"
 
+/* Per process, read-only once interned: "close". */
 static PyObject *s_close_str;
 
 /* ---------------------------------------------------------- wsgi.errors */
