@@ -590,25 +590,24 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
                  cfg->broker_prefix);
         return M0_ERR;
     }
-    char *h, *p;
-    int port;
-    if (m0_config_bind_parts(cfg, &h, &port, &p, err, cap) != M0_OK)
+    struct m0_bind_parts parts;
+    if (m0_config_bind_parts(cfg, &parts, err, cap) != M0_OK)
         return M0_ERR;
     return M0_OK;
 }
 
-int m0_config_bind_parts(const struct m0_config *cfg, char **host, int *port, char **path,
-                         char *err, size_t cap)
+int m0_config_bind_parts(const struct m0_config *cfg, struct m0_bind_parts *out, char *err, size_t cap)
 {
-    static char copy[4096];
-    snprintf(copy, sizeof copy, "%s", cfg->bind);
-    *host = NULL;
-    *path = NULL;
-    *port = 0;
+    char *copy = out->text;
+    out->host = NULL;
+    out->path = NULL;
+    out->port = 0;
+    if ((size_t)snprintf(copy, sizeof out->text, "%s", cfg->bind) >= sizeof out->text)
+        goto bad;
     if (strncmp(copy, "unix:", 5) == 0) {
         if (copy[5] == '\0' || strlen(copy + 5) >= 108)
             goto bad;
-        *path = copy + 5;
+        out->path = copy + 5;
         return M0_OK;
     }
     char *colon = strrchr(copy, ':');
@@ -618,7 +617,7 @@ int m0_config_bind_parts(const struct m0_config *cfg, char **host, int *port, ch
     long v;
     if (parse_long(colon + 1, &v) != M0_OK || v < 0 || v > 65535)
         goto bad;
-    *port = (int)v;
+    out->port = (int)v;
     char *h = copy;
     if (h[0] == '[') {
         size_t n = strlen(h);
@@ -627,9 +626,9 @@ int m0_config_bind_parts(const struct m0_config *cfg, char **host, int *port, ch
         h[n - 1] = '\0';
         h++;
     }
-    *host = h[0] ? h : (char *)"0.0.0.0";
+    out->host = h[0] ? h : "0.0.0.0";
     return M0_OK;
 bad:
-    snprintf(err, cap, "m0serve: error: --bind: invalid address '%s' (want HOST:PORT or unix:PATH)", cfg->bind);
+    snprintf(err, cap, "m0serve: error: --bind: invalid address '%.200s' (want HOST:PORT or unix:PATH)", cfg->bind);
     return M0_ERR;
 }

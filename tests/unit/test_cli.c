@@ -67,18 +67,22 @@ static void test_bind_forms(void **state)
 {
     (void)state;
     struct m0_config cfg;
-    char err[256], *host, *path;
-    int port;
+    char err[256];
+    struct m0_bind_parts b, b2;
     char *argv[] = {"m0serve", "app", "--host", "0.0.0.0", "--port", "9000"};
     assert_int_equal(parse(&cfg, err, 6, argv), M0_OK);
-    assert_int_equal(m0_config_bind_parts(&cfg, &host, &port, &path, err, sizeof err), M0_OK);
-    assert_string_equal(host, "0.0.0.0");
-    assert_int_equal(port, 9000);
-    assert_null(path);
+    assert_int_equal(m0_config_bind_parts(&cfg, &b, err, sizeof err), M0_OK);
+    assert_string_equal(b.host, "0.0.0.0");
+    assert_int_equal(b.port, 9000);
+    assert_null(b.path);
     char *argv2[] = {"m0serve", "app", "--bind", "unix:/tmp/m0.sock"};
     assert_int_equal(parse(&cfg, err, 4, argv2), M0_OK);
-    assert_int_equal(m0_config_bind_parts(&cfg, &host, &port, &path, err, sizeof err), M0_OK);
-    assert_string_equal(path, "/tmp/m0.sock");
+    assert_int_equal(m0_config_bind_parts(&cfg, &b2, err, sizeof err), M0_OK);
+    assert_string_equal(b2.path, "/tmp/m0.sock");
+    /* Each result is the caller's own: the second call left the first alone. */
+    assert_string_equal(b.host, "0.0.0.0");
+    assert_int_equal(b.port, 9000);
+    assert_null(b2.host);
     char *argv3[] = {"m0serve", "app", "--bind", "nonsense"};
     assert_int_equal(parse(&cfg, err, 4, argv3), M0_ERR);
     assert_non_null(strstr(err, "--bind"));
