@@ -221,7 +221,7 @@ PyObject *m0_environ_template(const struct m0_target *t, const struct m0_config 
     char portstr[8];
     snprintf(portstr, sizeof portstr, "%d", cfg->bound_port ? cfg->bound_port : b.port);
     PyObject *tpl = Py_BuildValue(
-        "{s:(ii),s:s,s:O,s:O,s:O,s:O,s:O,s:O,s:s,s:s,s:s#}",
+        "{s:(ii),s:s,s:O,s:O,s:O,s:O,s:O,s:O,s:s,s:s,s:s,s:s#}",
         "wsgi.version", 1, 0,
         "wsgi.url_scheme", "http",
         "wsgi.errors", errors,
@@ -232,6 +232,7 @@ PyObject *m0_environ_template(const struct m0_target *t, const struct m0_config 
         "wsgi.file_wrapper", (PyObject *)&m0_FileWrapperType,
         "SERVER_NAME", b.path ? "localhost" : b.host,
         "SERVER_PORT", b.path ? "" : portstr,
+        "SERVER_SOFTWARE", "m0serve/" M0_VERSION,     /* as gunicorn's "gunicorn/X.Y" */
         "SCRIPT_NAME", t->prefix, (Py_ssize_t)t->prefix_len);
     Py_DECREF(errors);
     return tpl;
