@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from rawhttp import request
-from serverproc import REPO, START_TIMEOUT, Server, kill_group, run_to_exit, spawn
+from serverproc import BINARY, REPO, START_TIMEOUT, Server, kill_group, run_to_exit, spawn
 
 sys.path.insert(0, str(REPO / "python"))
 from m0serve import __version__  # noqa: E402
@@ -109,7 +109,7 @@ def lookups_of(text):
 
 
 def test_help_readme_and_discovery_list_the_same_lookups(tmp_path):
-    usage = subprocess.run([str(REPO / "m0serve"), "--help"], capture_output=True, text=True, timeout=10).stdout
+    usage = subprocess.run([BINARY, "--help"], capture_output=True, text=True, timeout=10).stdout
     help_lookups = lookups_of(" ".join(usage.split("options:")[0].split()))
     assert help_lookups == ["MODULE.asgi:application", "MODULE.wsgi:application", "MODULE:application",
                             "MODULE:app", "MODULE.main:app"]
