@@ -20,7 +20,8 @@
  *
  * SIGTERM/SIGINT drain every worker with a TERM → KILL deadline; the exit
  * status is 0, or M0_EXIT_ABANDONED (4) when requests were still in flight
- * at the graceful timeout. SIGQUIT stops at once. SIGTTIN/SIGTTOU add and
+ * at the graceful timeout, or 1 when a worker crashed (a signal the master
+ * did not send) while draining. SIGQUIT stops at once. SIGTTIN/SIGTTOU add and
  * remove a worker (resize.c). SIGUSR1 (logrotate's habit) and SIGUSR2
  * (gunicorn's re-exec) are logged and change nothing: their default action
  * would stop the server. Workers ignore all four.
@@ -222,6 +223,14 @@ static void signal_all(struct m0_master *m, int sig)
         if (m->w[i].pid != 0)
             kill(m->w[i].pid, sig);
     }
+}
+
+/* The signals the master itself sends its workers (TERM to drain, QUIT to
+ * stop now, KILL at the graceful timeout): a worker ended by any other one
+ * crashed. */
+static int sent_by_master(int sig)
+{
+    return sig == SIGTERM || sig == SIGQUIT || sig == SIGKILL;
 }
 
 static void begin_stop(struct m0_master *m, int code, int graceful)
@@ -518,8 +527,16 @@ static void reap(struct m0_master *m)
         }
         if (m->stopping || retiring || (m->dismissed != 0 && gen == m->dismissed) ||
             (m->remove_draining && idx == m->nworkers - 1)) {
-            if (WIFSIGNALED(status))
+            if (WIFSIGNALED(status) && !sent_by_master(WTERMSIG(status))) {
+                /* A crash while draining is still a crash: the requests and
+                 * streams it held were cut, so the stop is not clean. */
+                m0_error("worker %d (pid %d) crashed while draining: %s", idx, (int)pid,
+                         strsignal(WTERMSIG(status)));
+                if (m->stopping)
+                    m->crashed = 1;
+            } else if (WIFSIGNALED(status)) {
                 m0_info("worker %d (pid %d) ended by signal %d", idx, (int)pid, WTERMSIG(status));
+            }
             hand_over(m, idx);
             continue;
         }
@@ -830,7 +847,10 @@ int m0_master_run(struct m0_config *cfg)
     m0_listeners_close(&m->ls, m->nworkers);
     if (cfg->pid_file != NULL)
         m0_pidfile_remove(cfg->pid_file);
-    if (m->exit_code == M0_EXIT_OK && m->abandoned) {
+    if (m->exit_code == M0_EXIT_OK && m->crashed) {
+        m0_error("shutdown complete, but a worker crashed while draining");
+        m->exit_code = M0_EXIT_FAIL;
+    } else if (m->exit_code == M0_EXIT_OK && m->abandoned) {
         m0_warn("shutdown complete, but requests were still in flight at the graceful timeout");
         m->exit_code = M0_EXIT_ABANDONED;
     } else {

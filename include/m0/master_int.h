@@ -47,6 +47,7 @@ struct m0_master {
     int stopping;
     int exit_code;
     int abandoned;           /* a worker left requests unfinished */
+    int crashed;             /* a worker died of a signal of its own while stopping */
     uint64_t kill_at;        /* SIGKILL stragglers at this time when stopping */
     int sfd;                 /* signalfd */
     struct m0_bus bus;       /* with --realtime */
