@@ -585,9 +585,11 @@ static void banner(const struct master *m)
                               mt->prefix_len ? mt->prefix : "/", mt->kind == M0_MOUNT_STATIC ? "static:" : "",
                               mt->spec);
     }
-    m0_info("m0serve %s (Python %s, GIL %s) listening on %s workers=%d blocking-threads=%s (%s) "
+    /* The master runs no Python: a free-threaded build's GIL state is each
+     * worker's, on its boot line. */
+    m0_info("m0serve %s (Python %s, %s) listening on %s workers=%d blocking-threads=%s (%s) "
             "protocol=%s realtime=%s%s%s app=%s mounts=%s",
-            M0_VERSION, m0_py_version(), m0_py_gil_enabled() ? "enabled" : "disabled", where,
+            M0_VERSION, m0_py_version(), m0_py_free_threaded() ? "free-threaded build" : "GIL enabled", where,
             m->nworkers, pool, why, protos[cfg->protocol], cfg->realtime ? "on" : "off",
             m0_broker ? " broker=" : "", m0_broker ? m0_broker->shown : "", cfg->app != NULL ? cfg->app : "-",
             mounts);
