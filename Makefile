@@ -43,7 +43,7 @@ PYTHON_CONFIG ?= $(word 7,$(PY_QUERY))
 M0_PYTHON_EXE := $(PY_EXE)
 BUILD    ?= build/release-$(word 6,$(PY_QUERY))
 else ifneq ($(filter-out deps clean python-ft python-gil,$(or $(MAKECMDGOALS),all)),)
-$(error PYTHON=$(PYTHON): not a Python 3 interpreter that runs here)
+$(error PYTHON=$(PYTHON): "$(PYTHON) tools/pyinfo.py" failed: not a Python 3 interpreter that runs here?)
 endif
 endif
 PREFIX   ?= /usr/local

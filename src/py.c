@@ -476,13 +476,13 @@ int m0_py_load_apps(const struct m0_config *cfg)
     PyObject *boot = NULL;
 
     m0_py_attach();
-    note_gil("GIL enabled (at startup: PYTHON_GIL=1, -X gil=1, or a module the site imports)");
+    note_gil("GIL enabled at startup, by PYTHON_GIL=1, -X gil=1 or a module that site imported");
     if (register_fork_hook() != M0_OK) {
         m0_py_print_exception();
         goto out;
     }
-    note_gil("GIL enabled (by importing m0serve's module 'm0': it does not declare yet that it runs "
-             "without the GIL)");
+    note_gil("GIL enabled by importing m0serve's module 'm0', which does not declare yet that it runs "
+             "without the GIL");
     boot = PyImport_ImportModule("m0serve._boot");
     if (boot == NULL) {
         m0_py_print_exception();
@@ -504,8 +504,8 @@ int m0_py_load_apps(const struct m0_config *cfg)
                  "for a Django project, to run it on the pool)", cfg->app != NULL ? cfg->app : "every mount");
         goto out;
     }
-    note_gil("GIL enabled (while loading the applications: an extension module that does not declare "
-             "that it runs without the GIL; CPython's RuntimeWarning names it)");
+    note_gil("GIL enabled while loading the applications, by an extension module that does not declare "
+             "that it runs without the GIL (CPython's RuntimeWarning names it)");
     rc = M0_OK;
 out:
     Py_XDECREF(boot);
