@@ -195,6 +195,21 @@ int m0_py_check_env(char *err, size_t cap)
                  who, venv, major, minor, PY_MAJOR_VERSION, PY_MINOR_VERSION, M0_PYTHON_EXE, M0_PYTHON_EXE);
         return M0_ERR;
     }
+    /* Same version, other ABI: a venv of 3.13 (lib/python3.13) under a
+     * 3.13t libpython (which looks in lib/python3.13t) would run without
+     * its packages. Judged only when the venv has the other one's lib. */
+    char mine[PATH_MAX + 64], other[PATH_MAX + 64];
+    const char *ours = m0_py_free_threaded() ? "t" : "", *theirs = m0_py_free_threaded() ? "" : "t";
+    snprintf(mine, sizeof mine, "%s/lib/python%d.%d%s", venv, major, minor, ours);
+    snprintf(other, sizeof other, "%s/lib/python%d.%d%s", venv, major, minor, theirs);
+    if (access(mine, F_OK) != 0 && access(other, F_OK) == 0) {
+        snprintf(err, cap,
+                 "m0serve: error: %s%s is a virtualenv of a Python %d.%d %s, but this m0serve was built for "
+                 "a %s one (%s): install m0serve into that virtualenv (pip install), or use one made from %s",
+                 who, venv, major, minor, m0_py_free_threaded() ? "with the GIL" : "free-threaded build",
+                 m0_py_free_threaded() ? "free-threaded" : "GIL", M0_PYTHON_EXE, M0_PYTHON_EXE);
+        return M0_ERR;
+    }
     return M0_OK;
 }
 

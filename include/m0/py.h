@@ -51,9 +51,10 @@ void m0_py_finalize(void);
 
 /* Before anything starts: is the virtualenv the interpreter would run in
  * ($VIRTUAL_ENV, or the one pip installed this binary into) made from the
- * Python version this binary embeds? Returns M0_OK, or M0_ERR with one line
- * in err (the caller exits M0_EXIT_CONFIG): a libpython of one version
- * cannot run another version's standard library and packages. */
+ * Python version this binary embeds, and of the same kind (free-threaded or
+ * with the GIL)? Returns M0_OK, or M0_ERR with one line in err (the caller
+ * exits M0_EXIT_CONFIG): a libpython of one version cannot run another
+ * version's standard library and packages. */
 int m0_py_check_env(char *err, size_t cap);
 
 /* The interpreter this binary was built against ("/usr/bin/python3.11"). */
