@@ -72,9 +72,9 @@ def ft():
     py, version, libdir = _interpreter()
     info = subprocess.run([str(py), str(REPO / "tools" / "pyinfo.py"), str(py)], capture_output=True, text=True,
                           timeout=30, check=True).stdout.split()
-    build = REPO / ("build/release-" + info[5])
-    binary = build / "m0serve"
-    r = subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "-j2", "PYTHON=" + str(py), str(binary)],
+    target = "build/release-%s/m0serve" % info[5]      # the Makefile's BUILD for this PYTHON
+    binary = REPO / target
+    r = subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "-j2", "PYTHON=" + str(py), target],
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout + r.stderr
     return {"python": py, "version": version, "libdir": libdir, "binary": binary}
@@ -153,8 +153,8 @@ def test_refuses_a_virtualenv_of_the_same_version_with_the_gil(ft, tmp_path):
     major_minor = ".".join(ft["version"].split(".")[:2])
     (tmp_path / "pyvenv.cfg").write_text("home = /opt/py/bin\nversion = %s\n" % ft["version"])
     (tmp_path / "lib" / ("python" + major_minor) / "site-packages").mkdir(parents=True)
-    r = subprocess.run([str(ft["binary"]), "ft_hello:app", "--app-dir", str(APPS_DIR)], capture_output=True,
-                       text=True, env=_env(VIRTUAL_ENV=str(tmp_path)), timeout=20)
+    r = subprocess.run([str(ft["binary"]), "ft_hello:app", "--app-dir", str(APPS_DIR), "--bind", "127.0.0.1:0"],
+                       capture_output=True, text=True, env=_env(VIRTUAL_ENV=str(tmp_path)), timeout=20)
     assert r.returncode == 78, r.stderr
     assert r.stderr.count("\n") == 1 and "with the GIL" in r.stderr and "built for a free-threaded" in r.stderr
 
@@ -176,15 +176,21 @@ def ft_venv(ft, tmp_path_factory):
     shutil.rmtree(venv, ignore_errors=True)
 
 
-def test_pip_install_into_a_venv_of_it_works(ft, ft_venv):
+def test_pip_install_into_a_venv_of_it_works(ft, ft_venv, tmp_path):
     binary = ft_venv / "bin" / "m0serve"
     assert _runpath(binary), "no RUNPATH/RPATH in %s" % binary
     r = subprocess.run([str(binary), "--version"], capture_output=True, text=True, env=_env(), timeout=20)
     assert r.returncode == 0 and "(Python %s free-threaded" % ft["version"] in r.stdout, r.stdout + r.stderr
-    # m0serve's own package comes from the venv's lib/python3.Nt/site-packages.
     with Running(binary, "ft_hello:app", APPS_DIR, _env()) as s:
         status, body = s.get()
         assert status == 200 and json.loads(body)["prefix"] == str(ft_venv), body
+    # Run in another virtualenv of the interpreter, m0serve's own package is
+    # still found: in the installing venv's lib/python3.Nt/site-packages.
+    other = tmp_path / "other"
+    subprocess.run([str(ft["python"]), "-m", "venv", "--without-pip", str(other)], check=True, timeout=120)
+    with Running(binary, "ft_hello:app", APPS_DIR, _env(VIRTUAL_ENV=str(other))) as s:
+        status, body = s.get()
+        assert status == 200 and json.loads(body)["prefix"] == str(other), body
 
 
 def test_django_from_pypi_serves_on_it(ft_venv):
