@@ -18,6 +18,8 @@
 #   make hybrid-demo Django at /, Flask at /flask, static files at /static (examples/hybrid)
 #   make bench       hello-world benchmark against gunicorn, uWSGI and nginx
 #   make install PREFIX=/usr/local
+#   make python-ft   a free-threaded CPython in build/python/ft-<sha12>/prefix (python-gil: with the GIL)
+#   make PYTHON=/path/to/python3.14t   m0serve for another interpreter (build/release-<its tag>)
 
 # The interpreter m0serve embeds: any CPython 3.10 or later, with the GIL or
 # free-threaded (make PYTHON=/opt/py/bin/python3.14t). Everything else is
