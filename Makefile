@@ -340,7 +340,7 @@ smoke-deploy: m0serve venv
 # The tarball: PYTHON_TARBALL=path, else the newest in PYTHON_SHARED (a
 # clone's ../shared/python, checked against its SHA256SUMS), else Debian's
 # source package when apt has deb-src lines for a python3.13 or later.
-PYTHON_SHARED  ?= $(CURDIR)/../shared/python
+PYTHON_SHARED  ?= $(abspath $(CURDIR)/../shared/python)
 PYTHON_TARBALL ?=
 PYTHON_DEB_PKGS := gcc make libc6-dev pkg-config xz-utils libssl-dev zlib1g-dev libffi-dev libbz2-dev \
                    liblzma-dev libsqlite3-dev libreadline-dev uuid-dev
