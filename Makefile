@@ -69,8 +69,8 @@ SRCS     := $(wildcard src/*.c)
 # Modules with no Python in them: linked into the C unit tests.
 PURE     := src/buf.c src/http.c src/request.c src/response.c src/body.c src/log.c src/timer.c src/cli.c \
             src/sse.c src/registry.c src/bus.c src/order.c src/health.c src/target.c \
-            src/broker_url.c src/static.c src/static_rules.c src/mime.c src/ws.c src/accesslog.c src/proxy.c src/notify.c \
-            src/loop.c src/lane.c src/job.c src/metrics_text.c
+            src/broker_url.c src/broker_reply.c src/static.c src/static_rules.c src/mime.c src/ws.c src/accesslog.c src/proxy.c src/notify.c \
+            src/loop.c src/lane.c src/job.c src/metrics_text.c src/percent.c src/cli_hint.c
 LLHTTP   := api.c http.c llhttp.c
 
 OBJS     := $(SRCS:src/%.c=$(BUILD)/%.o)
@@ -143,7 +143,7 @@ build/unit/llhttp/%.o: $(LLHTTP_SRC)/%.c
 build/unit/%: tests/unit/%.c $(UNIT_OBJS)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -Itests/unit -o $@ $^ -lcmocka -lcrypto
+	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -Itests/unit -o $@ $^ -lcmocka -lhiredis -lcrypto
 
 -include $(wildcard build/unit/obj/*.d)
 
@@ -247,7 +247,7 @@ build/fuzz/drv/%.o: tests/fuzz/%.c
 
 build/fuzz/fuzz_%: build/fuzz/drv/fuzz_%.o build/fuzz/libm0pure.a
 	@echo "  LD      $@"
-	$(Q)$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ -lcrypto -lpthread
+	$(Q)$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ -lhiredis -lcrypto -lpthread
 
 -include $(wildcard build/fuzz/obj/*.d build/fuzz/drv/*.d)
 
