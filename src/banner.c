@@ -54,9 +54,11 @@ void m0_banner_log(const struct m0_config *cfg, const struct m0_listeners *ls, i
                                mt->prefix_len ? mt->prefix : "/", mt->kind == M0_MOUNT_STATIC ? "static:" : "",
                                mt->spec);
     }
-    m0_info("m0serve %s (Python %s, GIL %s) listening on %s workers=%d%s%s "
+    /* The master runs no Python: a free-threaded build's GIL state is each
+     * worker's, on its boot line. */
+    m0_info("m0serve %s (Python %s, %s) listening on %s workers=%d%s%s "
             "protocol=%s realtime=%s%s%s app=%s mounts=%s",
-            M0_VERSION, m0_py_version(), m0_py_gil_enabled() ? "enabled" : "disabled", where,
+            M0_VERSION, m0_py_version(), m0_py_free_threaded() ? "free-threaded build" : "GIL enabled", where,
             nworkers, why, pool, protos[cfg->protocol], cfg->realtime ? "on" : "off",
             m0_broker ? " broker=" : "", m0_broker ? m0_broker->shown : "", cfg->app != NULL ? cfg->app : "-",
             mounts);

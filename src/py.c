@@ -34,6 +34,17 @@ static PyThreadState *main_tstate;   /* the loop thread's state while detached *
 
 #define M0_STR_(x) #x
 #define M0_STR(x) M0_STR_(x)
+/* A free-threaded build's own directories carry a "t": lib/python3.13t
+ * (sysconfig's abi_thread). */
+#ifdef Py_GIL_DISABLED
+#define M0_ABI_THREAD "t"
+#else
+#define M0_ABI_THREAD ""
+#endif
+
+/* On a free-threaded build, where the GIL stands once the applications are
+ * loaded (m0_py_gil_state); set by m0_py_load_apps. */
+static const char *gil_state = NULL;
 
 static PyObject *init_m0_module(void)
 {
@@ -184,6 +195,21 @@ int m0_py_check_env(char *err, size_t cap)
                  who, venv, major, minor, PY_MAJOR_VERSION, PY_MINOR_VERSION, M0_PYTHON_EXE, M0_PYTHON_EXE);
         return M0_ERR;
     }
+    /* Same version, other ABI: a venv of 3.13 (lib/python3.13) under a
+     * 3.13t libpython (which looks in lib/python3.13t) would run without
+     * its packages. Judged only when the venv has the other one's lib. */
+    char mine[PATH_MAX + 64], other[PATH_MAX + 64];
+    const char *ours = m0_py_free_threaded() ? "t" : "", *theirs = m0_py_free_threaded() ? "" : "t";
+    snprintf(mine, sizeof mine, "%s/lib/python%d.%d%s", venv, major, minor, ours);
+    snprintf(other, sizeof other, "%s/lib/python%d.%d%s", venv, major, minor, theirs);
+    if (access(mine, F_OK) != 0 && access(other, F_OK) == 0) {
+        snprintf(err, cap,
+                 "m0serve: error: %s%s is a virtualenv of a Python %d.%d %s, but this m0serve was built for "
+                 "a %s one (%s): install m0serve into that virtualenv (pip install), or use one made from %s",
+                 who, venv, major, minor, m0_py_free_threaded() ? "with the GIL" : "free-threaded build",
+                 m0_py_free_threaded() ? "free-threaded" : "GIL", M0_PYTHON_EXE, M0_PYTHON_EXE);
+        return M0_ERR;
+    }
     return M0_OK;
 }
 
@@ -200,7 +226,7 @@ static void python_dir(char *out, size_t cap)
 {
     static const char *const rel[] = {
         "/python", "/../../python",
-        "/../lib/python" M0_STR(PY_MAJOR_VERSION) "." M0_STR(PY_MINOR_VERSION) "/site-packages",
+        "/../lib/python" M0_STR(PY_MAJOR_VERSION) "." M0_STR(PY_MINOR_VERSION) M0_ABI_THREAD "/site-packages",
         "/../share/m0serve/python"};
     char exe[PATH_MAX];
     exe_dir(exe, sizeof exe);
@@ -425,16 +451,57 @@ out:
     return rc;
 }
 
+#ifdef Py_GIL_DISABLED
+/* sys._is_gil_enabled() (3.13+): 1 on, 0 off, -1 unknown (error cleared).
+ * Called attached. */
+static int gil_on(void)
+{
+    PyObject *f = PySys_GetObject("_is_gil_enabled");   /* borrowed */
+    PyObject *r = f != NULL ? PyObject_CallNoArgs(f) : NULL;
+    int on = r != NULL ? PyObject_IsTrue(r) : -1;
+    Py_XDECREF(r);
+    if (on < 0)
+        PyErr_Clear();
+    return on;
+}
+#endif
+
+/* A free-threaded CPython turns the GIL back on when it imports an
+ * extension module that does not declare Py_mod_gil (with a RuntimeWarning
+ * naming it), unless PYTHON_GIL=0 / -X gil=0. Looked at after each step of
+ * the boot: the first step that found it on is named. Attached. */
+static const char gil_off[] = "GIL disabled";
+static void note_gil(const char *cause)
+{
+#ifdef Py_GIL_DISABLED
+    if (gil_state != NULL && gil_state != gil_off)
+        return;
+    int on = gil_on();
+    gil_state = on == 0 ? gil_off : on < 0 ? "GIL state unknown" : cause;
+#else
+    (void)cause;
+    (void)gil_off;
+#endif
+}
+
+const char *m0_py_gil_state(void)
+{
+    return gil_state;
+}
+
 int m0_py_load_apps(const struct m0_config *cfg)
 {
     int rc = M0_ERR;
     PyObject *boot = NULL;
 
     m0_py_attach();
+    note_gil("GIL enabled at startup, by PYTHON_GIL=1, -X gil=1 or a module that site imported");
     if (register_fork_hook() != M0_OK) {
         m0_py_print_exception();
         goto out;
     }
+    note_gil("GIL enabled by importing m0serve's module 'm0', which does not declare yet that it runs "
+             "without the GIL");
     boot = PyImport_ImportModule("m0serve._boot");
     if (boot == NULL) {
         m0_py_print_exception();
@@ -456,6 +523,8 @@ int m0_py_load_apps(const struct m0_config *cfg)
                  "for a Django project, to run it on the pool)", cfg->app != NULL ? cfg->app : "every mount");
         goto out;
     }
+    note_gil("GIL enabled while loading the applications, by an extension module that does not declare "
+             "that it runs without the GIL (CPython's RuntimeWarning names it)");
     rc = M0_OK;
 out:
     Py_XDECREF(boot);
@@ -528,11 +597,11 @@ const char *m0_py_version(void)
     return PY_VERSION;
 }
 
-int m0_py_gil_enabled(void)
+int m0_py_free_threaded(void)
 {
 #ifdef Py_GIL_DISABLED
-    return 0;
-#else
     return 1;
+#else
+    return 0;
 #endif
 }

@@ -90,7 +90,9 @@ void m0_worker_check_forked(void)
 static void log_mounts(void)
 {
     char line[4096];
-    size_t n = (size_t)snprintf(line, sizeof line, "worker booted (pid %d); mounts:", (int)getpid());
+    const char *gil = m0_py_gil_state();     /* a free-threaded build's truth; NULL otherwise */
+    size_t n = (size_t)snprintf(line, sizeof line, "worker booted (pid %d%s%s); mounts:", (int)getpid(),
+                                gil ? "; free-threaded build, " : "", gil ? gil : "");
     const struct m0_pool *pool = NULL;
     for (unsigned i = 0; i < m0_targets.n && n < sizeof line; i++) {
         const struct m0_target *t = &m0_targets.t[i];
