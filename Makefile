@@ -18,9 +18,36 @@
 #   make hybrid-demo Django at /, Flask at /flask, static files at /static (examples/hybrid)
 #   make bench       hello-world benchmark against gunicorn, uWSGI and nginx
 #   make install PREFIX=/usr/local
+#   make python-ft   a free-threaded CPython in build/python/ft-<sha12>/prefix (python-gil: with the GIL)
+#   make PYTHON=/path/to/python3.14t   m0serve for another interpreter (build/release-<its tag>)
 
-PYTHON   ?= /usr/bin/python3
+# The interpreter m0serve embeds: any CPython 3.10 or later, with the GIL or
+# free-threaded (make PYTHON=/opt/py/bin/python3.14t). Everything else is
+# asked of it: its python-config, LIBDIR (an rpath to it unless a system
+# library directory), whether it is free-threaded; its objects go to a build
+# directory of its own.
+PYTHON_DEFAULT := /usr/bin/python3
+PYTHON   ?= $(PYTHON_DEFAULT)
+# One run of $(PYTHON) tools/pyinfo.py, memoized: exe ldversion libdir
+# rpath(0/1) gil_disabled(0/1) build-tag python-config.
+PY_QUERY = $(eval PY_QUERY := $(shell $(PYTHON) tools/pyinfo.py $(PYTHON) 2>/dev/null))$(PY_QUERY)
+PY_EXE    = $(word 1,$(PY_QUERY))
+PY_LIBDIR = $(word 3,$(PY_QUERY))
+PY_RPATH  = $(if $(filter 1,$(word 4,$(PY_QUERY))),-Wl$(comma)-rpath$(comma)$(PY_LIBDIR))
+comma := ,
+ifeq ($(PYTHON),$(PYTHON_DEFAULT))
 PYTHON_CONFIG ?= $(PYTHON)-config
+M0_PYTHON_EXE := $(PYTHON)
+BUILD    ?= build/release
+else
+ifeq ($(words $(PY_QUERY)),7)
+PYTHON_CONFIG ?= $(word 7,$(PY_QUERY))
+M0_PYTHON_EXE := $(PY_EXE)
+BUILD    ?= build/release-$(word 6,$(PY_QUERY))
+else ifneq ($(filter-out deps clean python-ft python-gil,$(or $(MAKECMDGOALS),all)),)
+$(error PYTHON=$(PYTHON): "$(PYTHON) tools/pyinfo.py" failed: not a Python 3 interpreter that runs here?)
+endif
+endif
 PREFIX   ?= /usr/local
 VERSION  := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' python/m0serve/__init__.py)
 LLHTTP_SRC ?= /usr/share/llhttp
@@ -34,19 +61,19 @@ OPT      ?= -O2 -g
 PY_CFLAGS  = $(shell $(PYTHON_CONFIG) --includes 2>/dev/null)
 PY_LDFLAGS = $(shell $(PYTHON_CONFIG) --embed --ldflags 2>/dev/null)
 DEFS     := -DM0_VERSION='"$(VERSION)"' -DM0_PYTHONDIR='"$(PREFIX)/share/m0serve/python"' \
-            -DM0_PYTHON_EXE='"$(PYTHON)"' -D_GNU_SOURCE
+            -DM0_PYTHON_EXE='"$(M0_PYTHON_EXE)"' -D_GNU_SOURCE
 CPPFLAGS := -Iinclude -I$(LLHTTP_INC) $(DEFS)
-LDLIBS   := $(PY_LDFLAGS) -lhiredis -lcrypto -lpthread
+LDLIBS   := $(PY_LDFLAGS) -lhiredis -lcrypto -ljansson -lpthread
 
 SRCS     := $(wildcard src/*.c)
 # Modules with no Python in them: linked into the C unit tests.
 PURE     := src/buf.c src/http.c src/request.c src/response.c src/body.c src/log.c src/timer.c src/cli.c src/config.c \
             src/sse.c src/registry.c src/bus.c src/order.c src/health.c src/target.c \
             src/broker_url.c src/broker_reply.c src/static.c src/static_rules.c src/mime.c src/ws.c src/accesslog.c src/proxy.c src/notify.c \
-            src/loop.c src/lane.c src/job.c src/metrics_text.c src/percent.c
+            src/loop.c src/lane.c src/job.c src/metrics_text.c src/percent.c src/cli_hint.c \
+            src/grip.c src/epcp.c
 LLHTTP   := api.c http.c llhttp.c
 
-BUILD    ?= build/release
 OBJS     := $(SRCS:src/%.c=$(BUILD)/%.o)
 LLOBJS   := $(LLHTTP:%.c=$(BUILD)/llhttp/%.o)
 
@@ -57,18 +84,23 @@ Q :=
 endif
 
 .SECONDARY:
-.PHONY: all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
-        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics
+.PHONY: FORCE all deps venv bench-venv test unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
+        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics \
+        python-ft python-gil
 
 all: m0serve
 
-# Replace by rename: a running ./m0serve never blocks a rebuild.
-m0serve: $(BUILD)/m0serve
-	$(Q)cp $< $@.tmp && mv -f $@.tmp $@
+# Replace by rename: a running ./m0serve never blocks a rebuild. Compared,
+# not dated: ./m0serve is the build of the PYTHON of the last make, and
+# another interpreter's build may be the older file.
+m0serve: $(BUILD)/m0serve FORCE
+	$(Q)cmp -s $< $@ || { cp $< $@.tmp && mv -f $@.tmp $@; }
 
 $(BUILD)/m0serve: $(OBJS) $(LLOBJS)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(PY_RPATH)
+
+FORCE:
 
 $(BUILD)/%.o: src/%.c
 	@mkdir -p $(@D)
@@ -112,7 +144,7 @@ build/unit/llhttp/%.o: $(LLHTTP_SRC)/%.c
 build/unit/%: tests/unit/%.c $(UNIT_OBJS)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -Itests/unit -o $@ $^ -lcmocka -lhiredis -lcrypto
+	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -Itests/unit -o $@ $^ -lcmocka -lhiredis -lcrypto -ljansson
 
 -include $(wildcard build/unit/obj/*.d)
 
@@ -216,7 +248,7 @@ build/fuzz/drv/%.o: tests/fuzz/%.c
 
 build/fuzz/fuzz_%: build/fuzz/drv/fuzz_%.o build/fuzz/libm0pure.a
 	@echo "  LD      $@"
-	$(Q)$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ -lhiredis -lcrypto -lpthread
+	$(Q)$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ -lhiredis -lcrypto -ljansson -lpthread
 
 -include $(wildcard build/fuzz/obj/*.d build/fuzz/drv/*.d)
 
@@ -300,12 +332,30 @@ smoke-django-realtime-ws: m0serve venv
 smoke-deploy: m0serve venv
 	$(Q)$(VPY) -m pytest tests/deploy $(SMOKE_DEPLOY_E2E) -q
 
+# ---------------------------------------------------- free-threaded CPython
+# make python-ft   a free-threaded CPython (--disable-gil, shared libpython,
+#                  an rpath to it) in build/python/ft-<sha12>/prefix, built
+#                  once per source tarball (tools/python-build.sh); then
+#                  make PYTHON=$(cat build/python/ft.python)
+# make python-gil  the same version with the GIL: the benchmark's baseline
+# The tarball: PYTHON_TARBALL=path, else the newest in PYTHON_SHARED (a
+# clone's ../shared/python, checked against its SHA256SUMS), else Debian's
+# source package when apt has deb-src lines for a python3.13 or later.
+PYTHON_SHARED  ?= $(abspath $(CURDIR)/../shared/python)
+PYTHON_TARBALL ?=
+PYTHON_DEB_PKGS := gcc make libc6-dev pkg-config xz-utils libssl-dev zlib1g-dev libffi-dev libbz2-dev \
+                   liblzma-dev libsqlite3-dev libreadline-dev uuid-dev
+
+python-ft python-gil: python-%:
+	$(Q)$(MAKE) --no-print-directory deps DEB_PKGS="$(PYTHON_DEB_PKGS)"
+	$(Q)tools/python-build.sh $* $(CURDIR)/build/python "$(PYTHON_SHARED)" "$(PYTHON_TARBALL)"
+
 # -------------------------------------------------------------------- deps
 # Every Debian package the build, the tests, the demo and the benchmarks use.
 # Python packages (pytest, Django, Flask, gunicorn, uvicorn, ...) come from
 # PyPI into the venvs below; python3-venv is what makes those. clang and
 # libclang-rt-14-dev build the libFuzzer drivers (make fuzz).
-DEB_PKGS := gcc make python3-dev python3-venv node-llhttp libssl-dev libcmocka-dev libhiredis-dev redis-server \
+DEB_PKGS := gcc make python3-dev python3-venv node-llhttp libssl-dev libcmocka-dev libhiredis-dev libjansson-dev redis-server \
             uwsgi-core uwsgi-plugin-python3 nginx-light wrk \
             procps util-linux curl iproute2 clang libclang-rt-14-dev systemd prometheus
 
@@ -332,7 +382,7 @@ PIP_INSTALL := -m pip install -q --disable-pip-version-check --no-input
 
 # $(call mkvenv,DIR,REQUIREMENTS)
 define mkvenv
-	$(Q)want="$$(sha256sum < $(2) | cut -d' ' -f1) $$($(PYTHON) -c 'import sys; print(sys.implementation.cache_tag)')"; \
+	$(Q)want="$$(sha256sum < $(2) | cut -d' ' -f1) $$($(PYTHON) -c 'import sys; print(sys.implementation.cache_tag + sys.abiflags)')"; \
 	if [ -x $(1)/bin/python ] && [ "$$(cat $(1)/.stamp 2>/dev/null)" = "$$want" ]; then exit 0; fi; \
 	echo "  VENV    $(1) <- $(2)"; \
 	rm -rf $(1) && $(PYTHON) -m venv $(1) && \

@@ -3,7 +3,7 @@
 Why hatchling: its build-hook interface has exactly the three knobs a
 Makefile-built executable needs -- ``shared_scripts`` (the file goes to the
 virtualenv's ``bin/``), ``pure_python = False`` and ``infer_tag`` (a
-``cp311-cp311-linux_x86_64`` wheel) -- so the glue is this one file and the
+``cp311-cp311-linux_x86_64`` or ``cp313-cp313t-linux_x86_64`` wheel) -- so the glue is this one file and the
 Makefile stays the only description of the build. setuptools needs a
 custom command plus overrides to make a scripts-only wheel platform-specific;
 meson-python or scikit-build-core would replace the Makefile with a second
@@ -12,8 +12,11 @@ build language listing the same sources (and meson-python's sdist is a
 
 The binary embeds the interpreter pip runs the build with: in a virtualenv,
 the base interpreter it was made from (``sysconfig`` answers for it:
-``BINDIR``/python3.11, its ``python3.11-config --embed``; Debian's
-``python3-dev`` provides the headers and libpython). Objects go to
+``BINDIR``/python<LDVERSION> -- python3.11, or python3.14t for a free-threaded
+build -- and its ``python<LDVERSION>-config --embed``; Debian's ``python3-dev``
+provides the headers and libpython). The Makefile asks that interpreter for
+the rest, including an rpath to its libpython when it lives outside the
+system's library directories (a uv or a self-built Python). Objects go to
 ``build/wheel-<tag>/`` in the source tree, so ``make``'s own build is left alone.
 """
 
@@ -39,9 +42,13 @@ class MakefileHook(BuildHookInterface):
             return
         ver = sysconfig.get_config_var("VERSION")
         abiflags = sysconfig.get_config_var("ABIFLAGS") or ""
+        ldver = sysconfig.get_config_var("LDVERSION") or ver + abiflags
         bindir = sysconfig.get_config_var("BINDIR")
-        python = os.path.join(bindir, "python" + ver)
-        config = os.path.join(bindir, "python%s%s-config" % (ver, abiflags))
+        # python3.13t (free-threaded), python3.13d (debug): LDVERSION names
+        # the interpreter whose libpython matches this one's ABI.
+        python = next((p for p in (os.path.join(bindir, "python" + n) for n in (ldver, ver))
+                       if os.access(p, os.X_OK)), os.path.join(bindir, "python" + ldver))
+        config = os.path.join(bindir, "python%s-config" % ldver)
         if not os.access(config, os.X_OK):
             _fail("%s not found: the headers and libpython of %s are needed to embed it "
                   "(Debian: apt-get install python3-dev)" % (config, python))

@@ -13,6 +13,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,7 +109,11 @@ static int load_mount(PyObject *boot, const struct m0_config *cfg, const struct 
     char where[600] = "";
     if (m->prefix_len != 0)
         snprintf(where, sizeof where, " (mount %s)", m->prefix);
-    PyObject *res = PyObject_CallMethod(boot, "load", "ss", m->spec, protos[cfg->protocol]);
+    /* --app-dir as sys.path has it, for the message when nothing is found. */
+    char appdir[PATH_MAX];
+    if (realpath(cfg->app_dir, appdir) == NULL)
+        snprintf(appdir, sizeof appdir, "%s", cfg->app_dir);
+    PyObject *res = PyObject_CallMethod(boot, "load", "sss", m->spec, protos[cfg->protocol], appdir);
     if (res == NULL) {
         report_load_error(boot, where, m->spec);
         return M0_ERR;
@@ -158,10 +163,13 @@ int m0_apps_load(const struct m0_config *cfg, const struct m0_runner_env *env)
     PyObject *boot = NULL;
 
     m0_py_attach();
+    m0_py_note_gil("GIL enabled at startup, by PYTHON_GIL=1, -X gil=1 or a module that site imported");
     if (register_fork_hook() != M0_OK) {
         m0_py_print_exception();
         goto out;
     }
+    m0_py_note_gil("GIL enabled by importing m0serve's module 'm0', which does not declare yet that it runs "
+                   "without the GIL");
     boot = PyImport_ImportModule("m0serve._boot");
     if (boot == NULL) {
         m0_py_print_exception();
@@ -183,6 +191,8 @@ int m0_apps_load(const struct m0_config *cfg, const struct m0_runner_env *env)
                  "for a Django project, to run it on the pool)", cfg->app != NULL ? cfg->app : "every mount");
         goto out;
     }
+    m0_py_note_gil("GIL enabled while loading the applications, by an extension module that does not declare "
+                   "that it runs without the GIL (CPython's RuntimeWarning names it)");
     rc = M0_OK;
 out:
     Py_XDECREF(boot);

@@ -730,16 +730,15 @@ static int asgi_setup(struct m0_target *t, const struct m0_config *cfg, const st
         PyErr_SetFromErrno(PyExc_OSError);
         return M0_ERR;
     }
-    char *host, *upath;
-    int port;
+    struct m0_bind_parts b;
     char err[256];
-    if (m0_config_bind_parts(cfg, &host, &port, &upath, err, sizeof err) != M0_OK) {
+    if (m0_config_bind_parts(cfg, &b, err, sizeof err) != M0_OK) {
         PyErr_SetString(PyExc_ValueError, err);
         exec_discard(t, x);
         return M0_ERR;
     }
-    PyObject *server = upath ? Py_BuildValue("(sO)", upath, Py_None)
-                             : Py_BuildValue("(si)", host, cfg->bound_port ? cfg->bound_port : port);
+    PyObject *server = b.path ? Py_BuildValue("(sO)", b.path, Py_None)
+                              : Py_BuildValue("(si)", b.host, cfg->bound_port ? cfg->bound_port : b.port);
     x->scope = server == NULL ? NULL : Py_BuildValue(
         "{s:s,s:{s:s,s:s},s:s,s:s#,s:N,s:O,s:{s:{}}}",
         "type", "http",

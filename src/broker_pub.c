@@ -28,11 +28,13 @@
 #include <hiredis/hiredis.h>
 
 #include "m0/broker_pub.h"
+#include "m0/broker_reply.h"
 #include "m0/bus.h"
 #include "m0/sse.h"
 
 struct pubconn {
     redisContext *c;
+    struct m0_reply_guard guard;  /* in c's reader: caps what a reply may make hiredis allocate */
     pid_t pid;                 /* a process forked by a view must not share it */
     struct m0_buf frame, keys; /* scratch for one publish */
 };
@@ -64,9 +66,17 @@ static void conn_init(void)
         snprintf(publish_sha + 2 * i, 3, "%02x", md[i]);
 }
 
-/* A fresh connection, authenticated and on the right database; NULL with
- * err set. */
-static redisContext *dial(const struct m0_broker_cfg *b, char *err, size_t cap)
+/* A synchronous connection reads only while its one command waits. */
+static size_t one_pending(void *ctx)
+{
+    (void)ctx;
+    return 1;
+}
+
+/* A fresh connection, authenticated and on the right database, its reader
+ * behind guard g (which must outlive it: an impostor's "*999999999" would
+ * otherwise make hiredis allocate 8 GB); NULL with err set. */
+static redisContext *dial(const struct m0_broker_cfg *b, struct m0_reply_guard *g, char *err, size_t cap)
 {
     struct timeval tv = {M0_BROKER_TIMEOUT_MS / 1000, (M0_BROKER_TIMEOUT_MS % 1000) * 1000};
     redisContext *c = b->is_unix ? redisConnectUnixWithTimeout(b->path, tv) : redisConnectWithTimeout(b->host, b->port, tv);
@@ -77,6 +87,7 @@ static redisContext *dial(const struct m0_broker_cfg *b, char *err, size_t cap)
         return NULL;
     }
     redisSetTimeout(c, tv);
+    m0_reply_guard_install(g, c->reader, one_pending, NULL);
     redisReply *r = NULL;
     if (b->password[0]) {
         r = redisCommand(c, "AUTH %s", b->password);
@@ -210,7 +221,7 @@ int m0_broker_publish(const char *channel, size_t clen, const char *event, const
     for (int attempt = 0; attempt < 2; attempt++) {
         int fresh = pc->c == NULL;
         if (fresh) {
-            pc->c = dial(b, err, cap);
+            pc->c = dial(b, &pc->guard, err, cap);
             if (pc->c == NULL)
                 break;
             pc->pid = getpid();
@@ -276,7 +287,8 @@ int m0_broker_counter(uint64_t *out, char *err, size_t cap)
         snprintf(err, cap, "no broker configured");
         return M0_ERR;
     }
-    redisContext *c = dial(b, err, cap);
+    struct m0_reply_guard guard;
+    redisContext *c = dial(b, &guard, err, cap);
     if (c == NULL)
         return M0_ERR;
     redisReply *r = redisCommand(c, "GET %sseq", b->prefix);

@@ -18,6 +18,7 @@
 
 #include "m0/accesslog.h"
 #include "m0/broker_url.h"
+#include "m0/cli_hint.h"
 #include "m0/config.h"
 #include "m0/log.h"
 #include "m0/metrics_text.h"
@@ -93,6 +94,44 @@ static const struct opt opts[] = {
     {"--reload", "M0_RELOAD", T_BOOL, O(reload), 0, 0, NULL, "development: replace the workers when a Python file of the app changes (inotify)"},
     {"--log-level", "M0_LOG_LEVEL", T_LOGLEVEL, O(log_level), 0, 0, "L", "debug|info|warning|error|critical (default info)"},
 };
+
+/* gunicorn's short flags for the options that mean the same here: -w 2,
+ * -b HOST:PORT, -u/-g USER/GROUP, -p FILE, -m MODE (its umask). The value
+ * follows, or is glued on ("-w2"). gunicorn's -t, -k, -c, -D mean something
+ * m0serve does not have: cli_hint.c explains them instead. */
+static const struct {
+    char letter;
+    const char *flag;
+} shorts[] = {
+    {'w', "--workers"}, {'b', "--bind"}, {'u', "--user"}, {'g', "--group"}, {'p', "--pid"}, {'m', "--umask"},
+};
+
+static const struct opt *find_opt(const char *name, size_t n)
+{
+    for (size_t k = 0; k < M0_ARRAY_LEN(opts); k++) {
+        if (strlen(opts[k].flag) == n && strncmp(opts[k].flag, name, n) == 0)
+            return &opts[k];
+    }
+    return NULL;
+}
+
+/* "unrecognized option 'X'" plus the nearest flag or a gunicorn hint. */
+static void unknown_flag(const char *a, size_t n, char *err, size_t cap)
+{
+    const char *known[M0_ARRAY_LEN(opts) + 2];
+    for (size_t k = 0; k < M0_ARRAY_LEN(opts); k++)
+        known[k] = opts[k].flag;
+    known[M0_ARRAY_LEN(opts)] = "--help";
+    known[M0_ARRAY_LEN(opts) + 1] = "--version";
+    const char *hint = m0_cli_gunicorn_hint(a, n);
+    const char *near = hint == NULL && n > 2 && a[1] == '-' ? m0_cli_nearest(a, n, known, M0_ARRAY_LEN(known)) : NULL;
+    if (hint != NULL)
+        snprintf(err, cap, "m0serve: error: unrecognized option '%.*s'; %s", (int)n, a, hint);
+    else if (near != NULL)
+        snprintf(err, cap, "m0serve: error: unrecognized option '%.*s'; did you mean '%s'?", (int)n, a, near);
+    else
+        snprintf(err, cap, "m0serve: error: unrecognized option '%.*s' (see --help)", (int)n, a);
+}
 
 /* The mounts' strings (normalised prefixes, copied specs): a bump arena
  * that lives as long as the process's one configuration, reset by
@@ -175,17 +214,22 @@ void m0_config_usage(void)
            "       m0serve publish CHANNEL DATA [--event NAME] [--broker URL]   (DATA '-': stdin)\n\n"
            "Serve WSGI (PEP 3333) and ASGI applications over HTTP/1.1 with prefork workers.\n"
            "A bare MODULE tries MODULE.asgi:application, MODULE.wsgi:application,\n"
-           "MODULE:app and MODULE.main:app, in that order. MODULE is the root mount;\n"
+           "MODULE:application, MODULE:app and MODULE.main:app, in that order (a\n"
+           "candidate whose module does not exist is skipped). MODULE is the root mount;\n"
            "other mounts answer under their prefix (the longest one that matches on a\n"
            "segment boundary wins); a path no mount claims is answered 404.\n\noptions:\n");
     for (size_t i = 0; i < M0_ARRAY_LEN(opts); i++) {
-        char left[64];
-        snprintf(left, sizeof left, "%s%s%s", opts[i].flag, opts[i].metavar ? " " : "",
+        char left[64], sh[8] = "";
+        for (size_t k = 0; k < M0_ARRAY_LEN(shorts); k++) {
+            if (strcmp(shorts[k].flag, opts[i].flag) == 0)
+                snprintf(sh, sizeof sh, "-%c, ", shorts[k].letter);
+        }
+        snprintf(left, sizeof left, "%s%s%s%s", sh, opts[i].flag, opts[i].metavar ? " " : "",
                  opts[i].metavar ? opts[i].metavar : "");
         printf("  %-26s %s [%s]\n", left, opts[i].help, opts[i].env);
     }
     printf("  %-26s %s\n  %-26s %s\n", "-h, --help", "show this help and exit",
-           "--version", "print the version and exit");
+           "-v, --version", "print the version and exit");
 }
 
 static int parse_long(const char *s, long *out)
@@ -499,7 +543,7 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
             cfg->show_help = 1;
             return M0_OK;
         }
-        if (strcmp(a, "--version") == 0) {
+        if (strcmp(a, "--version") == 0 || strcmp(a, "-v") == 0) {
             cfg->show_version = 1;
             return M0_OK;
         }
@@ -519,14 +563,22 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
         const char *eq = strchr(a, '=');
         size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
         const struct opt *o = NULL;
-        for (size_t k = 0; k < M0_ARRAY_LEN(opts); k++) {
-            if (strlen(opts[k].flag) == nlen && strncmp(opts[k].flag, a, nlen) == 0) {
-                o = &opts[k];
-                break;
+        if (a[1] != '-') {
+            /* A short flag: -w 2 or -w2 (the value glued on, as argparse). */
+            for (size_t k = 0; k < M0_ARRAY_LEN(shorts) && o == NULL; k++) {
+                if (shorts[k].letter == a[1])
+                    o = find_opt(shorts[k].flag, strlen(shorts[k].flag));
             }
+            if (o == NULL) {
+                unknown_flag(a, 2, err, cap);
+                return M0_ERR;
+            }
+            eq = a[2] != '\0' ? a + 1 : NULL;    /* the value starts at eq + 1 */
+        } else {
+            o = find_opt(a, nlen);
         }
         if (o == NULL) {
-            snprintf(err, cap, "m0serve: error: unrecognized option '%.*s' (see --help)", (int)nlen, a);
+            unknown_flag(a, nlen, err, cap);
             return M0_ERR;
         }
         const char *val;
@@ -598,9 +650,8 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
     }
     if (m0_metrics_check_flags(cfg, err, cap) != M0_OK)
         return M0_ERR;
-    char *h, *p;
-    int port;
-    if (m0_config_bind_parts(cfg, &h, &port, &p, err, cap) != M0_OK)
+    struct m0_bind_parts parts;
+    if (m0_config_bind_parts(cfg, &parts, err, cap) != M0_OK)
         return M0_ERR;
     return M0_OK;
 }

@@ -4,9 +4,8 @@
  * layer). Pure: no I/O, no Python.
  *
  * Per process, read-only after boot: struct m0_config is filled once by
- * m0_config_parse and m0_config_resolve before anything serves; the copy
- * m0_config_bind_parts splits is made once per call at boot (listeners,
- * the WSGI environ template, the ASGI scope template).
+ * m0_config_parse and m0_config_resolve before anything serves;
+ * m0_config_bind_parts splits into storage its caller owns.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -27,18 +26,18 @@ static int port_number(const char *s, long *out)
     return 1;
 }
 
-int m0_config_bind_parts(const struct m0_config *cfg, char **host, int *port, char **path,
-                         char *err, size_t cap)
+int m0_config_bind_parts(const struct m0_config *cfg, struct m0_bind_parts *out, char *err, size_t cap)
 {
-    static char copy[4096];
-    snprintf(copy, sizeof copy, "%s", cfg->bind);
-    *host = NULL;
-    *path = NULL;
-    *port = 0;
+    char *copy = out->text;
+    out->host = NULL;
+    out->path = NULL;
+    out->port = 0;
+    if ((size_t)snprintf(copy, sizeof out->text, "%s", cfg->bind) >= sizeof out->text)
+        goto bad;
     if (strncmp(copy, "unix:", 5) == 0) {
         if (copy[5] == '\0' || strlen(copy + 5) >= 108)
             goto bad;
-        *path = copy + 5;
+        out->path = copy + 5;
         return M0_OK;
     }
     char *colon = strrchr(copy, ':');
@@ -48,7 +47,7 @@ int m0_config_bind_parts(const struct m0_config *cfg, char **host, int *port, ch
     long v;
     if (!port_number(colon + 1, &v))
         goto bad;
-    *port = (int)v;
+    out->port = (int)v;
     char *h = copy;
     if (h[0] == '[') {
         size_t n = strlen(h);
@@ -57,9 +56,9 @@ int m0_config_bind_parts(const struct m0_config *cfg, char **host, int *port, ch
         h[n - 1] = '\0';
         h++;
     }
-    *host = h[0] ? h : (char *)"0.0.0.0";
+    out->host = h[0] ? h : "0.0.0.0";
     return M0_OK;
 bad:
-    snprintf(err, cap, "m0serve: error: --bind: invalid address '%s' (want HOST:PORT or unix:PATH)", cfg->bind);
+    snprintf(err, cap, "m0serve: error: --bind: invalid address '%.200s' (want HOST:PORT or unix:PATH)", cfg->bind);
     return M0_ERR;
 }

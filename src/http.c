@@ -357,6 +357,22 @@ static void begin_chunk_line(struct m0_http *h)
     h->chunk_line_len = 0;
 }
 
+
+/* RFC 9112 §9.6: "close" among the Connection options ends the connection
+ * after the response. llhttp's own token scan can miss it in a list that
+ * holds other bytes ("\xff,(  ,close\t"); the list rules of RFC 9110
+ * §5.6.1 (m0_http_list_has) decide, as they do everywhere else. */
+static int connection_close(const struct m0_req *r)
+{
+    for (unsigned i = 0; i < r->nhdrs; i++) {
+        const struct m0_hdr *hd = &r->hdrs[i];
+        if (hd->name_len == 10 && strncasecmp(hd->name, "connection", 10) == 0 &&
+            m0_http_list_has(hd->value, hd->value_len, "close"))
+            return 1;
+    }
+    return 0;
+}
+
 static int on_headers_complete(llhttp_t *p)
 {
     struct m0_http *h = H(p);
@@ -418,7 +434,7 @@ static int on_headers_complete(llhttp_t *p)
         if (r->http_minor >= 1)
             r->flags |= M0_REQ_EXPECT100;
     }
-    if (llhttp_should_keep_alive(p))
+    if (llhttp_should_keep_alive(p) && !connection_close(r))
         r->flags |= M0_REQ_KEEPALIVE;
     if (p->method == HTTP_HEAD)
         r->flags |= M0_REQ_HEAD;

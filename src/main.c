@@ -35,7 +35,8 @@ int main(int argc, char **argv)
         return M0_EXIT_OK;
     }
     if (cfg.show_version) {
-        printf("m0serve %s (Python %s, built for %s)\n", M0_VERSION, m0_py_version(), m0_py_built_for());
+        printf("m0serve %s (Python %s%s, built for %s)\n", M0_VERSION, m0_py_version(),
+               m0_py_free_threaded() ? " free-threaded" : "", m0_py_built_for());
         return M0_EXIT_OK;
     }
     if (m0_static_check_config(&cfg, err, sizeof err) != M0_OK) {

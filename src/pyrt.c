@@ -36,6 +36,18 @@ static __thread PyThreadState *main_tstate;
 
 #define M0_STR_(x) #x
 #define M0_STR(x) M0_STR_(x)
+/* A free-threaded build's own directories carry a "t": lib/python3.13t
+ * (sysconfig's abi_thread). */
+#ifdef Py_GIL_DISABLED
+#define M0_ABI_THREAD "t"
+#else
+#define M0_ABI_THREAD ""
+#endif
+
+/* On a free-threaded build, where the GIL stands once the applications are
+ * loaded (m0_py_gil_state); set through m0_py_note_gil by the loader
+ * (apps.c). Per process, written at boot only. */
+static const char *gil_state = NULL;
 
 void m0_py_print_exception(void)
 {
@@ -181,6 +193,21 @@ int m0_py_check_env(char *err, size_t cap)
                  who, venv, major, minor, PY_MAJOR_VERSION, PY_MINOR_VERSION, M0_PYTHON_EXE, M0_PYTHON_EXE);
         return M0_ERR;
     }
+    /* Same version, other ABI: a venv of 3.13 (lib/python3.13) under a
+     * 3.13t libpython (which looks in lib/python3.13t) would run without
+     * its packages. Judged only when the venv has the other one's lib. */
+    char mine[PATH_MAX + 64], other[PATH_MAX + 64];
+    const char *ours = m0_py_free_threaded() ? "t" : "", *theirs = m0_py_free_threaded() ? "" : "t";
+    snprintf(mine, sizeof mine, "%s/lib/python%d.%d%s", venv, major, minor, ours);
+    snprintf(other, sizeof other, "%s/lib/python%d.%d%s", venv, major, minor, theirs);
+    if (access(mine, F_OK) != 0 && access(other, F_OK) == 0) {
+        snprintf(err, cap,
+                 "m0serve: error: %s%s is a virtualenv of a Python %d.%d %s, but this m0serve was built for "
+                 "a %s one (%s): install m0serve into that virtualenv (pip install), or use one made from %s",
+                 who, venv, major, minor, m0_py_free_threaded() ? "with the GIL" : "free-threaded build",
+                 m0_py_free_threaded() ? "free-threaded" : "GIL", M0_PYTHON_EXE, M0_PYTHON_EXE);
+        return M0_ERR;
+    }
     return M0_OK;
 }
 
@@ -197,7 +224,7 @@ static void python_dir(char *out, size_t cap)
 {
     static const char *const rel[] = {
         "/python", "/../../python",
-        "/../lib/python" M0_STR(PY_MAJOR_VERSION) "." M0_STR(PY_MINOR_VERSION) "/site-packages",
+        "/../lib/python" M0_STR(PY_MAJOR_VERSION) "." M0_STR(PY_MINOR_VERSION) M0_ABI_THREAD "/site-packages",
         "/../share/m0serve/python"};
     char exe[PATH_MAX];
     exe_dir(exe, sizeof exe);
@@ -303,6 +330,44 @@ void m0_py_flush_std(void)
     }
 }
 
+#ifdef Py_GIL_DISABLED
+/* sys._is_gil_enabled() (3.13+): 1 on, 0 off, -1 unknown (error cleared).
+ * Called attached. */
+static int gil_on(void)
+{
+    PyObject *f = PySys_GetObject("_is_gil_enabled");   /* borrowed */
+    PyObject *r = f != NULL ? PyObject_CallNoArgs(f) : NULL;
+    int on = r != NULL ? PyObject_IsTrue(r) : -1;
+    Py_XDECREF(r);
+    if (on < 0)
+        PyErr_Clear();
+    return on;
+}
+#endif
+
+/* A free-threaded CPython turns the GIL back on when it imports an
+ * extension module that does not declare Py_mod_gil (with a RuntimeWarning
+ * naming it), unless PYTHON_GIL=0 / -X gil=0. Looked at after each step of
+ * the boot: the first step that found it on is named. Attached. */
+static const char gil_off[] = "GIL disabled";
+void m0_py_note_gil(const char *cause)
+{
+#ifdef Py_GIL_DISABLED
+    if (gil_state != NULL && gil_state != gil_off)
+        return;
+    int on = gil_on();
+    gil_state = on == 0 ? gil_off : on < 0 ? "GIL state unknown" : cause;
+#else
+    (void)cause;
+    (void)gil_off;
+#endif
+}
+
+const char *m0_py_gil_state(void)
+{
+    return gil_state;
+}
+
 void m0_py_attach(void)
 {
     if (main_tstate == NULL) {
@@ -365,11 +430,11 @@ const char *m0_py_version(void)
     return PY_VERSION;
 }
 
-int m0_py_gil_enabled(void)
+int m0_py_free_threaded(void)
 {
 #ifdef Py_GIL_DISABLED
-    return 0;
-#else
     return 1;
+#else
+    return 0;
 #endif
 }

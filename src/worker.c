@@ -19,6 +19,7 @@
 #include "m0/conn.h"
 #include "m0/fork.h"
 #include "m0/log.h"
+#include "m0/pool.h"
 #include "m0/pyrt.h"
 #include "m0/reload.h"
 #include "m0/serve.h"
@@ -72,9 +73,14 @@ static void ask_reload(void *ctx)
 static void log_mounts(void)
 {
     char line[4096];
-    size_t n = (size_t)snprintf(line, sizeof line, "worker booted (pid %d); mounts:", (int)getpid());
+    const char *gil = m0_py_gil_state();     /* a free-threaded build's truth; NULL otherwise */
+    size_t n = (size_t)snprintf(line, sizeof line, "worker booted (pid %d%s%s); mounts:", (int)getpid(),
+                                gil ? "; free-threaded build, " : "", gil ? gil : "");
+    const struct m0_pool *pool = NULL;
     for (unsigned i = 0; i < m0_targets.n && n < sizeof line; i++) {
         const struct m0_target *t = &m0_targets.t[i];
+        if (t->pool != NULL)
+            pool = t->pool;
         const char *extra = "";
         if (t->kind == M0_TARGET_STATIC)
             extra = t->files->resolver == M0_RESOLVE_OPENAT2 ? ", openat2" : ", openat walk";
@@ -83,6 +89,14 @@ static void log_mounts(void)
         n += (size_t)snprintf(line + n, sizeof line - n, "%s %s -> %s (%s, %s%s)", i ? ";" : "",
                               t->prefix_len ? t->prefix : "/", t->resolved ? t->resolved : t->spec,
                               m0_target_kind_name(t->kind), m0_target_mode(t), extra);
+    }
+    /* The WSGI handler pool, only where a mount runs on it (ASGI has none). */
+    if (pool != NULL && n < sizeof line) {
+        unsigned threads, busy, max, queued;
+        m0_pool_stats(pool, &threads, &busy, &max, &queued);
+        n += (size_t)snprintf(line + n, sizeof line - n, "; blocking-threads=%u", threads);
+        if (max > threads && n < sizeof line)
+            snprintf(line + n, sizeof line - n, "..%u (elastic)", max);
     }
     m0_info("%s", line);
 }

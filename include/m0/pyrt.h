@@ -49,16 +49,26 @@ void m0_py_finalize(void);
 
 /* Before anything starts: is the virtualenv the interpreter would run in
  * ($VIRTUAL_ENV, or the one pip installed this binary into) made from the
- * Python version this binary embeds? Returns M0_OK, or M0_ERR with one line
- * in err (the caller exits M0_EXIT_CONFIG): a libpython of one version
- * cannot run another version's standard library and packages. */
+ * Python version this binary embeds, and of the same kind (free-threaded or
+ * with the GIL)? Returns M0_OK, or M0_ERR with one line in err (the caller
+ * exits M0_EXIT_CONFIG): a libpython of one version cannot run another
+ * version's standard library and packages. */
 int m0_py_check_env(char *err, size_t cap);
 
 /* The interpreter this binary was built against ("/usr/bin/python3.11"). */
 const char *m0_py_built_for(void);
 
-/* "3.11.2" and whether the GIL is enabled in this build, for the banner. */
+/* "3.11.2", the version of the Python headers this binary was built with. */
 const char *m0_py_version(void);
-int m0_py_gil_enabled(void);
+/* 1 when built for a free-threaded CPython (Py_GIL_DISABLED), else 0. */
+int m0_py_free_threaded(void);
+/* On a free-threaded build, the loader notes after each step of the boot
+ * whether the GIL is still off, and cause (a static string) the first time
+ * it is found on. Attached. No-op on a GIL build. */
+void m0_py_note_gil(const char *cause);
+/* On a free-threaded build, after m0_apps_load: whether the GIL is off in
+ * this worker, and if it is on, what turned it on ("GIL disabled", "GIL
+ * enabled (by ...)"); a static string. NULL on a GIL build or before. */
+const char *m0_py_gil_state(void);
 
 #endif

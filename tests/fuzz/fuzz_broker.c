@@ -52,6 +52,14 @@ static size_t pending_of(void *ctx)
     return ((struct run *)ctx)->pending;
 }
 
+/* Unguarded runs: every reply is admitted, but arrays stay capped (what
+ * hiredis would allocate for "*999999999" is not the adapter's to test). */
+static size_t always_pending(void *ctx)
+{
+    (void)ctx;
+    return 1;
+}
+
 /* Decimal digits, 1..20 of them, at most UINT64_MAX. */
 static int ref_u64(const char *p, size_t n, uint64_t *out)
 {
@@ -163,8 +171,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     redisReader *rd = redisReaderCreate();
     CHECK(rd != NULL);
     struct m0_reply_guard g;
-    if (guarded)
-        m0_reply_guard_install(&g, rd, pending_of, &run);
+    m0_reply_guard_install(&g, rd, guarded ? pending_of : always_pending, &run);
     unsigned replies = 0;
     int failed = 0;
     for (size_t off = 0; off < size && !failed; off += piece) {

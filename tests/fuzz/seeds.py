@@ -219,6 +219,54 @@ def broker_seeds():
         "big-array": bytes([1, 63]) + b"*99999999\r\n",
         "deep": bytes([1, 63]) + b"*1\r\n" * 9 + b":1\r\n",
         "bad-type": bytes([1, 63]) + b"?what\r\n",
+# GRIP header sets, one "Name:value" per line (fuzz_grip.c). The first
+# ones are what django-eventstream 5.3.4 and django-grip 3.5.2 emit.
+ES_LINK = (b"</events/?link=next&recover=true&es-meta=eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
+           b"eyJpc3MiOiJlcyIsImV4cCI6MTc5NjE1MTAwMywiY2hhbm5lbHMiOlsidGVzdCJdLCJ1c2VyIjoiYW5vbnltb3VzIn0."
+           b"23pk9aAjHtRqiufR-dGh6lxR3DAm8FO6PO-3CN66xdY>; rel=next")
+
+
+def grip_seeds():
+    lines = lambda *ls: b"\n".join(ls)
+    return {
+        "eventstream": lines(b"Content-Type:text/event-stream", b"Grip-Hold:stream",
+                             b"Grip-Channel:events-test; prev-id=0; filter=build-id; filter=skip-users, "
+                             b"user-anonymous; filter=require-sub",
+                             b"Grip-Keep-Alive:event: keep-alive\\ndata:\\n\\n; format=cstring; timeout=20",
+                             b'Grip-Set-Meta:id_format="test:%(events-test)s", user="anonymous"',
+                             b"Grip-Link:" + ES_LINK),
+        "longpoll": lines(b"Grip-Hold:response", b"Grip-Channel:lp, lp2; prev-id=7", b"Grip-Timeout:30"),
+        "keepalive-b64": lines(b"Grip-Hold:stream", b"Grip-Channel:st",
+                               b"Grip-Keep-Alive:b'AQI='; format=base64; timeout=15"),
+        "keepalive-interval": lines(b"Grip-Keep-Alive:cGluZzMK; format=base64; mode=interval; timeout=3"),
+        "status-link": lines(b"Grip-Status:404 Not Here", b"Grip-Link:</n>; rel=next; timeout=9, </g>; rel=gone",
+                             b"Grip-Expose-Headers:Content-Type, X-A"),
+        "quoted": lines(b'Grip-Channel:a; prev-id="x,y;\\"z", b', b'Grip-Set-Meta:k="v, w", e'),
+        "template": b"event: message\nid: %I\ndata: 100%% %(test:%(x)s)I\n\n",
+    }
+
+
+# EPCP publish bodies (fuzz_epcp.c): what gripcontrol 4.4.0 and pubcontrol
+# 3.5.0 send, and Pushpin's other shapes.
+def epcp_seeds():
+    return {
+        "send-event": b'{"items": [{"id": "1", "prev-id": "0", "http-stream": {"content-filters": ["build-id"], '
+                      b'"content": "event: message\\nid: %I\\ndata: {\\"text\\": \\"hello\\"}\\n\\n"}, '
+                      b'"channel": "events-test"}]}',
+        "stream-bin": b'{"items": [{"http-stream": {"content-bin": "/wBiaW4="}, "channel": "st"}]}',
+        "stream-close": b'{"items": [{"http-stream": {"action": "close"}, "channel": "st"}]}',
+        "response": b'{"items": [{"id": "8", "prev-id": "7", "http-response": {"code": 201, "reason": "Made", '
+                    b'"headers": {"Content-Type": "text/plain", "X-A": "1"}, "body": "made\\n"}, "channel": "lp"}]}',
+        "response-pairs": b'{"items": [{"channel": "lp", "http-response": {"headers": [["Set-Cookie", "a=1"]], '
+                          b'"body-bin": "aGk="}}]}',
+        "multi": b'{"items": [{"id": "m1", "http-stream": {"content": "s\\n"}, "http-response": {"body": "r\\n"}, '
+                 b'"ws-message": {"content": "w"}, "channel": "multi"}]}',
+        "ws": b'{"items": [{"ws-message": {"content-bin": "AAE="}, "channel": "ws"}, {"ws-message": {"action": '
+              b'"close", "code": 1001, "reason": "bye"}, "channel": "ws"}, {"channel": "p", "ws-message": '
+              b'{"type": "ping"}}]}',
+        "formats-meta": b'{"items": [{"channel": "c", "formats": {"http-stream": {"content": "x"}}, "meta": '
+                        b'{"skip_users": "1,2"}, "no-seq": true}]}',
+        "bad": b'{"items": [{"channel": "c", "http-response": {"code": 1000}}]}',
     }
 
 
@@ -226,7 +274,8 @@ def main():
     if len(sys.argv) != 2:
         sys.exit("usage: seeds.py OUTDIR")
     for driver, seeds in (("http", http_seeds()), ("bus", bus_seeds()), ("sse", sse_seeds()),
-                          ("registry", registry_seeds()), ("broker", broker_seeds())):
+                          ("registry", registry_seeds()), ("broker", broker_seeds()), ("grip", grip_seeds()),
+                          ("epcp", epcp_seeds())):
         d = os.path.join(sys.argv[1], driver)
         os.makedirs(d, exist_ok=True)
         for i, (name, data) in enumerate(sorted(seeds.items())):
