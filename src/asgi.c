@@ -187,6 +187,45 @@ static int set_bytes(PyObject *d, PyObject *key, const char *p, size_t n)
     return rc;
 }
 
+/* scope["headers"]: the request's field lines as (name lower-cased, value)
+ * byte pairs, in order; an absolute-form target's authority stands for
+ * Host (RFC 9112 §3.2.2). M0_OK, or M0_ERR with an exception set. */
+static int scope_headers(PyObject *scope, const struct m0_req *r)
+{
+    PyObject *headers = PyList_New(0);
+    if (headers == NULL || PyDict_SetItem(scope, k_headers, headers) == -1) {
+        Py_XDECREF(headers);
+        return M0_ERR;
+    }
+    Py_DECREF(headers);          /* the scope holds it */
+    for (unsigned i = 0; i < r->nhdrs; i++) {
+        const struct m0_hdr *h = &r->hdrs[i];
+        char lower[256];
+        char *name = h->name_len <= sizeof lower ? lower : m0_xmalloc(h->name_len);
+        for (uint32_t k = 0; k < h->name_len; k++)
+            name[k] = (char)(h->name[k] >= 'A' && h->name[k] <= 'Z' ? h->name[k] + 32 : h->name[k]);
+        int host = r->authority != NULL && h->name_len == 4 && memcmp(name, "host", 4) == 0;
+        PyObject *pair = Py_BuildValue("(y#y#)", name, (Py_ssize_t)h->name_len, host ? r->authority : h->value,
+                                       (Py_ssize_t)(host ? r->authority_len : h->value_len));
+        if (name != lower)
+            free(name);
+        if (pair == NULL || PyList_Append(headers, pair) == -1) {
+            Py_XDECREF(pair);
+            return M0_ERR;
+        }
+        Py_DECREF(pair);
+    }
+    if (r->authority != NULL && m0_req_header(r, "host") == NULL) {
+        PyObject *pair = Py_BuildValue("(yy#)", "host", r->authority, (Py_ssize_t)r->authority_len);
+        if (pair == NULL || PyList_Append(headers, pair) == -1) {
+            Py_XDECREF(pair);
+            return M0_ERR;
+        }
+        Py_DECREF(pair);
+    }
+    return M0_OK;
+}
+
 /* scope(slot) -> dict | None: the connection scope — HTTP (ASGI HTTP 2.4),
  * or websocket for an opening handshake (asgi_ws.c; None when the handshake
  * is invalid: the 400/426 is answered and the job is the loop's again). */
@@ -223,38 +262,8 @@ static PyObject *py_scope(PyObject *self, PyObject *arg)
     if (set_bytes(scope, k_raw_path, r->path, r->path_len) == -1 ||
         set_bytes(scope, k_query_string, r->query, r->query_len) == -1)
         goto fail;
-    PyObject *headers = PyList_New(0);
-    if (headers == NULL || PyDict_SetItem(scope, k_headers, headers) == -1) {
-        Py_XDECREF(headers);
+    if (scope_headers(scope, r) != M0_OK)
         goto fail;
-    }
-    Py_DECREF(headers);
-    for (unsigned i = 0; i < r->nhdrs; i++) {
-        const struct m0_hdr *h = &r->hdrs[i];
-        char lower[256];
-        char *name = h->name_len <= sizeof lower ? lower : m0_xmalloc(h->name_len);
-        for (uint32_t k = 0; k < h->name_len; k++)
-            name[k] = (char)(h->name[k] >= 'A' && h->name[k] <= 'Z' ? h->name[k] + 32 : h->name[k]);
-        /* RFC 9112 §3.2.2: an absolute-form target's authority replaces Host. */
-        int host = r->authority != NULL && h->name_len == 4 && memcmp(name, "host", 4) == 0;
-        PyObject *pair = Py_BuildValue("(y#y#)", name, (Py_ssize_t)h->name_len, host ? r->authority : h->value,
-                                       (Py_ssize_t)(host ? r->authority_len : h->value_len));
-        if (name != lower)
-            free(name);
-        if (pair == NULL || PyList_Append(headers, pair) == -1) {
-            Py_XDECREF(pair);
-            goto fail;
-        }
-        Py_DECREF(pair);
-    }
-    if (r->authority != NULL && m0_req_header(r, "host") == NULL) {
-        PyObject *pair = Py_BuildValue("(yy#)", "host", r->authority, (Py_ssize_t)r->authority_len);
-        if (pair == NULL || PyList_Append(headers, pair) == -1) {
-            Py_XDECREF(pair);
-            goto fail;
-        }
-        Py_DECREF(pair);
-    }
     if (job->https && PyDict_SetItemString(scope, "scheme", v_https) == -1)
         goto fail;                          /* a trusted proxy says the client used TLS (proxy.h) */
     if (job->remote_addr[0] != '\0') {
@@ -712,6 +721,56 @@ static void exec_discard(struct m0_target *t, struct m0_exec *x)
     free(x);
 }
 
+/* The scope every request of t copies (type, asgi, scheme, root_path,
+ * server, extensions): a new reference, or NULL with an exception set. */
+static PyObject *scope_template(const struct m0_target *t, const struct m0_config *cfg)
+{
+    struct m0_bind_parts b;
+    char err[256];
+    if (m0_config_bind_parts(cfg, &b, err, sizeof err) != M0_OK) {
+        PyErr_SetString(PyExc_ValueError, err);
+        return NULL;
+    }
+    PyObject *server = b.path ? Py_BuildValue("(sO)", b.path, Py_None)
+                              : Py_BuildValue("(si)", b.host, cfg->bound_port ? cfg->bound_port : b.port);
+    return server == NULL ? NULL : Py_BuildValue(
+        "{s:s,s:{s:s,s:s},s:s,s:s#,s:N,s:O,s:{s:{}}}",
+        "type", "http",
+        "asgi", "version", "3.0", "spec_version", "2.4",
+        "scheme", "http",
+        "root_path", t->prefix, (Py_ssize_t)t->prefix_len,
+        "server", server,
+        "client", Py_None,
+        "extensions", "http.response.pathsend");
+}
+
+/* The executor did not start (the exception is set). startup.failed, or
+ * an error with --lifespan on: the executor already printed the
+ * application's own message or traceback, so one line here, not m0serve's
+ * frames around it a second time (the exception is cleared). Anything else
+ * stays set for the caller to print. */
+static void startup_failed(PyObject *mod, const struct m0_target *t)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyObject *failed = PyObject_GetAttrString(mod, "LifespanFailed");
+    if (failed != NULL && value != NULL && PyErr_GivenExceptionMatches(value, failed)) {
+        PyObject *msg = PyObject_Str(value);
+        m0_error("%s: lifespan startup failed: %s", t->resolved ? t->resolved : t->spec,
+                 msg != NULL && PyUnicode_Check(msg) ? PyUnicode_AsUTF8(msg) : "?");
+        PyErr_Clear();
+        Py_XDECREF(msg);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+    } else {
+        PyErr_Clear();
+        PyErr_Restore(type, value, tb);   /* the caller prints it */
+    }
+    Py_XDECREF(failed);
+}
+
 /* Start the target's executor (its thread, its asyncio loop, lifespan
  * startup, bounded by --lifespan-timeout). On failure the app's message is
  * logged (or its exception left set) and M0_ERR returned, with nothing of
@@ -730,24 +789,7 @@ static int asgi_setup(struct m0_target *t, const struct m0_config *cfg, const st
         PyErr_SetFromErrno(PyExc_OSError);
         return M0_ERR;
     }
-    struct m0_bind_parts b;
-    char err[256];
-    if (m0_config_bind_parts(cfg, &b, err, sizeof err) != M0_OK) {
-        PyErr_SetString(PyExc_ValueError, err);
-        exec_discard(t, x);
-        return M0_ERR;
-    }
-    PyObject *server = b.path ? Py_BuildValue("(sO)", b.path, Py_None)
-                              : Py_BuildValue("(si)", b.host, cfg->bound_port ? cfg->bound_port : b.port);
-    x->scope = server == NULL ? NULL : Py_BuildValue(
-        "{s:s,s:{s:s,s:s},s:s,s:s#,s:N,s:O,s:{s:{}}}",
-        "type", "http",
-        "asgi", "version", "3.0", "spec_version", "2.4",
-        "scheme", "http",
-        "root_path", t->prefix, (Py_ssize_t)t->prefix_len,
-        "server", server,
-        "client", Py_None,
-        "extensions", "http.response.pathsend");
+    x->scope = scope_template(t, cfg);
     if (x->scope == NULL) {
         exec_discard(t, x);
         return M0_ERR;
@@ -763,27 +805,7 @@ static int asgi_setup(struct m0_target *t, const struct m0_config *cfg, const st
                                 cfg->asgi_loop, cfg->lifespan, cfg->graceful_timeout, cfg->lifespan_timeout,
                                 t->resolved ? t->resolved : t->spec);
     if (x->py == NULL) {
-        /* startup.failed (or an error with --lifespan on): the executor
-         * already printed the application's own message or traceback; one
-         * line here, not m0serve's frames around it a second time. */
-        PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb);
-        PyErr_NormalizeException(&type, &value, &tb);
-        PyObject *failed = PyObject_GetAttrString(mod, "LifespanFailed");
-        if (failed != NULL && value != NULL && PyErr_GivenExceptionMatches(value, failed)) {
-            PyObject *msg = PyObject_Str(value);
-            m0_error("%s: lifespan startup failed: %s", t->resolved ? t->resolved : t->spec,
-                     msg != NULL && PyUnicode_Check(msg) ? PyUnicode_AsUTF8(msg) : "?");
-            PyErr_Clear();
-            Py_XDECREF(msg);
-            Py_XDECREF(type);
-            Py_XDECREF(value);
-            Py_XDECREF(tb);
-        } else {
-            PyErr_Clear();
-            PyErr_Restore(type, value, tb);   /* the caller prints it */
-        }
-        Py_XDECREF(failed);
+        startup_failed(mod, t);
         Py_DECREF(mod);
         exec_discard(t, x);
         return M0_ERR;

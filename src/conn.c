@@ -189,40 +189,102 @@ void m0_conn_close_doomed(struct m0_server *s)
     }
 }
 
+/* The peer's address as accept() reported it. */
+union peer {
+    struct sockaddr sa;
+    struct sockaddr_in in4;
+    struct sockaddr_in6 in6;
+    struct sockaddr_un un;
+};
+
+/* accept4 failed: nothing pending, out of descriptors (the EMFILE trick)
+ * or worse. The accepting stops for this wakeup. */
+static void accept_failed(struct m0_server *s, int lfd)
+{
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED)
+        return;
+    if ((errno == EMFILE || errno == ENFILE) && s->reserve_fd != -1) {
+        /* Out of descriptors: free the spare one, take the pending
+         * connection and close it, so the client gets a prompt close
+         * instead of waiting in the backlog forever. */
+        close(s->reserve_fd);
+        int tmp = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (tmp != -1)
+            close(tmp);
+        s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        m0_mx_add(s->mx, M0_MX_REFUSED_FDS, 1);
+        if (m0_loop_now(s->loop) >= s->next_refusal_log) {
+            m0_warn("out of file descriptors (%u connections open): refusing new connections "
+                    "(raise ulimit -n)", s->nactive);
+            s->next_refusal_log = m0_loop_now(s->loop) + 1000;
+        }
+        return;
+    }
+    m0_log_errno("accept4");
+}
+
+/* A free slot takes the accepted descriptor fd from listener lfd: its job
+ * (made on first use), the peer, the slot's registration. M0_OK, or M0_ERR
+ * (fd closed, the slot free again). */
+static int open_slot(struct m0_server *s, struct m0_conn *c, int fd, int lfd, const union peer *addr)
+{
+    uint32_t slot = m0_conn_slot(s, c);
+    struct m0_job *job = c->job;
+    if (job == NULL) {
+        job = c->job = m0_job_new(slot);
+        job->loop = s->loop;
+        job->env = &s->env;
+        m0_http_init(&c->http, &job->req, &s->cfg->limits);
+        s->jobs[slot] = job;
+    }
+    c->fd = fd;
+    c->proto = M0_CONN_PROTO_H1;
+    c->flags = C_HEAD_TIMER;        /* a new connection owes a head at once */
+    c->events = EPOLLIN | EPOLLRDHUP;
+    c->file_fd = -1;
+    job->gen = c->gen;
+    if (addr->sa.sa_family == AF_INET || addr->sa.sa_family == AF_INET6) {
+        if (addr->sa.sa_family == AF_INET) {
+            inet_ntop(AF_INET, &addr->in4.sin_addr, job->peer_addr, sizeof job->peer_addr);
+            job->peer_port = ntohs(addr->in4.sin_port);
+        } else {
+            inet_ntop(AF_INET6, &addr->in6.sin6_addr, job->peer_addr, sizeof job->peer_addr);
+            job->peer_port = ntohs(addr->in6.sin6_port);
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    } else {
+        job->peer_addr[0] = '\0';
+        job->peer_port = 0;
+    }
+    memcpy(job->remote_addr, job->peer_addr, sizeof job->remote_addr);
+    job->remote_port = job->peer_port;
+    job->https = 0;
+    job->metrics_conn = lfd == s->metrics_fd;
+    m0_mx_add(s->mx, M0_MX_ACCEPTED, 1);
+    if (m0_loop_add_slot(s->loop, fd, slot, c->gen, c->events) == M0_ERR) {
+        m0_log_errno("epoll_ctl(ADD)");
+        close(fd);
+        c->fd = -1;
+        c->next_free = s->free_list;
+        s->free_list = c;
+        return M0_ERR;
+    }
+    active_add(s, c);
+    m0_conn_set_state(s, c, M0_CONN_READ_HEAD);
+    return M0_OK;
+}
+
 void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
 {
     struct m0_server *s = ctx;
     (void)events;
     for (int i = 0; i < 64 && s->listening; i++) {
-        union {
-            struct sockaddr sa;
-            struct sockaddr_in in4;
-            struct sockaddr_in6 in6;
-            struct sockaddr_un un;
-        } addr;
+        union peer addr;
         socklen_t alen = sizeof addr;
         int fd = accept4(lfd, &addr.sa, &alen, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd == -1) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED)
-                return;
-            if ((errno == EMFILE || errno == ENFILE) && s->reserve_fd != -1) {
-                /* Out of descriptors: free the spare one, take the pending
-                 * connection and close it, so the client gets a prompt
-                 * close instead of waiting in the backlog forever. */
-                close(s->reserve_fd);
-                int tmp = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-                if (tmp != -1)
-                    close(tmp);
-                s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                m0_mx_add(s->mx, M0_MX_REFUSED_FDS, 1);
-                if (m0_loop_now(l) >= s->next_refusal_log) {
-                    m0_warn("out of file descriptors (%u connections open): refusing new connections "
-                            "(raise ulimit -n)", s->nactive);
-                    s->next_refusal_log = m0_loop_now(l) + 1000;
-                }
-                return;
-            }
-            m0_log_errno("accept4");
+            accept_failed(s, lfd);
             return;
         }
         struct m0_conn *c = s->free_list;
@@ -236,50 +298,8 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
             continue;
         }
         s->free_list = c->next_free;
-        uint32_t slot = m0_conn_slot(s, c);
-        struct m0_job *job = c->job;
-        if (job == NULL) {
-            job = c->job = m0_job_new(slot);
-            job->loop = s->loop;
-            job->env = &s->env;
-            m0_http_init(&c->http, &job->req, &s->cfg->limits);
-            s->jobs[slot] = job;
-        }
-        c->fd = fd;
-        c->proto = M0_CONN_PROTO_H1;
-        c->flags = C_HEAD_TIMER;        /* a new connection owes a head at once */
-        c->events = EPOLLIN | EPOLLRDHUP;
-        c->file_fd = -1;
-        job->gen = c->gen;
-        if (addr.sa.sa_family == AF_INET || addr.sa.sa_family == AF_INET6) {
-            if (addr.sa.sa_family == AF_INET) {
-                inet_ntop(AF_INET, &addr.in4.sin_addr, job->peer_addr, sizeof job->peer_addr);
-                job->peer_port = ntohs(addr.in4.sin_port);
-            } else {
-                inet_ntop(AF_INET6, &addr.in6.sin6_addr, job->peer_addr, sizeof job->peer_addr);
-                job->peer_port = ntohs(addr.in6.sin6_port);
-            }
-            int one = 1;
-            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        } else {
-            job->peer_addr[0] = '\0';
-            job->peer_port = 0;
-        }
-        memcpy(job->remote_addr, job->peer_addr, sizeof job->remote_addr);
-        job->remote_port = job->peer_port;
-        job->https = 0;
-        job->metrics_conn = lfd == s->metrics_fd;
-        m0_mx_add(s->mx, M0_MX_ACCEPTED, 1);
-        if (m0_loop_add_slot(l, fd, slot, c->gen, c->events) == M0_ERR) {
-            m0_log_errno("epoll_ctl(ADD)");
-            close(fd);
-            c->fd = -1;
-            c->next_free = s->free_list;
-            s->free_list = c;
+        if (open_slot(s, c, fd, lfd, &addr) != M0_OK)
             continue;
-        }
-        active_add(s, c);
-        m0_conn_set_state(s, c, M0_CONN_READ_HEAD);
         /* Optimistic read: the request usually arrives with the SYN's ACK. */
         m0_conn_read(c);
         s->proto[c->proto]->input(s, c);
@@ -408,6 +428,32 @@ void m0_conn_error(struct m0_server *s, struct m0_conn *c, int status, const cha
         c->started_us = m0_clock_us();
     m0_conn_set_state(s, c, M0_CONN_WRITE);
     m0_conn_flush(s, c);
+}
+
+void m0_conn_answer(struct m0_server *s, struct m0_conn *c, int status, uint64_t body_bytes)
+{
+    struct m0_job *job = c->job;
+    job->resp.status = status;
+    job->resp.body_bytes = body_bytes;
+    c->resp_flags = 0;
+    m0_conn_set_state(s, c, M0_CONN_WRITE);
+    m0_conn_flush(s, c);
+}
+
+void m0_conn_answer_body(struct m0_server *s, struct m0_conn *c, int status, const char *ctype, const char *body,
+                         size_t len)
+{
+    struct m0_job *job = c->job;
+    const char *why;
+    m0_head_reset(&job->head);
+    m0_head_status(&job->head, status, NULL, 0);
+    m0_head_add(&job->head, "Content-Type", 12, ctype, strlen(ctype), &why);
+    m0_head_add(&job->head, "Cache-Control", 13, "no-store", 8, &why);
+    struct m0_body_req br = m0_job_framing(job);
+    m0_body_reset(&job->body);
+    m0_body_commit(&job->body, &c->out, &job->head, &br, (int64_t)len, 0);
+    m0_body_emit(&job->body, &c->out, body, len);
+    m0_conn_answer(s, c, status, len);
 }
 
 void m0_conn_access_log(struct m0_server *s, struct m0_conn *c)

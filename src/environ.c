@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "m0/config.h"
+#include "m0/percent.h"
 #include "m0/target.h"
 
 static PyObject *s_REQUEST_METHOD, *s_PATH_INFO, *s_QUERY_STRING, *s_CONTENT_TYPE, *s_CONTENT_LENGTH,
@@ -43,24 +44,6 @@ static struct {
     PyObject *key;
 } key_cache[KEY_CACHE];
 static unsigned key_cache_n;
-
-/* URL-decode the path (RFC 3986 §2.1) into dst as bytes; a '%' not
- * followed by two hex digits is kept as is. Returns the length. */
-static size_t percent_decode(const char *s, size_t n, char *dst)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '%' && i + 2 < n && isxdigit((unsigned char)s[i + 1]) &&
-            isxdigit((unsigned char)s[i + 2])) {
-            char hex[3] = {s[i + 1], s[i + 2], 0};
-            dst[o++] = (char)strtol(hex, NULL, 16);
-            i += 2;
-        } else {
-            dst[o++] = s[i];
-        }
-    }
-    return o;
-}
 
 static PyObject *header_key(const struct m0_hdr *h)
 {
@@ -119,7 +102,7 @@ PyObject *m0_environ_build(struct m0_job *job, PyObject *template, PyObject *inp
      * rest of the path (PEP 3333, CGI 1.1 §4.1.5, §4.1.13). */
     size_t skip = job->target != NULL ? job->target->prefix_len : 0;
     char *path = r->path_len < sizeof small ? small : m0_xmalloc(r->path_len + 1);
-    size_t plen = percent_decode(r->path + skip, r->path_len - skip, path);
+    size_t plen = m0_percent_decode(r->path + skip, r->path_len - skip, path);
     int rc = set_str(env, s_PATH_INFO, path, plen);
     if (path != small)
         free(path);

@@ -1,17 +1,20 @@
 /*
- * h1.c — HTTP/1.1 requests on a connection (RFC 9112): parse, route to a
- * target or answer in C, dispatch to the target's runner, take the
- * runner's completions, finish (keep-alive or close).
+ * h1.c — HTTP/1.1 requests on a connection (RFC 9112), the protocol a
+ * connection speaks until a hold is entered (conn.h: m0_h1_conn_ops): parse,
+ * route to a target or answer in C, run the target's runner (dispatch.h),
+ * take the runner's completions, finish (keep-alive or close).
  *
  * Every request that gets an answer goes through begin_request(): the one
- * place per-request timers and flags are reset, so no answering path (a
- * view, /health, an error) can leave the next request without its head
- * timeout.
+ * place its start time, the request count and the previous response's
+ * flags are reset, whoever answers (a view, /health, an error). The head
+ * timer is reset by the keep-alive step alone (finish), so it bounds the
+ * next head from its first byte.
  *
  * Expect: 100-continue (RFC 9110 §10.1.1) is decided by the application:
  * the request is dispatched when its head is complete, the body is read by
  * the loop while the runner runs, and 100 Continue goes out only when the
- * application first reads wsgi.input (M0_CPL_CONTINUE). An application
+ * application first reads the body (wsgi.input, ASGI's receive:
+ * M0_CPL_CONTINUE). An application
  * that answers without reading gets its final response out at once, and
  * the connection closes unless the body arrived anyway (RFC 9112 §9.3).
  * Other request bodies are received whole before dispatch, which keeps
@@ -119,8 +122,8 @@ static int inline_read_body(struct m0_job *job, uint64_t want, void *ctx)
 
 /* ------------------------------------------------------------ responses */
 
-/* The per-request start of every answer: timers and flags of the previous
- * request are gone, whoever answers. The head timer is the keep-alive
+/* The per-request start of every answer: the flags of the previous
+ * response are gone, whoever answers. The head timer is the keep-alive
  * reset's to clear (finish): it runs until the response is out. */
 static void begin_request(struct m0_server *s, struct m0_conn *c)
 {
@@ -276,16 +279,12 @@ static void answer_static(struct m0_server *s, struct m0_conn *c, const struct m
     m0_target_stats_of(&s->tstats, t)->requests++;
     struct m0_body_req br = m0_job_framing(job);
     m0_static_respond(t->files, &job->req, t->prefix_len, &br, &job->head, &job->body, &c->out, &o);
-    job->resp.status = o.status;
-    job->resp.body_bytes = o.body_bytes;
     if (o.fd != -1) {
         c->file_fd = o.fd;
         c->file_off = o.off;
         c->file_left = o.len;
     }
-    c->resp_flags = 0;
-    m0_conn_set_state(s, c, M0_CONN_WRITE);
-    m0_conn_flush(s, c);
+    m0_conn_answer(s, c, o.status, o.body_bytes);
 }
 
 /* No mount claims the path: a 404 from the loop (no Python), counted for
@@ -296,19 +295,15 @@ static void answer_unmounted(struct m0_server *s, struct m0_conn *c)
     begin_request(s, c);
     s->tstats.unmatched++;
     struct m0_body_req br = m0_job_framing(job);
-    job->resp.body_bytes = m0_static_plain(&job->head, &job->body, &c->out, &br, 404, NULL,
-                                           "No application is mounted at this path");
-    job->resp.status = 404;
-    c->resp_flags = 0;
-    m0_conn_set_state(s, c, M0_CONN_WRITE);
-    m0_conn_flush(s, c);
+    uint64_t n = m0_static_plain(&job->head, &job->body, &c->out, &br, 404, NULL,
+                                 "No application is mounted at this path");
+    m0_conn_answer(s, c, 404, n);
 }
 
 /* /health, answered here in C: it must stay readable while every Python
  * thread is busy (DESIGN capability 11). */
 static void answer_health(struct m0_server *s, struct m0_conn *c)
 {
-    struct m0_job *job = c->job;
     struct m0_channel_stat top[20];
     struct m0_rt_stats rt;
     m0_rt_stats(s->rt, &rt);
@@ -337,21 +332,8 @@ static void answer_health(struct m0_server *s, struct m0_conn *c)
     }
     m0_health_render(&body, &h, top, m0_rt_top(s->rt, top, M0_ARRAY_LEN(top)));
     m0_buf_free(&broker);
-    m0_head_reset(&job->head);
-    m0_head_status(&job->head, 200, NULL, 0);
-    const char *why;
-    m0_head_add(&job->head, "Content-Type", 12, "application/json", 16, &why);
-    m0_head_add(&job->head, "Cache-Control", 13, "no-store", 8, &why);
-    struct m0_body_req br = m0_job_framing(job);
-    m0_body_reset(&job->body);
-    m0_body_commit(&job->body, &c->out, &job->head, &br, (int64_t)body.len, 0);
-    m0_body_emit(&job->body, &c->out, body.data, body.len);
-    job->resp.status = 200;
-    job->resp.body_bytes = body.len;
+    m0_conn_answer_body(s, c, 200, "application/json", body.data, body.len);
     m0_buf_free(&body);
-    c->resp_flags = 0;
-    m0_conn_set_state(s, c, M0_CONN_WRITE);
-    m0_conn_flush(s, c);
 }
 
 /* Who the request speaks for (proxy.h): the peer, or the client a trusted

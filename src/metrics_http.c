@@ -131,28 +131,15 @@ static int read_proc(pid_t pid, double btime, struct m0_mx_proc *p)
 static void respond(struct m0_server *s, struct m0_conn *c, int status, const char *ctype, const struct m0_buf *body)
 {
     struct m0_job *job = c->job;
-    struct m0_body_req br = {.http_minor = job->req.http_minor,
-                             .keepalive = (job->req.flags & M0_REQ_KEEPALIVE) && !atomic_load(&s->draining),
-                             .head = (job->req.flags & M0_REQ_HEAD) != 0};
-    if (body == NULL) {
-        job->resp.body_bytes = m0_static_plain(&job->head, &job->body, &c->out, &br, status,
-                                               status == 405 ? "Allow: GET, HEAD\r\n" : NULL,
-                                               status == 405 ? "Method Not Allowed" : "Not Found");
-    } else {
-        const char *why;
-        m0_head_reset(&job->head);
-        m0_head_status(&job->head, status, NULL, 0);
-        m0_head_add(&job->head, "Content-Type", 12, ctype, strlen(ctype), &why);
-        m0_head_add(&job->head, "Cache-Control", 13, "no-store", 8, &why);
-        m0_body_reset(&job->body);
-        m0_body_commit(&job->body, &c->out, &job->head, &br, (int64_t)body->len, 0);
-        m0_body_emit(&job->body, &c->out, body->data, body->len);
-        job->resp.body_bytes = body->len;
+    if (body != NULL) {
+        m0_conn_answer_body(s, c, status, ctype, body->data, body->len);
+        return;
     }
-    job->resp.status = status;
-    c->resp_flags = 0;
-    m0_conn_set_state(s, c, M0_CONN_WRITE);
-    m0_conn_flush(s, c);
+    struct m0_body_req br = m0_job_framing(job);
+    m0_conn_answer(s, c, status,
+                   m0_static_plain(&job->head, &job->body, &c->out, &br, status,
+                                   status == 405 ? "Allow: GET, HEAD\r\n" : NULL,
+                                   status == 405 ? "Method Not Allowed" : "Not Found"));
 }
 
 /* Before every sleep: the worker's own totals and gauges into its block

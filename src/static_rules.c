@@ -15,20 +15,11 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "m0/percent.h"
 #include "m0/response.h"
 #include "m0/static.h"
 
 /* ====================================================== the pure rules */
-
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c = (unsigned char)tolower(c);
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
 
 int m0_static_path(const char *raw, size_t n, char *out, size_t cap, size_t *outlen, int *dir_slash,
                    const char **why)
@@ -51,13 +42,12 @@ int m0_static_path(const char *raw, size_t n, char *out, size_t cap, size_t *out
         while (j < n && raw[j] != '/') {
             unsigned char ch = (unsigned char)raw[j];
             if (ch == '%') {
-                int hi = j + 2 < n ? hexval((unsigned char)raw[j + 1]) : -1;
-                int lo = j + 2 < n ? hexval((unsigned char)raw[j + 2]) : -1;
-                if (hi < 0 || lo < 0) {
+                int b = m0_percent_byte(raw, n, j);
+                if (b < 0) {
                     *why = "malformed percent-encoding";
                     return 400;
                 }
-                ch = (unsigned char)(hi * 16 + lo);
+                ch = (unsigned char)b;
                 if (ch == '/' || ch == '\\') {
                     *why = "encoded slash or backslash";
                     return 404;

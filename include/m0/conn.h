@@ -106,7 +106,7 @@ const char *m0_conn_state_name(enum m0_conn_state st);
 #define C_DOOMED      0x020u  /* to be closed after the current fan-out */
 #define C_SENT_100    0x040u  /* 100 Continue went out for the current request */
 #define C_LAZY_BODY   0x080u  /* the body is being read while the runner runs */
-#define C_STREAMING   0x100u  /* a pool thread streams this response (credit, disconnect) */
+#define C_STREAMING   0x100u  /* a runner on another thread streams this response (credit, disconnect) */
 #define C_WS_MSG      0x200u  /* the runner has an inbound WebSocket message of this held socket */
 #define C_UPGRADED    0x400u  /* an asynchronous runner accepted this WebSocket: the loop answered
                                  (101, or a refusal); the runner's DONE only returns the job */
@@ -206,6 +206,15 @@ void m0_conn_accept(struct m0_loop *l, int fd, uint32_t events, void *ctx);
 void m0_conn_release_closed(struct m0_server *s);
 /* Read what is available into c->in (bounded per wakeup). */
 void m0_conn_read(struct m0_conn *c);
+/* Send an answer the loop made itself (/health, a static file, a 404 no
+ * mount claims, the metrics): c->out holds its head and body_bytes of body
+ * (a file range may follow), framed as m0_job_framing said; the
+ * protocol's drained decides keep-alive. */
+void m0_conn_answer(struct m0_server *s, struct m0_conn *c, int status, uint64_t body_bytes);
+/* The same for a small body the loop rendered (JSON, metrics text): a head
+ * with Content-Type ctype and Cache-Control: no-store, then len bytes. */
+void m0_conn_answer_body(struct m0_server *s, struct m0_conn *c, int status, const char *ctype, const char *body,
+                         size_t len);
 /* One access-log line for the connection's request (its head as the
  * runner built it, the bytes sent, the time since c->started_us). */
 void m0_conn_access_log(struct m0_server *s, struct m0_conn *c);

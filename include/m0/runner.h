@@ -1,11 +1,14 @@
 /*
  * runner.h — a protocol's operations on a job (nginx unit's
- * nxt_python_proto_t, in our shape): the WSGI bridge implements them now,
- * the ASGI executor and WebSocket message delivery next.
+ * nxt_python_proto_t, in our shape): the WSGI bridge (wsgi.c, synchronous)
+ * and the ASGI executor (asgi.c, asynchronous) implement them. The loop
+ * runs them through one place, dispatch.h; the application loader (apps.c)
+ * binds each target to its runner and sets it up.
  *
- * Every operation runs on the thread that runs the target's jobs — a pool
- * thread, or the loop thread when no pool serves — attached to the
- * interpreter. The runner's per-job state lives behind job->rstate[id] and
+ * Every operation of a synchronous runner runs on the thread that runs the
+ * target's jobs — a pool thread, or the loop thread when no pool serves —
+ * attached to the interpreter; an asynchronous runner's submit and wake
+ * run on the loop thread, everything else on its executor. The runner's per-job state lives behind job->rstate[id] and
  * is private to its file. A runner never touches a connection: it frames bytes
  * into job->resp.out (through job->body) and hands them over with
  * m0_job_push().
