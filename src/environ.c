@@ -86,6 +86,55 @@ static int set_str(PyObject *d, PyObject *key, const char *s, size_t n)
     return rc;
 }
 
+/* The request's field lines as HTTP_* keys, CONTENT_TYPE and
+ * CONTENT_LENGTH (PEP 3333, CGI 1.1 §4.1.18); *have_cl says whether the
+ * request had a Content-Length. 0, or -1 with an exception set. */
+static int add_headers(PyObject *env, const struct m0_req *r, int *have_cl)
+{
+    for (unsigned i = 0; i < r->nhdrs; i++) {
+        const struct m0_hdr *h = &r->hdrs[i];
+        if (h->name_len == 12 && strncasecmp(h->name, "content-type", 12) == 0) {
+            if (set_str(env, s_CONTENT_TYPE, h->value, h->value_len) == -1)
+                return -1;
+            continue;
+        }
+        if (h->name_len == 14 && strncasecmp(h->name, "content-length", 14) == 0) {
+            *have_cl = 1;
+            if (set_str(env, s_CONTENT_LENGTH, h->value, h->value_len) == -1)
+                return -1;
+            continue;
+        }
+        /* A header whose name has '_' would collide with its '-' twin after
+         * the CGI transform; drop it rather than let a client spoof one
+         * (the choice nginx and gunicorn make). */
+        if (memchr(h->name, '_', h->name_len) != NULL)
+            continue;
+        PyObject *key = header_key(h);
+        if (key == NULL)
+            return -1;
+        PyObject *prev = PyDict_GetItemWithError(env, key);   /* borrowed */
+        PyObject *val;
+        if (prev != NULL) {
+            /* Repeated field lines combine with ", " (RFC 9110 §5.3);
+             * Cookie lines with "; " (RFC 6265 §5.4). */
+            int cookie = h->name_len == 6 && strncasecmp(h->name, "cookie", 6) == 0;
+            PyObject *more = PyUnicode_DecodeLatin1(h->value, h->value_len, NULL);
+            val = more ? PyUnicode_FromFormat(cookie ? "%U; %U" : "%U, %U", prev, more) : NULL;
+            Py_XDECREF(more);
+        } else if (PyErr_Occurred()) {
+            val = NULL;
+        } else {
+            val = PyUnicode_DecodeLatin1(h->value, h->value_len, NULL);
+        }
+        int rc = val ? PyDict_SetItem(env, key, val) : -1;
+        Py_XDECREF(val);
+        Py_DECREF(key);
+        if (rc == -1)
+            return -1;
+    }
+    return 0;
+}
+
 PyObject *m0_environ_build(struct m0_job *job, PyObject *template, PyObject *input)
 {
     const struct m0_req *r = &job->req;
@@ -123,47 +172,8 @@ PyObject *m0_environ_build(struct m0_job *job, PyObject *template, PyObject *inp
         goto fail;
 
     int have_cl = 0;
-    for (unsigned i = 0; i < r->nhdrs; i++) {
-        const struct m0_hdr *h = &r->hdrs[i];
-        if (h->name_len == 12 && strncasecmp(h->name, "content-type", 12) == 0) {
-            if (set_str(env, s_CONTENT_TYPE, h->value, h->value_len) == -1)
-                goto fail;
-            continue;
-        }
-        if (h->name_len == 14 && strncasecmp(h->name, "content-length", 14) == 0) {
-            have_cl = 1;
-            if (set_str(env, s_CONTENT_LENGTH, h->value, h->value_len) == -1)
-                goto fail;
-            continue;
-        }
-        /* A header whose name has '_' would collide with its '-' twin after
-         * the CGI transform; drop it rather than let a client spoof one
-         * (the choice nginx and gunicorn make). */
-        if (memchr(h->name, '_', h->name_len) != NULL)
-            continue;
-        PyObject *key = header_key(h);
-        if (key == NULL)
-            goto fail;
-        PyObject *prev = PyDict_GetItemWithError(env, key);   /* borrowed */
-        PyObject *val;
-        if (prev != NULL) {
-            /* Repeated field lines combine with ", " (RFC 9110 §5.3);
-             * Cookie lines with "; " (RFC 6265 §5.4). */
-            int cookie = h->name_len == 6 && strncasecmp(h->name, "cookie", 6) == 0;
-            PyObject *more = PyUnicode_DecodeLatin1(h->value, h->value_len, NULL);
-            val = more ? PyUnicode_FromFormat(cookie ? "%U; %U" : "%U, %U", prev, more) : NULL;
-            Py_XDECREF(more);
-        } else if (PyErr_Occurred()) {
-            val = NULL;
-        } else {
-            val = PyUnicode_DecodeLatin1(h->value, h->value_len, NULL);
-        }
-        rc = val ? PyDict_SetItem(env, key, val) : -1;
-        Py_XDECREF(val);
-        Py_DECREF(key);
-        if (rc == -1)
-            goto fail;
-    }
+    if (add_headers(env, r, &have_cl) == -1)
+        goto fail;
     /* A chunked body has no Content-Length on the wire; it is fully received
      * and decoded by now, so tell frameworks (which read CONTENT_LENGTH
      * bytes) its real size. */

@@ -645,6 +645,42 @@ static int try_sendfile(struct m0_job *job, PyObject *result)
 
 /* -------------------------------------------------------------- runner */
 
+/* The common case: the application returned a list or a tuple, so the
+ * whole body is here and its length is known. */
+static int run_sequence(struct m0_job *job, PyObject *result)
+{
+    struct wsgi_job *ws = state_of(job);
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(result);
+    PyObject **items = PySequence_Fast_ITEMS(result);
+    uint64_t total = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (!PyBytes_Check(items[i])) {
+            PyErr_Format(PyExc_TypeError, "the response iterable yielded %.100s, not bytes",
+                         Py_TYPE(items[i])->tp_name);
+            return fail(job, "in the body of");
+        }
+        total += (uint64_t)PyBytes_GET_SIZE(items[i]);
+    }
+    if (!ws->sr->called) {
+        PyErr_SetString(PyExc_AssertionError, "the application returned without calling start_response()");
+        return fail(job, "in");
+    }
+    if (!job->body.committed && commit(job, (int64_t)(ws->produced + total)) != 0)
+        return fail(job, "committing the head of");
+    if (total > 4 * STREAM_CHUNK && !m0_body_enough(&job->body)) {
+        /* Too big to copy whole for a reader of unknown speed: the
+         * length is known, the bytes go out in slices under credit. */
+        ws->sized_list = 1;
+        ws->iter = PyObject_GetIter(result);
+        if (ws->iter == NULL)
+            return fail(job, "iterating the response of");
+        return pump(job);
+    }
+    for (Py_ssize_t i = 0; i < count && !m0_body_enough(&job->body); i++)
+        emit(job, PyBytes_AS_STRING(items[i]), (size_t)PyBytes_GET_SIZE(items[i]));
+    return complete(job);
+}
+
 /* Run the application on job->req: an HTTP request, or (message) the
  * POST an inbound WebSocket message became. */
 static int run(struct m0_job *job, int message)
@@ -689,38 +725,8 @@ static int run(struct m0_job *job, int message)
         if (PyErr_Occurred())
             return fail(job, "in the file_wrapper of");
     }
-    if (PyList_CheckExact(result) || PyTuple_CheckExact(result)) {
-        /* The common case: the whole body is here; its length is known. */
-        Py_ssize_t count = PySequence_Fast_GET_SIZE(result);
-        PyObject **items = PySequence_Fast_ITEMS(result);
-        uint64_t total = 0;
-        for (Py_ssize_t i = 0; i < count; i++) {
-            if (!PyBytes_Check(items[i])) {
-                PyErr_Format(PyExc_TypeError, "the response iterable yielded %.100s, not bytes",
-                             Py_TYPE(items[i])->tp_name);
-                return fail(job, "in the body of");
-            }
-            total += (uint64_t)PyBytes_GET_SIZE(items[i]);
-        }
-        if (!ws->sr->called) {
-            PyErr_SetString(PyExc_AssertionError, "the application returned without calling start_response()");
-            return fail(job, "in");
-        }
-        if (!job->body.committed && commit(job, (int64_t)(ws->produced + total)) != 0)
-            return fail(job, "committing the head of");
-        if (total > 4 * STREAM_CHUNK && !m0_body_enough(&job->body)) {
-            /* Too big to copy whole for a reader of unknown speed: the
-             * length is known, the bytes go out in slices under credit. */
-            ws->sized_list = 1;
-            ws->iter = PyObject_GetIter(result);
-            if (ws->iter == NULL)
-                return fail(job, "iterating the response of");
-            return pump(job);
-        }
-        for (Py_ssize_t i = 0; i < count && !m0_body_enough(&job->body); i++)
-            emit(job, PyBytes_AS_STRING(items[i]), (size_t)PyBytes_GET_SIZE(items[i]));
-        return complete(job);
-    }
+    if (PyList_CheckExact(result) || PyTuple_CheckExact(result))
+        return run_sequence(job, result);
     /* A response that says it is not streaming (Django's HttpResponse) is
      * one body in disguise: learn its length. */
     PyObject *streaming = PyObject_GetAttr(result, s_streaming);
