@@ -197,44 +197,51 @@ static int open_status(int err)
     }
 }
 
-void m0_static_respond(const struct m0_static *st, const struct m0_req *r, size_t skip,
-                       const struct m0_body_req *br, struct m0_head *h, struct m0_body *b, struct m0_buf *out,
-                       struct m0_static_out *o)
+/* Where an answer goes: the response's head, body encoder, output and
+ * outcome, and the request's framing. */
+struct answer {
+    struct m0_head *h;
+    struct m0_body *b;
+    struct m0_buf *out;
+    const struct m0_body_req *br;
+    struct m0_static_out *o;
+};
+
+static void refuse(const struct answer *a, int status, const char *extra, const char *why)
 {
-    memset(o, 0, sizeof *o);
-    o->fd = -1;
-    int get = r->method_len == 3 && memcmp(r->method, "GET", 3) == 0;
-    if (!get && !(r->flags & M0_REQ_HEAD)) {
-        plain(o, h, b, out, br, 405, "Allow: GET, HEAD\r\n", "static files answer GET and HEAD");
-        return;
-    }
-    char rel[M0_STATIC_PATH_MAX + sizeof "index.html" + 4];
-    size_t rlen;
+    plain(a->o, a->h, a->b, a->out, a->br, status, extra, why);
+}
+
+/* The regular file the path names under the mount (rel: its relative name,
+ * *rlen bytes, room for an index and a coding suffix): its descriptor and
+ * *sb, or -1 when it was answered otherwise (404, 400, a directory's 301). */
+static int find_file(const struct m0_static *st, const struct m0_req *r, size_t skip, const struct answer *a,
+                     char *rel, size_t *rlen, struct stat *sb)
+{
     int dir_slash;
     const char *why;
-    int status = m0_static_path(r->path + skip, r->path_len - skip, rel, M0_STATIC_PATH_MAX, &rlen, &dir_slash, &why);
+    int status = m0_static_path(r->path + skip, r->path_len - skip, rel, M0_STATIC_PATH_MAX, rlen, &dir_slash, &why);
     if (status != 0) {
         m0_debug("static %s: %d (%s)", r->path, status, why);
-        plain(o, h, b, out, br, status, NULL, status == 404 ? "no such file" : why);
-        return;
+        refuse(a, status, NULL, status == 404 ? "no such file" : why);
+        return -1;
     }
     int fd = open_beneath(st, rel);
     if (fd == -1) {
         status = open_status(errno);
-        plain(o, h, b, out, br, status, NULL, status == 404 ? "no such file" : strerror(errno));
-        return;
+        refuse(a, status, NULL, status == 404 ? "no such file" : strerror(errno));
+        return -1;
     }
-    struct stat sb;
-    if (fstat(fd, &sb) == -1) {
+    if (fstat(fd, sb) == -1) {
         close(fd);
-        plain(o, h, b, out, br, 404, NULL, "no such file");
-        return;
+        refuse(a, 404, NULL, "no such file");
+        return -1;
     }
-    if (S_ISDIR(sb.st_mode)) {
+    if (S_ISDIR(sb->st_mode)) {
         close(fd);
         if (!st->index) {
-            plain(o, h, b, out, br, 404, NULL, "no such file");
-            return;
+            refuse(a, 404, NULL, "no such file");
+            return -1;
         }
         if (!dir_slash) {
             /* DIR/index.html's relative links need "DIR/" in the address. */
@@ -247,32 +254,36 @@ void m0_static_respond(const struct m0_static *st, const struct m0_req *r, size_
                 m0_buf_append(&loc, r->query, r->query_len);
             }
             m0_buf_append(&loc, "\r\n", 3);      /* with its NUL: extra is a C string */
-            plain(o, h, b, out, br, 301, loc.data, "see the directory's address with a trailing /");
+            refuse(a, 301, loc.data, "see the directory's address with a trailing /");
             m0_buf_free(&loc);
-            return;
+            return -1;
         }
-        memcpy(rel + rlen, "index.html", sizeof "index.html");
-        rlen += sizeof "index.html" - 1;
-        if ((fd = open_beneath(st, rel)) == -1 || fstat(fd, &sb) == -1) {
+        memcpy(rel + *rlen, "index.html", sizeof "index.html");
+        *rlen += sizeof "index.html" - 1;
+        if ((fd = open_beneath(st, rel)) == -1 || fstat(fd, sb) == -1) {
             if (fd != -1)
                 close(fd);
-            plain(o, h, b, out, br, 404, NULL, "no such file");
-            return;
+            refuse(a, 404, NULL, "no such file");
+            return -1;
         }
     }
-    if (!S_ISREG(sb.st_mode)) {
+    if (!S_ISREG(sb->st_mode)) {
         close(fd);
-        plain(o, h, b, out, br, 404, NULL, "no such file");
-        return;
+        refuse(a, 404, NULL, "no such file");
+        return -1;
     }
-    const char *type = m0_mime_type(rel, rlen);
+    return fd;
+}
 
-    /* A precompressed sibling the client prefers. Its age is not compared
-     * with the file's: a checkout gives both arbitrary mtimes; keeping them
-     * in step is the build step's job (as with nginx's gzip_static). */
+/* A precompressed sibling of rel the client prefers (*fd and *sb become
+ * its): its Content-Encoding, or NULL for the file itself. Its age is not
+ * compared with the file's: a checkout gives both arbitrary mtimes; keeping
+ * them in step is the build step's job (as with nginx's gzip_static). */
+static const char *precompressed(const struct m0_static *st, const struct m0_req *r, char *rel, size_t rlen, int *fd,
+                                 struct stat *sb)
+{
     enum m0_coding order[3];
     size_t ncod = m0_accept_encoding(r, order);
-    const char *encoding = NULL;
     for (size_t i = 0; i < ncod && order[i] != M0_CODING_IDENTITY; i++) {
         const char *ext = order[i] == M0_CODING_BR ? ".br" : ".gz";
         memcpy(rel + rlen, ext, 4);
@@ -282,24 +293,35 @@ void m0_static_respond(const struct m0_static *st, const struct m0_req *r, size_
         if (sfd == -1)
             continue;
         if (fstat(sfd, &ss) == 0 && S_ISREG(ss.st_mode)) {
-            close(fd);
-            fd = sfd;
-            sb = ss;
-            encoding = order[i] == M0_CODING_BR ? "br" : "gzip";
-            break;
+            close(*fd);
+            *fd = sfd;
+            *sb = ss;
+            return order[i] == M0_CODING_BR ? "br" : "gzip";
         }
         close(sfd);
     }
+    return NULL;
+}
 
+/* Answer the open file fd (*sb; Content-Type type, Content-Encoding
+ * encoding or none): the conditionals, one Range (GET only), then the
+ * head, a small body read now or the file range for the write path. fd is
+ * the answer's (closed here, or handed over in a->o). */
+static void answer_file(const struct m0_static *st, const struct m0_req *r, const struct answer *a, int fd,
+                        const struct stat *sb, const char *type, const char *encoding, int get)
+{
+    struct m0_head *h = a->h;
+    struct m0_body *b = a->b;
+    const struct m0_body_req *br = a->br;
     char etag[64];
-    size_t elen = m0_static_etag(etag, sizeof etag, &sb);
-    time_t mtime = sb.st_mtim.tv_sec;
-    uint64_t size = (uint64_t)sb.st_size;
+    size_t elen = m0_static_etag(etag, sizeof etag, sb);
+    time_t mtime = sb->st_mtim.tv_sec;
+    uint64_t size = (uint64_t)sb->st_size;
     int use_range = get;              /* Range is defined for GET only (RFC 9110 §14.2) */
     switch (m0_static_conditions(r, etag, elen, mtime, &use_range)) {
     case M0_COND_FAILED:
         close(fd);
-        plain(o, h, b, out, br, 412, NULL, "the file is not in the state the request expects");
+        refuse(a, 412, NULL, "the file is not in the state the request expects");
         return;
     case M0_COND_NOT_MODIFIED:
         close(fd);
@@ -307,8 +329,8 @@ void m0_static_respond(const struct m0_static *st, const struct m0_req *r, size_
         m0_head_status(h, 304, NULL, 0);
         file_fields(st, h, etag, mtime);
         m0_body_reset(b);
-        m0_body_commit(b, out, h, br, -1, 0);
-        o->status = 304;
+        m0_body_commit(b, a->out, h, br, -1, 0);
+        a->o->status = 304;
         return;
     case M0_COND_PROCEED:
         break;
@@ -323,7 +345,7 @@ void m0_static_respond(const struct m0_static *st, const struct m0_req *r, size_
         close(fd);
         char extra[80];
         snprintf(extra, sizeof extra, "Content-Range: bytes */%llu\r\n", (unsigned long long)size);
-        plain(o, h, b, out, br, 416, extra, "the range is outside the file");
+        refuse(a, 416, extra, "the range is outside the file");
         return;
     }
     uint64_t len = rv == M0_RANGE_ONE ? rg.last - rg.first + 1 : size;
@@ -344,7 +366,7 @@ void m0_static_respond(const struct m0_static *st, const struct m0_req *r, size_
         }
         if (got < len) {
             close(fd);
-            plain(o, h, b, out, br, 503, "Retry-After: 1\r\n", "the file changed while it was read");
+            refuse(a, 503, "Retry-After: 1\r\n", "the file changed while it was read");
             return;
         }
     }
@@ -360,22 +382,45 @@ void m0_static_respond(const struct m0_static *st, const struct m0_req *r, size_
         m0_buf_printf(&h->lines, "Content-Range: bytes %llu-%llu/%llu\r\n", (unsigned long long)rg.first,
                       (unsigned long long)rg.last, (unsigned long long)size);
     m0_body_reset(b);
-    m0_body_commit(b, out, h, br, (int64_t)len, 0);
-    o->status = h->status;
+    m0_body_commit(b, a->out, h, br, (int64_t)len, 0);
+    a->o->status = h->status;
     if (br->head || len == 0) {
         close(fd);
         return;
     }
-    o->body_bytes = len;
+    a->o->body_bytes = len;
     if (inline_body) {
-        m0_body_emit(b, out, small, (size_t)len);
+        m0_body_emit(b, a->out, small, (size_t)len);
         close(fd);
         return;
     }
     b->sent = len;                    /* the file range is the body */
-    o->fd = fd;
-    o->off = off;
-    o->len = len;
+    a->o->fd = fd;
+    a->o->off = off;
+    a->o->len = len;
+}
+
+void m0_static_respond(const struct m0_static *st, const struct m0_req *r, size_t skip,
+                       const struct m0_body_req *br, struct m0_head *h, struct m0_body *b, struct m0_buf *out,
+                       struct m0_static_out *o)
+{
+    memset(o, 0, sizeof *o);
+    o->fd = -1;
+    const struct answer a = {.h = h, .b = b, .out = out, .br = br, .o = o};
+    int get = r->method_len == 3 && memcmp(r->method, "GET", 3) == 0;
+    if (!get && !(r->flags & M0_REQ_HEAD)) {
+        refuse(&a, 405, "Allow: GET, HEAD\r\n", "static files answer GET and HEAD");
+        return;
+    }
+    char rel[M0_STATIC_PATH_MAX + sizeof "index.html" + 4];
+    size_t rlen;
+    struct stat sb;
+    int fd = find_file(st, r, skip, &a, rel, &rlen, &sb);
+    if (fd == -1)
+        return;
+    const char *type = m0_mime_type(rel, rlen);
+    const char *encoding = precompressed(st, r, rel, rlen, &fd, &sb);
+    answer_file(st, r, &a, fd, &sb, type, encoding, get);
 }
 
 /* ======================================================== configuration */
