@@ -36,14 +36,14 @@ PY_LDFLAGS = $(shell $(PYTHON_CONFIG) --embed --ldflags 2>/dev/null)
 DEFS     := -DM0_VERSION='"$(VERSION)"' -DM0_PYTHONDIR='"$(PREFIX)/share/m0serve/python"' \
             -DM0_PYTHON_EXE='"$(PYTHON)"' -D_GNU_SOURCE
 CPPFLAGS := -Iinclude -I$(LLHTTP_INC) $(DEFS)
-LDLIBS   := $(PY_LDFLAGS) -lhiredis -lcrypto -lpthread
+LDLIBS   := $(PY_LDFLAGS) -lhiredis -lcrypto -ljansson -lpthread
 
 SRCS     := $(wildcard src/*.c)
 # Modules with no Python in them: linked into the C unit tests.
 PURE     := src/buf.c src/http.c src/request.c src/response.c src/body.c src/log.c src/timer.c src/cli.c \
             src/sse.c src/registry.c src/bus.c src/order.c src/health.c src/target.c \
             src/broker_url.c src/static.c src/static_rules.c src/mime.c src/ws.c src/accesslog.c src/proxy.c src/notify.c \
-            src/loop.c src/lane.c src/job.c src/metrics_text.c
+            src/loop.c src/lane.c src/job.c src/metrics_text.c src/jwt.c
 LLHTTP   := api.c http.c llhttp.c
 
 BUILD    ?= build/release
@@ -112,7 +112,7 @@ build/unit/llhttp/%.o: $(LLHTTP_SRC)/%.c
 build/unit/%: tests/unit/%.c $(UNIT_OBJS)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -Itests/unit -o $@ $^ -lcmocka -lcrypto
+	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -Itests/unit -o $@ $^ -lcmocka -lcrypto -ljansson
 
 -include $(wildcard build/unit/obj/*.d)
 
@@ -216,7 +216,7 @@ build/fuzz/drv/%.o: tests/fuzz/%.c
 
 build/fuzz/fuzz_%: build/fuzz/drv/fuzz_%.o build/fuzz/libm0pure.a
 	@echo "  LD      $@"
-	$(Q)$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ -lcrypto -lpthread
+	$(Q)$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ -lcrypto -ljansson -lpthread
 
 -include $(wildcard build/fuzz/obj/*.d build/fuzz/drv/*.d)
 
@@ -305,7 +305,7 @@ smoke-deploy: m0serve venv
 # Python packages (pytest, Django, Flask, gunicorn, uvicorn, ...) come from
 # PyPI into the venvs below; python3-venv is what makes those. clang and
 # libclang-rt-14-dev build the libFuzzer drivers (make fuzz).
-DEB_PKGS := gcc make python3-dev python3-venv node-llhttp libssl-dev libcmocka-dev libhiredis-dev redis-server \
+DEB_PKGS := gcc make python3-dev python3-venv node-llhttp libssl-dev libcmocka-dev libhiredis-dev libjansson-dev redis-server \
             uwsgi-core uwsgi-plugin-python3 nginx-light wrk \
             procps util-linux curl iproute2 clang libclang-rt-14-dev systemd prometheus
 
