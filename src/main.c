@@ -58,6 +58,9 @@ int main(int argc, char **argv)
         setenv("M0_GRANT_KEY_FILE", abs != NULL ? abs : cfg.grant_key_file, 1);
         free(abs);
     }
+    /* m0pub.grant_url() builds PREFIX/sse and PREFIX/ws from it ("/": the root). */
+    if (cfg.grant_path != NULL)
+        setenv("M0_GRANT_PATH", cfg.grant_path[0] ? cfg.grant_path : "/", 1);
     if (m0_py_check_env(err, sizeof err) != M0_OK) {
         fprintf(stderr, "%s\n", err);
         return M0_EXIT_CONFIG;

@@ -85,4 +85,6 @@ static const struct vector { const char *name, *token; } vectors[] = {
      "eyJhbGciOiJIUzI1NiIsImtpZCI6ImsxIiwidHlwIjoiSldUIn0.eyJjaGFubmVscyI6WyJjMCIsImMxIiwiYzIiLCJjMyIsImM0IiwiYzUiLCJjNiIsImM3IiwiYzgiLCJjOSIsImMxMCIsImMxMSIsImMxMiIsImMxMyIsImMxNCIsImMxNSIsImMxNiIsImMxNyIsImMxOCIsImMxOSIsImMyMCIsImMyMSIsImMyMiIsImMyMyIsImMyNCIsImMyNSIsImMyNiIsImMyNyIsImMyOCIsImMyOSIsImMzMCIsImMzMSIsImMzMiJdLCJleHAiOjE3MDAwMDM2MDAsInN1YiI6ImFsaWNlIiwiaWF0IjoxNjk5OTk5OTkwfQ.vD-wu14SDQ5as4_8tdb1ZvCShg6dtgpHZaUMb8kwWz4"},
     {"c_signer_k1",
      "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCIsImtpZCI6ImsxIn0.eyJjaGFubmVscyI6WyJuZXdzIl0sImV4cCI6MTcwMDAwMDA2MCwic3ViIjoiY2Fyb2wifQ.E6f9mLGJN0O05mOKU5Au72IDlUhCkcl7J0F5pAcJRBM"},
+    {"m0pub_k2",
+     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCIsImtpZCI6ImsyIn0.eyJjaGFubmVscyI6WyJuZXdzIiwiY2hhdCJdLCJleHAiOjE3MDAwMDA2MDAsImlhdCI6MTcwMDAwMDAwMCwic3ViIjoiZGF2ZSJ9.6bcsgBl66AsdHqUavaGeIp49VUVN8braoS7Ow_yAmIQ"},
 };

@@ -233,6 +233,14 @@ static void test_grant_channels(void **state)
     m0_grant_clear(&g);
     assert_int_equal(grant("valid_k3_utf8_key", &g), M0_JWT_OK);
     m0_grant_clear(&g);
+    /* m0pub.grant's token (python/m0pub.py): the same claims, read here. */
+    assert_int_equal(grant("m0pub_k2", &g), M0_JWT_OK);
+    assert_string_equal(g.jwt.kid, "k2");
+    assert_string_equal(g.jwt.sub, "dave");
+    assert_int_equal(g.jwt.exp, V_NOW + 600);
+    assert_int_equal(g.jwt.iat, V_NOW);
+    assert_int_equal(g.nchannels, 2);
+    m0_grant_clear(&g);
 }
 
 static void test_grant_refusals(void **state)
