@@ -42,8 +42,8 @@ SRCS     := $(wildcard src/*.c)
 # Modules with no Python in them: linked into the C unit tests.
 PURE     := src/buf.c src/http.c src/request.c src/response.c src/body.c src/log.c src/timer.c src/cli.c \
             src/sse.c src/registry.c src/bus.c src/order.c src/health.c src/target.c \
-            src/broker_url.c src/static.c src/static_rules.c src/mime.c src/ws.c src/accesslog.c src/proxy.c src/notify.c \
-            src/loop.c src/lane.c src/job.c src/metrics_text.c src/jwt.c src/grant.c
+            src/broker_url.c src/broker_reply.c src/static.c src/static_rules.c src/mime.c src/ws.c src/accesslog.c src/proxy.c src/notify.c \
+            src/loop.c src/lane.c src/job.c src/metrics_text.c src/percent.c src/cli_hint.c src/jwt.c src/grant.c
 LLHTTP   := api.c http.c llhttp.c
 
 BUILD    ?= build/release
@@ -112,7 +112,7 @@ build/unit/llhttp/%.o: $(LLHTTP_SRC)/%.c
 build/unit/%: tests/unit/%.c $(UNIT_OBJS)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -Itests/unit -o $@ $^ -lcmocka -lcrypto -ljansson
+	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -Itests/unit -o $@ $^ -lcmocka -lhiredis -lcrypto -ljansson
 
 -include $(wildcard build/unit/obj/*.d)
 
@@ -216,7 +216,7 @@ build/fuzz/drv/%.o: tests/fuzz/%.c
 
 build/fuzz/fuzz_%: build/fuzz/drv/fuzz_%.o build/fuzz/libm0pure.a
 	@echo "  LD      $@"
-	$(Q)$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ -lcrypto -ljansson -lpthread
+	$(Q)$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ -lhiredis -lcrypto -ljansson -lpthread
 
 -include $(wildcard build/fuzz/obj/*.d build/fuzz/drv/*.d)
 

@@ -21,7 +21,11 @@ worker (a Celery task, cron, ``manage.py shell``) publishes there too when
 return value (the global id), through a minimal RESP client below running
 the same script as the server. Such a call blocks for one round trip (at
 most about 3 s when the broker is down) and raises ``BrokerError`` when the
-event could not be published -- never a silent drop.
+event could not be published -- never a silent drop -- or its subclass
+``PublishOutcomeUnknown`` when the event was sent and no answer came (it may
+have been published). ``publish(..., key="order-42-shipped")`` makes a retry
+safe: the broker remembers the key for five minutes and answers a repeat
+with the first id, appending nothing.
 
 From a coroutine (FastAPI, Starlette, an async Django view), ``publish`` is
 safe to call as is without a broker (about a millisecond at most); with one,
@@ -42,12 +46,13 @@ import hmac
 import json
 import logging
 import os
+import select
 import socket
 import stat
 import threading
 import time
 
-__all__ = ["publish", "apublish", "MAX_FRAME", "enabled", "BrokerError",
+__all__ = ["publish", "apublish", "MAX_FRAME", "enabled", "BrokerError", "PublishOutcomeUnknown",
            "grant", "grant_url", "verify_grant", "GrantError"]
 
 MAX_FRAME = 65536          # bytes of one framed event (the bus datagram cap)
@@ -58,7 +63,16 @@ _m0 = None
 
 
 class BrokerError(ConnectionError):
-    """The broker could not be reached, or refused the event: it was not published."""
+    """The broker could not take the event. Raised as BrokerError itself: it
+    could not be reached or refused the event, which was not published."""
+
+
+class PublishOutcomeUnknown(BrokerError):
+    """The event was sent to the broker and no answer came (a timeout, a
+    connection that dropped): the broker may have published it or not.
+    Retrying with the same ``key=`` publishes it at most once (within
+    KEY_TTL_MS of the first try); retrying without a key may publish it
+    twice."""
 
 
 # Keep these equal to the server's (include/m0/broker.h, src/broker_url.c):
@@ -68,7 +82,13 @@ RETENTION_DEFAULT = 1000
 BACKLOG_DEFAULT = 100000
 CHANNEL_TTL_MS = 86400000
 TIMEOUT = 1.0              # seconds: connect, and each reply
+KEY_TTL_MS = 300000        # a publish key is remembered for five minutes
+KEY_MAX = 200              # bytes of a publish key
 PUBLISH_LUA = (
+    "if KEYS[4] then\n"
+    "  local first = redis.call('GET', KEYS[4])\n"
+    "  if first then return tonumber(first) end\n"
+    "end\n"
     "local id = redis.call('INCR', KEYS[1])\n"
     "local seeded = '0'\n"
     "if id == 1 then\n"
@@ -81,6 +101,7 @@ PUBLISH_LUA = (
     "redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], sid, 'c', ARGV[1], 'f', ARGV[2], 's', seeded)\n"
     "redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], sid, 'f', ARGV[2])\n"
     "redis.call('PEXPIRE', KEYS[3], ARGV[5])\n"
+    "if KEYS[4] then redis.call('SET', KEYS[4], string.format('%d', id), 'PX', ARGV[6]) end\n"
     "return id\n"
 )
 _PUBLISH_SHA = hashlib.sha1(PUBLISH_LUA.encode()).hexdigest()
@@ -142,6 +163,7 @@ class _Resp:
     def __init__(self, cfg):
         self.cfg = cfg
         self.pid = os.getpid()
+        self.buf = bytearray()           # received, not parsed yet
         try:
             if cfg["path"]:
                 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -153,7 +175,6 @@ class _Resp:
         except OSError as e:
             raise BrokerError("broker %s unreachable: %s" % (cfg["shown"], e.strerror or e)) from None
         self.sock = sock
-        self.rfile = sock.makefile("rb")
         try:
             if cfg["password"]:
                 self.command(b"AUTH", cfg["password"].encode())
@@ -162,26 +183,55 @@ class _Resp:
         except _ReplyError as e:
             self.close()
             raise BrokerError("broker %s refused the connection: %s" % (cfg["shown"], e)) from None
+        except (OSError, EOFError) as e:     # nothing of the event was sent yet
+            self.close()
+            raise BrokerError("broker %s unreachable: %s" % (cfg["shown"], e)) from None
 
     def close(self):
         try:
-            self.rfile.close()
             self.sock.close()
         except OSError:
             pass
 
-    def command(self, *args):
+    def stale(self):
+        """Something to read before anything was asked: the broker closed the
+        connection, or sent a reply nobody asked for (it would be taken as
+        the next command's answer). Not to be used again."""
+        if self.buf:
+            return True
+        try:
+            return bool(select.select([self.sock], [], [], 0)[0])
+        except (OSError, ValueError):
+            return True
+
+    def send(self, *args):
         out = [b"*%d\r\n" % len(args)]
         for a in args:
             out.append(b"$%d\r\n%s\r\n" % (len(a), a))
         self.sock.sendall(b"".join(out))
-        return self._reply()
 
-    def _reply(self):
-        line = self.rfile.readline()
-        if not line.endswith(b"\r\n"):
+    def command(self, *args):
+        self.send(*args)
+        return self.reply()
+
+    def _more(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
             raise EOFError("connection closed by the broker")
-        kind, body = line[:1], line[1:-2]
+        self.buf += chunk
+
+    def _line(self):
+        while True:
+            end = self.buf.find(b"\r\n")
+            if end >= 0:
+                line = bytes(self.buf[:end])
+                del self.buf[:end + 2]
+                return line
+            self._more()
+
+    def reply(self):
+        line = self._line()
+        kind, body = line[:1], line[1:]
         if kind == b"+":
             return body
         if kind == b"-":
@@ -192,13 +242,14 @@ class _Resp:
             n = int(body)
             if n < 0:
                 return None
-            data = self.rfile.read(n + 2)
-            if len(data) != n + 2:
-                raise EOFError("connection closed by the broker")
-            return data[:-2]
+            while len(self.buf) < n + 2:
+                self._more()
+            data = bytes(self.buf[:n])
+            del self.buf[:n + 2]
+            return data
         if kind == b"*":
             n = int(body)
-            return None if n < 0 else [self._reply() for _ in range(n)]
+            return None if n < 0 else [self.reply() for _ in range(n)]
         raise _ReplyError("unexpected reply %r" % line[:20])
 
 
@@ -217,43 +268,69 @@ def _broker_settings():
     return cfg, prefix, retention, backlog
 
 
-def _broker_publish(settings, name, event, data):
-    """Run the publish script; the id. Raises BrokerError."""
+def _broker_publish(settings, name, event, data, key=None):
+    """Run the publish script; the id. Raises BrokerError (not published) or
+    PublishOutcomeUnknown (sent, not answered)."""
     cfg, prefix, retention, backlog = settings
     body = frame(data, event)
     p = prefix.encode()
-    args = [_PUBLISH_SHA.encode(), b"3", p + b"seq", p + b"log", p + b"ch:" + name,
-            name, body, str(retention).encode(), str(backlog).encode(), str(CHANNEL_TTL_MS).encode()]
+    keys = [p + b"seq", p + b"log", p + b"ch:" + name] + ([p + b"key:" + key] if key is not None else [])
+    args = [_PUBLISH_SHA.encode(), str(len(keys)).encode()] + keys + [
+        name, body, str(retention).encode(), str(backlog).encode(), str(CHANNEL_TTL_MS).encode(),
+        str(KEY_TTL_MS).encode()]
+    sent = False                         # a command left: the broker may have run it
+    why = "unreachable"
     for attempt in range(2):
         conn = getattr(_local, "conn", None)
-        if conn is not None and (conn.pid != os.getpid() or conn.cfg != cfg):
-            conn = None                  # inherited through fork, or another broker
+        if conn is not None and (conn.pid != os.getpid() or conn.cfg != cfg or conn.stale()):
+            if conn.pid == os.getpid():
+                conn.close()
+            conn = None                  # inherited through fork, another broker, or closed
         fresh = conn is None
-        if fresh:
-            conn = _local.conn = _Resp(cfg)
         try:
+            if fresh:
+                conn = _local.conn = _Resp(cfg)
+        except BrokerError as e:
+            if not sent:
+                raise
+            why = str(e)
+            break
+        left = False
+        try:
+            conn.send(b"EVALSHA", *args)
+            left = True
             try:
-                reply = conn.command(b"EVALSHA", *args)
+                reply = conn.reply()
             except _ReplyError as e:
                 if not str(e).startswith("NOSCRIPT"):
                     raise
-                reply = conn.command(b"EVAL", PUBLISH_LUA.encode(), *args[1:])   # loads it
+                left = False             # NOSCRIPT: it did not run; EVAL loads it
+                conn.send(b"EVAL", PUBLISH_LUA.encode(), *args[1:])
+                left = True
+                reply = conn.reply()
         except _ReplyError as e:
             raise BrokerError("broker %s refused the event: %s" % (cfg["shown"], e)) from None
-        except (EOFError, ConnectionResetError, BrokenPipeError) as e:
+        except (OSError, EOFError, ValueError) as e:   # timeouts included: the script may have run
+            sent = sent or left
             conn.close()
             _local.conn = None
-            if not fresh and attempt == 0:
-                continue                 # the broker closed an idle connection: once more
-            raise BrokerError("broker %s: %s" % (cfg["shown"], e)) from None
-        except OSError as e:             # timeouts included: the script may have run
+            why = str(e) or type(e).__name__
+            if not fresh and attempt == 0 and isinstance(e, (EOFError, ConnectionResetError, BrokenPipeError)):
+                continue                 # the broker closed a kept connection: once more
+            if not sent:
+                raise BrokerError("broker %s: %s" % (cfg["shown"], why)) from None
+            break
+        if conn.buf:                     # more than the one reply: out of step, not used again
             conn.close()
             _local.conn = None
-            raise BrokerError("broker %s: %s" % (cfg["shown"], e)) from None
         if not isinstance(reply, int) or reply <= 0:
             raise BrokerError("broker %s answered %r" % (cfg["shown"], reply))
         return reply
-    raise BrokerError("broker %s unreachable" % cfg["shown"])
+    if not sent:
+        raise BrokerError("broker %s %s" % (cfg["shown"], why))
+    raise PublishOutcomeUnknown(
+        "broker %s: %s, after the event was sent: it may have been published (outcome unknown; a retry with "
+        "the same key publishes it at most once)" % (cfg["shown"], why))
 
 
 def _setup():
@@ -287,6 +364,17 @@ def _check_channel(channel):
     return raw
 
 
+def _check_key(key):
+    if key is None:
+        return None
+    if not isinstance(key, str):
+        raise TypeError("key must be str, not %s" % type(key).__name__)
+    raw = key.encode("utf-8")
+    if not raw or len(raw) > KEY_MAX or any(b < 0x20 or b >= 0x7F for b in raw):
+        raise ValueError("key must be 1..%d bytes of printable ASCII: %r" % (KEY_MAX, key))
+    return raw
+
+
 def frame(data, event=None, event_id=None):
     """One SSE event as bytes: ``id:``, ``event:``, one ``data:`` line per line
     of data (split on CRLF, LF and CR, as EventSource splits them), blank line."""
@@ -307,20 +395,33 @@ def frame(data, event=None, event_id=None):
     return "".join(parts).encode("utf-8")
 
 
-def publish(channel, data, event=None):
+def publish(channel, data, event=None, key=None):
     """Send data (str or bytes, UTF-8) as one event on channel to every held
     stream of every worker (with a broker: of every host). Returns the
     event's global id (int), or None outside m0serve --realtime without
     M0_BROKER.
 
-    Raises TypeError/ValueError for a bad channel, event or data, and
+    Raises TypeError/ValueError for a bad channel, event, data or key, and
     ValueError when the framed event exceeds 64 KB; with a broker,
-    BrokerError (a ConnectionError) when it could not be published.
+    BrokerError (a ConnectionError) when it could not be published, or its
+    subclass PublishOutcomeUnknown when it was sent and no answer came (it
+    may have been published).
+
+    key (str, 1..200 printable ASCII bytes; with a broker) makes a retry
+    safe: the broker remembers it for KEY_TTL_MS (five minutes), and a
+    publish with a key it remembers returns the id of the first one and
+    appends nothing -- so after PublishOutcomeUnknown, publish again with
+    the same key. Keys are shared by every channel of the broker (the same
+    prefix): make them unique per event ("order-42-shipped", a UUID).
+    Without a broker a publish never has an unknown outcome and the key is
+    not used.
+
     Delivery is best effort: a worker whose bus is full (or that could not
     read the broker's log in time) misses the event and tells its clients
     (m0-gap)."""
     global _warned
     name = _check_channel(channel)
+    rawkey = _check_key(key)
     size = len(frame(data, event, 2 ** 63))   # validates data and event too
     if size > MAX_FRAME:
         raise ValueError("event of %d bytes exceeds the %d-byte frame limit" % (size, MAX_FRAME))
@@ -328,7 +429,7 @@ def publish(channel, data, event=None):
     if m0 is None:
         settings = _broker_settings()
         if settings is not None:
-            return _broker_publish(settings, name, event, data)
+            return _broker_publish(settings, name, event, data, rawkey)
         if not _warned:
             _warned = True
             _log.warning("m0pub.publish(%r): not running under m0serve --realtime; events are dropped",
@@ -339,7 +440,9 @@ def publish(channel, data, event=None):
     # its streams: m0-gap), so a call returns within about a millisecond.
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     try:
-        return m0.publish(name, event, raw)
+        return m0.publish(name, event, raw, rawkey)
+    except TimeoutError as e:            # --broker: sent, not answered
+        raise PublishOutcomeUnknown(str(e)) from None
     except ConnectionError as e:         # --broker: the server could not publish it
         raise BrokerError(str(e)) from None
 
@@ -352,7 +455,7 @@ def _brokered():
     return _broker_settings() is not None
 
 
-async def apublish(channel, data, event=None):
+async def apublish(channel, data, event=None, key=None):
     """publish() for coroutines: same arguments, return value and errors.
 
     Without a broker the event is published directly: the call never waits
@@ -362,9 +465,9 @@ async def apublish(channel, data, event=None):
     the running loop's default executor so the event loop serves on
     meanwhile."""
     if not _brokered():
-        return publish(channel, data, event)
+        return publish(channel, data, event, key)
     import asyncio
-    return await asyncio.get_running_loop().run_in_executor(None, publish, channel, data, event)
+    return await asyncio.get_running_loop().run_in_executor(None, publish, channel, data, event, key)
 
 
 # ------------------------------------------------------------------ grants

@@ -43,6 +43,7 @@
 #include "m0/lane.h"
 #include "m0/log.h"
 #include "m0/loop.h"
+#include "m0/percent.h"
 #include "m0/py.h"
 #include "m0/runner.h"
 #include "m0/sse.h"
@@ -174,24 +175,6 @@ static int set_bytes(PyObject *d, PyObject *key, const char *p, size_t n)
     return rc;
 }
 
-/* The percent-decoded path (RFC 3986 §2.1) as bytes. */
-static size_t unquote(const char *s, size_t n, char *dst)
-{
-    static const char hex[] = "0123456789abcdef";
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        const char *a, *b;
-        if (s[i] == '%' && i + 2 < n && (a = strchr(hex, s[i + 1] | 0x20)) != NULL && s[i + 1] != 0 &&
-            (b = strchr(hex, s[i + 2] | 0x20)) != NULL && s[i + 2] != 0) {
-            dst[o++] = (char)((a - hex) << 4 | (b - hex));
-            i += 2;
-        } else {
-            dst[o++] = s[i];
-        }
-    }
-    return o;
-}
-
 /* scope(slot) -> dict | None: the connection scope — HTTP (ASGI HTTP 2.4),
  * or websocket for an opening handshake (asgi_ws.c; None when the handshake
  * is invalid: the 400/426 is answered and the job is the loop's again). */
@@ -218,7 +201,7 @@ static PyObject *py_scope(PyObject *self, PyObject *arg)
      * in the template is the mount's prefix). */
     char small[1024];
     char *path = r->path_len < sizeof small ? small : m0_xmalloc(r->path_len + 1);
-    size_t plen = unquote(r->path, r->path_len, path);
+    size_t plen = m0_percent_decode(r->path, r->path_len, path);
     v = PyUnicode_DecodeUTF8(path, (Py_ssize_t)plen, "replace");
     if (path != small)
         free(path);
@@ -444,11 +427,17 @@ static void commit(struct m0_job *job, int64_t body_len)
     }
 }
 
+/* One body message's bytes, framed. What goes past the declared
+ * Content-Length is cut, and said once, as the WSGI runner says it. */
 static void emit(struct m0_job *job, const char *p, size_t n)
 {
+    int was_truncated = job->body.truncated;
     size_t took = m0_body_emit(&job->body, &job->resp.out, p, n);
     if (job->body.framing != M0_FRAME_NONE)
         job->resp.body_bytes += took;
+    if (job->body.truncated && !was_truncated)
+        m0_warn("%s %s: body exceeds Content-Length %lld; truncated", job->req.method, job->req.target,
+                (long long)job->body.length);
 }
 
 /* The response is complete: end the framing and give the job back. */
@@ -619,7 +608,20 @@ static PyObject *py_defer(PyObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* debug(text): one line at the server's DEBUG level (--log-level debug),
+ * nothing otherwise. */
+static PyObject *py_debug(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const char *text = PyUnicode_AsUTF8(arg);
+    if (text == NULL)
+        return NULL;
+    m0_debug("%s", text);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"debug", py_debug, METH_O, "debug(text): a line in the server log at DEBUG level"},
     {"flush", py_flush, METH_NOARGS, "flush(): post the collected completions (one loop wakeup)"},
     {"defer", py_defer, METH_O, "defer(on): collect this thread's completions until flush()"},
     {"take", py_take, METH_O, "take(exec_id) -> [(kind, slot)]: the records on the executor's lane "
@@ -677,8 +679,36 @@ static int intern_all(void)
     return M0_OK;
 }
 
+/* Undo a setup that failed part way (x is the newest executor, if
+ * registered): a started executor is stopped, everything it built freed.
+ * The setup's exception, when one is set, is kept for the caller. */
+static void exec_discard(struct m0_target *t, struct m0_exec *x)
+{
+    if (x->py != NULL) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyObject *r = PyObject_CallMethod(x->py, "stop", NULL);
+        if (r == NULL)
+            m0_py_print_exception();
+        Py_XDECREF(r);
+        PyErr_Restore(type, value, tb);
+    }
+    Py_CLEAR(x->py);
+    Py_CLEAR(x->scope);
+    Py_CLEAR(x->state);
+    m0_lane_close(&x->lane);
+    m0_lane_q_free(&x->q);
+    if (nexecs > 0 && execs[nexecs - 1] == x)
+        execs[--nexecs] = NULL;
+    if (t->rstate == x)
+        t->rstate = NULL;
+    free(x);
+}
+
 /* Start the target's executor (its thread, its asyncio loop, lifespan
- * startup). On failure the app's message is logged and M0_ERR returned. */
+ * startup, bounded by --lifespan-timeout). On failure the app's message is
+ * logged (or its exception left set) and M0_ERR returned, with nothing of
+ * the executor left behind. */
 static int asgi_setup(struct m0_target *t, const struct m0_config *cfg)
 {
     if (intern_all() != M0_OK)
@@ -696,15 +726,15 @@ static int asgi_setup(struct m0_target *t, const struct m0_config *cfg)
         PyErr_SetFromErrno(PyExc_OSError);
         return M0_ERR;
     }
-    char *host, *upath;
-    int port;
+    struct m0_bind_parts b;
     char err[256];
-    if (m0_config_bind_parts(cfg, &host, &port, &upath, err, sizeof err) != M0_OK) {
+    if (m0_config_bind_parts(cfg, &b, err, sizeof err) != M0_OK) {
         PyErr_SetString(PyExc_ValueError, err);
+        exec_discard(t, x);
         return M0_ERR;
     }
-    PyObject *server = upath ? Py_BuildValue("(sO)", upath, Py_None)
-                             : Py_BuildValue("(si)", host, cfg->bound_port ? cfg->bound_port : port);
+    PyObject *server = b.path ? Py_BuildValue("(sO)", b.path, Py_None)
+                              : Py_BuildValue("(si)", b.host, cfg->bound_port ? cfg->bound_port : b.port);
     x->scope = server == NULL ? NULL : Py_BuildValue(
         "{s:s,s:{s:s,s:s},s:s,s:s#,s:N,s:O,s:{s:{}}}",
         "type", "http",
@@ -715,17 +745,19 @@ static int asgi_setup(struct m0_target *t, const struct m0_config *cfg)
         "client", Py_None,
         "extensions", "http.response.pathsend");
     if (x->scope == NULL) {
-        m0_lane_close(&x->lane);
-        free(x);
+        exec_discard(t, x);
         return M0_ERR;
     }
     execs[nexecs++] = x;
     t->rstate = x;
     PyObject *mod = PyImport_ImportModule("m0serve._asgi");
-    if (mod == NULL)
+    if (mod == NULL) {
+        exec_discard(t, x);
         return M0_ERR;
-    x->py = PyObject_CallMethod(mod, "start", "OIissd", (PyObject *)t->app, x->id, x->lane.take_fd,
-                                cfg->asgi_loop, cfg->lifespan, cfg->graceful_timeout);
+    }
+    x->py = PyObject_CallMethod(mod, "start", "OIissdds", (PyObject *)t->app, x->id, x->lane.take_fd,
+                                cfg->asgi_loop, cfg->lifespan, cfg->graceful_timeout, cfg->lifespan_timeout,
+                                t->resolved ? t->resolved : t->spec);
     if (x->py == NULL) {
         /* startup.failed (or an error with --lifespan on): the executor
          * already printed the application's own message or traceback; one
@@ -749,12 +781,15 @@ static int asgi_setup(struct m0_target *t, const struct m0_config *cfg)
         }
         Py_XDECREF(failed);
         Py_DECREF(mod);
+        exec_discard(t, x);
         return M0_ERR;
     }
     Py_DECREF(mod);
     PyObject *state = PyObject_GetAttrString(x->py, "state");
-    if (state == NULL)
+    if (state == NULL) {
+        exec_discard(t, x);
         return M0_ERR;
+    }
     if (PyDict_Check(state) && PyDict_GET_SIZE(state) > 0)
         x->state = state;
     else

@@ -13,15 +13,23 @@
  *   commands  resumes (M0_BROKER_REPLAY_LUA) and a once-a-second probe of
  *             the counter, for /health's lag.
  *
+ * A connection is up once Redis answered its handshake (AUTH and SELECT
+ * when configured, then PING): a socket that accepts and then refuses (a
+ * wrong password, maxclients) is a failed attempt like a refused connect.
+ *
  * Faults: a connection that fails or drops is retried with a backoff (100
- * ms doubling to 5 s) by a before-sleep hook; held streams stay open
- * meanwhile (heartbeats go on). Resumes asked while the broker is down wait
- * (at most MAX_WAITING; beyond, 503 and the client retries). Nothing here
- * blocks: connects are non-blocking, with a deadline.
+ * ms doubling to 5 s) by a before-sleep hook; the backoff starts over only
+ * after a connection stayed up for STABLE_MS, so one that is accepted and
+ * then dropped backs off too. An outage is logged once per connection (and
+ * its end); held streams stay open meanwhile (heartbeats go on). A reply
+ * that does not fit the command it answers, or that answers none (the
+ * reader's guard, broker_reply.h), is a protocol error: logged, that
+ * connection dropped and redialled with the backoff. Resumes asked while
+ * the broker is down wait (at most MAX_WAITING; beyond, 503 and the client
+ * retries). Nothing here blocks: connects are non-blocking, with a
+ * deadline.
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +39,7 @@
 #include <hiredis/hiredis.h>
 
 #include "m0/broker.h"
+#include "m0/broker_reply.h"
 #include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/conn.h"
@@ -43,15 +52,16 @@
 #define READ_COUNT 256              /* log entries per XREAD */
 #define BLOCK_MS 5000               /* XREAD BLOCK: an idle reader hears from Redis this often */
 #define SILENCE_MS (BLOCK_MS + 10000) /* no reply to an XREAD for this long: the connection is dead */
-#define CONNECT_MS 2000             /* a connect that has not completed by then is abandoned */
+#define CONNECT_MS 2000             /* a connect (and its handshake) not done by then is abandoned */
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
+#define STABLE_MS (2 * BACKOFF_MAX_MS) /* up this long: the next outage's backoff starts over */
 #define PROBE_MS 1000               /* counter probe, for /health's lag */
 #define PACE_MS 1                   /* under load, one XREAD per reader per ms (see on_read) */
 #define MAX_WAITING 1024            /* resumes queued while the command connection is down */
 
-enum { DOWN, CONNECTING, UP };
-static const char *const state_names[] = {"down", "connecting", "up"};
+enum { DOWN, CONNECTING, HELLO, UP };     /* HELLO: connected, the handshake not answered yet */
+static const char *const state_names[] = {"down", "connecting", "connecting", "up"};
 
 struct broker;
 
@@ -60,9 +70,10 @@ struct bconn {
     struct broker *b;
     const char *role;               /* "reader" / "commands" */
     int state;
-    unsigned failures;              /* consecutive failed attempts (backoff) */
+    unsigned failures;              /* attempts since the last stable connection (backoff) */
     uint64_t retry_at;              /* DOWN: next attempt */
-    uint64_t deadline;              /* CONNECTING: give up then */
+    uint64_t deadline;              /* CONNECTING, HELLO: give up then */
+    uint64_t up_since;              /* UP: since when (0: not up on this attempt) */
     int logged_down;                /* this outage was reported */
 };
 
@@ -121,72 +132,34 @@ uint64_t m0_broker_position(void)
     return __atomic_load_n(&position, __ATOMIC_SEQ_CST);
 }
 
-static uint64_t parse_u64(const char *p, size_t n, int *ok)
-{
-    uint64_t v = 0;
-    *ok = n > 0 && n <= 20;
-    for (size_t i = 0; i < n && *ok; i++) {
-        if (p[i] < '0' || p[i] > '9' || v > (UINT64_MAX - 9) / 10)
-            *ok = 0;
-        else
-            v = v * 10 + (uint64_t)(p[i] - '0');
-    }
-    return v;
-}
-
-/* A stream entry id "N-0" → N (0 when malformed). */
-static uint64_t entry_id(const redisReply *r)
-{
-    if (r == NULL || r->type != REDIS_REPLY_STRING)
-        return 0;
-    const char *dash = memchr(r->str, '-', r->len);
-    int ok;
-    uint64_t v = parse_u64(r->str, dash ? (size_t)(dash - r->str) : r->len, &ok);
-    return ok ? v : 0;
-}
-
-/* A stream entry as Redis sends it: [id, [field, value, ...]]. */
-static int entry_ok(const redisReply *e)
-{
-    return e != NULL && e->type == REDIS_REPLY_ARRAY && e->elements == 2 &&
-           e->element[0]->type == REDIS_REPLY_STRING && e->element[1]->type == REDIS_REPLY_ARRAY;
-}
-
-/* The value of field name in an entry's field array (NULL: absent). */
-static const redisReply *field(const redisReply *fields, const char *name)
-{
-    if (fields == NULL || fields->type != REDIS_REPLY_ARRAY)
-        return NULL;
-    size_t n = strlen(name);
-    for (size_t i = 0; i + 1 < fields->elements; i += 2) {
-        const redisReply *k = fields->element[i];
-        if (k->type == REDIS_REPLY_STRING && k->len == n && memcmp(k->str, name, n) == 0)
-            return fields->element[i + 1]->type == REDIS_REPLY_STRING ? fields->element[i + 1] : NULL;
-    }
-    return NULL;
-}
-
 static void note_error(struct broker *b, const char *what)
 {
     snprintf(b->last_error, sizeof b->last_error, "%s", what);
 }
 
-/* A Redis that comes back with a counter below an id this worker already
- * read lost writes it had acknowledged (a partial persistence loss): the
- * counter is raised past that id, so no id is ever issued twice, and live
- * streams are told that events may be missing. (A counter that is gone
- * altogether restarts from the clock in the publish script instead.) */
-static const char RAISE_LUA[] =
-    "local c = redis.call('GET', KEYS[1])\n"
-    "if c and tonumber(c) < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) return 1 end\n"
-    "return 0\n";
+static void fail_conn(struct bconn *bc, const char *why, int always);
+
+/* A reply that does not fit its command: the connection is out of step. */
+static void out_of_step(struct bconn *bc, const char *cmd)
+{
+    char why[120];
+    snprintf(why, sizeof why, "protocol error: an unexpected reply to %s", cmd);
+    fail_conn(bc, why, 1);
+}
 
 static void on_raise(redisAsyncContext *ac, void *reply, void *priv)
 {
     struct broker *b = priv;
     redisReply *r = reply;
     (void)ac;
-    if (r == NULL || b->stopped || r->type != REDIS_REPLY_INTEGER || r->integer != 1)
+    if (r == NULL || b->stopped)
+        return;
+    enum m0_breply k = m0_breply_classify(r, M0_BCMD_INTEGER);
+    if (k == M0_BREPLY_UNEXPECTED) {
+        out_of_step(&b->rd, "the counter check");
+        return;
+    }
+    if (k != M0_BREPLY_OK || r->integer != 1)
         return;
     uint64_t at = m0_broker_position();
     m0_warn("broker %s came back with its counter below id %llu, which this worker had read: it lost "
@@ -198,29 +171,61 @@ static void on_raise(redisAsyncContext *ac, void *reply, void *priv)
 
 /* ---------------------------------------------------------- connections */
 
+/* The attempt failed or the connection went (state becomes DOWN): the next
+ * attempt waits 100 ms doubling to 5 s per attempt since the last
+ * connection that stayed up STABLE_MS. why (NULL: already noted) becomes
+ * last_error; the outage is logged once, when it begins. */
 static void schedule_retry(struct bconn *bc, const char *why)
 {
     struct broker *b = bc->b;
+    uint64_t now = now_ms(b);
+    if (bc->state == UP && now - bc->up_since >= STABLE_MS)
+        bc->failures = 0;
     bc->state = DOWN;
+    bc->up_since = 0;
     unsigned shift = bc->failures < 6 ? bc->failures : 6;
     uint64_t delay = (uint64_t)BACKOFF_MIN_MS << shift;
     if (delay > BACKOFF_MAX_MS)
         delay = BACKOFF_MAX_MS;
     bc->failures++;
-    bc->retry_at = now_ms(b) + delay;
+    bc->retry_at = now + delay;
     if (why != NULL)
         note_error(b, why);
     if (!bc->logged_down && !b->stopped) {
         bc->logged_down = 1;
         m0_warn("broker %s unreachable (%s: %s): retrying with backoff up to %d s; held streams stay open",
-                b->cfg->shown, bc->role, why ? why : "?", BACKOFF_MAX_MS / 1000);
+                b->cfg->shown, bc->role, why ? why : b->last_error, BACKOFF_MAX_MS / 1000);
     }
+}
+
+/* Close now (pending callbacks run with a NULL reply; inside a callback,
+ * hiredis closes once it returns). */
+static void hang_up(struct bconn *bc)
+{
+    if (bc->ev.ac != NULL)
+        redisAsyncFree(bc->ev.ac);
+}
+
+/* Drop this connection for why (last_error) and redial with the backoff.
+ * Logged as an error once per outage, or every time when always (a
+ * protocol error: each one is news). */
+static void fail_conn(struct bconn *bc, const char *why, int always)
+{
+    struct broker *b = bc->b;
+    note_error(b, why);
+    if ((always || !bc->logged_down) && !b->stopped)
+        m0_error("broker %s: %s connection: %s: dropped, retrying with backoff up to %d s; held streams stay open",
+                 b->cfg->shown, bc->role, why, BACKOFF_MAX_MS / 1000);
+    bc->logged_down = 1;
+    if (bc->state != DOWN)
+        schedule_retry(bc, NULL);
+    hang_up(bc);                       /* on_disconnect, if it runs, finds it DOWN */
 }
 
 static void on_connect(const redisAsyncContext *ac, int status);
 static void on_disconnect(const redisAsyncContext *ac, int status);
 static void on_position(redisAsyncContext *ac, void *reply, void *priv);
-static void on_setup(redisAsyncContext *ac, void *reply, void *priv);
+static void on_hello(redisAsyncContext *ac, void *reply, void *priv);
 
 static void dial(struct bconn *bc)
 {
@@ -250,13 +255,6 @@ static void dial(struct bconn *bc)
     bc->deadline = now_ms(b) + CONNECT_MS;
 }
 
-/* Close now (pending callbacks run with a NULL reply). */
-static void hang_up(struct bconn *bc)
-{
-    if (bc->ev.ac != NULL)
-        redisAsyncFree(bc->ev.ac);
-}
-
 /* Resumes answer from the counter and join at it: they go once the command
  * connection is up and the reader knows where it stands (else events
  * between the two could fall through). */
@@ -282,26 +280,37 @@ static void flush_waiting(struct broker *b)
 static void on_connect(const redisAsyncContext *cac, int status)
 {
     struct bconn *bc = cac->data;
-    struct broker *b = bc->b;
     redisAsyncContext *ac = (redisAsyncContext *)cac;
+    const struct m0_broker_cfg *cfg = bc->b->cfg;
     if (status != REDIS_OK) {
         schedule_retry(bc, cac->errstr);      /* hiredis frees the context after this */
         return;
     }
+    /* Pipelined, answered in order: the PING's PONG says the rest passed. */
+    bc->state = HELLO;
+    if (cfg->password[0])
+        redisAsyncCommand(ac, on_hello, (void *)"AUTH", "AUTH %s", cfg->password);
+    if (cfg->db != 0)
+        redisAsyncCommand(ac, on_hello, (void *)"SELECT", "SELECT %d", cfg->db);
+    redisAsyncCommand(ac, on_hello, (void *)"PING", "PING");
+}
+
+/* The handshake was answered: the connection serves. */
+static void ready(struct bconn *bc)
+{
+    struct broker *b = bc->b;
+    redisAsyncContext *ac = bc->ev.ac;
     bc->state = UP;
-    if (bc->logged_down || bc->failures > 0)
+    bc->up_since = now_ms(b);
+    if (bc->failures > 0)
         b->reconnects += bc == &b->rd;
     if (bc->logged_down)
         m0_info("broker %s: %s connection restored", b->cfg->shown, bc->role);
     else
         m0_debug("broker %s: %s connected", b->cfg->shown, bc->role);
-    bc->failures = 0;
     bc->logged_down = 0;
-    /* Pipelined: Redis runs them in order, so AUTH and SELECT come first. */
-    if (b->cfg->password[0])
-        redisAsyncCommand(ac, on_setup, bc, "AUTH %s", b->cfg->password);
-    if (b->cfg->db != 0)
-        redisAsyncCommand(ac, on_setup, bc, "SELECT %d", b->cfg->db);
+    if (b->rd.state == UP && b->cmd.state == UP)
+        b->last_error[0] = '\0';       /* /health: the error was the outage's */
     if (bc == &b->rd) {
         b->reading = 0;
         if (!b->positioned) {
@@ -309,13 +318,42 @@ static void on_connect(const redisAsyncContext *cac, int status)
         } else {
             char at[32];
             snprintf(at, sizeof at, "%llu", (unsigned long long)m0_broker_position());
-            const char *argv[] = {"EVAL", RAISE_LUA, "1", b->seq_key, at};
+            const char *argv[] = {"EVAL", M0_BROKER_RAISE_LUA, "1", b->seq_key, at};
             redisAsyncCommandArgv(ac, on_raise, b, (int)M0_ARRAY_LEN(argv), argv, NULL);
             issue_read(b);
         }
     } else {
         b->probing = 0;
         flush_waiting(b);
+    }
+}
+
+/* A refusal's text, for the log and last_error: credentials get their name. */
+static void refusal(char *out, size_t cap, const char *cmd, const redisReply *r)
+{
+    if (m0_breply_auth_failed(r->str, r->len))
+        snprintf(out, cap, "authentication failed (%s: %.100s)", cmd, r->str);
+    else
+        snprintf(out, cap, "refused %s: %.100s", cmd, r->str);
+}
+
+static void on_hello(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct bconn *bc = ac->data;
+    const char *cmd = priv;
+    redisReply *r = reply;
+    if (r == NULL || bc->b->stopped || bc->state != HELLO)
+        return;
+    int ping = strcmp(cmd, "PING") == 0;
+    enum m0_breply k = m0_breply_classify(r, ping ? M0_BCMD_PING : M0_BCMD_STATUS);
+    if (k == M0_BREPLY_ERROR) {
+        char why[160];
+        refusal(why, sizeof why, cmd, r);
+        fail_conn(bc, why, 0);
+    } else if (k == M0_BREPLY_UNEXPECTED) {
+        out_of_step(bc, cmd);
+    } else if (ping) {
+        ready(bc);
     }
 }
 
@@ -329,21 +367,20 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     } else {
         b->probing = 0;
     }
-    if (!b->stopped)
-        schedule_retry(bc, ac->errstr[0] ? ac->errstr : "connection closed");
-    else
+    if (b->stopped) {
         bc->state = DOWN;
-}
-
-static void on_setup(redisAsyncContext *ac, void *reply, void *priv)
-{
-    redisReply *r = reply;
-    struct bconn *bc = priv;
-    if (r != NULL && r->type == REDIS_REPLY_ERROR) {
-        m0_error("broker %s refused %s setup: %s", bc->b->cfg->shown, bc->role, r->str);
-        note_error(bc->b, r->str);
-        redisAsyncDisconnect(ac);
+        return;
     }
+    if (bc->ev.guard.tripped) {
+        /* The reader refused a reply nobody asked for (hiredis would abort). */
+        char why[200];
+        snprintf(why, sizeof why, "protocol error: %s", bc->ev.guard.why);
+        bc->ev.guard.tripped = 0;
+        fail_conn(bc, why, 1);
+        return;
+    }
+    if (bc->state != DOWN)
+        schedule_retry(bc, ac->errstr[0] ? ac->errstr : "connection closed");
 }
 
 /* ---------------------------------------------------------------- reader */
@@ -355,16 +392,24 @@ static void on_position(redisAsyncContext *ac, void *reply, void *priv)
     (void)ac;
     if (r == NULL || b->stopped)
         return;
-    int ok = 1;
+    char why[200];
     uint64_t p = 0;
-    if (r->type == REDIS_REPLY_STRING)
-        p = parse_u64(r->str, r->len, &ok);
-    else if (r->type != REDIS_REPLY_NIL)
-        ok = 0;
-    if (!ok) {
-        m0_error("broker %s: %s is not a counter", b->cfg->shown, b->seq_key);
-        note_error(b, "the counter key holds something else");
-        redisAsyncDisconnect(ac);
+    switch (m0_breply_classify(r, M0_BCMD_COUNTER)) {
+    case M0_BREPLY_OK:
+        if (r->type == REDIS_REPLY_STRING)
+            m0_breply_u64(r->str, r->len, &p);
+        break;
+    case M0_BREPLY_ERROR:
+        refusal(why, sizeof why, "GET", r);
+        fail_conn(&b->rd, why, 0);
+        return;
+    case M0_BREPLY_UNEXPECTED:
+        if (r->type == REDIS_REPLY_STRING) {
+            snprintf(why, sizeof why, "%s is not a counter (the key holds something else)", b->seq_key);
+            fail_conn(&b->rd, why, 0);
+        } else {
+            out_of_step(&b->rd, "GET");
+        }
         return;
     }
     /* Start from the newest id: what came before is not in this worker's
@@ -388,14 +433,14 @@ static void on_position(redisAsyncContext *ac, void *reply, void *priv)
 /* One log entry, in order. */
 static void take_entry(struct broker *b, const redisReply *e)
 {
-    if (!entry_ok(e))
+    if (!m0_breply_entry_ok(e))
         return;
-    uint64_t id = entry_id(e->element[0]);
+    uint64_t id = m0_breply_entry_id(e->element[0]);
     uint64_t at = m0_broker_position();
     if (id == 0 || id <= at)
         return;                 /* malformed, or already seen */
-    const redisReply *ch = field(e->element[1], "c"), *f = field(e->element[1], "f");
-    const redisReply *seeded = field(e->element[1], "s");
+    const redisReply *ch = m0_breply_field(e->element[1], "c"), *f = m0_breply_field(e->element[1], "f");
+    const redisReply *seeded = m0_breply_field(e->element[1], "s");
     int reseed = seeded != NULL && seeded->len == 1 && seeded->str[0] == '1';
     if (at != 0 && (id != at + 1 || reseed)) {
         /* Ids in between were issued and are no longer in the log (it was
@@ -419,22 +464,25 @@ static void on_read(redisAsyncContext *ac, void *reply, void *priv)
 {
     struct broker *b = priv;
     redisReply *r = reply;
+    (void)ac;
     b->reading = 0;
     if (r == NULL || b->stopped)
         return;                 /* the connection went: on_disconnect retries */
-    if (r->type == REDIS_REPLY_ERROR) {
-        m0_error("broker %s: XREAD failed: %s", b->cfg->shown, r->str);
-        note_error(b, r->str);
-        redisAsyncDisconnect(ac);
+    enum m0_breply kind = m0_breply_classify(r, M0_BCMD_XREAD);
+    if (kind == M0_BREPLY_ERROR) {
+        char why[200];
+        snprintf(why, sizeof why, "XREAD failed: %.160s", r->str);
+        fail_conn(&b->rd, why, 1);
+        return;
+    }
+    if (kind == M0_BREPLY_UNEXPECTED) {
+        out_of_step(&b->rd, "XREAD");
         return;
     }
     if (r->type == REDIS_REPLY_ARRAY) {
-        /* [[key, [entry, ...]]] */
+        /* [[key, [entry, ...]]] (the shape was checked) */
         for (size_t k = 0; k < r->elements; k++) {
-            const redisReply *kv = r->element[k];
-            if (kv->type != REDIS_REPLY_ARRAY || kv->elements != 2 || kv->element[1]->type != REDIS_REPLY_ARRAY)
-                continue;
-            const redisReply *entries = kv->element[1];
+            const redisReply *entries = r->element[k]->element[1];
             for (size_t i = 0; i < entries->elements; i++)
                 take_entry(b, entries->element[i]);
         }
@@ -502,23 +550,17 @@ static void finish_resume(struct broker *b, struct resume *res, const redisReply
     struct m0_conn *c = m0_rt_awaiting(s, res->slot, res->gen);
     if (c == NULL)
         return;                 /* the client left meanwhile */
-    uint64_t top = 0;
-    int ok = 0;
-    const redisReply *entries = NULL;
-    int found = 0;
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->type == REDIS_REPLY_STRING &&
-        r->element[2]->type == REDIS_REPLY_ARRAY) {
-        top = parse_u64(r->element[0]->str, r->element[0]->len, &ok);
-        found = r->element[1]->type == REDIS_REPLY_INTEGER && r->element[1]->integer == 1;
-        entries = r->element[2];
-    }
-    if (!ok) {
+    if (m0_breply_classify(r, M0_BCMD_RESUME) != M0_BREPLY_OK) {
         /* The broker answered something else (an error): resync from now. */
         uint64_t at = m0_broker_position();
         deliver_gap(b, c, res->last, at + 1, 0);
         m0_rt_join(s, c, res->channel, res->clen, at);
         return;
     }
+    uint64_t top = 0;
+    m0_breply_u64(r->element[0]->str, r->element[0]->len, &top);
+    int found = r->element[1]->integer == 1;
+    const redisReply *entries = r->element[2];
     if (res->last > top) {
         /* An id the broker never issued: the client resyncs, the stream
          * starts from now. */
@@ -529,11 +571,11 @@ static void finish_resume(struct broker *b, struct resume *res, const redisReply
     /* Newest first: keep what fits in --replay-bytes. */
     size_t n = entries->elements, keep = 0, bytes = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!entry_ok(entries->element[i]))
+        if (!m0_breply_entry_ok(entries->element[i]))
             n = i;                  /* malformed: treat the rest as not retained */
     }
     while (keep < n) {
-        const redisReply *f = field(entries->element[keep]->element[1], "f");
+        const redisReply *f = m0_breply_field(entries->element[keep]->element[1], "f");
         size_t len = f ? f->len + 32 : 0;
         if (bytes + len > s->cfg->replay_bytes)
             break;
@@ -541,14 +583,14 @@ static void finish_resume(struct broker *b, struct resume *res, const redisReply
         keep++;
     }
     int whole = found && (long)n <= b->cfg->retention && keep == n;
-    uint64_t oldest = keep > 0 ? entry_id(entries->element[keep - 1]->element[0]) : top + 1;
+    uint64_t oldest = keep > 0 ? m0_breply_entry_id(entries->element[keep - 1]->element[0]) : top + 1;
     if (!whole)
         deliver_gap(b, c, res->last, oldest, 0);
     uint64_t through = res->last;
     for (size_t i = keep; i-- > 0;) {
         const redisReply *e = entries->element[i];
-        uint64_t id = entry_id(e->element[0]);
-        const redisReply *f = field(e->element[1], "f");
+        uint64_t id = m0_breply_entry_id(e->element[0]);
+        const redisReply *f = m0_breply_field(e->element[1], "f");
         if (id <= through || f == NULL)
             continue;
         m0_buf_reset(&b->frame);
@@ -572,18 +614,22 @@ static void on_resume(redisAsyncContext *ac, void *reply, void *priv)
         return;
     }
     b->inflight--;
-    if (reply == NULL) {
-        /* The connection went before the answer: ask again after reconnecting. */
+    const redisReply *r = reply;
+    enum m0_breply k = m0_breply_classify(r, M0_BCMD_RESUME);
+    if (r == NULL || k == M0_BREPLY_UNEXPECTED) {
+        /* The connection went before the answer (or answered out of step):
+         * ask again after reconnecting. */
         res->next = b->wait_head;
         b->wait_head = res;
         if (b->wait_tail == NULL)
             b->wait_tail = res;
         b->nwait++;
         b->wait_bytes += sizeof *res + res->clen;
+        if (r != NULL)
+            out_of_step(&b->cmd, "a resume");
         return;
     }
-    const redisReply *r = reply;
-    if (r->type == REDIS_REPLY_ERROR) {
+    if (k == M0_BREPLY_ERROR) {
         m0_error("broker %s: resume on %.*s failed: %s", b->cfg->shown, (int)res->clen, res->channel, r->str);
         note_error(b, r->str);
     }
@@ -651,26 +697,24 @@ static void on_probe(redisAsyncContext *ac, void *reply, void *priv)
     if (b->stopped)
         return;
     b->probing = 0;
-    int ok;
-    if (r != NULL && r->type == REDIS_REPLY_STRING) {
-        uint64_t v = parse_u64(r->str, r->len, &ok);
-        if (ok)
-            b->newest = v;
-    }
+    if (r == NULL)
+        return;
+    enum m0_breply k = m0_breply_classify(r, M0_BCMD_COUNTER);
+    if (k == M0_BREPLY_UNEXPECTED && r->type != REDIS_REPLY_STRING)
+        out_of_step(&b->cmd, "GET");
+    else if (k == M0_BREPLY_OK && r->type == REDIS_REPLY_STRING)
+        m0_breply_u64(r->str, r->len, &b->newest);
 }
 
 static void tend(struct broker *b, struct bconn *bc, uint64_t now)
 {
     if (bc->state == DOWN && now >= bc->retry_at)
         dial(bc);
-    if (bc->state == CONNECTING && now >= bc->deadline) {
-        hang_up(bc);            /* not connected: no disconnect callback */
-        bc->ev.ac = NULL;
-        schedule_retry(bc, "connect timed out");
-    }
+    if ((bc->state == CONNECTING || bc->state == HELLO) && now >= bc->deadline)
+        fail_conn(bc, bc->state == CONNECTING ? "connect timed out" : "no answer to the handshake (PING) in time", 0);
     if (bc->state == DOWN)
         m0_loop_wake_at(b->s->loop, bc->retry_at);
-    else if (bc->state == CONNECTING)
+    else if (bc->state == CONNECTING || bc->state == HELLO)
         m0_loop_wake_at(b->s->loop, bc->deadline);
 }
 
@@ -684,8 +728,9 @@ static void broker_hook(struct m0_loop *l, void *ctx)
     tend(b, &b->cmd, now);
     if (b->rd.state == UP && b->reading) {
         if (now - b->read_sent > SILENCE_MS) {
-            m0_warn("broker %s: no reply to XREAD for %d s: reconnecting", b->cfg->shown, SILENCE_MS / 1000);
-            hang_up(&b->rd);
+            char why[80];
+            snprintf(why, sizeof why, "no reply to XREAD for %d s", SILENCE_MS / 1000);
+            fail_conn(&b->rd, why, 1);
         } else {
             m0_loop_wake_at(l, b->read_sent + SILENCE_MS + 1);
         }
@@ -706,41 +751,17 @@ static void broker_hook(struct m0_loop *l, void *ctx)
 
 /* ------------------------------------------------------------- lifecycle */
 
-/* The broker's host name as a numeric address, once, before the loop runs
- * (a DNS lookup on the loop would stall it). A name that does not resolve
- * now is left to hiredis (looked up at each connect: logged). */
-static void resolve(const struct m0_broker_cfg *cfg)
-{
-    struct addrinfo hints, *res = NULL;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICHOST;
-    if (cfg->is_unix || getaddrinfo(cfg->host, NULL, &hints, &res) == 0) {
-        if (res)
-            freeaddrinfo(res);
-        return;                 /* already numeric (or a socket path) */
-    }
-    hints.ai_flags = 0;
-    int rc = getaddrinfo(cfg->host, NULL, &hints, &res);
-    if (rc != 0 || res == NULL) {
-        m0_warn("broker host %s does not resolve now (%s): it is looked up at each connect", cfg->host,
-                gai_strerror(rc));
-        return;
-    }
-    const void *addr = res->ai_family == AF_INET6 ? (const void *)&((struct sockaddr_in6 *)res->ai_addr)->sin6_addr
-                                                 : (const void *)&((struct sockaddr_in *)res->ai_addr)->sin_addr;
-    if (inet_ntop(res->ai_family, addr, resolved, sizeof resolved) == NULL)
-        resolved[0] = '\0';
-    freeaddrinfo(res);
-}
-
 void m0_broker_prepare(void)
 {
     char err[256];
     if (m0_broker == NULL)
         return;
-    resolve(m0_broker);
+    /* Once, before the loop runs: a DNS lookup on the loop would stall it.
+     * A name that does not resolve now is left to hiredis (looked up at
+     * each connect). */
+    const char *why;
+    if (!m0_broker->is_unix && m0_redis_resolve(m0_broker->host, resolved, sizeof resolved, &why) != M0_OK)
+        m0_warn("broker host %s does not resolve now (%s): it is looked up at each connect", m0_broker->host, why);
     boot_known = m0_broker_counter(&boot_position, err, sizeof err) == M0_OK;
     if (!boot_known)
         m0_debug("%s (the worker reads the log once it connects)", err);
@@ -830,14 +851,15 @@ static void json_str(struct m0_buf *out, const char *p)
     m0_buf_puts(out, "\"");
 }
 
-void m0_broker_health(const struct m0_server *s, struct m0_buf *out)
+int m0_broker_health(const struct m0_server *s, struct m0_buf *out)
 {
     const struct broker *b = the;
     (void)s;
     if (b == NULL) {
         m0_buf_puts(out, "null");
-        return;
+        return 0;
     }
+    int connected = b->rd.state == UP && b->cmd.state == UP;
     uint64_t at = m0_broker_position();
     m0_buf_puts(out, "{\"url\": ");
     json_str(out, b->cfg->shown);
@@ -846,7 +868,7 @@ void m0_broker_health(const struct m0_server *s, struct m0_buf *out)
                   "\"last_id\": %llu, \"newest_id\": %llu, \"lag\": %llu, \"events\": %llu, \"gaps\": %llu, "
                   "\"reconnects\": %llu, \"resumes\": %llu, \"resume_gaps\": %llu, \"resumes_in_flight\": %zu, "
                   "\"resumes_waiting\": %zu, \"resumes_waiting_max\": %d, \"waiting_bytes\": %zu, \"last_error\": ",
-                  b->rd.state == UP && b->cmd.state == UP ? "true" : "false",
+                  connected ? "true" : "false",
                   state_names[b->rd.state], state_names[b->cmd.state], (unsigned long long)at,
                   (unsigned long long)(b->newest > at ? b->newest : at),
                   (unsigned long long)(b->newest > at ? b->newest - at : 0), (unsigned long long)b->events,
@@ -854,6 +876,7 @@ void m0_broker_health(const struct m0_server *s, struct m0_buf *out)
                   (unsigned long long)b->resume_gaps, b->inflight, b->nwait, MAX_WAITING, b->wait_bytes);
     json_str(out, b->last_error);
     m0_buf_puts(out, "}");
+    return connected;
 }
 
 void m0_broker_stats(struct m0_broker_stats *out)

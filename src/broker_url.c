@@ -22,10 +22,17 @@ const struct m0_broker_cfg *m0_broker;
  *  - the event (frame without its id line) into the all-channel log and the
  *    channel's stream under the explicit id "<id>-0", both trimmed
  *    approximately (MAXLEN ~: whole nodes, cheap);
+ *  - with a fourth key (a publish key, PREFIX"key:"KEY): an id it holds
+ *    is answered as is and nothing is appended (the retry of a publish
+ *    whose reply was lost); else it is set to the new id for ARGV[6] ms;
  *  - ids are formatted with %d: Lua 5.1's tostring prints 14 significant
  *    digits only.
  */
 const char M0_BROKER_PUBLISH_LUA[] =
+    "if KEYS[4] then\n"
+    "  local first = redis.call('GET', KEYS[4])\n"
+    "  if first then return tonumber(first) end\n"
+    "end\n"
     "local id = redis.call('INCR', KEYS[1])\n"
     "local seeded = '0'\n"
     "if id == 1 then\n"
@@ -38,6 +45,7 @@ const char M0_BROKER_PUBLISH_LUA[] =
     "redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], sid, 'c', ARGV[1], 'f', ARGV[2], 's', seeded)\n"
     "redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], sid, 'f', ARGV[2])\n"
     "redis.call('PEXPIRE', KEYS[3], ARGV[5])\n"
+    "if KEYS[4] then redis.call('SET', KEYS[4], string.format('%d', id), 'PX', ARGV[6]) end\n"
     "return id\n";
 
 /* A resume, in one atomic step: the counter; whether the client's own last
@@ -49,6 +57,27 @@ const char M0_BROKER_REPLAY_LUA[] =
     "local top = redis.call('GET', KEYS[1]) or '0'\n"
     "local found = #redis.call('XRANGE', KEYS[2], ARGV[1], ARGV[1])\n"
     "return {top, found, redis.call('XREVRANGE', KEYS[2], '+', '(' .. ARGV[1], 'COUNT', ARGV[2])}\n";
+
+int m0_broker_key_ok(const char *key, size_t klen)
+{
+    if (klen == 0 || klen > M0_BROKER_KEY_MAX)
+        return 0;
+    for (size_t i = 0; i < klen; i++)
+        if ((unsigned char)key[i] < 0x20 || (unsigned char)key[i] > 0x7e)
+            return 0;
+    return 1;
+}
+
+/* A Redis that comes back with a counter below an id a worker already read
+ * lost writes it had acknowledged (a partial persistence loss): the worker
+ * raises the counter past that id when it reconnects, so no id is ever
+ * issued twice, and tells its live streams that events may be missing. (A
+ * counter that is gone altogether restarts from the clock in the publish
+ * script instead.) */
+const char M0_BROKER_RAISE_LUA[] =
+    "local c = redis.call('GET', KEYS[1])\n"
+    "if c and tonumber(c) < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) return 1 end\n"
+    "return 0\n";
 
 static int fail(char *err, size_t cap, const char *why)
 {

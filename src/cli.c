@@ -18,6 +18,7 @@
 
 #include "m0/accesslog.h"
 #include "m0/broker.h"
+#include "m0/cli_hint.h"
 #include "m0/config.h"
 #include "m0/grant.h"
 #include "m0/log.h"
@@ -53,6 +54,7 @@ static const struct opt opts[] = {
     {"--protocol", "M0_PROTOCOL", T_PROTOCOL, O(protocol), 0, 0, "P", "auto|wsgi|asgi (default auto: detect from the callable)"},
     {"--loop", "M0_LOOP", T_CHOICE, O(asgi_loop), 0, 0, "auto|asyncio|uvloop", "ASGI: the asyncio event loop of the executor (default auto: uvloop when importable)"},
     {"--lifespan", "M0_LIFESPAN", T_CHOICE, O(lifespan), 0, 0, "auto|on|off", "ASGI lifespan protocol (default auto: used when the app speaks it)"},
+    {"--lifespan-timeout", "M0_LIFESPAN_TIMEOUT", T_SECONDS, O(lifespan_timeout), 0, 0, "S", "ASGI: a lifespan startup not complete after S seconds fails the boot (default 60; 0: wait forever)"},
     {"--graceful-timeout", "M0_GRACEFUL_TIMEOUT", T_SECONDS, O(graceful_timeout), 0, 0, "S", "seconds to finish in-flight requests on SIGTERM (default 30)"},
     {"--max-body", "M0_MAX_BODY", T_BYTES, O(limits.max_body), 0, 0, "BYTES", "largest request body accepted, else 413 (default 1073741824)"},
     {"--timeout-keep-alive", "M0_TIMEOUT_KEEP_ALIVE", T_SECONDS, O(keepalive_timeout), 0, 0, "S", "close idle keep-alive connections after S seconds (default 5)"},
@@ -99,6 +101,44 @@ static const struct opt opts[] = {
     {"--log-level", "M0_LOG_LEVEL", T_LOGLEVEL, O(log_level), 0, 0, "L", "debug|info|warning|error|critical (default info)"},
 };
 
+/* gunicorn's short flags for the options that mean the same here: -w 2,
+ * -b HOST:PORT, -u/-g USER/GROUP, -p FILE, -m MODE (its umask). The value
+ * follows, or is glued on ("-w2"). gunicorn's -t, -k, -c, -D mean something
+ * m0serve does not have: cli_hint.c explains them instead. */
+static const struct {
+    char letter;
+    const char *flag;
+} shorts[] = {
+    {'w', "--workers"}, {'b', "--bind"}, {'u', "--user"}, {'g', "--group"}, {'p', "--pid"}, {'m', "--umask"},
+};
+
+static const struct opt *find_opt(const char *name, size_t n)
+{
+    for (size_t k = 0; k < M0_ARRAY_LEN(opts); k++) {
+        if (strlen(opts[k].flag) == n && strncmp(opts[k].flag, name, n) == 0)
+            return &opts[k];
+    }
+    return NULL;
+}
+
+/* "unrecognized option 'X'" plus the nearest flag or a gunicorn hint. */
+static void unknown_flag(const char *a, size_t n, char *err, size_t cap)
+{
+    const char *known[M0_ARRAY_LEN(opts) + 2];
+    for (size_t k = 0; k < M0_ARRAY_LEN(opts); k++)
+        known[k] = opts[k].flag;
+    known[M0_ARRAY_LEN(opts)] = "--help";
+    known[M0_ARRAY_LEN(opts) + 1] = "--version";
+    const char *hint = m0_cli_gunicorn_hint(a, n);
+    const char *near = hint == NULL && n > 2 && a[1] == '-' ? m0_cli_nearest(a, n, known, M0_ARRAY_LEN(known)) : NULL;
+    if (hint != NULL)
+        snprintf(err, cap, "m0serve: error: unrecognized option '%.*s'; %s", (int)n, a, hint);
+    else if (near != NULL)
+        snprintf(err, cap, "m0serve: error: unrecognized option '%.*s'; did you mean '%s'?", (int)n, a, near);
+    else
+        snprintf(err, cap, "m0serve: error: unrecognized option '%.*s' (see --help)", (int)n, a);
+}
+
 /* The mounts' strings (normalised prefixes, copied specs): a bump arena
  * that lives as long as the process's one configuration, reset by
  * m0_config_defaults. */
@@ -132,6 +172,7 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->graceful_timeout = 30;
     cfg->asgi_loop = "auto";
     cfg->lifespan = "auto";
+    cfg->lifespan_timeout = 60;
     cfg->keepalive_timeout = 5;
     cfg->header_timeout = 10;
     cfg->body_timeout = 30;
@@ -179,17 +220,22 @@ void m0_config_usage(void)
            "       m0serve publish CHANNEL DATA [--event NAME] [--broker URL]   (DATA '-': stdin)\n\n"
            "Serve WSGI (PEP 3333) and ASGI applications over HTTP/1.1 with prefork workers.\n"
            "A bare MODULE tries MODULE.asgi:application, MODULE.wsgi:application,\n"
-           "MODULE:app and MODULE.main:app, in that order. MODULE is the root mount;\n"
+           "MODULE:application, MODULE:app and MODULE.main:app, in that order (a\n"
+           "candidate whose module does not exist is skipped). MODULE is the root mount;\n"
            "other mounts answer under their prefix (the longest one that matches on a\n"
            "segment boundary wins); a path no mount claims is answered 404.\n\noptions:\n");
     for (size_t i = 0; i < M0_ARRAY_LEN(opts); i++) {
-        char left[64];
-        snprintf(left, sizeof left, "%s%s%s", opts[i].flag, opts[i].metavar ? " " : "",
+        char left[64], sh[8] = "";
+        for (size_t k = 0; k < M0_ARRAY_LEN(shorts); k++) {
+            if (strcmp(shorts[k].flag, opts[i].flag) == 0)
+                snprintf(sh, sizeof sh, "-%c, ", shorts[k].letter);
+        }
+        snprintf(left, sizeof left, "%s%s%s%s", sh, opts[i].flag, opts[i].metavar ? " " : "",
                  opts[i].metavar ? opts[i].metavar : "");
         printf("  %-26s %s [%s]\n", left, opts[i].help, opts[i].env);
     }
     printf("  %-26s %s\n  %-26s %s\n", "-h, --help", "show this help and exit",
-           "--version", "print the version and exit");
+           "-v, --version", "print the version and exit");
 }
 
 static int parse_long(const char *s, long *out)
@@ -554,7 +600,7 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
             cfg->show_help = 1;
             return M0_OK;
         }
-        if (strcmp(a, "--version") == 0) {
+        if (strcmp(a, "--version") == 0 || strcmp(a, "-v") == 0) {
             cfg->show_version = 1;
             return M0_OK;
         }
@@ -574,14 +620,22 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
         const char *eq = strchr(a, '=');
         size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
         const struct opt *o = NULL;
-        for (size_t k = 0; k < M0_ARRAY_LEN(opts); k++) {
-            if (strlen(opts[k].flag) == nlen && strncmp(opts[k].flag, a, nlen) == 0) {
-                o = &opts[k];
-                break;
+        if (a[1] != '-') {
+            /* A short flag: -w 2 or -w2 (the value glued on, as argparse). */
+            for (size_t k = 0; k < M0_ARRAY_LEN(shorts) && o == NULL; k++) {
+                if (shorts[k].letter == a[1])
+                    o = find_opt(shorts[k].flag, strlen(shorts[k].flag));
             }
+            if (o == NULL) {
+                unknown_flag(a, 2, err, cap);
+                return M0_ERR;
+            }
+            eq = a[2] != '\0' ? a + 1 : NULL;    /* the value starts at eq + 1 */
+        } else {
+            o = find_opt(a, nlen);
         }
         if (o == NULL) {
-            snprintf(err, cap, "m0serve: error: unrecognized option '%.*s' (see --help)", (int)nlen, a);
+            unknown_flag(a, nlen, err, cap);
             return M0_ERR;
         }
         const char *val;
@@ -655,25 +709,24 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
         return M0_ERR;
     if (m0_grant_check_flags(cfg, err, cap) != M0_OK)
         return M0_ERR;
-    char *h, *p;
-    int port;
-    if (m0_config_bind_parts(cfg, &h, &port, &p, err, cap) != M0_OK)
+    struct m0_bind_parts parts;
+    if (m0_config_bind_parts(cfg, &parts, err, cap) != M0_OK)
         return M0_ERR;
     return M0_OK;
 }
 
-int m0_config_bind_parts(const struct m0_config *cfg, char **host, int *port, char **path,
-                         char *err, size_t cap)
+int m0_config_bind_parts(const struct m0_config *cfg, struct m0_bind_parts *out, char *err, size_t cap)
 {
-    static char copy[4096];
-    snprintf(copy, sizeof copy, "%s", cfg->bind);
-    *host = NULL;
-    *path = NULL;
-    *port = 0;
+    char *copy = out->text;
+    out->host = NULL;
+    out->path = NULL;
+    out->port = 0;
+    if ((size_t)snprintf(copy, sizeof out->text, "%s", cfg->bind) >= sizeof out->text)
+        goto bad;
     if (strncmp(copy, "unix:", 5) == 0) {
         if (copy[5] == '\0' || strlen(copy + 5) >= 108)
             goto bad;
-        *path = copy + 5;
+        out->path = copy + 5;
         return M0_OK;
     }
     char *colon = strrchr(copy, ':');
@@ -683,7 +736,7 @@ int m0_config_bind_parts(const struct m0_config *cfg, char **host, int *port, ch
     long v;
     if (parse_long(colon + 1, &v) != M0_OK || v < 0 || v > 65535)
         goto bad;
-    *port = (int)v;
+    out->port = (int)v;
     char *h = copy;
     if (h[0] == '[') {
         size_t n = strlen(h);
@@ -692,9 +745,9 @@ int m0_config_bind_parts(const struct m0_config *cfg, char **host, int *port, ch
         h[n - 1] = '\0';
         h++;
     }
-    *host = h[0] ? h : (char *)"0.0.0.0";
+    out->host = h[0] ? h : "0.0.0.0";
     return M0_OK;
 bad:
-    snprintf(err, cap, "m0serve: error: --bind: invalid address '%s' (want HOST:PORT or unix:PATH)", cfg->bind);
+    snprintf(err, cap, "m0serve: error: --bind: invalid address '%.200s' (want HOST:PORT or unix:PATH)", cfg->bind);
     return M0_ERR;
 }

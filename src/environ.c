@@ -205,10 +205,9 @@ PyObject *m0_environ_template(const struct m0_target *t, const struct m0_config 
         if (*interned[i].slot == NULL && (*interned[i].slot = PyUnicode_InternFromString(interned[i].text)) == NULL)
             return NULL;
     }
-    char *host, *path;
-    int port;
+    struct m0_bind_parts b;
     char err[256];
-    if (m0_config_bind_parts(cfg, &host, &port, &path, err, sizeof err) != M0_OK) {
+    if (m0_config_bind_parts(cfg, &b, err, sizeof err) != M0_OK) {
         PyErr_SetString(PyExc_ValueError, err);
         return NULL;
     }
@@ -220,9 +219,9 @@ PyObject *m0_environ_template(const struct m0_target *t, const struct m0_config 
     if (errors == NULL)
         return NULL;
     char portstr[8];
-    snprintf(portstr, sizeof portstr, "%d", cfg->bound_port ? cfg->bound_port : port);
+    snprintf(portstr, sizeof portstr, "%d", cfg->bound_port ? cfg->bound_port : b.port);
     PyObject *tpl = Py_BuildValue(
-        "{s:(ii),s:s,s:O,s:O,s:O,s:O,s:O,s:O,s:s,s:s,s:s#}",
+        "{s:(ii),s:s,s:O,s:O,s:O,s:O,s:O,s:O,s:s,s:s,s:s,s:s#}",
         "wsgi.version", 1, 0,
         "wsgi.url_scheme", "http",
         "wsgi.errors", errors,
@@ -231,8 +230,9 @@ PyObject *m0_environ_template(const struct m0_target *t, const struct m0_config 
         "wsgi.run_once", Py_False,
         "wsgi.input_terminated", Py_True,
         "wsgi.file_wrapper", (PyObject *)&m0_FileWrapperType,
-        "SERVER_NAME", path ? "localhost" : host,
-        "SERVER_PORT", path ? "" : portstr,
+        "SERVER_NAME", b.path ? "localhost" : b.host,
+        "SERVER_PORT", b.path ? "" : portstr,
+        "SERVER_SOFTWARE", "m0serve/" M0_VERSION,     /* as gunicorn's "gunicorn/X.Y" */
         "SCRIPT_NAME", t->prefix, (Py_ssize_t)t->prefix_len);
     Py_DECREF(errors);
     return tpl;

@@ -205,8 +205,13 @@ static void after_run(struct m0_server *s, struct m0_conn *c, int rc)
     struct m0_job *job = c->job;
     struct m0_resp *rs = &job->resp;
     if ((rs->flags & M0_RESP_HOLD) && m0_hold_subscribe(s, c) != M0_OK) {
-        if (rc == M0_AGAIN)
+        if (rc == M0_AGAIN) {
+            /* Only run_inline passes M0_AGAIN, after it detached (a pool's
+             * job is abandoned on its own thread): close() is Python. */
+            m0_py_attach();
             job->target->runner->abandon(job);
+            m0_py_detach();
+        }
         rc = M0_DONE;
         if (c->flags & C_STREAMING) {
             /* Its head is already out (a body too long to hold back): one
@@ -381,7 +386,7 @@ static void answer_health(struct m0_server *s, struct m0_conn *c)
     h.targets = &m0_targets;
     struct m0_buf body = {0}, broker = {0};
     if (m0_broker != NULL && s->rt != NULL) {
-        m0_broker_health(s, &broker);
+        h.degraded = !m0_broker_health(s, &broker);
         m0_buf_append(&broker, "", 1);
         h.broker = broker.data;
     }

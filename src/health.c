@@ -31,7 +31,7 @@ void m0_health_render(struct m0_buf *b, const struct m0_health *h, const struct 
                   "\"events_delivered\": %llu, \"events_lost\": %llu, \"slow_subscribers_closed\": %llu, "
                   "\"pool\": {\"threads\": %u, \"busy\": %u, \"idle\": %u, \"max\": %u, \"queued\": %u}, "
                   "\"channels\": [",
-                  h->draining ? "draining" : "ok", h->pid, h->worker, h->connections,
+                  h->draining ? "draining" : h->degraded ? "degraded" : "ok", h->pid, h->worker, h->connections,
                   (unsigned long long)h->requests, h->held_streams, h->websockets, (unsigned long long)h->events_published,
                   (unsigned long long)h->events_delivered, (unsigned long long)h->events_lost,
                   (unsigned long long)h->slow_closed, h->pool_threads, h->pool_busy,

@@ -59,6 +59,7 @@ struct m0_realtime {
     size_t outbox_limit;
     int replaying;                  /* inside a subscribe: replay allowance */
     int broker;                     /* --broker: events come from broker.c, not the bus */
+    int hooked;                     /* rt_hook is registered with the loop */
     uint64_t seen_lost;             /* the lost[] marker last acted on */
     uint64_t noticed;               /* newest id already announced lost */
     uint64_t next_slow_log;
@@ -350,11 +351,22 @@ void m0_rt_init(struct m0_server *s)
     m0_order_init(&rt->order, 1);
 }
 
-int m0_rt_start(struct m0_server *s)
+int m0_rt_prepare(struct m0_server *s)
 {
     if (m0_bus_current == NULL)
         return M0_ERR;
     m0_rt_init(s);
+    if (!s->rt->hooked) {
+        m0_loop_add_hook(s->loop, rt_hook, s);
+        s->rt->hooked = 1;
+    }
+    return M0_OK;
+}
+
+int m0_rt_start(struct m0_server *s)
+{
+    if (m0_rt_prepare(s) != M0_OK)
+        return M0_ERR;
     struct m0_realtime *rt = s->rt;
     rt->bus_fd = m0_bus_current->read_fds[m0_bus_index];
     rt->buf = m0_xmalloc(M0_BUS_MAX_DGRAM + 1);
@@ -370,7 +382,6 @@ int m0_rt_start(struct m0_server *s)
         /* The broker replaces the bus as this worker's source of events. */
         rt->broker = 1;
         rt->reading = 1;
-        m0_loop_add_hook(s->loop, rt_hook, s);
         return m0_broker_start(s);
     }
     if (m0_loop_add_fd(s->loop, rt->bus_fd, EPOLLIN, bus_read, s) == M0_ERR) {
@@ -378,7 +389,6 @@ int m0_rt_start(struct m0_server *s)
         return M0_ERR;
     }
     rt->reading = 1;
-    m0_loop_add_hook(s->loop, rt_hook, s);
     return M0_OK;
 }
 

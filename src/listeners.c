@@ -4,6 +4,8 @@
  * TCP and one shared socket for a unix path.
  */
 #include <errno.h>
+#include <linux/filter.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +20,7 @@
 int m0_listeners_open(struct m0_listeners *ls, struct m0_config *cfg, int nworkers)
 {
     char err[512];
-    char *host, *path;
-    int port;
+    struct m0_bind_parts b;
     struct m0_inherited inh[M0_MAX_LISTENERS];
     int ninh = m0_listen_inherited(inh, M0_MAX_LISTENERS, err, sizeof err);
     if (ninh == -1) {
@@ -55,10 +56,12 @@ int m0_listeners_open(struct m0_listeners *ls, struct m0_config *cfg, int nworke
         m0_info("socket activation: serving %d socket(s) passed by systemd (--bind is not used)", ninh);
         return M0_OK;
     }
-    if (m0_config_bind_parts(cfg, &host, &port, &path, err, sizeof err) != M0_OK) {
+    if (m0_config_bind_parts(cfg, &b, err, sizeof err) != M0_OK) {
         fprintf(stderr, "%s\n", err);
         return M0_EXIT_USAGE;
     }
+    const char *host = b.host, *path = b.path;
+    int port = b.port;
     struct m0_listener *l = &ls->l[ls->n++];
     if (path != NULL) {
         l->per_slot = 0;
@@ -86,7 +89,14 @@ int m0_listeners_open(struct m0_listeners *ls, struct m0_config *cfg, int nworke
         close(probe);
     }
     l->per_slot = 1;
-    l->fds = calloc((size_t)nworkers, sizeof *l->fds);
+    l->fds = malloc(M0_MAX_SLOTS * sizeof *l->fds);
+    l->host = strdup(host);
+    if (l->fds == NULL || l->host == NULL) {
+        m0_error("out of memory for the listeners");
+        return M0_EXIT_FAIL;
+    }
+    for (int i = 0; i < M0_MAX_SLOTS; i++)
+        l->fds[i] = -1;
     for (int i = 0; i < nworkers; i++) {
         /* Port 0: the first socket picks the port, the rest join it. */
         l->fds[i] = m0_listen_tcp(host, bound, (int)cfg->backlog, 1, &bound, err, sizeof err);
@@ -97,19 +107,96 @@ int m0_listeners_open(struct m0_listeners *ls, struct m0_config *cfg, int nworke
     }
     snprintf(l->where, sizeof l->where, strchr(host, ':') ? "http://[%s]:%d" : "http://%s:%d", host, bound);
     cfg->bound_port = bound;
+    l->port = bound;
+    l->backlog = cfg->backlog;
     return M0_OK;
 }
 
 void m0_listeners_close(struct m0_listeners *ls, int nworkers)
 {
     for (int l = 0; l < ls->n; l++) {
-        for (int i = 0; i < (ls->l[l].per_slot ? nworkers : 1); i++)
-            close(ls->l[l].fds[i]);
+        for (int i = 0; i < (ls->l[l].per_slot ? nworkers : 1); i++) {
+            if (ls->l[l].fds[i] != -1)
+                close(ls->l[l].fds[i]);
+        }
         /* Only a socket we bound: systemd's socket unit owns its own. */
         if (ls->l[l].unix_path != NULL && unlink(ls->l[l].unix_path) == -1 && errno != ENOENT)
             m0_log_errno("cannot remove unix:%s", ls->l[l].unix_path);
         free(ls->l[l].unix_path);
+        free(ls->l[l].host);
         free(ls->l[l].fds);
     }
     ls->n = 0;
+}
+
+int m0_listeners_add_slot(struct m0_listeners *ls, int idx)
+{
+    char err[512];
+    if (idx < 0 || idx >= M0_MAX_SLOTS)
+        return M0_ERR;
+    for (int l = 0; l < ls->n; l++) {
+        struct m0_listener *li = &ls->l[l];
+        if (!li->per_slot)
+            continue;
+        int bound;
+        li->fds[idx] = m0_listen_tcp(li->host, li->port, (int)li->backlog, 1, &bound, err, sizeof err);
+        if (li->fds[idx] == -1) {
+            m0_error("%s", err);
+            for (int k = 0; k < l; k++) {
+                if (ls->l[k].per_slot && ls->l[k].fds[idx] != -1) {
+                    close(ls->l[k].fds[idx]);
+                    ls->l[k].fds[idx] = -1;
+                }
+            }
+            return M0_ERR;
+        }
+    }
+    return M0_OK;
+}
+
+int m0_listeners_steer(struct m0_listeners *ls, int n)
+{
+    /* A = a random u32; A %= n; return A: the index of the socket in the
+     * group (bpf(4)'s SO_ATTACH_REUSEPORT_CBPF, in socket(7)). */
+    struct sock_filter code[] = {
+        {BPF_LD | BPF_W | BPF_ABS, 0, 0, (uint32_t)(SKF_AD_OFF + SKF_AD_RANDOM)},
+        {BPF_ALU | BPF_MOD | BPF_K, 0, 0, (uint32_t)n},
+        {BPF_RET | BPF_A, 0, 0, 0},
+    };
+    struct sock_fprog prog = {.len = (unsigned short)M0_ARRAY_LEN(code), .filter = code};
+    if (n < 1)
+        return M0_ERR;
+    for (int l = 0; l < ls->n; l++) {
+        const struct m0_listener *li = &ls->l[l];
+        if (li->per_slot && setsockopt(li->fds[0], SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof prog) == -1) {
+            m0_log_errno("SO_ATTACH_REUSEPORT_CBPF on %s", li->where);
+            return M0_ERR;
+        }
+    }
+    return M0_OK;
+}
+
+int m0_listeners_pending(const struct m0_listeners *ls, int idx)
+{
+    for (int l = 0; l < ls->n; l++) {
+        const struct m0_listener *li = &ls->l[l];
+        if (!li->per_slot || li->fds[idx] == -1)
+            continue;
+        /* A listening socket polls readable while its accept queue is not empty. */
+        struct pollfd p = {.fd = li->fds[idx], .events = POLLIN};
+        if (poll(&p, 1, 0) == 1)
+            return 1;
+    }
+    return 0;
+}
+
+void m0_listeners_drop_slot(struct m0_listeners *ls, int idx)
+{
+    for (int l = 0; l < ls->n; l++) {
+        struct m0_listener *li = &ls->l[l];
+        if (li->per_slot && li->fds[idx] != -1) {
+            close(li->fds[idx]);
+            li->fds[idx] = -1;
+        }
+    }
 }

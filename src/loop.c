@@ -26,7 +26,6 @@
 #include "m0/timer.h"
 
 #define FD_TAG (1ull << 63)
-#define MAX_HOOKS 8
 
 struct handler {
     m0_fd_cb cb;
@@ -45,11 +44,11 @@ struct m0_loop {
     void *slot_ctx;
     m0_complete_cb done_cb;
     void *done_ctx;
-    struct {
+    struct hook {
         m0_hook_cb cb;
         void *ctx;
-    } hooks[MAX_HOOKS];
-    unsigned nhooks;
+    } *hooks;                     /* grown as added: one per ASGI mount, the bus, … */
+    unsigned nhooks, cap_hooks;
 
     /* Completions, any thread → loop. */
     pthread_mutex_t lock;
@@ -96,6 +95,7 @@ void m0_loop_free(struct m0_loop *l)
         close(l->wake_fd);
     pthread_mutex_destroy(&l->lock);
     free(l->fds);
+    free(l->hooks);
     free(l->done);
     free(l->batch);
     free(l);
@@ -258,9 +258,10 @@ static void drain_completions(struct m0_loop *l)
 
 void m0_loop_add_hook(struct m0_loop *l, m0_hook_cb cb, void *ctx)
 {
-    if (l->nhooks == MAX_HOOKS) {
-        m0_error("BUG: too many loop hooks");
-        abort();
+    if (l->nhooks == l->cap_hooks) {
+        /* Safe while the hooks run: m0_loop_run indexes the table afresh. */
+        l->cap_hooks = l->cap_hooks ? l->cap_hooks * 2 : 8;
+        l->hooks = m0_xrealloc(l->hooks, l->cap_hooks * sizeof *l->hooks);
     }
     l->hooks[l->nhooks].cb = cb;
     l->hooks[l->nhooks].ctx = ctx;

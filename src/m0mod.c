@@ -21,9 +21,9 @@ static struct m0_mx_block *mx_block(void)
 static PyObject *py_publish(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *channel, *event, *data;
-    Py_ssize_t clen, dlen;
-    if (!PyArg_ParseTuple(args, "y#zy#:publish", &channel, &clen, &event, &data, &dlen))
+    const char *channel, *event, *data, *key = NULL;
+    Py_ssize_t clen, dlen, klen = 0;
+    if (!PyArg_ParseTuple(args, "y#zy#|z#:publish", &channel, &clen, &event, &data, &dlen, &key, &klen))
         return NULL;
     uint64_t id;
     int rc;
@@ -32,11 +32,13 @@ static PyObject *py_publish(PyObject *self, PyObject *args)
          * broker that cannot be reached raises, never drops silently. */
         char err[512];
         Py_BEGIN_ALLOW_THREADS
-        rc = m0_broker_publish(channel, (size_t)clen, event, data, (size_t)dlen, &id, err, sizeof err);
+        rc = m0_broker_publish(channel, (size_t)clen, event, data, (size_t)dlen, key, (size_t)klen, &id, err,
+                               sizeof err);
         Py_END_ALLOW_THREADS
         m0_mx_add(mx_block(), rc == M0_OK ? M0_MX_PUBLISHES : M0_MX_PUBLISH_ERRORS, 1);
         if (rc != M0_OK) {
-            PyErr_Format(PyExc_ConnectionError, "m0 publish: %s", err);
+            /* TimeoutError: sent, no answer (m0pub: PublishOutcomeUnknown). */
+            PyErr_Format(rc == M0_BROKER_UNKNOWN ? PyExc_TimeoutError : PyExc_ConnectionError, "m0 publish: %s", err);
             return NULL;
         }
         return PyLong_FromUnsignedLongLong(id);
@@ -98,12 +100,14 @@ static PyMethodDef m0_functions[] = {
      "_watch(directory): --reload watches directory for changed Python files (inotify); "
      "OSError when it cannot (or without --reload)."},
     {"publish", py_publish, METH_VARARGS,
-     "publish(channel: bytes, event: str | None, data: bytes) -> int | None: frame one SSE event "
+     "publish(channel: bytes, event: str | None, data: bytes, key: str | None = None) -> int | None: "
+     "frame one SSE event "
      "and write it to every worker's bus; returns its global id, None without --realtime. Blocks "
      "for at most about a millisecond (never waits for a full bus: that worker misses the event "
      "and tells its streams). With --broker the event goes through Redis instead (one round trip, "
-     "at most about 3 s when the broker is down) and ConnectionError is raised when it cannot be "
-     "published. m0pub.publish is the documented API."},
+     "at most about 3 s when the broker is down), ConnectionError is raised when it was not "
+     "published and TimeoutError when it was sent but not answered (it may have been published); "
+     "a key (broker only) makes a retry return the first id. m0pub.publish is the documented API."},
     {"enabled", py_enabled, METH_NOARGS,
      "enabled() -> bool: publish() reaches held streams (the server runs with --realtime or --broker)."},
     {"_brokered", py_brokered, METH_NOARGS,
@@ -129,10 +133,14 @@ PyObject *m0_module_init(void)
     PyObject *m = PyModule_Create(&m0_module);
     if (m == NULL)
         return NULL;
+    /* AddObjectRef, never AddObject: errors stays ours whether it was added
+     * or not, so one release fits every path (AddObject steals only on
+     * success — the next failure would have released it a second time). */
     PyObject *errors = PyObject_CallNoArgs((PyObject *)&m0_ErrorsType);
-    if (errors == NULL || PyModule_AddObject(m, "errors", errors) == -1 ||
-        PyModule_AddObjectRef(m, "FileWrapper", (PyObject *)&m0_FileWrapperType) == -1) {
-        Py_XDECREF(errors);
+    int bad = errors == NULL || PyModule_AddObjectRef(m, "errors", errors) == -1 ||
+              PyModule_AddObjectRef(m, "FileWrapper", (PyObject *)&m0_FileWrapperType) == -1;
+    Py_XDECREF(errors);
+    if (bad) {
         Py_DECREF(m);
         return NULL;
     }

@@ -20,7 +20,11 @@
  *
  * SIGTERM/SIGINT drain every worker with a TERM → KILL deadline; the exit
  * status is 0, or M0_EXIT_ABANDONED (4) when requests were still in flight
- * at the graceful timeout. SIGQUIT stops at once.
+ * at the graceful timeout, or 1 when a worker crashed (a signal the master
+ * did not send) while draining. SIGQUIT stops at once. SIGTTIN/SIGTTOU add and
+ * remove a worker (resize.c). SIGUSR1 (logrotate's habit) and SIGUSR2
+ * (gunicorn's re-exec) are logged and change nothing: their default action
+ * would stop the server. Workers ignore all four.
  *
  * A worker that asks to be replaced ('Q': --max-requests) or grows past
  * --worker-max-rss goes through the same path for its slot alone: its
@@ -60,7 +64,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "m0/broker.h"
+#include "m0/banner.h"
 #include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/conn.h"
@@ -68,10 +72,10 @@
 #include "m0/log.h"
 #include "m0/metrics.h"
 #include "m0/master.h"
+#include "m0/master_int.h"
 #include "m0/notify.h"
 #include "m0/pidfile.h"
 #include "m0/privs.h"
-#include "m0/py.h"
 #include "m0/timer.h"
 #include "m0/worker.h"
 
@@ -79,50 +83,7 @@
 #define TICK_MS 1000               /* pings, STATUS=, --worker-max-rss checks */
 #define REPLACE_RETRY_MS 30000     /* after a replacement could not boot */
 
-enum wstate { W_EMPTY, W_BOOTING, W_BOOTED, W_SERVING, W_RETIRING };
-
-struct worker {
-    pid_t pid;
-    enum wstate state;
-    int idx;             /* listener slot */
-    unsigned gen;        /* generation (SIGHUP count) */
-    int ctl;             /* master's end of the control socket, -1 once closed */
-    int served;          /* it said go at least once: a later exit is never a boot failure */
-    uint64_t started;    /* ms */
-    int replace;         /* a successor boots for its slot; it drains when that one has booted */
-    uint64_t replace_after;  /* ms: do not try another replacement before (one failed) */
-    int ping_pending;    /* pinged, no answer yet */
-    int ping_missed;     /* it missed the last round (logged once) */
-    uint32_t conns;      /* open connections, from its last pong */
-};
-
-/* A listening socket: TCP sockets we bind are one per worker slot
- * (SO_REUSEPORT); a unix socket and sockets systemd passes are shared. */
-struct master {
-    const struct m0_config *cfg;
-    struct m0_listeners ls;   /* listeners.h */
-    int nworkers;
-    struct worker *w;
-    int cap;
-    unsigned gen;            /* the generation new workers belong to */
-    unsigned dismissed;      /* a reload generation that could not boot (its exits are expected) */
-    int reloading;           /* a new generation is booting */
-    uint64_t reload_deadline;
-    int *fails;              /* consecutive early deaths per slot */
-    uint64_t *respawn_at;    /* per slot: when to restart, 0 = not pending */
-    int stopping;
-    int exit_code;
-    int abandoned;           /* a worker left requests unfinished */
-    uint64_t kill_at;        /* SIGKILL stragglers at this time when stopping */
-    int sfd;                 /* signalfd */
-    struct m0_bus bus;       /* with --realtime */
-    int want_ready;          /* READY=1 is owed once every slot serves the current generation */
-    uint64_t next_tick;      /* ms */
-    uint64_t tick_ms;
-    char status[160];        /* the last STATUS= sent */
-};
-
-static int live_count(const struct master *m)
+static int live_count(const struct m0_master *m)
 {
     int n = 0;
     for (int i = 0; i < m->cap; i++)
@@ -130,17 +91,17 @@ static int live_count(const struct master *m)
     return n;
 }
 
-static struct worker *find(struct master *m, int idx, enum wstate st, int current_gen)
+struct m0_master_worker *m0_master_find(struct m0_master *m, int idx, enum m0_wstate st, int current_gen)
 {
     for (int i = 0; i < m->cap; i++) {
-        struct worker *w = &m->w[i];
+        struct m0_master_worker *w = &m->w[i];
         if (w->pid != 0 && w->idx == idx && w->state == st && (!current_gen || w->gen == m->gen))
             return w;
     }
     return NULL;
 }
 
-static void tell(struct worker *w, char what)
+void m0_master_tell(struct m0_master_worker *w, char what)
 {
     if (w->ctl == -1)
         return;
@@ -150,14 +111,34 @@ static void tell(struct worker *w, char what)
     while (n == -1 && errno == EINTR);
 }
 
-static void close_ctl(struct worker *w)
+void m0_master_close_ctl(struct m0_master_worker *w)
 {
     if (w->ctl != -1)
         close(w->ctl);
     w->ctl = -1;
 }
 
-static void spawn(struct master *m, int idx)
+static void ignore_signal(int signo)
+{
+    (void)signo;
+}
+
+/* A worker outlives the signals meant for the master when they reach the
+ * whole process group (kill -USR1 -PGID): a handler that does nothing,
+ * not SIG_IGN, which the application's subprocesses would inherit. */
+static void worker_signals(void)
+{
+    static const int sigs[] = {SIGUSR1, SIGUSR2, SIGTTIN, SIGTTOU};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = ignore_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < M0_ARRAY_LEN(sigs); i++)
+        sigaction(sigs[i], &sa, NULL);
+}
+
+void m0_master_spawn(struct m0_master *m, int idx)
 {
     int slot = -1;
     for (int i = 0; i < m->cap; i++) {
@@ -169,7 +150,7 @@ static void spawn(struct master *m, int idx)
     if (slot == -1) {
         /* Old generations still draining (repeated SIGHUPs): grow the table. */
         int cap = m->cap * 2;
-        struct worker *w = realloc(m->w, (size_t)cap * sizeof *w);
+        struct m0_master_worker *w = realloc(m->w, (size_t)cap * sizeof *w);
         if (w == NULL) {
             m0_error("no room to spawn a worker; retrying");
             m->respawn_at[idx] = m0_clock_ms() + 1000;
@@ -208,13 +189,14 @@ static void spawn(struct master *m, int idx)
         close(sv[0]);
         close(m->sfd);
         m0_metrics_adopt(blk);
+        worker_signals();
         for (int i = 0; i < m->cap; i++) {
             if (m->w[i].ctl != -1)
                 close(m->w[i].ctl);
         }
         for (int l = 0; l < m->ls.n; l++) {
             for (int i = 0; i < (m->ls.l[l].per_slot ? m->nworkers : 1); i++) {
-                if (m->ls.l[l].fds[i] != fds[l])
+                if (m->ls.l[l].fds[i] != fds[l] && m->ls.l[l].fds[i] != -1)
                     close(m->ls.l[l].fds[i]);
             }
         }
@@ -229,13 +211,13 @@ static void spawn(struct master *m, int idx)
         m0_worker_main(m->cfg, fds, m->ls.n, sv[1]);
     }
     close(sv[1]);
-    m->w[slot] = (struct worker){.pid = pid, .state = W_BOOTING, .idx = idx, .gen = m->gen, .ctl = sv[0],
+    m->w[slot] = (struct m0_master_worker){.pid = pid, .state = M0_W_BOOTING, .idx = idx, .gen = m->gen, .ctl = sv[0],
                                  .started = m0_clock_ms()};
     m->respawn_at[idx] = 0;
     m0_info("booting worker %d with pid %d", idx, (int)pid);
 }
 
-static void signal_all(struct master *m, int sig)
+static void signal_all(struct m0_master *m, int sig)
 {
     for (int i = 0; i < m->cap; i++) {
         if (m->w[i].pid != 0)
@@ -243,7 +225,15 @@ static void signal_all(struct master *m, int sig)
     }
 }
 
-static void begin_stop(struct master *m, int code, int graceful)
+/* The signals the master itself sends its workers (TERM to drain, QUIT to
+ * stop now, KILL at the graceful timeout): a worker ended by any other one
+ * crashed. */
+static int sent_by_master(int sig)
+{
+    return sig == SIGTERM || sig == SIGQUIT || sig == SIGKILL;
+}
+
+static void begin_stop(struct m0_master *m, int code, int graceful)
 {
     if (!m->stopping) {
         m->stopping = 1;
@@ -258,12 +248,12 @@ static void begin_stop(struct master *m, int code, int graceful)
 }
 
 /* "2 workers serving, 14 connections" (connections as of the last pings). */
-static void status_text(const struct master *m, char *dst, size_t cap)
+static void status_text(const struct m0_master *m, char *dst, size_t cap)
 {
     int n = 0;
     unsigned long long conns = 0;
     for (int i = 0; i < m->cap; i++) {
-        if (m->w[i].pid != 0 && m->w[i].state == W_SERVING) {
+        if (m->w[i].pid != 0 && m->w[i].state == M0_W_SERVING) {
             n++;
             conns += m->w[i].conns;
         }
@@ -274,15 +264,15 @@ static void status_text(const struct master *m, char *dst, size_t cap)
 
 /* READY=1 is owed (at start, after a reload) and every slot now has a
  * serving worker of the current generation: send it. */
-static void check_ready(struct master *m)
+static void check_ready(struct m0_master *m)
 {
     if (!m->want_ready || m->stopping)
         return;
     for (int idx = 0; idx < m->nworkers; idx++) {
         int ok = 0;
         for (int i = 0; i < m->cap && !ok; i++) {
-            const struct worker *w = &m->w[i];
-            ok = w->pid != 0 && w->idx == idx && w->state == W_SERVING && w->gen == m->gen;
+            const struct m0_master_worker *w = &m->w[i];
+            ok = w->pid != 0 && w->idx == idx && w->state == M0_W_SERVING && w->gen == m->gen;
         }
         if (!ok)
             return;
@@ -294,84 +284,83 @@ static void check_ready(struct master *m)
 
 /* Slot idx's workers that asked to be replaced go now: their successor
  * has booted (it gets 'G' once they said 'R'). */
-static void retire_replaced(struct master *m, int idx)
+static void retire_replaced(struct m0_master *m, int idx)
 {
     for (int i = 0; i < m->cap; i++) {
-        struct worker *w = &m->w[i];
-        if (w->pid != 0 && w->idx == idx && w->replace && w->state == W_SERVING) {
+        struct m0_master_worker *w = &m->w[i];
+        if (w->pid != 0 && w->idx == idx && w->replace && w->state == M0_W_SERVING) {
             m0_info("worker %d (pid %d) replaced: draining it", idx, (int)w->pid);
-            w->state = W_RETIRING;
-            tell(w, M0_CTL_DRAIN);
+            w->state = M0_W_RETIRING;
+            m0_master_tell(w, M0_CTL_DRAIN);
             kill(w->pid, SIGTERM);
         }
     }
 }
 
-static void spawn(struct master *m, int idx);
-static void hand_over(struct master *m, int idx);
+static void hand_over(struct m0_master *m, int idx);
 
 /* Replace one serving worker: boot its successor first (the reload path
  * for one slot); why is for the log. */
-static void replace_worker(struct master *m, struct worker *w, const char *why)
+static void replace_worker(struct m0_master *m, struct m0_master_worker *w, const char *why)
 {
     uint64_t now = m0_clock_ms();
     /* A reload in progress replaces it anyway (and a successor booted now
      * would belong to the reload's generation: two for one slot). */
-    if (m->stopping || m->reloading || w->replace || w->state != W_SERVING || now < w->replace_after)
+    if (m->stopping || m->reloading || w->replace || w->state != M0_W_SERVING || now < w->replace_after)
         return;
     w->replace = 1;
-    if (find(m, w->idx, W_BOOTED, 1) != NULL) {
+    if (m0_master_find(m, w->idx, M0_W_BOOTED, 1) != NULL) {
         retire_replaced(m, w->idx);      /* a successor is already waiting */
         hand_over(m, w->idx);
         return;
     }
     m0_info("worker %d (pid %d) %s: booting its replacement", w->idx, (int)w->pid, why);
-    if (find(m, w->idx, W_BOOTING, 1) == NULL)
-        spawn(m, w->idx);
+    if (m0_master_find(m, w->idx, M0_W_BOOTING, 1) == NULL)
+        m0_master_spawn(m, w->idx);
 }
 
 /* Slot idx's newest booted worker goes, unless another one serves the
  * slot or a retiring predecessor has not yet let go of its bus ('R'). */
-static void hand_over(struct master *m, int idx)
+static void hand_over(struct m0_master *m, int idx)
 {
-    if (m->stopping)
+    if (m->stopping || (m->remove_draining && idx == m->nworkers - 1))
         return;
-    struct worker *next = NULL;
+    struct m0_master_worker *next = NULL;
     for (int i = 0; i < m->cap; i++) {
-        struct worker *w = &m->w[i];
+        struct m0_master_worker *w = &m->w[i];
         if (w->pid == 0 || w->idx != idx)
             continue;
-        if (w->state == W_SERVING || (w->state == W_RETIRING && w->ctl != -1))
+        if (w->state == M0_W_SERVING || (w->state == M0_W_RETIRING && w->ctl != -1))
             return;
         /* A reload's new generation waits until all of it has booted. */
         if (m->reloading && w->gen == m->gen)
             continue;
-        if (w->state == W_BOOTED && (next == NULL || w->gen > next->gen))
+        if (w->state == M0_W_BOOTED && (next == NULL || w->gen > next->gen))
             next = w;
     }
     if (next != NULL) {
-        next->state = W_SERVING;
+        next->state = M0_W_SERVING;
         next->served = 1;
-        tell(next, M0_CTL_GO);
+        m0_master_tell(next, M0_CTL_GO);
         check_ready(m);
     }
 }
 
 /* Every worker of the new generation has booted: retire the old ones; each
  * slot's new worker goes once its predecessor has let go of the bus. */
-static void finish_reload(struct master *m)
+static void finish_reload(struct m0_master *m)
 {
     for (int idx = 0; idx < m->nworkers; idx++) {
-        if (find(m, idx, W_BOOTED, 1) == NULL)
+        if (m0_master_find(m, idx, M0_W_BOOTED, 1) == NULL)
             return;
     }
     m->reloading = 0;
     m0_info("SIGHUP: new workers booted; retiring the old ones");
     for (int i = 0; i < m->cap; i++) {
-        struct worker *w = &m->w[i];
-        if (w->pid != 0 && w->gen != m->gen && w->state != W_RETIRING) {
-            w->state = W_RETIRING;
-            tell(w, M0_CTL_DRAIN);
+        struct m0_master_worker *w = &m->w[i];
+        if (w->pid != 0 && w->gen != m->gen && w->state != M0_W_RETIRING) {
+            w->state = M0_W_RETIRING;
+            m0_master_tell(w, M0_CTL_DRAIN);
             kill(w->pid, SIGTERM);
         }
     }
@@ -380,7 +369,7 @@ static void finish_reload(struct master *m)
 }
 
 /* The new generation cannot serve: dismiss it, keep the old one. */
-static void abort_reload(struct master *m, const char *why)
+static void abort_reload(struct m0_master *m, const char *why)
 {
     m0_error("reload failed (%s): the workers already serving keep serving", why);
     m->reloading = 0;
@@ -388,10 +377,10 @@ static void abort_reload(struct master *m, const char *why)
     m0_notify("READY=1\nSTATUS=reload failed (%s); the previous workers serve", why);
     m->dismissed = m->gen;
     for (int i = 0; i < m->cap; i++) {
-        struct worker *w = &m->w[i];
-        if (w->pid != 0 && w->gen == m->gen && w->state != W_SERVING) {
-            w->state = W_RETIRING;
-            close_ctl(w);
+        struct m0_master_worker *w = &m->w[i];
+        if (w->pid != 0 && w->gen == m->gen && w->state != M0_W_SERVING) {
+            w->state = M0_W_RETIRING;
+            m0_master_close_ctl(w);
             kill(w->pid, SIGKILL);        /* it never served: nothing to drain */
         }
     }
@@ -399,8 +388,14 @@ static void abort_reload(struct master *m, const char *why)
         hand_over(m, idx);                /* old workers that booted meanwhile go */
 }
 
-static void reload(struct master *m)
+void m0_master_reload(struct m0_master *m)
 {
+    if (m->adding || m->removing) {
+        /* finish_reload wants a booted worker per slot: not while slots change. */
+        m0_info("SIGHUP: reloading once the worker being added or removed is done");
+        m->hup_pending = 1;
+        return;
+    }
     if (m->reloading) {
         m0_warn("SIGHUP: a reload is already in progress");
         return;
@@ -414,17 +409,17 @@ static void reload(struct master *m)
     m->want_ready = 1;
     m->reload_deadline = m0_clock_ms() + BOOT_TIMEOUT_MS;
     for (int idx = 0; idx < m->nworkers; idx++)
-        spawn(m, idx);
+        m0_master_spawn(m, idx);
 }
 
-static void on_ctl(struct master *m, struct worker *w)
+static void on_ctl(struct m0_master *m, struct m0_master_worker *w)
 {
     char msg[16];
     ssize_t n = recv(w->ctl, msg, sizeof msg, MSG_DONTWAIT);
     if (n == -1 && (errno == EAGAIN || errno == EINTR))
         return;
     if (n <= 0) {
-        close_ctl(w);              /* it exits; SIGCHLD tells the rest */
+        m0_master_close_ctl(w);              /* it exits; SIGCHLD tells the rest */
         hand_over(m, w->idx);
         return;
     }
@@ -440,9 +435,9 @@ static void on_ctl(struct master *m, struct worker *w)
     for (ssize_t i = 0; i < n; i++) {
         switch (msg[i]) {
         case M0_CTL_BOOTED:
-            if (w->state != W_BOOTING)
+            if (w->state != M0_W_BOOTING)
                 break;
-            w->state = W_BOOTED;
+            w->state = M0_W_BOOTED;
             if (m->stopping) {
                 kill(w->pid, SIGTERM);
             } else if (m->reloading && w->gen == m->gen) {
@@ -454,20 +449,20 @@ static void on_ctl(struct master *m, struct worker *w)
             break;
         case M0_CTL_REPLACE:
             replace_worker(m, w, "answered its --max-requests");
-            return;          /* spawn() may have moved the table: w is stale */
+            return;          /* m0_master_spawn() may have moved the table: w is stale */
         case M0_CTL_RELOAD:
             /* --reload: a serving worker saw a file change; all are
              * replaced. Requests during a reload, or from workers already
              * retiring, are the same change seen twice. */
-            if (!m->stopping && !m->reloading && w->state == W_SERVING) {
+            if (!m->stopping && !m->reloading && w->state == M0_W_SERVING) {
                 m0_info("--reload: an application file changed");
-                reload(m);
+                m0_master_reload(m);
             }
             return;          /* as above */
         case M0_CTL_RETIRED:
             /* It stopped accepting and reading the bus: the successor may. */
-            w->state = W_RETIRING;
-            close_ctl(w);
+            w->state = M0_W_RETIRING;
+            m0_master_close_ctl(w);
             hand_over(m, w->idx);
             break;
         default:
@@ -476,12 +471,12 @@ static void on_ctl(struct master *m, struct worker *w)
     }
 }
 
-static void reap(struct master *m)
+static void reap(struct m0_master *m)
 {
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-        struct worker *w = NULL;
+        struct m0_master_worker *w = NULL;
         for (int i = 0; i < m->cap; i++) {
             if (m->w[i].pid == pid) {
                 w = &m->w[i];
@@ -491,15 +486,26 @@ static void reap(struct master *m)
         if (w == NULL)
             continue;
         m0_metrics_reaped(pid, status);
-        int idx = w->idx, served = w->served, retiring = w->state == W_RETIRING;
+        int idx = w->idx, served = w->served, retiring = w->state == M0_W_RETIRING;
         unsigned gen = w->gen;
         uint64_t lived = m0_clock_ms() - w->started;
-        close_ctl(w);
+        m0_master_close_ctl(w);
         w->pid = 0;
-        w->state = W_EMPTY;
+        w->state = M0_W_EMPTY;
         int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         if (code == M0_EXIT_ABANDONED)
             m->abandoned = 1;
+        if (code == M0_EXIT_BOOT && !served && m->adding && idx == m->nworkers - 1) {
+            /* Nothing was steered to its socket yet: nothing is lost. */
+            m0_error("SIGTTIN: the new worker %d (pid %d) could not load the application: staying at %d "
+                     "worker(s)", idx, (int)pid, m->nworkers - 1);
+            m0_listeners_drop_slot(&m->ls, idx);
+            m->respawn_at[idx] = 0;
+            m->fails[idx] = 0;
+            m->want = --m->nworkers;
+            m->adding = 0;
+            continue;
+        }
         if (code == M0_EXIT_BOOT && !served) {
             if (m->reloading && gen == m->gen) {
                 abort_reload(m, "a new worker could not load the application");
@@ -507,7 +513,7 @@ static void reap(struct master *m)
             }
             if (m->dismissed != 0 && gen == m->dismissed)
                 continue;                 /* its reload was already given up */
-            struct worker *cur = find(m, idx, W_SERVING, 0);
+            struct m0_master_worker *cur = m0_master_find(m, idx, M0_W_SERVING, 0);
             if (!m->stopping && cur == NULL) {
                 m0_error("worker %d (pid %d) could not load the application: stopping", idx, (int)pid);
                 begin_stop(m, M0_EXIT_FAIL, 0);
@@ -519,9 +525,18 @@ static void reap(struct master *m)
             }
             continue;
         }
-        if (m->stopping || retiring || (m->dismissed != 0 && gen == m->dismissed)) {
-            if (WIFSIGNALED(status))
+        if (m->stopping || retiring || (m->dismissed != 0 && gen == m->dismissed) ||
+            (m->remove_draining && idx == m->nworkers - 1)) {
+            if (WIFSIGNALED(status) && !sent_by_master(WTERMSIG(status))) {
+                /* A crash while draining is still a crash: the requests and
+                 * streams it held were cut, so the stop is not clean. */
+                m0_error("worker %d (pid %d) crashed while draining: %s", idx, (int)pid,
+                         strsignal(WTERMSIG(status)));
+                if (m->stopping)
+                    m->crashed = 1;
+            } else if (WIFSIGNALED(status)) {
                 m0_info("worker %d (pid %d) ended by signal %d", idx, (int)pid, WTERMSIG(status));
+            }
             hand_over(m, idx);
             continue;
         }
@@ -529,7 +544,7 @@ static void reap(struct master *m)
             m0_warn("worker %d (pid %d) was killed by signal %d: restarting", idx, (int)pid, WTERMSIG(status));
         else
             m0_warn("worker %d (pid %d) exited with status %d: restarting", idx, (int)pid, code);
-        if (find(m, idx, W_BOOTING, 1) != NULL || find(m, idx, W_BOOTED, 1) != NULL) {
+        if (m0_master_find(m, idx, M0_W_BOOTING, 1) != NULL || m0_master_find(m, idx, M0_W_BOOTED, 1) != NULL) {
             /* Its successor (a replacement, a reload) is already on the way. */
             hand_over(m, idx);
             continue;
@@ -546,54 +561,17 @@ static void reap(struct master *m)
 }
 
 /* Does any worker of the current generation stand for slot idx? */
-static int covered(const struct master *m, int idx)
+static int covered(const struct m0_master *m, int idx)
 {
     for (int i = 0; i < m->cap; i++) {
-        const struct worker *w = &m->w[i];
-        if (w->pid != 0 && w->idx == idx && w->state != W_RETIRING)
+        const struct m0_master_worker *w = &m->w[i];
+        if (w->pid != 0 && w->idx == idx && w->state != M0_W_RETIRING)
             return 1;
     }
     return 0;
 }
 
-static void banner(const struct master *m)
-{
-    char where[1024];
-    size_t n = 0;
-    where[0] = '\0';
-    for (int l = 0; l < m->ls.n && n < sizeof where; l++)
-        n += (size_t)snprintf(where + n, sizeof where - n, "%s%s", l ? ", " : "", m->ls.l[l].where);
-    static const char *const protos[] = {"auto", "wsgi", "asgi"};
-    const struct m0_config *cfg = m->cfg;
-    char pool[96];
-    if (cfg->blocking_threads == 0)
-        snprintf(pool, sizeof pool, "0");
-    else if (cfg->threads_explicit)
-        snprintf(pool, sizeof pool, "%ld (pinned)", cfg->blocking_threads);
-    else
-        snprintf(pool, sizeof pool, "%ld..%ld (elastic)", cfg->blocking_threads, cfg->blocking_threads_max);
-    const char *why = cfg->threads_explicit ? "as configured"
-                      : cfg->workers_explicit ? "default pool"
-                                              : "default topology: 1 worker, an elastic pool";
-    /* Every mount as given; each worker's boot line adds the protocol it
-     * detected and the mode it runs in. */
-    char mounts[2048] = "";
-    size_t mn = 0;
-    for (unsigned i = 0; i < cfg->nmounts && mn < sizeof mounts; i++) {
-        const struct m0_mount *mt = &cfg->mounts[i];
-        mn += (size_t)snprintf(mounts + mn, sizeof mounts - mn, "%s%s=%s%s", i ? "," : "",
-                              mt->prefix_len ? mt->prefix : "/", mt->kind == M0_MOUNT_STATIC ? "static:" : "",
-                              mt->spec);
-    }
-    m0_info("m0serve %s (Python %s, GIL %s) listening on %s workers=%d blocking-threads=%s (%s) "
-            "protocol=%s realtime=%s%s%s app=%s mounts=%s",
-            M0_VERSION, m0_py_version(), m0_py_gil_enabled() ? "enabled" : "disabled", where,
-            m->nworkers, pool, why, protos[cfg->protocol], cfg->realtime ? "on" : "off",
-            m0_broker ? " broker=" : "", m0_broker ? m0_broker->shown : "", cfg->app != NULL ? cfg->app : "-",
-            mounts);
-}
-
-static void on_signal(struct master *m)
+static void on_signal(struct m0_master *m)
 {
     struct signalfd_siginfo si;
     while (read(m->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
@@ -608,10 +586,23 @@ static void on_signal(struct master *m)
             break;
         case SIGHUP:
             if (!m->stopping)
-                reload(m);
+                m0_master_reload(m);
+            break;
+        case SIGUSR1:
+            /* logrotate's postrotate habit (gunicorn, nginx: reopen the log files). */
+            m0_info("SIGUSR1: logs go to stdout/stderr, nothing to reopen");
+            break;
+        case SIGUSR2:
+            m0_warn("SIGUSR2: re-executing the binary is not supported; ignored (SIGHUP reloads the "
+                    "application without dropping a connection)");
+            break;
+        case SIGTTIN:
+        case SIGTTOU:
+            if (!m->stopping)
+                m0_master_ask_resize(m, si.ssi_signo == SIGTTIN ? +1 : -1);
             break;
         default:
-            break;       /* SIGCHLD: reaped below */
+            break;       /* SIGCHLD: reaped below; SIGWINCH: nothing to do */
         }
     }
 }
@@ -620,7 +611,7 @@ static void on_signal(struct master *m)
  * The unix sockets we bound and the pid file are given to that user/group
  * first: the descriptors need nothing, but a proxy running in the group
  * connects by path, and the master unlinks both at exit. */
-static int settle_identity(struct master *m, const struct m0_config *cfg)
+static int settle_identity(struct m0_master *m, const struct m0_config *cfg)
 {
     char err[512];
     struct m0_ident id;
@@ -671,7 +662,7 @@ static uint64_t rss_mib(pid_t pid)
 }
 
 /* Once a tick: --worker-max-rss, then pings (watchdog, STATUS=). */
-static void tick(struct master *m, uint64_t now)
+static void tick(struct m0_master *m, uint64_t now)
 {
     if (now < m->next_tick)
         return;
@@ -679,8 +670,8 @@ static void tick(struct master *m, uint64_t now)
     const struct m0_config *cfg = m->cfg;
     if (cfg->worker_max_rss > 0 && !m->stopping) {
         for (int i = 0; i < m->cap; i++) {
-            struct worker *w = &m->w[i];
-            if (w->pid == 0 || w->state != W_SERVING || w->replace)
+            struct m0_master_worker *w = &m->w[i];
+            if (w->pid == 0 || w->state != M0_W_SERVING || w->replace)
                 continue;
             uint64_t mib = rss_mib(w->pid);
             if (mib > (uint64_t)cfg->worker_max_rss) {
@@ -696,8 +687,8 @@ static void tick(struct master *m, uint64_t now)
     /* Every serving worker answered the previous round: its loop turns. */
     int healthy = 1;
     for (int i = 0; i < m->cap; i++) {
-        struct worker *w = &m->w[i];
-        if (w->pid == 0 || w->state != W_SERVING || !w->ping_pending)
+        struct m0_master_worker *w = &m->w[i];
+        if (w->pid == 0 || w->state != M0_W_SERVING || !w->ping_pending)
             continue;
         healthy = 0;
         if (!w->ping_missed)
@@ -708,9 +699,9 @@ static void tick(struct master *m, uint64_t now)
     if (healthy && m0_notify_watchdog_usec() != 0 && !m->want_ready)
         m0_notify("WATCHDOG=1");
     for (int i = 0; i < m->cap; i++) {
-        struct worker *w = &m->w[i];
-        if (w->pid != 0 && w->state == W_SERVING && w->ctl != -1) {
-            tell(w, M0_CTL_PING);
+        struct m0_master_worker *w = &m->w[i];
+        if (w->pid != 0 && w->state == M0_W_SERVING && w->ctl != -1) {
+            m0_master_tell(w, M0_CTL_PING);
             w->ping_pending = 1;
         }
     }
@@ -724,8 +715,8 @@ static void tick(struct master *m, uint64_t now)
 
 int m0_master_run(struct m0_config *cfg)
 {
-    struct master mst;
-    struct master *m = &mst;
+    struct m0_master mst;
+    struct m0_master *m = &mst;
     char err[512];
 
     memset(m, 0, sizeof *m);
@@ -754,8 +745,9 @@ int m0_master_run(struct m0_config *cfg)
     m->w = calloc((size_t)m->cap, sizeof *m->w);
     for (int i = 0; i < m->cap; i++)
         m->w[i].ctl = -1;
-    m->fails = calloc((size_t)m->nworkers, sizeof *m->fails);
-    m->respawn_at = calloc((size_t)m->nworkers, sizeof *m->respawn_at);
+    m->fails = calloc(M0_MAX_SLOTS, sizeof *m->fails);
+    m->respawn_at = calloc(M0_MAX_SLOTS, sizeof *m->respawn_at);
+    m->want = m->nworkers;
 
     /* Signals stay blocked in the master and are read from a signalfd;
      * workers unblock them after fork. SIGPIPE is ignored everywhere. */
@@ -766,6 +758,12 @@ int m0_master_run(struct m0_config *cfg)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGQUIT);
     sigaddset(&set, SIGHUP);
+    /* Operators' habits must not stop the server (their default action):
+     * USR1 (logrotate), USR2 (gunicorn's re-exec), TTIN/TTOU (resize). */
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGUSR2);
+    sigaddset(&set, SIGTTIN);
+    sigaddset(&set, SIGTTOU);
     sigprocmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
     m->sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
@@ -774,13 +772,13 @@ int m0_master_run(struct m0_config *cfg)
         return M0_EXIT_FAIL;
     }
 
-    banner(m);
+    m0_banner_log(cfg, &m->ls, m->nworkers);
     m->next_tick = m0_clock_ms() + m->tick_ms;
     for (int idx = 0; idx < m->nworkers; idx++)
-        spawn(m, idx);
+        m0_master_spawn(m, idx);
 
     struct pollfd *pfds = NULL;
-    struct worker **who = NULL;
+    struct m0_master_worker **who = NULL;
     int cap_p = 0;
     for (;;) {
         reap(m);
@@ -797,11 +795,12 @@ int m0_master_run(struct m0_config *cfg)
         } else {
             if (m->reloading && now >= m->reload_deadline)
                 abort_reload(m, "the new workers did not boot in time");
-            for (int idx = 0; idx < m->nworkers; idx++) {
+            m0_master_resize(m, now);
+            for (int idx = 0; idx < m->nworkers - (m->remove_draining ? 1 : 0); idx++) {
                 if (m->respawn_at[idx] != 0 && now >= m->respawn_at[idx])
-                    spawn(m, idx);
+                    m0_master_spawn(m, idx);
                 else if (m->respawn_at[idx] == 0 && !covered(m, idx))
-                    spawn(m, idx);   /* nothing serves this slot and nothing is scheduled */
+                    m0_master_spawn(m, idx);   /* nothing serves this slot and nothing is scheduled */
             }
         }
         tick(m, now);
@@ -835,7 +834,7 @@ int m0_master_run(struct m0_config *cfg)
         /* A spawn (a reload, a replacement) may grow the worker table and
          * move it: who[] then points into freed memory. Stop; what is left
          * is still readable at the next poll. */
-        const struct worker *table = m->w;
+        const struct m0_master_worker *table = m->w;
         if (pfds[0].revents)
             on_signal(m);
         for (int i = 1; i < np && m->w == table; i++) {
@@ -848,7 +847,10 @@ int m0_master_run(struct m0_config *cfg)
     m0_listeners_close(&m->ls, m->nworkers);
     if (cfg->pid_file != NULL)
         m0_pidfile_remove(cfg->pid_file);
-    if (m->exit_code == M0_EXIT_OK && m->abandoned) {
+    if (m->exit_code == M0_EXIT_OK && m->crashed) {
+        m0_error("shutdown complete, but a worker crashed while draining");
+        m->exit_code = M0_EXIT_FAIL;
+    } else if (m->exit_code == M0_EXIT_OK && m->abandoned) {
         m0_warn("shutdown complete, but requests were still in flight at the graceful timeout");
         m->exit_code = M0_EXIT_ABANDONED;
     } else {

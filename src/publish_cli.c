@@ -1,13 +1,16 @@
 /*
- * publish_cli.c — `m0serve publish CHANNEL DATA [--event NAME]`: publish
- * one event through the broker from a shell (cron, deploy hooks), framed,
- * limited and numbered exactly as m0pub.publish does.
+ * publish_cli.c — `m0serve publish CHANNEL DATA [--event NAME] [--key KEY]`:
+ * publish one event through the broker from a shell (cron, deploy hooks),
+ * framed, limited and numbered exactly as m0pub.publish does; --key makes
+ * a retry safe (the broker answers a repeated key with the first id).
  *
  * The broker comes from --broker or M0_BROKER (and --broker-prefix,
  * --broker-retention, --broker-backlog or their M0_* twins, which must
  * match the servers'). DATA "-" reads the data from standard input.
  * Prints the event's id on stdout. Exit 0; 1 when the broker cannot be
- * reached or refuses the event; 2 for a bad argument (one line naming it).
+ * reached or refuses the event (not published); 2 for a bad argument (one
+ * line naming it); 3 when the event was sent and no answer came (it may
+ * have been published: retry with the same --key).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,6 +24,8 @@
 #include "m0/publish_cli.h"
 #include "m0/sse.h"
 
+#define EXIT_UNKNOWN 3             /* sent, not answered: the outcome is unknown */
+
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...)
 {
@@ -29,7 +34,8 @@ static int usage_error(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "m0serve publish: error: %s (usage: m0serve publish CHANNEL DATA [--event NAME] [--broker URL])\n",
+    fprintf(stderr, "m0serve publish: error: %s (usage: m0serve publish CHANNEL DATA [--event NAME] [--key KEY] "
+            "[--broker URL])\n",
             line);
     return M0_EXIT_USAGE;
 }
@@ -62,10 +68,11 @@ int m0_publish_main(int argc, char **argv)
         return usage_error("M0_BROKER_BACKLOG: invalid value '%s'", env);
     const char *pos[2] = {NULL, NULL};
     int npos = 0;
-    const char *event = NULL;
+    const char *event = NULL, *key = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const char *flags[] = {"--event", "--broker", "--broker-prefix", "--broker-retention", "--broker-backlog"};
+        const char *flags[] = {"--event", "--broker", "--broker-prefix", "--broker-retention", "--broker-backlog",
+                               "--key"};
         int k = -1;
         for (int f = 0; f < (int)M0_ARRAY_LEN(flags); f++) {
             size_t n = strlen(flags[f]);
@@ -103,6 +110,11 @@ int m0_publish_main(int argc, char **argv)
                 return usage_error("--broker-backlog: invalid value '%s'", v);
             cfg.broker_backlog = n;
             break;
+        case 5:
+            if (!m0_broker_key_ok(v, strlen(v)))
+                return usage_error("--key: invalid value '%s' (1..%d printable ASCII bytes)", v, M0_BROKER_KEY_MAX);
+            key = v;
+            break;
         }
     }
     if (npos != 2)
@@ -132,12 +144,12 @@ int m0_publish_main(int argc, char **argv)
         m0_buf_puts(&data, pos[1]);
     }
     uint64_t id;
-    int rc = m0_broker_publish(pos[0], strlen(pos[0]), event, data.data ? data.data : "", data.len, &id, err,
-                               sizeof err);
+    int rc = m0_broker_publish(pos[0], strlen(pos[0]), event, data.data ? data.data : "", data.len, key,
+                               key ? strlen(key) : 0, &id, err, sizeof err);
     m0_buf_free(&data);
     if (rc != M0_OK) {
         fprintf(stderr, "m0serve publish: %s\n", err);
-        return M0_EXIT_FAIL;
+        return rc == M0_BROKER_UNKNOWN ? EXIT_UNKNOWN : M0_EXIT_FAIL;
     }
     printf("%llu\n", (unsigned long long)id);
     return M0_EXIT_OK;

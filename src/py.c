@@ -377,7 +377,11 @@ static int load_mount(PyObject *boot, const struct m0_config *cfg, const struct 
     char where[600] = "";
     if (m->prefix_len != 0)
         snprintf(where, sizeof where, " (mount %s)", m->prefix);
-    PyObject *res = PyObject_CallMethod(boot, "load", "ss", m->spec, protos[cfg->protocol]);
+    /* --app-dir as sys.path has it, for the message when nothing is found. */
+    char appdir[PATH_MAX];
+    if (realpath(cfg->app_dir, appdir) == NULL)
+        snprintf(appdir, sizeof appdir, "%s", cfg->app_dir);
+    PyObject *res = PyObject_CallMethod(boot, "load", "sss", m->spec, protos[cfg->protocol], appdir);
     if (res == NULL) {
         report_load_error(boot, where, m->spec);
         return M0_ERR;

@@ -3,8 +3,13 @@
  * redis_loop.h). hiredis asks for read interest once connected and for
  * write interest while it has bytes to send (and to learn that a
  * non-blocking connect finished); it calls cleanup before it closes the
- * socket, so the loop never watches a closed or reused descriptor.
+ * socket, so the loop never watches a closed or reused descriptor. The
+ * reader's reply guard counts the callbacks hiredis holds. Host names are
+ * resolved before the loop runs (hiredis would call getaddrinfo on it).
  */
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <string.h>
 #include <sys/epoll.h>
 
 #include "m0/log.h"
@@ -75,6 +80,17 @@ static void cleanup(void *p)
     ev->ac = NULL;
 }
 
+/* Commands sent (or queued) and not answered: hiredis's callback list. */
+static size_t pending(void *p)
+{
+    const struct m0_redis_ev *ev = p;
+    size_t n = 0;
+    if (ev->ac != NULL)
+        for (const redisCallback *cb = ev->ac->replies.head; cb != NULL; cb = cb->next)
+            n++;
+    return n;
+}
+
 int m0_redis_attach(struct m0_redis_ev *ev, struct m0_loop *loop, redisAsyncContext *ac)
 {
     if (ac->ev.data != NULL)
@@ -89,5 +105,32 @@ int m0_redis_attach(struct m0_redis_ev *ev, struct m0_loop *loop, redisAsyncCont
     ac->ev.delWrite = del_write;
     ac->ev.cleanup = cleanup;
     ac->ev.data = ev;
+    m0_reply_guard_install(&ev->guard, ac->c.reader, pending, ev);
+    return M0_OK;
+}
+
+int m0_redis_resolve(const char *host, char *out, size_t cap, const char **why)
+{
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICHOST;
+    out[0] = '\0';
+    if (getaddrinfo(host, NULL, &hints, &res) == 0) {
+        freeaddrinfo(res);
+        return M0_OK;           /* already numeric */
+    }
+    hints.ai_flags = 0;
+    int rc = getaddrinfo(host, NULL, &hints, &res);
+    if (rc != 0 || res == NULL) {
+        *why = rc != 0 ? gai_strerror(rc) : "no address";
+        return M0_ERR;
+    }
+    const void *addr = res->ai_family == AF_INET6 ? (const void *)&((struct sockaddr_in6 *)res->ai_addr)->sin6_addr
+                                                 : (const void *)&((struct sockaddr_in *)res->ai_addr)->sin_addr;
+    if (inet_ntop(res->ai_family, addr, out, (socklen_t)cap) == NULL)
+        out[0] = '\0';
+    freeaddrinfo(res);
     return M0_OK;
 }

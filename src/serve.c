@@ -113,7 +113,8 @@ static void go(struct serve *v)
             return;
         }
     }
-    m0_rt_init(s);           /* holds need it even without the bus (an ASGI app's WebSockets) */
+    /* Set up before booted was reported (m0_serve_prepare): only reading
+     * starts here, once the predecessor has stopped. */
     if (s->cfg->realtime && m0_rt_start(s) != M0_OK) {
         m0_error("cannot start the realtime bus");
         v->rc = M0_EXIT_FAIL;
@@ -307,6 +308,16 @@ void m0_serve_teardown_targets(struct m0_server *s)
             m0_py_detach();
         }
     }
+}
+
+int m0_serve_prepare(struct m0_server *s)
+{
+    m0_rt_init(s);           /* holds need it even without the bus (an ASGI app's WebSockets) */
+    if (s->cfg->realtime && m0_rt_prepare(s) != M0_OK) {
+        m0_error("cannot set up the realtime bus");
+        return M0_ERR;
+    }
+    return M0_OK;
 }
 
 void m0_serve_booted(struct m0_server *s)

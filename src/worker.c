@@ -18,6 +18,7 @@
 #include "m0/config.h"
 #include "m0/conn.h"
 #include "m0/log.h"
+#include "m0/pool.h"
 #include "m0/py.h"
 #include "m0/reload.h"
 #include "m0/serve.h"
@@ -36,9 +37,16 @@ static void on_fork_child(void)
     in_forked_child = 1;
 }
 
+/* Until it reports booted a worker has served nothing and owes nothing (an
+ * ASGI lifespan startup has not completed): a stop signal then ends it at
+ * once, rather than after a startup that may never finish. */
+static volatile sig_atomic_t booting = 1;
+
 /* Async-signal-safe: one byte per signal, read by the loop. */
 static void on_signal(int signo)
 {
+    if (booting && getpid() == worker_pid)
+        _exit(M0_EXIT_OK);
     int saved = errno;
     unsigned char b = (unsigned char)signo;
     if (write(sig_pipe_w, &b, 1) == -1) {
@@ -83,8 +91,11 @@ static void log_mounts(void)
 {
     char line[4096];
     size_t n = (size_t)snprintf(line, sizeof line, "worker booted (pid %d); mounts:", (int)getpid());
+    const struct m0_pool *pool = NULL;
     for (unsigned i = 0; i < m0_targets.n && n < sizeof line; i++) {
         const struct m0_target *t = &m0_targets.t[i];
+        if (t->pool != NULL)
+            pool = t->pool;
         const char *extra = "";
         if (t->kind == M0_TARGET_STATIC)
             extra = t->files->resolver == M0_RESOLVE_OPENAT2 ? ", openat2" : ", openat walk";
@@ -93,6 +104,14 @@ static void log_mounts(void)
         n += (size_t)snprintf(line + n, sizeof line - n, "%s %s -> %s (%s, %s%s)", i ? ";" : "",
                               t->prefix_len ? t->prefix : "/", t->resolved ? t->resolved : t->spec,
                               m0_target_kind_name(t->kind), m0_target_mode(t), extra);
+    }
+    /* The WSGI handler pool, only where a mount runs on it (ASGI has none). */
+    if (pool != NULL && n < sizeof line) {
+        unsigned threads, busy, max, queued;
+        m0_pool_stats(pool, &threads, &busy, &max, &queued);
+        n += (size_t)snprintf(line + n, sizeof line - n, "; blocking-threads=%u", threads);
+        if (max > threads && n < sizeof line)
+            snprintf(line + n, sizeof line - n, "..%u (elastic)", max);
     }
     m0_info("%s", line);
 }
@@ -152,7 +171,12 @@ void m0_worker_main(const struct m0_config *cfg, const int *listen_fds, int nlis
     m0_broker_prepare();       /* --broker: where the log stands, before serving */
     if (cfg->reload)
         m0_reload_start(s);      /* a failure is logged; serving goes on without it */
-    log_mounts();
+    if (m0_serve_prepare(s) != M0_OK) {
+        fflush(NULL);
+        _exit(M0_EXIT_BOOT);     /* never reported booted: a boot failure to the master */
+    }
+    log_mounts();            /* "worker booted": everything is set up */
+    booting = 0;             /* signals are the loop's from now on: a drain */
     m0_serve_booted(s);
 
     int rc = m0_serve_run(s);

@@ -10,7 +10,9 @@
  *             "<id>-0" to the all-channel log PREFIX"log" (MAXLEN ~ backlog)
  *             and to the channel's stream PREFIX"ch:"CHANNEL (MAXLEN ~
  *             retention, expiring a day after its last event); the id is
- *             the reply. One broker round trip.
+ *             the reply. With a key, PREFIX"key:"KEY remembers the id for
+ *             M0_BROKER_KEY_TTL_MS and a repeat returns it without
+ *             appending. One broker round trip.
  *   deliver   every worker keeps two connections on its own loop (hiredis's
  *             async API through redis_loop.h): a reader that XREAD BLOCKs the
  *             log from the last id it saw (so a reconnect catches up), and a
@@ -39,6 +41,12 @@ struct m0_conn;
 #define M0_BROKER_BACKLOG_DEFAULT 100000     /* events kept in the all-channel log */
 #define M0_BROKER_CHANNEL_TTL_MS 86400000    /* a channel's stream expires a day after its last event */
 #define M0_BROKER_TIMEOUT_MS 1000            /* connect and reply timeout of a publish */
+#define M0_BROKER_KEY_TTL_MS 300000          /* a publish key is remembered this long (5 minutes) */
+#define M0_BROKER_KEY_MAX 200                /* bytes of a publish key */
+
+/* m0_broker_publish: the command was sent and no reply came (a timeout, a
+ * dropped connection): the event may or may not have been published. */
+#define M0_BROKER_UNKNOWN -10
 
 /* Where the broker is and how it is used. */
 struct m0_broker_cfg {
@@ -71,13 +79,17 @@ int m0_broker_configure(const struct m0_config *cfg);
 int m0_broker_prefix_ok(const char *prefix);
 
 /* The Lua scripts (their text is also in python/m0pub.py: a test keeps the
- * two equal). PUBLISH: KEYS counter, log, channel stream; ARGV channel,
- * frame without the id line, retention, backlog, channel ttl ms; returns
- * the id. REPLAY: KEYS counter, channel stream; ARGV the client's last id
+ * two equal). PUBLISH: KEYS counter, log, channel stream and optionally
+ * the publish key's; ARGV channel, frame without the id line, retention,
+ * backlog, channel ttl ms, key ttl ms; returns the id (with a fourth key
+ * that holds an id: that id, and nothing is appended). REPLAY: KEYS counter, channel stream; ARGV the client's last id
  * ("N-0"), COUNT; returns {counter, 1 if that id is still retained else 0,
  * the entries after it newest first, at most COUNT}. */
 extern const char M0_BROKER_PUBLISH_LUA[];
 extern const char M0_BROKER_REPLAY_LUA[];
+/* RAISE: KEYS counter; ARGV an id; sets the counter to that id when it is
+ * below it and returns 1, else 0 (a worker's check when it reconnects). */
+extern const char M0_BROKER_RAISE_LUA[];
 
 /* ------------------------------------------------------------ publisher */
 
@@ -89,18 +101,27 @@ extern const struct m0_broker_cfg *m0_broker;
  * Publish one event through the broker from the calling thread: frame it
  * (event may be NULL; data is UTF-8, the caller checked the channel and the
  * size), run the publish script, and return its global id in *id_out.
+ * key (klen bytes, m0_broker_key_ok; NULL: none) makes the publish
+ * idempotent for M0_BROKER_KEY_TTL_MS: a publish with a key the broker
+ * remembers returns the id it got then and appends nothing.
  * Blocks the calling thread for one round trip: at most M0_BROKER_TIMEOUT_MS
  * to connect and as much for the reply (a connection kept from an earlier
  * call that the broker closed meanwhile is replaced once: about 3 s in the
  * worst case, a refused connection fails at once). Never call it on a loop
  * thread that has other work (it blocks).
  * Each thread keeps its own connection (freed when the thread exits).
- * Returns M0_OK, or M0_ERR with a one-line reason in err (cap bytes): the
- * broker is unreachable, refused the script, or answered something else.
- * The event is then not published (never a silent drop).
+ * Returns M0_OK; M0_ERR with a one-line reason in err (cap bytes) when
+ * the broker is unreachable, refused the connection or the script, or
+ * answered something else: the event is then not published (never a
+ * silent drop); or M0_BROKER_UNKNOWN when the command was sent and its
+ * reply did not come (timeout, dropped connection): the script may have
+ * run, err says so, and a retry with the same key is safe.
  */
 int m0_broker_publish(const char *channel, size_t clen, const char *event, const char *data, size_t dlen,
-                      uint64_t *id_out, char *err, size_t cap);
+                      const char *key, size_t klen, uint64_t *id_out, char *err, size_t cap);
+
+/* A publish key: 1..M0_BROKER_KEY_MAX bytes of printable ASCII (0x20..0x7e). */
+int m0_broker_key_ok(const char *key, size_t klen);
 
 /* The broker's counter (the newest id issued; 0 when none yet), read with
  * a blocking connection of its own (at most about 2 s). Returns M0_OK or
@@ -146,8 +167,10 @@ int m0_broker_resume(struct m0_server *s, struct m0_conn *c, const char *channel
  * (without a word to Redis: they are the parent's conversations). */
 void m0_broker_close_in_child(void);
 
-/* Append the /health "broker" object (JSON, no trailing newline). */
-void m0_broker_health(const struct m0_server *s, struct m0_buf *out);
+/* Append the /health "broker" object (JSON, no trailing newline). Returns
+ * 1 when both of the worker's connections are up, 0 otherwise (/health's
+ * status is then "degraded"). */
+int m0_broker_health(const struct m0_server *s, struct m0_buf *out);
 
 /* The worker's broker numbers for the metrics (metrics.h); all zero
  * without a broker. Loop thread. */

@@ -55,6 +55,7 @@ struct m0_config {
     enum m0_protocol protocol;
     const char *asgi_loop;      /* --loop: auto | asyncio | uvloop */
     const char *lifespan;       /* --lifespan: auto | on | off */
+    double lifespan_timeout;    /* seconds lifespan startup may take; 0 = no limit */
     double graceful_timeout;    /* seconds */
     double keepalive_timeout;   /* seconds an idle keep-alive connection lives */
     double header_timeout;      /* seconds to receive a complete request head */
@@ -136,10 +137,19 @@ void m0_config_resolve(struct m0_config *cfg);
 /* Print usage to stdout. */
 void m0_config_usage(void);
 
-/* Split cfg->bind into a host and port, or a unix path. Returns M0_OK or
- * M0_ERR with a message in err. *path is NULL for TCP. host/path point
- * into an internal copy owned by cfg for the process lifetime. */
-int m0_config_bind_parts(const struct m0_config *cfg, char **host, int *port, char **path,
-                         char *err, size_t cap);
+/* cfg->bind split up; the caller owns it (host and path point into its
+ * own text, or at a string literal). */
+struct m0_bind_parts {
+    char text[512];             /* a copy of cfg->bind, cut up */
+    const char *host;           /* TCP: the host without brackets; NULL for unix */
+    int port;                   /* TCP: 0..65535; 0 for unix */
+    const char *path;           /* unix: the socket path; NULL for TCP */
+};
+
+/* Split cfg->bind into a host and port, or a unix path, in *out (which
+ * nothing else shares: two calls never overwrite each other's result).
+ * Returns M0_OK, or M0_ERR with a message in err (cap bytes) naming --bind
+ * when the address is malformed or longer than out->text. */
+int m0_config_bind_parts(const struct m0_config *cfg, struct m0_bind_parts *out, char *err, size_t cap);
 
 #endif

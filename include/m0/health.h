@@ -27,11 +27,13 @@ struct m0_health {
     unsigned pool_max;             /* the elastic pool's ceiling */
     unsigned pool_queued;          /* jobs waiting for a thread */
     int draining;
+    int degraded;                  /* serving, but a dependency is down (--broker disconnected) */
     const char *broker;            /* --broker: the "broker" object (JSON), else NULL */
     const struct m0_targets *targets;   /* the mounts (target.h); NULL: none listed */
 };
 
-/* Append the JSON body: the fields above, "mounts" (each mount's prefix,
+/* Append the JSON body: "status" ("draining" while the worker drains, else
+ * "degraded" when h->degraded, else "ok"), the fields above, "mounts" (each mount's prefix,
  * kind, what it serves, mode and counters: requests, and for application
  * mounts in_flight — jobs on the pool now — and held streams; "unmounted"
  * counts the 404s no mount claimed), plus "channels", the busiest channels

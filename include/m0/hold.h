@@ -96,9 +96,13 @@ struct m0_rt_stats {
  * empty registry): every worker has it, so a socket an ASGI app accepts is
  * held with or without --realtime. Idempotent. */
 void m0_rt_init(struct m0_server *s);
-/* Set up --realtime for the server (m0_rt_init first): bus reading
- * (registered with the loop), the fan-out and reorder hooks. Returns M0_OK
- * or M0_ERR. */
+/* What --realtime needs before the worker reports booted (m0_rt_init, the
+ * fan-out and reorder hook): M0_OK, or M0_ERR when there is no bus.
+ * Idempotent. */
+int m0_rt_prepare(struct m0_server *s);
+/* Start --realtime once the master says go (m0_rt_prepare if not done):
+ * bus reading registered with the loop, or the broker started. Returns
+ * M0_OK or M0_ERR. */
 int m0_rt_start(struct m0_server *s);
 /* Stop reading the bus (drain: a replacement worker reads it next). */
 void m0_rt_stop_reading(struct m0_server *s);

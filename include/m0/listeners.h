@@ -8,9 +8,15 @@
 #include "m0/conn.h"
 #include "m0/config.h"
 
+/* The most worker slots a server can have (--workers and SIGTTIN). */
+#define M0_MAX_SLOTS 1024
+
 struct m0_listener {
     int per_slot;        /* TCP: one SO_REUSEPORT socket per worker slot */
-    int *fds;            /* nworkers entries if per_slot, else 1 */
+    int *fds;            /* per_slot: M0_MAX_SLOTS entries, -1 where no slot; else 1 */
+    char *host;          /* per_slot: the address the slots' sockets bind */
+    int port;            /* per_slot: the port they share */
+    long backlog;        /* per_slot: listen(2) backlog of each */
     char *unix_path;     /* bound here: unlinked at exit */
     char where[200];     /* for the banner */
 };
@@ -33,5 +39,32 @@ int m0_listeners_open(struct m0_listeners *ls, struct m0_config *cfg, int nworke
 
 /* Close every listener and unlink the unix sockets this server bound. */
 void m0_listeners_close(struct m0_listeners *ls, int nworkers);
+
+/*
+ * Worker slots added and removed while serving (SIGTTIN/SIGTTOU, master.c).
+ * Only per-slot (TCP --bind) listeners change; shared ones serve any slot.
+ *
+ * m0_listeners_add_slot: a new SO_REUSEPORT socket for slot idx (the
+ * current slot count, < M0_MAX_SLOTS) on every per-slot listener, joining
+ * its group. M0_OK, or M0_ERR (logged; nothing added).
+ *
+ * m0_listeners_steer: the kernel hands new connections only to the
+ * per-slot sockets of slots 0..n-1 (a classic BPF program on each
+ * SO_REUSEPORT group picks one at random; the group's sockets are in slot
+ * order because slots are added and removed only at the end). A socket
+ * left out keeps what is already queued on it for its worker to accept.
+ * M0_OK, or M0_ERR (logged).
+ *
+ * m0_listeners_pending: 1 while a connection waits in the accept queue of
+ * a per-slot socket of slot idx, else 0.
+ *
+ * m0_listeners_drop_slot: close slot idx's per-slot sockets (idx is the
+ * last slot; steer first, and wait until nothing is pending, or the
+ * connections still queued are reset).
+ */
+int m0_listeners_add_slot(struct m0_listeners *ls, int idx);
+int m0_listeners_steer(struct m0_listeners *ls, int n);
+int m0_listeners_pending(const struct m0_listeners *ls, int idx);
+void m0_listeners_drop_slot(struct m0_listeners *ls, int idx);
 
 #endif

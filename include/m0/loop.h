@@ -68,7 +68,9 @@ void m0_loop_post(struct m0_loop *l, const struct m0_completion *c);
 void m0_loop_defer(struct m0_loop *l, int on);
 void m0_loop_flush(struct m0_loop *l);
 
-/* Run hook once per pass, before sleeping (in registration order). */
+/* Run hook once per pass, before sleeping (in registration order). Any
+ * number may be added, also from a hook (the table grows; aborts only when
+ * memory is exhausted, as m0_xmalloc does). */
 void m0_loop_add_hook(struct m0_loop *l, m0_hook_cb cb, void *ctx);
 /* The next sleep ends no later than at (loop clock, ms). Reset every pass:
  * hooks that need a deadline set it each time. */

@@ -29,7 +29,13 @@ int m0_serve_start_pools(struct m0_server *s);
 /* After the drain: every runner's teardown (ASGI lifespan shutdown). */
 void m0_serve_teardown_targets(struct m0_server *s);
 
-/* Tell the master the application is loaded (M0_CTL_BOOTED). */
+/* The last of a worker's setup, before it reports booted: what go needs
+ * that can fail (--realtime's state and hooks). M0_OK, or M0_ERR (logged):
+ * the worker then exits M0_EXIT_BOOT, never having said booted. */
+int m0_serve_prepare(struct m0_server *s);
+
+/* Tell the master the application is loaded and the worker set up
+ * (M0_CTL_BOOTED): after m0_serve_prepare succeeded. */
 void m0_serve_booted(struct m0_server *s);
 
 /* Run until drained. Returns M0_EXIT_OK, or M0_EXIT_ABANDONED when the

@@ -7,7 +7,8 @@
  * byte per message but for the pong), so a reload never has two workers of
  * one listener slot reading its bus at once, and a broken reload never
  * stops the old workers:
- *   worker → master  'B'  booted: the application imported, ready to serve;
+ *   worker → master  'B'  booted: the application imported and the worker
+ *                         set up (m0_serve_prepare), ready to serve;
  *                    'R'  retired: no longer accepting nor reading the bus;
  *                    'Q'  replace me: --max-requests reached (the master
  *                         boots a successor for the slot, then drains it);

@@ -56,25 +56,34 @@ def _report(what):
 
 
 class LifespanFailed(RuntimeError):
-    """The application refused to start (lifespan.startup.failed)."""
+    """The application refused to start (lifespan.startup.failed), or its
+    startup did not complete within --lifespan-timeout."""
 
 
-def start(app, exec_id, fd, loop_kind, lifespan, graceful_timeout):
-    """Start an executor for app reading lane fd; returns it once lifespan
-    startup is over. Raises LifespanFailed (startup.failed, or an error with
-    --lifespan on) or the loop's own error (--loop uvloop without uvloop)."""
-    ex = Executor(app, exec_id, fd, loop_kind, lifespan, graceful_timeout)
+PENDING_EVERY = 5.0          # seconds between the warnings of a startup that waits
+
+
+def start(app, exec_id, fd, loop_kind, lifespan, graceful_timeout, lifespan_timeout=0.0, name="the application"):
+    """Start an executor for app (named name in the log) reading lane fd;
+    returns it once lifespan startup is over. Raises LifespanFailed
+    (startup.failed, an error with --lifespan on, or no completion within
+    lifespan_timeout seconds; 0: no limit) or the loop's own error (--loop
+    uvloop without uvloop)."""
+    ex = Executor(app, exec_id, fd, loop_kind, lifespan, graceful_timeout, lifespan_timeout, name)
     ex.start()
     return ex
 
 
 class Executor:
-    def __init__(self, app, exec_id, fd, loop_kind, lifespan, graceful_timeout):
+    def __init__(self, app, exec_id, fd, loop_kind, lifespan, graceful_timeout, lifespan_timeout=0.0,
+                 name="the application"):
         self.app = app
+        self.name = name
         self.id = exec_id
         self.fd = fd
         self.loop_kind = loop_kind
         self.lifespan = lifespan
+        self.startup_timeout = lifespan_timeout
         self.timeout = max(graceful_timeout, 1.0)
         self.state = {}              # lifespan's scope["state"], copied into every request scope
         self.cycles = {}             # slot -> the request cycle that owns the slot's job
@@ -113,6 +122,7 @@ class Executor:
             loop.add_reader(self.fd, self._drain)
         except BaseException as exc:
             self._error = exc
+            self._close_failed()
             self._ready.set()
             return
         self._ready.set()
@@ -139,6 +149,22 @@ class Executor:
             if left:
                 loop.run_until_complete(asyncio.wait(left, timeout=1.0))
             loop.close()
+
+    def _close_failed(self):
+        """Startup failed: what it left running (a lifespan task that timed
+        out) is cancelled and run to its end, briefly; the loop is closed."""
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            left = asyncio.all_tasks(loop)
+            for task in left:
+                task.cancel()
+            if left:
+                loop.run_until_complete(asyncio.wait(left, timeout=1.0))
+            loop.close()
+        except BaseException:
+            pass                     # the startup's own error is the one to report
 
     def stop(self):
         """Worker shutdown (requests have drained): lifespan shutdown, then
@@ -199,15 +225,42 @@ class Lifespan:
         self.started = ex.loop.create_future()
         self.finished = ex.loop.create_future()
         self.supported = True
+        self.abandoned = False       # startup timed out: its task is cancelled, quietly
         self.task = None
 
     async def startup(self):
         scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}, "state": self.ex.state}
         self.task = self.ex.loop.create_task(self.main(scope))
         await self.queue.put({"type": "lifespan.startup"})
-        error = await self.started
+        error = await self._await_started()
         if error is not None:
             raise LifespanFailed(error)
+
+    async def _await_started(self):
+        """The startup's outcome; a warning every PENDING_EVERY s while it is
+        pending — connections wait for it — and a failure once it has taken
+        longer than --lifespan-timeout."""
+        loop, limit = self.ex.loop, self.ex.startup_timeout
+        began = loop.time()
+        warn_at = began + PENDING_EVERY
+        while True:
+            now = loop.time()
+            until = warn_at if limit <= 0 else min(warn_at, began + limit)
+            if until > now:
+                await asyncio.wait({self.started}, timeout=until - now)
+            if self.started.done():
+                return self.started.result()
+            now = loop.time()
+            if limit > 0 and now - began >= limit:
+                self.abandoned = True
+                self.task.cancel()
+                return ("it did not complete within %g s (--lifespan-timeout); the application "
+                        "never sent lifespan.startup.complete" % limit)
+            if now >= warn_at:
+                warn_at += PENDING_EVERY
+                _say("WARNING", "%s: ASGI lifespan startup has not completed after %d s; requests wait for it%s"
+                     % (self.ex.name, round(now - began),
+                        " (--lifespan-timeout %g s)" % limit if limit > 0 else ""))
 
     async def shutdown(self):
         if not self.supported or self.task is None or self.task.done():
@@ -221,6 +274,8 @@ class Lifespan:
         try:
             await self.ex.app(scope, self.receive, self.send)
         except BaseException as exc:
+            if self.abandoned and isinstance(exc, asyncio.CancelledError):
+                return                   # the startup timed out: reported once, by startup()
             if not self.started.done():
                 if self.ex.lifespan == "auto":
                     self.supported = False
@@ -337,6 +392,13 @@ class HTTPCycle(_Cycle):
                 raise                       # the worker is stopping: nothing was owed
             if self.complete:
                 _report("the application raised after its response was complete")
+            elif self._client_left():
+                # What the application raises because its client left
+                # (Starlette's ClientDisconnect from a failed send) is no
+                # error of the application's: uvicorn logs nothing either.
+                _c.debug("%s %s: the client left; the application raised %s"
+                         % (scope.get("method"), scope.get("path"), type(exc).__name__))
+                self._end(failed=True)
             else:
                 _report("the application raised (%s); answering 500 or aborting the connection"
                         % type(exc).__name__)
@@ -345,9 +407,25 @@ class HTTPCycle(_Cycle):
                 raise
             return
         if not self.complete:
-            _say("ERROR", "the ASGI application returned without %s the response"
-                 % ("completing" if self.started else "starting"))
+            if self._client_left():
+                # Django's ASGIHandler cancels the response on http.disconnect
+                # and returns: nobody is left to complete it for.
+                _c.debug("%s %s: the client left; the application returned without %s the response"
+                         % (scope.get("method"), scope.get("path"), "completing" if self.started else "starting"))
+            else:
+                _say("ERROR", "the ASGI application returned without %s the response"
+                     % ("completing" if self.started else "starting"))
             self._end(failed=True)
+
+    def _client_left(self):
+        """The client is gone (it left, or its body never came): seen by
+        receive(), or known to the C loop now."""
+        if self.gone:
+            return True
+        try:
+            return bool(_c.poll(self.slot, _c.WAIT_GONE) & _c.WAIT_GONE)
+        except Exception:
+            return False
 
     def _end(self, failed=False):
         """The response is complete (or failed): give the job back."""

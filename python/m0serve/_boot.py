@@ -1,6 +1,6 @@
 """Application discovery for the embedded interpreter (called from C).
 
-``load(spec, protocol)`` imports ``MODULE[:ATTR]`` and returns
+``load(spec, protocol, app_dir)`` imports ``MODULE[:ATTR]`` and returns
 ``(callable, kind, found)`` where kind is ``"wsgi"`` or ``"asgi"`` and
 found is the ``MODULE:ATTR`` that was loaded (for the banner); an ASGI 2
 application (a class whose instances have an async ``__call__(receive,
@@ -14,10 +14,17 @@ attribute, so ``mysite.wsgi`` works as in Django's deployment docs),
 ``MODULE:app``, ``MODULE.main:app`` (DESIGN.md, capability 2). A candidate is skipped only when the module it
 names does not exist; an error raised *inside* an existing module
 propagates, so its traceback reaches the user instead of "not found".
+
+When nothing is found the one-line LoadError says which failure it is: the
+module itself cannot be imported from ``sys.path`` (the message names the
+current directory and ``--app-dir``: the usual cause is running from the
+wrong directory), or it imports and has none of the attributes tried.
 """
 
 import importlib
 import inspect
+import os
+import sys
 
 
 class LoadError(Exception):
@@ -54,6 +61,22 @@ def _missing(exc, modname):
         modname == name or modname.startswith(name + "."))
 
 
+def _not_importable(spec, exc, app_dir):
+    """The LoadError for a spec whose module is not on sys.path (exc says
+    which part is missing)."""
+    parent, _, child = (exc.name or "").rpartition(".")
+    if parent and parent in sys.modules:
+        where = getattr(sys.modules[parent], "__file__", None) or "a namespace package"
+        return LoadError(f"cannot import {spec!r}: {parent!r} (from {where}) imports but has no module {child!r}")
+    try:
+        cwd = os.getcwd()
+    except OSError as err:
+        cwd = "unknown (%s)" % err.strerror
+    return LoadError(f"cannot import {spec!r}: no module named {exc.name!r} on sys.path "
+                     f"(current directory {cwd}, --app-dir {app_dir or cwd}); run m0serve from the "
+                     f"directory that holds it, or give that directory as --app-dir")
+
+
 def _resolve(modname, attr):
     module = importlib.import_module(modname)
     obj = module
@@ -78,27 +101,39 @@ def _kind(app, protocol):
     return app, "wsgi"
 
 
-def load(spec, protocol="auto"):
-    """Import spec and return (app, kind, found). Raises LoadError or the app's own error."""
+def load(spec, protocol="auto", app_dir=None):
+    """Import spec and return (app, kind, found). Raises LoadError or the
+    app's own error. app_dir is --app-dir as resolved (for the message)."""
     if ":" in spec:
         modname, attr = spec.split(":", 1)
         if not modname or not attr:
             raise LoadError(f"invalid application spec {spec!r} (want MODULE[:ATTR])")
-        return _kind(_resolve(modname, attr), protocol) + (spec,)
+        try:
+            app = _resolve(modname, attr)
+        except ModuleNotFoundError as exc:
+            if _missing(exc, modname):
+                raise _not_importable(modname, exc, app_dir) from None
+            raise
+        return _kind(app, protocol) + (spec,)
 
     candidates = [(spec + ".asgi", "application"), (spec + ".wsgi", "application"),
                   (spec, "application"), (spec, "app"), (spec + ".main", "app")]
     tried = []
+    absent = None              # spec itself did not import: the ModuleNotFoundError
     for modname, attr in candidates:
         try:
             app = _resolve(modname, attr)
         except ModuleNotFoundError as exc:
             if _missing(exc, modname):
                 tried.append(f"{modname}:{attr}")
+                if modname == spec:
+                    absent = exc
                 continue
             raise
         except LoadError:
             tried.append(f"{modname}:{attr}")
             continue
         return _kind(app, protocol) + (f"{modname}:{attr}",)
-    raise LoadError(f"no application found for {spec!r}; tried " + ", ".join(tried))
+    if absent is not None:
+        raise _not_importable(spec, absent, app_dir)
+    raise LoadError(f"module {spec!r} imports but has none of the applications tried: " + ", ".join(tried))

@@ -2,10 +2,13 @@
 
   /events?channel=C            hold an SSE stream on C (default "news");
                                its first bytes name the worker pid
-  /publish?channel=C&n=N&event=E&data=D
-                               publish N events; answers the ids "1,2,3",
+  /publish?channel=C&n=N&event=E&data=D&key=K
+                               publish N events (with key K: m0pub's
+                               idempotency key); answers the ids "1,2,3",
                                or 503 "BrokerError: ..." when the broker
-                               could not take them
+                               could not take them (the exception's class
+                               name: PublishOutcomeUnknown when the event
+                               was sent and not answered)
   anything else                the worker pid
 """
 
@@ -27,10 +30,10 @@ def application(environ, start_response):
         try:
             for i in range(int(q.get("n", "1"))):
                 ids.append(m0pub.publish(q.get("channel", "news"), q.get("data", "event %d" % i),
-                                         event=q.get("event")))
+                                         event=q.get("event"), key=q.get("key")))
         except m0pub.BrokerError as e:
             start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
-            return [("BrokerError: %s" % e).encode()]
+            return [("%s: %s" % (type(e).__name__, e)).encode()]
         start_response("200 OK", [("Content-Type", "text/plain")])
         return [",".join(str(i) for i in ids).encode()]
     start_response("200 OK", [("Content-Type", "text/plain")])

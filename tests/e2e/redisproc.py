@@ -17,12 +17,19 @@ from serverproc import free_port
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 
 
+def resp_command(*args):
+    """A command as RESP (an array of bulk strings)."""
+    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a.encode()), a.encode()) for a in args)
+
+
 class Redis:
-    def __init__(self, tmpdir, port=None, persist=True):
+    def __init__(self, tmpdir, port=None, persist=True, args=(), password=None):
         self.dir = str(tmpdir)
         self.port = port or free_port()
         self.sock = os.path.join(self.dir, "redis.sock")
         self.persist = persist
+        self.args = list(args)           # more redis-server options ("--maxclients", "2")
+        self.password = password         # --requirepass; command() authenticates
         self.proc = None
 
     @property
@@ -38,6 +45,9 @@ class Redis:
                 "--dir", self.dir, "--save", "", "--daemonize", "no", "--loglevel", "warning"]
         if self.persist:
             args += ["--appendonly", "yes", "--appendfsync", "always"]
+        if self.password:
+            args += ["--requirepass", self.password]
+        args += self.args
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + timeout
@@ -57,10 +67,11 @@ class Redis:
         """One command over a fresh connection; the raw reply's first line
         payload (enough for PING, GET, XLEN)."""
         with socket.create_connection(("127.0.0.1", self.port), timeout=2) as s:
-            out = b"*%d\r\n" % len(args) + b"".join(
-                b"$%d\r\n%s\r\n" % (len(a.encode()), a.encode()) for a in args)
+            out = b"".join(resp_command(*c) for c in ([("AUTH", self.password)] if self.password else []) + [args])
             s.sendall(out)
             f = s.makefile("rb")
+            if self.password:
+                f.readline()             # +OK of the AUTH
             line = f.readline()
             if line[:1] == b"$":
                 n = int(line[1:-2])

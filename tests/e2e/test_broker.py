@@ -13,6 +13,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -82,12 +83,13 @@ def publish(port, n=1, channel="news", data=None, event=None):
     return [int(x) for x in r.body.decode().split(",")]
 
 
-def python_publish(url, channel, data, event=None, timeout=20):
+def python_publish(url, channel, data, event=None, timeout=20, key=None):
     """m0pub.publish from a plain Python process (no server): (status, stdout, stderr)."""
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(PYDIR), "M0_BROKER": url}
-    code = "import m0pub, sys; print(m0pub.publish(sys.argv[1], sys.argv[2], event=sys.argv[3] or None))"
-    p = subprocess.run([sys.executable, "-c", code, channel, data, event or ""], env=env, capture_output=True,
-                       timeout=timeout, text=True)
+    code = ("import m0pub, sys; "
+            "print(m0pub.publish(sys.argv[1], sys.argv[2], event=sys.argv[3] or None, key=sys.argv[4] or None))")
+    p = subprocess.run([sys.executable, "-c", code, channel, data, event or "", key or ""], env=env,
+                       capture_output=True, timeout=timeout, text=True)
     return p.returncode, p.stdout.strip(), p.stderr
 
 
@@ -252,7 +254,7 @@ def test_redis_killed_and_restarted_mid_stream(start_server, redis):
 
     redis.kill()
     r = request(a.port, "GET", "/publish?n=1")
-    assert r.status == 503 and b"BrokerError" in r.body and b"unreachable" in r.body
+    assert r.status == 503 and r.body.startswith(b"BrokerError:") and b"unreachable" in r.body
     rc, out, err = python_publish(redis.url, "news", "lost?")
     assert rc != 0 and "BrokerError" in err
     h = wait_health(a.port, lambda h: h["broker"]["connected"] is False)
@@ -485,3 +487,254 @@ def test_m0pub_parses_the_same_urls(url):
         assert (cfg["host"], cfg["port"], cfg["db"]) == ("::1", 7000, 1)
     else:
         assert (cfg["host"], cfg["port"]) == ("host", 6379)
+
+
+# ------------------------------------------------------------ hardening (issue 23)
+
+class FakeRedis:
+    """A broker impostor on 127.0.0.1: it reads RESP commands and answers
+    each one with `replies(command)` (bytes: any number of replies, or
+    none). Counts the connections it accepted. Stops on close()."""
+
+    def __init__(self, replies):
+        self.replies = replies
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.url = "redis://127.0.0.1:%d" % self.port
+        self.connections = 0
+        self.commands = 0
+        self.stopping = threading.Event()
+        self.threads = [threading.Thread(target=self._accept, daemon=True)]
+        self.threads[0].start()
+
+    def _accept(self):
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            self.connections += 1
+            t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            self.threads.append(t)
+            t.start()
+
+    def _serve(self, conn):
+        conn.settimeout(0.2)
+        f = conn.makefile("rb")
+        with conn:
+            while not self.stopping.is_set():
+                try:
+                    line = f.readline()
+                    if not line.startswith(b"*"):
+                        return
+                    cmd = []
+                    for _ in range(int(line[1:])):
+                        n = int(f.readline()[1:])
+                        cmd.append(f.read(n + 2)[:-2])
+                    self.commands += 1
+                    conn.sendall(self.replies(cmd))
+                except socket.timeout:
+                    continue
+                except (OSError, ValueError):
+                    return
+
+    def close(self):
+        self.stopping.set()
+        self.sock.close()
+        for t in self.threads:
+            t.join(2)
+
+
+def twice(cmd):
+    """Each command answered with the reply it expects, twice."""
+    name = cmd[0].upper()
+    one = {b"PING": b"+PONG\r\n", b"GET": b"$-1\r\n", b"XREAD": b"*-1\r\n"}.get(name, b"+OK\r\n")
+    return one * 2
+
+
+def random_resp(rng):
+    def value(depth=0):
+        k = rng.randrange(7 if depth < 3 else 5)
+        if k == 0:
+            return b"+PONG\r\n"
+        if k == 1:
+            return b"-ERR nope\r\n"
+        if k == 2:
+            return b":%d\r\n" % rng.randrange(-5, 10 ** 16)
+        if k == 3:
+            s = bytes(rng.randrange(256) for _ in range(rng.randrange(8)))
+            return b"$%d\r\n%s\r\n" % (len(s), s)
+        if k == 4:
+            return b"$-1\r\n"
+        n = rng.randrange(4)
+        return b"*%d\r\n" % n + b"".join(value(depth + 1) for _ in range(n))
+
+    def replies(cmd):
+        return b"".join(value() for _ in range(rng.randrange(1, 4)))
+    return replies
+
+
+@pytest.mark.parametrize("mode", ["twice", "random"])
+def test_item1_a_broker_that_answers_too_much_is_a_protocol_error_not_an_abort(start_server, mode):
+    import random
+    fake = FakeRedis(twice if mode == "twice" else random_resp(random.Random(23)))
+    try:
+        a = host(start_server, fake.url, workers=1)
+        (pid,) = a.worker_pids()
+        assert a.stderr.wait_for(re.compile(r"broker redis://127\.0\.0\.1:\d+.*protocol error"), 10), \
+            a.stderr.text()
+        # It reconnects (with its backoff) and is refused again, without dying.
+        deadline = time.monotonic() + 10
+        while fake.connections < 6 and time.monotonic() < deadline:
+            assert request(a.port, "GET", "/").status == 200       # plain requests are served meanwhile
+            time.sleep(0.1)
+        assert fake.connections >= 6, fake.connections
+        assert request(a.port, "GET", "/").body == str(pid).encode()
+        assert a.worker_pids() == {pid}
+        text = a.stderr.text()
+        assert "killed by signal" not in text and "Assertion" not in text, text
+        h = health(a.port)
+        assert h["status"] == "degraded" and h["broker"]["connected"] is False
+    finally:
+        fake.close()
+
+
+def test_item2_a_publish_that_timed_out_is_outcome_unknown_and_a_keyed_retry_publishes_once(start_server, redis):
+    a = host(start_server, redis.url, workers=1)
+    s, _ = open_stream(a.port)
+    [warm] = publish(a.port, data="warm")          # loads the script
+    assert s.next_event(EVENT_TIMEOUT).id == warm
+    env = dict(os.environ, M0_BROKER=redis.url)
+    os.kill(redis.proc.pid, signal.SIGSTOP)
+    try:
+        # In a worker, from a plain Python process and from a shell: each
+        # sends its event and hears nothing back within the 1 s timeout.
+        r = request(a.port, "GET", "/publish?data=from-view&key=k-view", timeout=30)
+        assert r.status == 503 and r.body.startswith(b"PublishOutcomeUnknown:"), r.body
+        assert b"may have been published" in r.body
+        rc, out, err = python_publish(redis.url, "news", "from-python", key="k-python")
+        assert rc != 0 and "m0pub.PublishOutcomeUnknown" in err and "may have been published" in err, err
+        p = subprocess.run([BINARY, "publish", "news", "from-shell", "--key", "k-shell"], env=env,
+                           capture_output=True, text=True, timeout=20)
+        assert p.returncode == 3 and "may have been published" in p.stderr, p.stderr
+    finally:
+        os.kill(redis.proc.pid, signal.SIGCONT)
+    # The retries, with the same keys: the ids of the first tries, nothing appended.
+    r = request(a.port, "GET", "/publish?data=from-view&key=k-view")
+    assert r.status == 200, r.body
+    i1 = int(r.body)
+    rc, out, err = python_publish(redis.url, "news", "from-python", key="k-python")
+    assert rc == 0, err
+    i2 = int(out)
+    p = subprocess.run([BINARY, "publish", "news", "from-shell", "--key", "k-shell"], env=env,
+                       capture_output=True, text=True, timeout=20)
+    assert p.returncode == 0, p.stderr
+    i3 = int(p.stdout)
+    assert len({warm, i1, i2, i3}) == 4
+    got = {}
+    for _ in range(3):
+        ev = s.next_event(EVENT_TIMEOUT)
+        got[ev.id] = ev.data
+    assert got == {i1: "from-view", i2: "from-python", i3: "from-shell"}
+    [marker] = publish(a.port, data="marker")
+    ev = s.next_event(EVENT_TIMEOUT)
+    assert (ev.id, ev.data) == (marker, "marker")          # each event once: no copy in between
+    assert redis.command("XLEN", "m0:log") == b"5"          # warm, three events, marker
+    # A refusal is not "unknown": it was not published.
+    rc, out, err = python_publish("redis://127.0.0.1:1", "news", "x", key="k-refused")
+    assert rc != 0 and "m0pub.BrokerError: " in err, err
+    s.close()
+
+
+def test_item2_the_key_window_and_rules():
+    sys.path.insert(0, str(PYDIR))
+    import m0pub
+    assert m0pub.KEY_TTL_MS == 300000 and m0pub.KEY_MAX == 200
+    header = (REPO / "include" / "m0" / "broker.h").read_text()
+    assert re.search(r"#define M0_BROKER_KEY_TTL_MS %d\b" % m0pub.KEY_TTL_MS, header)
+    assert re.search(r"#define M0_BROKER_KEY_MAX %d\b" % m0pub.KEY_MAX, header)
+    for bad in ("", "x" * 201, "tab\there", "é"):
+        with pytest.raises(ValueError):
+            m0pub.publish("news", "x", key=bad)
+    with pytest.raises(TypeError):
+        m0pub.publish("news", "x", key=42)
+    p = subprocess.run([BINARY, "publish", "news", "x", "--key", ""], capture_output=True, text=True, timeout=20,
+                       env=dict(os.environ, M0_BROKER="redis://127.0.0.1:1"))
+    assert p.returncode == 2 and "--key" in p.stderr
+
+
+def test_item8_health_is_degraded_while_the_broker_is_down_and_the_error_clears(start_server, redis):
+    a = host(start_server, redis.url, workers=1)
+    h = wait_health(a.port, lambda h: h["broker"]["connected"], workers=1)
+    assert h["status"] == "ok"
+    redis.kill()
+    h = wait_health(a.port, lambda h: not h["broker"]["connected"], workers=1)
+    assert h["status"] == "degraded" and h["broker"]["last_error"], h
+    redis.start()
+    h = wait_health(a.port, lambda h: h["broker"]["connected"], workers=1)
+    assert h["status"] == "ok" and h["broker"]["last_error"] == "", h
+
+
+@pytest.mark.parametrize("given", ["wrong", None])
+def test_item8_a_refused_password_is_logged_as_authentication_failed(start_server, given):
+    tmp = tempfile.mkdtemp(prefix="m0redis.")
+    server = Redis(tmp, persist=False, password="s3cret").start()
+    try:
+        url = "redis://%s127.0.0.1:%d" % (":%s@" % given if given else "", server.port)
+        a = host(start_server, url, workers=1)
+        assert a.stderr.wait_for(re.compile(r"broker .* authentication failed \((AUTH: WRONGPASS|PING: NOAUTH)"),
+                                 10), a.stderr.text()
+        assert "is not a counter" not in a.stderr.text()
+        h = wait_health(a.port, lambda h: "authentication failed" in h["broker"]["last_error"], workers=1)
+        assert h["status"] == "degraded"
+        good = host(start_server, "redis://:s3cret@127.0.0.1:%d" % server.port, workers=1)
+        wait_health(good.port, lambda h: h["broker"]["connected"], workers=1)
+    finally:
+        server.stop()
+        subprocess.run(["rm", "-rf", tmp], check=False)
+
+
+def test_item8_a_broker_at_maxclients_is_retried_with_backoff_and_logged_once(start_server):
+    from redisproc import resp_command
+    tmp = tempfile.mkdtemp(prefix="m0redis.")
+    server = Redis(tmp, persist=False, args=["--maxclients", "2"]).start()
+    held = []
+    try:
+        for _ in range(2):                     # the two slots, taken
+            c = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+            c.sendall(resp_command("PING"))
+            assert c.recv(100) == b"+PONG\r\n"
+            held.append(c)
+
+        def rejected():
+            held[0].sendall(resp_command("INFO", "stats"))
+            data = b""
+            while b"rejected_connections:" not in data or not data.endswith(b"\r\n"):
+                data += held[0].recv(65536)
+            return int(re.search(rb"rejected_connections:(\d+)", data).group(1))
+
+        a = host(start_server, server.url, workers=1)
+        assert a.stderr.wait_for(re.compile(r"max number of clients reached"), 10), a.stderr.text()
+        before = rejected()
+        time.sleep(4.0)                        # a window to count attempts in, not a wait for an event
+        attempts = rejected() - before
+        # Backing off (100 ms doubling to 5 s): at most 5 attempts per
+        # connection in 4 s; without it, one every 100 ms (80).
+        assert attempts <= 12, attempts
+        lines = [l for l in a.stderr.text().splitlines() if "max number of clients" in l]
+        assert len(lines) <= 2, lines          # once per connection (reader, commands)
+        for c in held:
+            c.close()
+        held.clear()
+        h = wait_health(a.port, lambda h: h["broker"]["connected"], workers=1)
+        assert h["status"] == "ok" and h["broker"]["last_error"] == ""
+    finally:
+        for c in held:
+            c.close()
+        server.stop()
+        subprocess.run(["rm", "-rf", tmp], check=False)

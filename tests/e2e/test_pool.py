@@ -123,12 +123,28 @@ def test_default_topology_is_one_worker_with_a_pool(start_server):
     server.args.remove("1")
     start_server.servers.append(server)
     server.start()
-    assert "workers=1 blocking-threads=" in server.banner
-    assert "default topology" in server.banner
-    assert not re.search(r"blocking-threads=0\b", server.banner)
+    assert "workers=1 (default topology: 1 worker)" in server.banner
+    # The master cannot know the app is WSGI (it never imports it): the
+    # worker that imported it names its pool.
+    booted = server.stderr.wait_for(re.compile(r"worker booted .*; blocking-threads=(\S+)"), 10)
+    assert booted and re.fullmatch(r"[1-8]\.\.40", booted.group(1))
     # An explicit 0 wins.
     explicit = start_server("conformance:application", "--blocking-threads", "0")
     assert "blocking-threads=0 (as configured)" in explicit.banner
+
+
+def test_an_asgi_only_server_shows_no_handler_pool(start_server):
+    """The pool runs WSGI views only: neither the banner nor the boot line
+    of an ASGI application (detected, or --protocol asgi) describes one."""
+    for extra in ((), ("--protocol", "asgi")):
+        server = start_server("asgi_only:app", *extra, workers=None)
+        booted = server.stderr.wait_for(re.compile(r"worker booted"), 10)
+        assert booted
+        assert "blocking-threads" not in server.banner
+        assert "elastic" not in server.banner
+        assert "blocking-threads" not in booted.string
+        assert "(asgi, executor)" in booted.string
+        server.stop()
 
 
 @pytest.mark.skipif(binary_is_sanitized(), reason="ASan's quarantine makes RSS growth meaningless")

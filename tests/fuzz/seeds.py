@@ -213,11 +213,52 @@ def jwt_seeds():
     return seeds
 
 
+def resp(*items):
+    """RESP2 for nested Python values: bytes -> bulk, int -> integer, None -> nil,
+    list -> array, ("+", text) status, ("-", text) error."""
+    out = b""
+    for v in items:
+        if isinstance(v, tuple):
+            out += v[0].encode() + v[1].encode() + b"\r\n"
+        elif isinstance(v, bytes):
+            out += b"$%d\r\n%s\r\n" % (len(v), v)
+        elif isinstance(v, int):
+            out += b":%d\r\n" % v
+        elif v is None:
+            out += b"$-1\r\n"
+        else:
+            out += b"*%d\r\n" % len(v) + resp(*v)
+    return out
+
+
+def broker_seeds():
+    # fuzz_broker: byte 0 waiting commands (bits 0-2), one more after every
+    # Nth reply (bits 3-4), guard off (bit 5); byte 1 the read size; RESP.
+    entry = [b"17-0", [b"c", b"news", b"f", b"data: hi\n\n", b"s", b"0"]]
+    xread = [[b"m0:log", [entry, [b"18-0", [b"c", b"room", b"f", b"data: x\n\n"]]]]]
+    return {
+        "hello": bytes([3, 63]) + resp(("+", "OK"), ("+", "OK"), ("+", "PONG")),
+        "pong-twice": bytes([1, 63]) + resp(("+", "PONG"), ("+", "PONG")),
+        "xread": bytes([2, 7]) + resp(None, xread),
+        "resume": bytes([1, 63]) + resp([b"20", 1, [entry]]),
+        "counter": bytes([2, 2]) + resp(b"1712345678901234", None),
+        "errors": bytes([2, 63]) + resp(("-", "WRONGPASS invalid username-password pair"),
+                                        ("-", "NOAUTH Authentication required.")),
+        "maxclients": bytes([0, 63]) + resp(("-", "ERR max number of clients reached")),
+        "unsolicited": bytes([0, 5]) + resp([b"m0:log", []]),
+        "more-later": bytes([1 | 1 << 3, 9]) + resp(("+", "PONG"), 1, b"7", None, xread),
+        "unguarded": bytes([0x20, 63]) + resp(("+", "PONG"), xread),
+        "big-array": bytes([1, 63]) + b"*99999999\r\n",
+        "deep": bytes([1, 63]) + b"*1\r\n" * 9 + b":1\r\n",
+        "bad-type": bytes([1, 63]) + b"?what\r\n",
+    }
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: seeds.py OUTDIR")
     for driver, seeds in (("http", http_seeds()), ("bus", bus_seeds()), ("sse", sse_seeds()),
-                          ("registry", registry_seeds()), ("jwt", jwt_seeds())):
+                          ("registry", registry_seeds()), ("broker", broker_seeds()), ("jwt", jwt_seeds())):
         d = os.path.join(sys.argv[1], driver)
         os.makedirs(d, exist_ok=True)
         for i, (name, data) in enumerate(sorted(seeds.items())):

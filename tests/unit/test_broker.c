@@ -1,6 +1,7 @@
 /*
  * test_broker.c — the broker URL forms (redis://, unix://), their errors,
- * the masked form shown in logs and /health, and the key prefix rule.
+ * the masked form shown in logs and /health, the key prefix rule, the
+ * publish key rule, and the reply guard and shapes (broker_reply.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +11,10 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <hiredis/hiredis.h>
+
 #include "m0/broker.h"
+#include "m0/broker_reply.h"
 #include "m0/config.h"
 
 static void test_tcp_forms(void **state)
@@ -102,6 +106,152 @@ static void test_configure_from_flags(void **state)
     assert_non_null(strstr(err, "--broker-retention"));
 }
 
+static size_t waiting(void *ctx)
+{
+    return *(size_t *)ctx;
+}
+
+/* Feed bytes, take replies while the count of waiting commands allows:
+ * returns how many came out; *failed when the reader failed. */
+static int take(redisReader *r, size_t *pending, const char *bytes, int *failed)
+{
+    int n = 0;
+    *failed = 0;
+    assert_int_equal(redisReaderFeed(r, bytes, strlen(bytes)), REDIS_OK);
+    for (;;) {
+        void *reply = NULL;
+        if (redisReaderGetReply(r, &reply) != REDIS_OK) {
+            *failed = 1;
+            return n;
+        }
+        if (reply == NULL)
+            return n;
+        freeReplyObject(reply);
+        if (*pending > 0)
+            (*pending)--;
+        n++;
+    }
+}
+
+static void test_guard_refuses_a_reply_nobody_asked_for(void **state)
+{
+    (void)state;
+    size_t pending = 1;
+    int failed;
+    struct m0_reply_guard g;
+    redisReader *r = redisReaderCreate();
+    m0_reply_guard_install(&g, r, waiting, &pending);
+    /* One PING waits; the broker answers it twice. */
+    assert_int_equal(take(r, &pending, "+PONG\r\n+PONG\r\n", &failed), 1);
+    assert_true(failed);
+    assert_true(g.tripped);
+    assert_non_null(strstr(g.why, "a status reply with no command waiting"));
+    redisReaderFree(r);
+
+    /* An error with nothing waiting is quoted (maxclients). */
+    pending = 0;
+    r = redisReaderCreate();
+    m0_reply_guard_install(&g, r, waiting, &pending);
+    assert_int_equal(take(r, &pending, "-ERR max number of clients reached\r\n", &failed), 0);
+    assert_true(failed && g.tripped);
+    assert_non_null(strstr(g.why, "ERR max number of clients reached"));
+    redisReaderFree(r);
+
+    /* Replies that were asked for pass, in pieces, arrays whole. */
+    pending = 2;
+    r = redisReaderCreate();
+    m0_reply_guard_install(&g, r, waiting, &pending);
+    assert_int_equal(take(r, &pending, "*2\r\n$1\r\na\r\n", &failed), 0);
+    assert_false(failed);
+    assert_int_equal(take(r, &pending, ":5\r\n$-1\r\n", &failed), 2);
+    assert_false(failed || g.tripped);
+    /* An array header bigger than any reply the broker sends. */
+    pending = 1;
+    assert_int_equal(take(r, &pending, "*2000000000\r\n", &failed), 0);
+    assert_true(failed && g.tripped);
+    assert_non_null(strstr(g.why, "elements"));
+    redisReaderFree(r);
+}
+
+static redisReply *parse(const char *bytes)
+{
+    redisReader *r = redisReaderCreate();
+    void *reply = NULL;
+    assert_int_equal(redisReaderFeed(r, bytes, strlen(bytes)), REDIS_OK);
+    assert_int_equal(redisReaderGetReply(r, &reply), REDIS_OK);
+    assert_non_null(reply);
+    redisReaderFree(r);
+    return reply;
+}
+
+static void test_reply_shapes(void **state)
+{
+    (void)state;
+    struct {
+        const char *bytes;
+        enum m0_bcmd cmd;
+        enum m0_breply want;
+    } cases[] = {
+        {"+OK\r\n", M0_BCMD_STATUS, M0_BREPLY_OK},
+        {"+PONG\r\n", M0_BCMD_STATUS, M0_BREPLY_UNEXPECTED},
+        {"+PONG\r\n", M0_BCMD_PING, M0_BREPLY_OK},
+        {"-NOAUTH Authentication required.\r\n", M0_BCMD_PING, M0_BREPLY_ERROR},
+        {"$-1\r\n", M0_BCMD_COUNTER, M0_BREPLY_OK},
+        {"$3\r\n123\r\n", M0_BCMD_COUNTER, M0_BREPLY_OK},
+        {"$3\r\nabc\r\n", M0_BCMD_COUNTER, M0_BREPLY_UNEXPECTED},
+        {"+PONG\r\n", M0_BCMD_COUNTER, M0_BREPLY_UNEXPECTED},
+        {":1\r\n", M0_BCMD_INTEGER, M0_BREPLY_OK},
+        {"$-1\r\n", M0_BCMD_XREAD, M0_BREPLY_OK},
+        {"*1\r\n*2\r\n$1\r\nk\r\n*0\r\n", M0_BCMD_XREAD, M0_BREPLY_OK},
+        {"*1\r\n:1\r\n", M0_BCMD_XREAD, M0_BREPLY_UNEXPECTED},
+        {"+PONG\r\n", M0_BCMD_XREAD, M0_BREPLY_UNEXPECTED},
+        {"*3\r\n$2\r\n20\r\n:1\r\n*0\r\n", M0_BCMD_RESUME, M0_BREPLY_OK},
+        {"*3\r\n$2\r\nxx\r\n:1\r\n*0\r\n", M0_BCMD_RESUME, M0_BREPLY_UNEXPECTED},
+        {"*2\r\n$2\r\n20\r\n:1\r\n", M0_BCMD_RESUME, M0_BREPLY_UNEXPECTED},
+    };
+    for (size_t i = 0; i < M0_ARRAY_LEN(cases); i++) {
+        redisReply *r = parse(cases[i].bytes);
+        assert_int_equal(m0_breply_classify(r, cases[i].cmd), cases[i].want);
+        freeReplyObject(r);
+    }
+    assert_int_equal(m0_breply_classify(NULL, M0_BCMD_PING), M0_BREPLY_UNEXPECTED);
+
+    redisReply *e = parse("*2\r\n$4\r\n17-0\r\n*4\r\n$1\r\nc\r\n$4\r\nnews\r\n$1\r\nf\r\n:3\r\n");
+    assert_true(m0_breply_entry_ok(e));
+    assert_int_equal(m0_breply_entry_id(e->element[0]), 17);
+    assert_non_null(m0_breply_field(e->element[1], "c"));
+    assert_null(m0_breply_field(e->element[1], "f"));    /* not a string */
+    assert_null(m0_breply_field(e->element[1], "s"));
+    freeReplyObject(e);
+
+    uint64_t v;
+    assert_int_equal(m0_breply_u64("18446744073709551615", 20, &v), M0_OK);
+    assert_true(v == UINT64_MAX);
+    assert_int_equal(m0_breply_u64("18446744073709551616", 20, &v), M0_ERR);
+    assert_int_equal(m0_breply_u64("", 0, &v), M0_ERR);
+    assert_int_equal(m0_breply_u64("1a", 2, &v), M0_ERR);
+
+    const char *wrong = "WRONGPASS invalid username-password pair or user is disabled.";
+    assert_true(m0_breply_auth_failed(wrong, strlen(wrong)));
+    assert_true(m0_breply_auth_failed("NOAUTH Authentication required.", 31));
+    assert_true(m0_breply_auth_failed("ERR invalid password", 20));
+    assert_false(m0_breply_auth_failed("ERR max number of clients reached", 33));
+}
+
+static void test_publish_key_rule(void **state)
+{
+    (void)state;
+    assert_true(m0_broker_key_ok("order-42-shipped", 16));
+    assert_true(m0_broker_key_ok("with space", 10));
+    assert_false(m0_broker_key_ok("", 0));
+    assert_false(m0_broker_key_ok("tab\there", 8));
+    assert_false(m0_broker_key_ok("\xc3\xa9", 2));
+    char big[M0_BROKER_KEY_MAX + 1];
+    memset(big, 'k', sizeof big);
+    assert_true(m0_broker_key_ok(big, M0_BROKER_KEY_MAX));
+    assert_false(m0_broker_key_ok(big, M0_BROKER_KEY_MAX + 1));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -110,6 +260,9 @@ int main(void)
         cmocka_unit_test(test_bad_urls),
         cmocka_unit_test(test_prefix_rule),
         cmocka_unit_test(test_configure_from_flags),
+        cmocka_unit_test(test_guard_refuses_a_reply_nobody_asked_for),
+        cmocka_unit_test(test_reply_shapes),
+        cmocka_unit_test(test_publish_key_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,18 +67,22 @@ static void test_bind_forms(void **state)
 {
     (void)state;
     struct m0_config cfg;
-    char err[256], *host, *path;
-    int port;
+    char err[256];
+    struct m0_bind_parts b, b2;
     char *argv[] = {"m0serve", "app", "--host", "0.0.0.0", "--port", "9000"};
     assert_int_equal(parse(&cfg, err, 6, argv), M0_OK);
-    assert_int_equal(m0_config_bind_parts(&cfg, &host, &port, &path, err, sizeof err), M0_OK);
-    assert_string_equal(host, "0.0.0.0");
-    assert_int_equal(port, 9000);
-    assert_null(path);
+    assert_int_equal(m0_config_bind_parts(&cfg, &b, err, sizeof err), M0_OK);
+    assert_string_equal(b.host, "0.0.0.0");
+    assert_int_equal(b.port, 9000);
+    assert_null(b.path);
     char *argv2[] = {"m0serve", "app", "--bind", "unix:/tmp/m0.sock"};
     assert_int_equal(parse(&cfg, err, 4, argv2), M0_OK);
-    assert_int_equal(m0_config_bind_parts(&cfg, &host, &port, &path, err, sizeof err), M0_OK);
-    assert_string_equal(path, "/tmp/m0.sock");
+    assert_int_equal(m0_config_bind_parts(&cfg, &b2, err, sizeof err), M0_OK);
+    assert_string_equal(b2.path, "/tmp/m0.sock");
+    /* Each result is the caller's own: the second call left the first alone. */
+    assert_string_equal(b.host, "0.0.0.0");
+    assert_int_equal(b.port, 9000);
+    assert_null(b2.host);
     char *argv3[] = {"m0serve", "app", "--bind", "nonsense"};
     assert_int_equal(parse(&cfg, err, 4, argv3), M0_ERR);
     assert_non_null(strstr(err, "--bind"));
@@ -180,6 +184,71 @@ static void test_mount_lists_in_the_environment(void **state)
     unsetenv("M0_STATIC");
 }
 
+/* gunicorn's short flags where the option means the same: -w 2, -w2, -b. */
+static void test_gunicorn_short_flags(void **state)
+{
+    (void)state;
+    struct m0_config cfg;
+    char err[256];
+    char *argv[] = {"m0serve", "app:app", "-w", "3", "-b", "0.0.0.0:9001", "-u", "www", "-g", "web", "-p", "/run/m0.pid",
+                    "-m", "007"};
+    assert_int_equal(parse(&cfg, err, 14, argv), M0_OK);
+    assert_int_equal(cfg.workers, 3);
+    assert_true(cfg.workers_explicit);
+    assert_string_equal(cfg.bind, "0.0.0.0:9001");
+    assert_string_equal(cfg.user, "www");
+    assert_string_equal(cfg.group, "web");
+    assert_string_equal(cfg.pid_file, "/run/m0.pid");
+    assert_int_equal(cfg.umask, 07);
+    char *glued[] = {"m0serve", "app:app", "-w2", "-b127.0.0.1:0"};
+    assert_int_equal(parse(&cfg, err, 4, glued), M0_OK);
+    assert_int_equal(cfg.workers, 2);
+    assert_string_equal(cfg.bind, "127.0.0.1:0");
+    /* A bad value names the long flag. */
+    char *bad[] = {"m0serve", "app:app", "-w", "0"};
+    assert_int_equal(parse(&cfg, err, 4, bad), M0_ERR);
+    assert_non_null(strstr(err, "--workers: invalid value '0'"));
+    char *none[] = {"m0serve", "app:app", "-w"};
+    assert_int_equal(parse(&cfg, err, 3, none), M0_ERR);
+    assert_non_null(strstr(err, "--workers: expected a value"));
+    char *version[] = {"m0serve", "-v"};
+    assert_int_equal(parse(&cfg, err, 2, version), M0_OK);
+    assert_true(cfg.show_version);
+}
+
+/* An unknown flag is answered with the nearest known one, on one line. */
+static void test_unknown_flag_gets_the_nearest(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *given, *want;
+    } cases[] = {
+        {"--worker", "unrecognized option '--worker'; did you mean '--workers'?"},
+        {"--wrokers", "unrecognized option '--wrokers'; did you mean '--workers'?"},
+        {"--acces-log", "did you mean '--access-log'?"},
+        {"--max-bdy", "did you mean '--max-body'?"},
+        {"--graceful", "did you mean '--graceful-timeout'?"},
+        {"--verison", "did you mean '--version'?"},
+        {"--chdir", "did you mean '--app-dir'?"},
+        {"--threads", "did you mean '--blocking-threads'?"},
+        {"--keep-alive", "did you mean '--timeout-keep-alive'?"},
+        {"-t", "unrecognized option '-t'; m0serve has no worker timeout"},
+        {"-k", "unrecognized option '-k'; m0serve has one kind of worker"},
+        {"-D", "stays in the foreground"},
+        {"--zzzzzz", "unrecognized option '--zzzzzz' (see --help)"},
+        {"-x", "unrecognized option '-x' (see --help)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct m0_config cfg;
+        char err[256];
+        char *argv[] = {"m0serve", "app:app", (char *)cases[i].given, "2"};
+        assert_int_equal(parse(&cfg, err, 4, argv), M0_ERR);
+        if (strstr(err, cases[i].want) == NULL)
+            fail_msg("%s: got \"%s\", want \"%s\"", cases[i].given, err, cases[i].want);
+        assert_null(strchr(err, '\n'));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -190,6 +259,8 @@ int main(void)
         cmocka_unit_test(test_mounts),
         cmocka_unit_test(test_bad_mounts_are_named),
         cmocka_unit_test(test_mount_lists_in_the_environment),
+        cmocka_unit_test(test_gunicorn_short_flags),
+        cmocka_unit_test(test_unknown_flag_gets_the_nearest),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

@@ -1,0 +1,20 @@
+/*
+ * percent.h — percent-decoding of a request path (RFC 3986 §2.1), as the
+ * WSGI PATH_INFO and the ASGI scope's path carry it: bytes, decoded once.
+ */
+#ifndef M0_PERCENT_H
+#define M0_PERCENT_H
+
+#include <stddef.h>
+
+/* The value 0..15 of the hex digit c (RFC 5234 HEXDIG, either case), or -1
+ * for any other byte. */
+int m0_hex_digit(unsigned char c);
+
+/* Decode the n bytes at s into dst (room for n bytes; it may be s itself):
+ * "%" HEXDIG HEXDIG becomes that byte; a '%' not followed by two hex digits
+ * is kept as it is, with what follows it (a path is never refused here).
+ * Returns the decoded length (<= n). */
+size_t m0_percent_decode(const char *s, size_t n, char *dst);
+
+#endif

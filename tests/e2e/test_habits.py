@@ -1,0 +1,152 @@
+"""What a new user coming from gunicorn meets first: SERVER_SOFTWARE in the
+environ, gunicorn's short flags and a hint for a mistyped one, a message
+that tells a module that cannot be imported from one that has no
+application, and a --help that agrees with the README and the discovery."""
+
+import json
+import re
+import subprocess
+import sys
+
+from rawhttp import request
+from serverproc import BINARY, REPO, START_TIMEOUT, Server, kill_group, run_to_exit, spawn
+
+sys.path.insert(0, str(REPO / "python"))
+from m0serve import __version__  # noqa: E402
+
+
+def run_in(cwd, args):
+    """Run the binary in cwd until it exits: (exit status, stderr text)."""
+    proc = spawn(args, cwd=cwd)
+    try:
+        _, err = proc.communicate(timeout=START_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        proc.communicate()
+        raise
+    finally:
+        kill_group(proc)
+    return proc.returncode, err.decode("utf-8", "replace")
+
+
+# ------------------------------------------------------------ item 14
+
+def test_server_software_names_m0serve_and_its_version(start_server):
+    server = start_server("conformance:application")
+    env = json.loads(request(server.port, "GET", "/environ").body)
+    assert env["SERVER_SOFTWARE"] == "m0serve/" + __version__
+
+
+# ------------------------------------------------------------ item 15
+
+def test_gunicorn_short_flags_start_a_server(start_server):
+    server = Server("conformance:application", "-w", "2", workers=None)
+    server.args[server.args.index("--bind")] = "-b"
+    start_server.servers.append(server)
+    server.start()
+    assert re.search(r"\bworkers=2\b", server.banner)
+    assert len(server.wait_workers(lambda pids: len(pids) == 2)) == 2
+    assert request(server.port, "GET", "/").body == b"ok"
+
+
+def test_a_mistyped_flag_gets_the_nearest_one():
+    status, stderr = run_to_exit(["conformance:application", "--worker", "2"])
+    assert status == 2
+    assert stderr.strip() == "m0serve: error: unrecognized option '--worker'; did you mean '--workers'?"
+
+
+def test_gunicorn_timeout_flag_is_explained_not_mapped():
+    status, stderr = run_to_exit(["conformance:application", "-t", "30"])
+    assert status == 2
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("m0serve: error: unrecognized option '-t'; ")
+    assert "--request-timeout" in lines[0]
+
+
+# ------------------------------------------------------------ item 16
+
+def test_a_module_not_on_sys_path_says_so_with_the_directories(tmp_path):
+    status, stderr = run_in(tmp_path, ["djangosite", "--bind", "127.0.0.1:0"])
+    assert status == 1
+    line = next(l for l in stderr.splitlines() if "cannot load the application" in l)
+    assert "cannot import 'djangosite': no module named 'djangosite' on sys.path" in line
+    assert "current directory %s" % tmp_path in line
+    assert "--app-dir %s" % tmp_path in line
+    assert "tried" not in line and "Traceback" not in stderr
+
+
+def test_a_module_not_on_sys_path_names_app_dir_too(tmp_path):
+    status, stderr = run_in(tmp_path, ["conformance:application", "--bind", "127.0.0.1:0",
+                                       "--app-dir", str(tmp_path / "..")])
+    assert status == 1
+    assert "cannot import 'conformance': no module named 'conformance' on sys.path" in stderr
+    assert "--app-dir %s" % tmp_path.parent in stderr
+    assert "Traceback" not in stderr
+
+
+def test_a_module_without_an_application_says_what_was_tried(tmp_path):
+    (tmp_path / "emptymod.py").write_text("VALUE = 1\n")
+    status, stderr = run_in(tmp_path, ["emptymod", "--bind", "127.0.0.1:0"])
+    assert status == 1
+    assert ("module 'emptymod' imports but has none of the applications tried: emptymod.asgi:application, "
+            "emptymod.wsgi:application, emptymod:application, emptymod:app, emptymod.main:app") in stderr
+    assert "sys.path" not in stderr
+
+
+def test_a_missing_submodule_names_the_parent_that_was_found(tmp_path):
+    (tmp_path / "emptymod.py").write_text("VALUE = 1\n")
+    status, stderr = run_in(tmp_path, ["emptymod.sub:app", "--bind", "127.0.0.1:0"])
+    assert status == 1
+    assert "cannot import 'emptymod': " not in stderr
+    assert ("cannot import 'emptymod.sub': 'emptymod' (from %s) imports but has no module 'sub'"
+            % (tmp_path / "emptymod.py")) in stderr
+
+
+# ------------------------------------------------------------ item 17
+
+def lookups_of(text):
+    return re.findall(r"MODULE(?:\.\w+)?:\w+", text)
+
+
+def test_help_readme_and_discovery_list_the_same_lookups(tmp_path):
+    usage = subprocess.run([BINARY, "--help"], capture_output=True, text=True, timeout=10).stdout
+    help_lookups = lookups_of(" ".join(usage.split("options:")[0].split()))
+    assert help_lookups == ["MODULE.asgi:application", "MODULE.wsgi:application", "MODULE:application",
+                            "MODULE:app", "MODULE.main:app"]
+    readme = (REPO / "README.md").read_text()
+    para = next(p for p in readme.split("\n\n") if "A bare `MODULE` is looked up as" in p)
+    assert lookups_of(para.replace("`", "")) == help_lookups
+    # What discovery tries, in its own error line.
+    (tmp_path / "MODULE.py").write_text("")
+    _, stderr = run_in(tmp_path, ["MODULE", "--bind", "127.0.0.1:0"])
+    assert lookups_of(stderr.split("tried: ", 1)[1].splitlines()[0]) == help_lookups
+
+
+def test_banner_of_an_asgi_only_server_has_no_pool(start_server):
+    server = start_server("asgi_only:app", workers=None)
+    assert "blocking-threads" not in server.banner and "elastic" not in server.banner
+    assert "(default topology: 1 worker)" in server.banner
+
+
+def test_readme_realtime_snippet_defines_every_name_it_uses():
+    import ast
+    import builtins
+
+    readme = (REPO / "README.md").read_text()
+    code = readme.split("```python\n# views.py", 1)[1].split("```", 1)[0]
+    tree = ast.parse("# views.py" + code)
+    defined = set(dir(builtins))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            defined.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defined.add(node.name)
+            defined.update(a.arg for a in node.args.args)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            defined.add(node.id)
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    assert used <= defined, used - defined
+    # Every view that names a per-user channel is for signed-in users only.
+    for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
+        if "user_" in ast.unparse(fn):
+            assert "login_required" in [ast.unparse(d) for d in fn.decorator_list], fn.name
