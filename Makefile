@@ -71,7 +71,7 @@ PURE     := src/buf.c src/http.c src/request.c src/response.c src/body.c src/log
             src/sse.c src/registry.c src/bus.c src/order.c src/health.c src/target.c \
             src/broker_url.c src/broker_reply.c src/static.c src/static_rules.c src/mime.c src/ws.c src/accesslog.c src/proxy.c src/notify.c \
             src/loop.c src/lane.c src/job.c src/metrics_text.c src/percent.c src/cli_hint.c \
-            src/grip.c src/epcp.c
+            src/grip.c src/epcp.c src/jwt.c src/grant.c
 LLHTTP   := api.c http.c llhttp.c
 
 OBJS     := $(SRCS:src/%.c=$(BUILD)/%.o)

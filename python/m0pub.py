@@ -31,18 +31,29 @@ From a coroutine (FastAPI, Starlette, an async Django view), ``publish`` is
 safe to call as is without a broker (about a millisecond at most); with one,
 ``await m0pub.apublish(...)`` keeps the round trip off the event loop.
 
+Signed stream grants (``m0serve --grant-path``): ``grant(channels)`` mints
+the token a browser subscribes with -- an HS256 JWT (RFC 7519) any JWT
+library reads -- and ``grant_url(channels)`` the URL of the stream; the
+server verifies it in C, with no Python call. See ``grant``.
+
 Standard library only; safe to call from any thread (each thread keeps its
 own broker connection; a forked child makes its own).
 """
 
+import base64
 import hashlib
+import hmac
+import json
 import logging
 import os
 import select
 import socket
+import stat
 import threading
+import time
 
-__all__ = ["publish", "apublish", "MAX_FRAME", "enabled", "BrokerError", "PublishOutcomeUnknown"]
+__all__ = ["publish", "apublish", "MAX_FRAME", "enabled", "BrokerError", "PublishOutcomeUnknown",
+           "grant", "grant_url", "verify_grant", "GrantError"]
 
 MAX_FRAME = 65536          # bytes of one framed event (the bus datagram cap)
 CHANNEL_MAX = 200          # bytes of a channel name
@@ -457,3 +468,284 @@ async def apublish(channel, data, event=None, key=None):
         return publish(channel, data, event, key)
     import asyncio
     return await asyncio.get_running_loop().run_in_executor(None, publish, channel, data, event, key)
+
+
+# ------------------------------------------------------------------ grants
+# Keep these equal to the server's (include/m0/grant.h, include/m0/jwt.h).
+GRANT_TTL = 3600           # seconds a grant() token is valid by default
+GRANT_LEEWAY = 30          # seconds of clock skew the server allows (exp, nbf, iat)
+GRANT_MAX_CHANNELS = 32
+GRANT_KEY_MIN = 32         # bytes of a secret (RFC 7518 §3.2: HS256 wants 256 bits or more)
+GRANT_KEY_MAX = 512
+GRANT_KID_MAX = 64
+GRANT_FILE_MAX = 64 * 1024
+GRANT_TOKEN_MAX = 4096     # bytes of a token the server accepts
+_WS = b" \t\r\x0b\x0c\n"   # white space, as C's isspace() and bytes.split() see it
+
+
+class GrantError(ValueError):
+    """A key file, a grant's arguments, or a token that cannot be used."""
+
+
+_keys_cache = {}           # path -> ((dev, ino, size, mtime_ns, mode), [(kid, key bytes)])
+
+
+def _parse_key_file(raw, name):
+    """[(kid, key)] from a key file's bytes, by the server's rules (grant.h)."""
+    if b"\0" in raw:
+        raise GrantError("%s: holds a NUL byte" % name)
+    keys = []
+    for lineno, line in enumerate(raw.split(b"\n"), 1):
+        line = line.strip(_WS)
+        if not line or line.startswith(b"#"):
+            continue
+        parts = line.split(None, 1)
+        kid = parts[0]
+        if any(b < 0x21 or b > 0x7E for b in kid):
+            raise GrantError("%s:%d: the kid must be printable ASCII" % (name, lineno))
+        if len(kid) > GRANT_KID_MAX:
+            raise GrantError("%s:%d: the kid is longer than %d bytes" % (name, lineno, GRANT_KID_MAX))
+        if len(parts) == 1:
+            raise GrantError("%s:%d: want KID SECRET (no secret)" % (name, lineno))
+        secret = parts[1]
+        if len(secret) < GRANT_KEY_MIN:
+            raise GrantError("%s:%d: the secret is shorter than %d bytes (RFC 7518 §3.2)"
+                             % (name, lineno, GRANT_KEY_MIN))
+        if len(secret) > GRANT_KEY_MAX:
+            raise GrantError("%s:%d: the secret is longer than %d bytes" % (name, lineno, GRANT_KEY_MAX))
+        try:
+            secret.decode("utf-8")
+        except UnicodeDecodeError:
+            raise GrantError("%s:%d: the secret is not UTF-8" % (name, lineno)) from None
+        if len(keys) == 64:
+            raise GrantError("%s:%d: more than 64 keys" % (name, lineno))
+        kid = kid.decode("ascii")
+        if any(k == kid for k, _ in keys):
+            raise GrantError("%s:%d: the kid is given twice" % (name, lineno))
+        keys.append((kid, secret))
+    if not keys:
+        raise GrantError("%s: no key (want one 'KID SECRET' a line)" % name)
+    return keys
+
+
+def _grant_keys(key_file=None):
+    """The keys of key_file (or M0_GRANT_KEY_FILE), re-read when the file
+    changes. Raises GrantError."""
+    path = key_file or os.environ.get("M0_GRANT_KEY_FILE")
+    if not path:
+        raise GrantError("no grant key file: pass key_file= or set M0_GRANT_KEY_FILE "
+                         "(m0serve --grant-key-file sets it for its workers)")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as e:
+        raise GrantError("cannot open %s: %s" % (path, e.strerror)) from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise GrantError("%s: not a regular file" % path)
+        if st.st_mode & 0o077:
+            raise GrantError("%s: group or other users have access (mode %04o): chmod 600 it"
+                             % (path, stat.S_IMODE(st.st_mode)))
+        ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode)
+        cached = _keys_cache.get(path)
+        if cached is not None and cached[0] == ident:
+            return cached[1]
+        raw = f.read(GRANT_FILE_MAX + 1)
+    if len(raw) > GRANT_FILE_MAX:
+        raise GrantError("%s: larger than 64 KiB" % path)
+    keys = _parse_key_file(raw, path)
+    _keys_cache[path] = (ident, keys)
+    return keys
+
+
+def _b64url(raw):
+    return base64.urlsafe_b64encode(raw).rstrip(b"=")
+
+
+def _channels(channels):
+    if isinstance(channels, str):
+        channels = [channels]
+    names = []
+    for c in channels:
+        _check_channel(c)
+        if c not in names:
+            names.append(c)
+    if not names:
+        raise GrantError("a grant names at least one channel")
+    if len(names) > GRANT_MAX_CHANNELS:
+        raise GrantError("a grant names at most %d channels" % GRANT_MAX_CHANNELS)
+    return names
+
+
+def grant(channels, ttl=GRANT_TTL, sub=None, kid=None, key_file=None, now=None):
+    """Mint a grant: the token that lets a browser listen to channels through
+    ``m0serve --grant-path PREFIX`` (``PREFIX/sse?token=...`` for an
+    EventSource, ``PREFIX/ws?token=...`` for a WebSocket, or the same token
+    in ``Authorization: Bearer`` or the ``--grant-cookie``), verified by the
+    server in C with no Python call.
+
+    channels: a channel name (str) or an iterable of 1..32 of them, each
+    passing the server's channel-name rules (repeats dropped). ttl: seconds
+    the token stays valid (default 3600); the server checks it when a stream
+    is opened -- also when an EventSource reconnects with the same URL, so
+    a page that must survive a longer outage needs a longer ttl or a fresh
+    URL. sub: an optional str naming who it is for (logged; handed to an
+    inbound view). kid: the key of the key file to sign with; None signs
+    with the file's LAST key, the newest (rotate by appending a key, and
+    delete the old line once its tokens have expired). key_file: the key
+    file, default ``M0_GRANT_KEY_FILE`` (which m0serve sets for its
+    workers); it is read as the server reads it (one ``KID SECRET`` a line,
+    ``#`` comments, mode 600) and re-read when it changes. now: the clock
+    in seconds since the epoch (for tests).
+
+    Returns the compact JWT (str): header ``{"alg":"HS256","typ":"JWT",
+    "kid":KID}``, claims ``channels``, ``exp``, ``iat`` and ``sub`` when
+    given, signed with HMAC-SHA256 over the secret's UTF-8 bytes -- PyJWT's
+    ``jwt.decode(token, secret, algorithms=["HS256"])`` reads it. Raises
+    TypeError/ValueError for bad channels, GrantError (a ValueError) for a
+    bad ttl, sub, kid or key file.
+    """
+    names = _channels(channels)
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 < ttl <= 10 * 365 * 86400:
+        raise GrantError("ttl must be a positive number of seconds (at most ten years)")
+    if sub is not None and not isinstance(sub, str):
+        raise GrantError("sub must be a str or None")
+    keys = _grant_keys(key_file)
+    if kid is None:
+        kid, secret = keys[-1]
+    else:
+        secret = dict(keys).get(kid)
+        if secret is None:
+            raise GrantError("no key %r in the grant key file" % (kid,))
+    t = int(time.time() if now is None else now)
+    claims = {"channels": names, "exp": t + int(ttl), "iat": t}
+    if sub is not None:
+        claims["sub"] = sub
+    header = json.dumps({"alg": "HS256", "typ": "JWT", "kid": kid}, separators=(",", ":"))
+    body = json.dumps(claims, separators=(",", ":"), ensure_ascii=True)
+    signing = _b64url(header.encode()) + b"." + _b64url(body.encode())
+    sig = hmac.new(secret, signing, hashlib.sha256).digest()
+    token = (signing + b"." + _b64url(sig)).decode("ascii")
+    if len(token) > GRANT_TOKEN_MAX:
+        raise GrantError("the grant is %d bytes, over the server's %d" % (len(token), GRANT_TOKEN_MAX))
+    return token
+
+
+def _grant_prefix(prefix):
+    p = prefix if prefix is not None else os.environ.get("M0_GRANT_PATH")
+    if not p:
+        raise GrantError("no grant path: pass prefix= or run under m0serve --grant-path")
+    if not p.startswith("/"):
+        raise GrantError("the grant path is absolute: %r" % (p,))
+    return p.rstrip("/")
+
+
+def grant_url(channels, ws=False, prefix=None, **kwargs):
+    """The path a browser subscribes with: ``PREFIX/sse?token=GRANT`` (or
+    ``PREFIX/ws?token=GRANT`` with ws=True), GRANT minted by grant(channels,
+    **kwargs). prefix: the server's --grant-path (default
+    ``M0_GRANT_PATH``, which m0serve sets for its workers). A relative URL:
+    EventSource and WebSocket resolve it against the page; the framework
+    helpers (m0serve.django/flask/fastapi) make it absolute."""
+    return "%s/%s?token=%s" % (_grant_prefix(prefix), "ws" if ws else "sse", grant(channels, **kwargs))
+
+
+def _unb64url(part):
+    """Strict base64url (RFC 7515 §2), as the server decodes it."""
+    if len(part) % 4 == 1 or not all(c in _B64URL for c in part):
+        raise GrantError("malformed token")
+    raw = base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+    if _b64url(raw).decode() != part:
+        raise GrantError("malformed token")      # nonzero unused bits: a second spelling
+    return raw
+
+
+_B64URL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def _no_duplicates(pairs):
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise GrantError("duplicate member %r" % (k,))
+        out[k] = v
+    return out
+
+
+def _no_constant(name):
+    raise ValueError("%s is not JSON" % name)      # NaN, Infinity: jansson refuses them too
+
+
+def _json_object(raw, what):
+    try:
+        v = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except GrantError:
+        raise GrantError("malformed token %s" % what) from None
+    except ValueError:
+        raise GrantError("malformed token %s" % what) from None
+    if not isinstance(v, dict):
+        raise GrantError("malformed token %s" % what)
+    return v
+
+
+def _number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def verify_grant(token, key_file=None, now=None, leeway=GRANT_LEEWAY):
+    """The server's grant check, in Python, for tests and tools (the server
+    itself verifies in C): returns the claims (dict) of token (str), or
+    raises GrantError with the reason the server would give. The rules are
+    grant.h's and jwt.h's: at most 4096 bytes, strict base64url, a header
+    with alg exactly HS256 (no crit; kid selecting the key, or the file's
+    only key when there is no kid), the HMAC, claims without duplicate
+    members, exp required, nbf/iat honoured with leeway seconds, sub a
+    str, channels a list of 1..32 valid channel names."""
+    if not isinstance(token, str):
+        raise GrantError("the token is a str")
+    if len(token) > GRANT_TOKEN_MAX:
+        raise GrantError("token too large")
+    parts = token.split(".")
+    if len(parts) != 3 or not parts[0] or not parts[1]:
+        raise GrantError("malformed token")
+    header_raw, claims_raw, sig = (_unb64url(p) for p in parts)
+    header = _json_object(header_raw, "header")
+    if header.get("alg") != "HS256":
+        raise GrantError("unsupported token algorithm (HS256 only)")
+    if "crit" in header or not isinstance(header.get("typ", ""), str):
+        raise GrantError("malformed token header")
+    kid = header.get("kid")
+    if kid is not None and (not isinstance(kid, str) or not 0 < len(kid.encode("utf-8", "surrogatepass")) <= GRANT_KID_MAX):
+        raise GrantError("malformed token header")
+    keys = _grant_keys(key_file)
+    secret = dict(keys).get(kid) if kid is not None else (keys[0][1] if len(keys) == 1 else None)
+    if secret is None:
+        raise GrantError("invalid token signature")            # an unknown kid reads the same
+    mac = hmac.new(secret, (parts[0] + "." + parts[1]).encode("ascii"), hashlib.sha256).digest()
+    if not hmac.compare_digest(mac, sig):
+        raise GrantError("invalid token signature")
+    claims = _json_object(claims_raw, "claims")
+    t = time.time() if now is None else now
+    if "exp" not in claims:
+        raise GrantError("token has no exp claim")
+    for name in ("exp", "nbf", "iat"):
+        if name in claims and not _number(claims[name]):
+            raise GrantError("malformed token claims")
+    if "sub" in claims and not isinstance(claims["sub"], str):
+        raise GrantError("malformed token claims")
+    if not t - leeway < claims["exp"]:
+        raise GrantError("token expired")
+    if ("nbf" in claims and t + leeway < claims["nbf"]) or ("iat" in claims and claims["iat"] > t + leeway):
+        raise GrantError("token not yet valid")
+    channels = claims.get("channels")
+    if channels is None or channels == []:
+        raise GrantError("token grants no channel")
+    if not isinstance(channels, list) or len(channels) > GRANT_MAX_CHANNELS or \
+            not all(isinstance(c, str) for c in channels):
+        raise GrantError("token channels claim is not a list of channel names")
+    for c in channels:
+        try:
+            _check_channel(c)
+        except ValueError:
+            raise GrantError("token names an invalid channel") from None
+    return claims

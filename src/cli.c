@@ -20,13 +20,14 @@
 #include "m0/broker_url.h"
 #include "m0/cli_hint.h"
 #include "m0/config.h"
+#include "m0/grant.h"
 #include "m0/log.h"
 #include "m0/metrics_text.h"
 
 /* T_CHOICE: a string that must be one of the '|'-separated words of the
  * option's metavar; T_MOUNT: a repeatable PREFIX=VALUE (handled apart). */
 enum opt_type { T_STR, T_STR0, T_LONG, T_SECONDS, T_BYTES, T_BOOL, T_PROTOCOL, T_LOGLEVEL, T_CHOICE, T_MOUNT, T_PROXY,
-                T_UMASK, T_ACCESSFMT };
+                T_UMASK, T_ACCESSFMT, T_PREFIX, T_ORIGIN };
 
 struct opt {
     const char *flag;
@@ -92,6 +93,11 @@ static const struct opt opts[] = {
     {"--umask", "M0_UMASK", T_UMASK, O(umask), 0, 0, "MODE", "octal file mode mask for the process, unix sockets included (e.g. 007)"},
     {"--pid", "M0_PID", T_STR, O(pid_file), 0, 0, "FILE", "write the master's pid to FILE (removed at exit)"},
     {"--reload", "M0_RELOAD", T_BOOL, O(reload), 0, 0, NULL, "development: replace the workers when a Python file of the app changes (inotify)"},
+    {"--grant-key-file", "M0_GRANT_KEY_FILE", T_STR, O(grant_key_file), 0, 0, "FILE", "signed stream grants: HMAC keys, one 'KID SECRET' a line, mode 600 (checked at start; exit 78 when refused) [grants: not served yet]"},
+    {"--grant-path", "M0_GRANT_PATH", T_PREFIX, O(grant_path), 0, 0, "PREFIX", "signed stream grants: PREFIX/sse and PREFIX/ws hold a grant's channels, no Python call [grants: not served yet]"},
+    {"--grant-cookie", "M0_GRANT_COOKIE", T_STR, O(grant_cookie), 0, 0, "NAME", "signed stream grants: the token may also come in cookie NAME [grants: not served yet]"},
+    {"--grant-cors-origin", "M0_GRANT_CORS_ORIGINS", T_ORIGIN, O(grant_cors_origins), 0, 0, "ORIGIN", "signed stream grants: an origin (https://host[:port]) that may subscribe with credentials; repeatable; M0_GRANT_CORS_ORIGINS lists several, comma-separated [grants: not served yet]"},
+    {"--grant-inbound", "M0_GRANT_INBOUND", T_STR, O(grant_inbound), 0, 0, "PATH", "signed stream grants: POST a granted socket's messages to PATH (default: close 1008) [grants: not served yet]"},
     {"--log-level", "M0_LOG_LEVEL", T_LOGLEVEL, O(log_level), 0, 0, "L", "debug|info|warning|error|critical (default info)"},
 };
 
@@ -386,6 +392,44 @@ static int apply_mounts(struct m0_config *cfg, enum m0_mount_kind kind, const ch
     }
 }
 
+/* --grant-cors-origin (one origin) or M0_GRANT_CORS_ORIGINS (a list); the
+ * first one on the command line drops the environment's. */
+static int add_origins(struct m0_config *cfg, const char *val, int from_env, const char *who, char *err, size_t cap)
+{
+    if (!from_env && cfg->grant_cors_from_env) {
+        cfg->ngrant_cors_origins = 0;
+        cfg->grant_cors_from_env = 0;
+    }
+    cfg->grant_cors_from_env = from_env;
+    const char *p = val;
+    for (;;) {
+        const char *end = from_env ? strchr(p, M0_MOUNT_LIST_SEP) : NULL;
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        while (n > 0 && isspace((unsigned char)*p)) {
+            p++;
+            n--;
+        }
+        while (n > 0 && isspace((unsigned char)p[n - 1]))
+            n--;
+        if (n > 0 || !from_env) {
+            const char *why = m0_grant_origin_error(p, n);
+            if (why == NULL && cfg->ngrant_cors_origins == M0_GRANT_MAX_ORIGINS)
+                why = "more than 16 origins";
+            const char *copy = why == NULL ? mount_strdup(p, n) : NULL;
+            if (why == NULL && copy == NULL)
+                why = "too long";
+            if (why != NULL) {
+                snprintf(err, cap, "m0serve: error: %s: invalid value '%.*s' (%s)", who, (int)n, p, why);
+                return M0_ERR;
+            }
+            cfg->grant_cors_origins[cfg->ngrant_cors_origins++] = copy;
+        }
+        if (end == NULL)
+            return M0_OK;
+        p = end + 1;
+    }
+}
+
 static int apply(struct m0_config *cfg, const struct opt *o, const char *val, const char *who,
                  char *err, size_t cap)
 {
@@ -493,6 +537,19 @@ static int apply(struct m0_config *cfg, const struct opt *o, const char *val, co
         *(long *)dst = m;
         break;
     }
+    case T_PREFIX: {            /* normalised as a mount prefix is */
+        char norm[512];
+        size_t plen;
+        if (normalise_prefix(val, strlen(val), norm, sizeof norm, &plen) != M0_OK ||
+            (*(const char **)dst = mount_strdup(norm, plen)) == NULL) {
+            snprintf(err, cap, "m0serve: error: %s: invalid value '%s' (want /path: no empty, '.' or '..' segment, "
+                     "no '%%', ',' or '=')", who, val);
+            return M0_ERR;
+        }
+        break;
+    }
+    case T_ORIGIN:
+        return add_origins(cfg, val, who == o->env, who, err, cap);
     case T_ACCESSFMT:
         if (m0_access_compile(val, err, cap) != M0_OK)
             return M0_ERR;
@@ -649,6 +706,8 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
         return M0_ERR;
     }
     if (m0_metrics_check_flags(cfg, err, cap) != M0_OK)
+        return M0_ERR;
+    if (m0_grant_check_flags(cfg, err, cap) != M0_OK)
         return M0_ERR;
     struct m0_bind_parts parts;
     if (m0_config_bind_parts(cfg, &parts, err, cap) != M0_OK)

@@ -2,7 +2,9 @@
  * main.c — parse the configuration, then run the master.
  * Exit statuses: 0 clean stop, 1 failure (including an application that
  * cannot be loaded), 2 a bad flag or value, 78 a virtualenv of another
- * Python version than the one built in.
+ * Python version than the one built in, or a --grant-key-file refused
+ * (unreadable, open to other users, malformed: its contents are
+ * configuration, not a flag's syntax).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 
 #include "m0/broker_url.h"
 #include "m0/config.h"
+#include "m0/grant.h"
 #include "m0/log.h"
 #include "m0/master.h"
 #include "m0/publish_cli.h"
@@ -43,6 +46,22 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return M0_EXIT_USAGE;
     }
+    if (cfg.grant_key_file != NULL) {
+        /* Read here, as the user that started the server; the workers
+         * inherit the keys. The application's m0pub.grant() finds the same
+         * file through M0_GRANT_KEY_FILE, made absolute. */
+        cfg.grant_keys = m0_grant_keys_load(cfg.grant_key_file, err, sizeof err);
+        if (cfg.grant_keys == NULL) {
+            fprintf(stderr, "%s\n", err);
+            return M0_EXIT_CONFIG;
+        }
+        char *abs = realpath(cfg.grant_key_file, NULL);
+        setenv("M0_GRANT_KEY_FILE", abs != NULL ? abs : cfg.grant_key_file, 1);
+        free(abs);
+    }
+    /* m0pub.grant_url() builds PREFIX/sse and PREFIX/ws from it ("/": the root). */
+    if (cfg.grant_path != NULL)
+        setenv("M0_GRANT_PATH", cfg.grant_path[0] ? cfg.grant_path : "/", 1);
     if (m0_py_check_env(err, sizeof err) != M0_OK) {
         fprintf(stderr, "%s\n", err);
         return M0_EXIT_CONFIG;

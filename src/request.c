@@ -169,3 +169,28 @@ int m0_http_is_field_value(const char *p, size_t n)
     }
     return 1;
 }
+
+unsigned m0_http_query_param(const char *q, size_t n, const char *name, const char **val, size_t *vlen)
+{
+    size_t nl = strlen(name);
+    unsigned count = 0;
+    *val = NULL;
+    *vlen = 0;
+    const char *p = q, *end = q + n;
+    while (p < end) {
+        const char *amp = memchr(p, '&', (size_t)(end - p));
+        const char *pe = amp ? amp : end;
+        const char *eq = memchr(p, '=', (size_t)(pe - p));
+        const char *ne = eq ? eq : pe;
+        if ((size_t)(ne - p) == nl && memcmp(p, name, nl) == 0) {
+            if (count++ == 0) {
+                *val = eq ? eq + 1 : pe;
+                *vlen = eq ? (size_t)(pe - eq - 1) : 0;
+            }
+        }
+        if (amp == NULL)
+            break;
+        p = amp + 1;
+    }
+    return count;
+}

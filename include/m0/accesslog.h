@@ -17,6 +17,9 @@
  *     duration_us, pid).
  * Client-supplied text is escaped ('"', '\\' and control bytes as \xHH, or
  * JSON escapes), so a client cannot forge fields or lines. Times are UTC.
+ * The value of a "token" or "access_token" query parameter (a grant, an
+ * RFC 6750 bearer token) is written as REDACTED wherever the query appears
+ * (r, q, the JSON query): a token in a log is a credential.
  *
  * With the access log off (no --access-log) nothing here runs: callers test
  * cfg->access_log first.

@@ -35,6 +35,12 @@ struct m0_mount {
  * comma; a directory whose path does must be given with --static. */
 #define M0_MOUNT_LIST_SEP ','
 
+/* --grant-cors-origin may repeat this often (M0_GRANT_CORS_ORIGINS lists
+ * them, separated by M0_MOUNT_LIST_SEP: an origin holds no comma). */
+#define M0_GRANT_MAX_ORIGINS 16
+
+struct m0_grant_keys;
+
 struct m0_config {
     const char *app;            /* MODULE[:ATTR] of the root mount, or NULL when no app is at "" */
     const char *bind;           /* "HOST:PORT" or "unix:PATH" (after host/port folding) */
@@ -95,6 +101,16 @@ struct m0_config {
     const char *metrics_bind;   /* --metrics-bind HOST:PORT or unix:PATH; NULL: none */
     const char *metrics_path;   /* --metrics-path; NULL: /metrics on metrics_bind only; "": none on the main listener */
     int metrics_listener;       /* set by the master: the workers' listener index of metrics_bind, -1 */
+    /* Signed stream grants (issue 18, grant.h): parsed and checked; the
+     * loop does not answer --grant-path yet. */
+    const char *grant_key_file; /* --grant-key-file PATH */
+    const char *grant_path;     /* normalised like a mount prefix: "" (root) or "/seg..."; NULL: off */
+    const char *grant_cookie;   /* --grant-cookie NAME: a token may come in this cookie */
+    const char *grant_cors_origins[M0_GRANT_MAX_ORIGINS];    /* serialized origins (RFC 6454 §6.2) */
+    unsigned ngrant_cors_origins;
+    int grant_cors_from_env;    /* the origins came from M0_GRANT_CORS_ORIGINS (argv replaces them) */
+    const char *grant_inbound;  /* --grant-inbound PATH: where a granted socket's messages are POSTed */
+    struct m0_grant_keys *grant_keys;   /* loaded by main from grant_key_file; NULL without one */
 };
 
 /* Fill defaults. */

@@ -170,4 +170,11 @@ int m0_http_is_token(const char *p, size_t n);
 int m0_http_is_tchar(unsigned char c);
 int m0_http_is_field_value(const char *p, size_t n);
 
+/* The query parameters called name in q (n bytes: the target after '?',
+ * not decoded). Pairs are split on '&' (WHATWG URL, "application/
+ * x-www-form-urlencoded parsing"), a pair without '=' has an empty value,
+ * names compare byte for byte, undecoded. Returns how many there are; the
+ * first one's value goes to *val and *vlen (NULL and 0 when there is none). */
+unsigned m0_http_query_param(const char *q, size_t n, const char *name, const char **val, size_t *vlen);
+
 #endif

@@ -29,15 +29,30 @@ socket in its loop; one publish reaches EventSource and WebSocket
 subscribers alike (a socket receives the event's data as one text frame).
 Each message the client sends comes back to the same view as a POST on a
 pool thread, with the request's cookies, so ``request.user`` works.
+
+Signed stream grants (``m0serve --grant-path /rt --grant-key-file keys``):
+the view decides who may listen once, and hands the page a URL the server
+itself verifies and holds, with no Python call per subscribe or reconnect:
+
+    from m0serve.django import grant_url
+
+    def page(request):
+        url = grant_url([f"user_{request.user.id}", "news"], request=request,
+                        sub=str(request.user.id))
+        return render(request, "page.html", {"events_url": url})
+    # page.html: new EventSource("{{ events_url }}")
 """
 
 import functools
 
 from django.http import HttpResponse
 
+import m0pub
+from m0serve._grant import absolute
+
 from m0serve._ws import DEGRADED_BODY, WebSocketMessage, approval_headers, message_from_environ
 
-__all__ = ["hold_stream_response", "hold_websocket_response", "is_websocket_message",
+__all__ = ["grant_url", "hold_stream_response", "hold_websocket_response", "is_websocket_message",
            "websocket_message", "websocket_view", "WebSocketMessage"]
 
 
@@ -97,3 +112,16 @@ def websocket_view(view):
         return view(request, *args, **kwargs)
 
     return csrf_exempt(wrapper)
+
+
+def grant_url(channels, request=None, ws=False, **kwargs):
+    """The URL of a granted stream on channels: ``PREFIX/sse?token=GRANT``
+    (``PREFIX/ws?token=...`` with ws=True), GRANT from m0pub.grant(channels,
+    **kwargs) (ttl, sub, kid, key_file, prefix: see there). With request
+    (an HttpRequest) the URL is absolute on the request's host
+    (``request.build_absolute_uri``; ws:// or wss:// for a WebSocket);
+    without, a path the page resolves. Raises what m0pub.grant raises."""
+    path = m0pub.grant_url(channels, ws=ws, **kwargs)
+    if request is None:
+        return path
+    return absolute(request.scheme, request.get_host(), path, ws)

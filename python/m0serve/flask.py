@@ -24,15 +24,25 @@ registers them.
             return hold_websocket_response("room-1")
         m0pub.publish(message.channel, message.payload)
         return ""
+
+Signed stream grants (``m0serve --grant-path /rt --grant-key-file keys``):
+a view hands the page a URL the server verifies and holds by itself.
+
+    @app.get("/")
+    def page():
+        return render_template("page.html", events_url=grant_url(["news"], sub=current_user.id))
 """
 
 import functools
 
 from flask import Response, request
 
+import m0pub
+from m0serve._grant import absolute
+
 from m0serve._ws import DEGRADED_BODY, WebSocketMessage, approval_headers, message_from_environ
 
-__all__ = ["hold_stream_response", "hold_websocket_response", "is_websocket_message",
+__all__ = ["grant_url", "hold_stream_response", "hold_websocket_response", "is_websocket_message",
            "websocket_message", "websocket_route", "WebSocketMessage"]
 
 
@@ -80,3 +90,14 @@ def websocket_route(app, rule, **options):
         app.add_url_rule(rule, view_func=gate, methods=["POST"], **options)
         return view
     return decorator
+
+
+def grant_url(channels, ws=False, external=False, **kwargs):
+    """The URL of a granted stream on channels (see
+    m0serve.django.grant_url; kwargs go to m0pub.grant: ttl, sub, kid,
+    key_file, prefix): a path, or with external=True an absolute URL on the
+    current request's host (ws:// or wss:// for a WebSocket)."""
+    path = m0pub.grant_url(channels, ws=ws, **kwargs)
+    if not external:
+        return path
+    return absolute(request.scheme, request.host, path, ws)

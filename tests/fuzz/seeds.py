@@ -181,6 +181,38 @@ def registry_seeds():
     }
 
 
+# fuzz_jwt: flags (the signer's kid), a 2-byte position, then a token or a
+# claims text. The tokens are tests/unit/jwt_vectors.h's (PyJWT's, mostly).
+VECTORS = os.path.join(HERE, "..", "unit", "jwt_vectors.h")
+
+
+def jwt_prefix(mode=0, pos=0):
+    return bytes([mode]) + struct.pack("<H", pos)
+
+
+def jwt_seeds():
+    with open(VECTORS) as f:
+        text = f.read()
+    seeds = {}
+    for name, tok in re.findall(r'\{"(\w+)",\s*"([^"]*)"\}', text):
+        seeds["tok-" + name] = jwt_prefix(0, len(tok) // 2) + tok.encode()
+    now = 1700000000
+    claims = {
+        "grant": '{"channels":["news","chat"],"exp":%d,"sub":"alice"}' % (now + 60),
+        "times": '{"channels":["a"],"exp":%d.5,"nbf":%d,"iat":%d}' % (now, now - 30, now + 30),
+        "no-exp": '{"channels":["a"]}',
+        "bad-channel": '{"channels":["m0.x","\\u0001"],"exp":%d}' % (now + 1),
+        "dup": '{"exp":1,"exp":2}',
+        "nested": '{"exp":%d,"channels":[["a"]],"x":{"y":[1,2.5e3,null,true]}}' % (now + 5),
+        "unicode": '{"exp":%d,"sub":"\\u00e9\\ud83d\\ude00","channels":["caf\\u00e9"]}' % (now + 5),
+    }
+    for i, (name, c) in enumerate(sorted(claims.items())):
+        seeds["claims-" + name] = jwt_prefix(i % 4, 7 * i) + c.encode()
+    seeds["b64-padded"] = jwt_prefix() + b"Zm9vYg=="
+    seeds["b64-bits"] = jwt_prefix() + b"Zh"
+    return seeds
+
+
 def resp(*items):
     """RESP2 for nested Python values: bytes -> bulk, int -> integer, None -> nil,
     list -> array, ("+", text) status, ("-", text) error."""
@@ -275,7 +307,7 @@ def main():
         sys.exit("usage: seeds.py OUTDIR")
     for driver, seeds in (("http", http_seeds()), ("bus", bus_seeds()), ("sse", sse_seeds()),
                           ("registry", registry_seeds()), ("broker", broker_seeds()), ("grip", grip_seeds()),
-                          ("epcp", epcp_seeds())):
+                          ("epcp", epcp_seeds()), ("jwt", jwt_seeds())):
         d = os.path.join(sys.argv[1], driver)
         os.makedirs(d, exist_ok=True)
         for i, (name, data) in enumerate(sorted(seeds.items())):

@@ -133,6 +133,46 @@ static void test_client_cannot_forge_a_line(void **state)
     assert_non_null(strstr(l, "\\x0d\\x0a"));
 }
 
+/* Issue 18: a grant travels as ?token=...: its value never reaches the
+ * log, in the request line, %(q)s or the JSON query; RFC 6750's
+ * access_token neither. Other parameters are kept as they were. */
+static void test_token_in_query_redacted(void **state)
+{
+    (void)state;
+    struct m0_access a = sample();
+    req.target = "/rt/sse?a=1&token=eyJh.eyJz.c2ln&xtoken=keep&access_token=sekret";
+    req.target_len = (uint32_t)strlen(req.target);
+    req.query = strchr(req.target, '?') + 1;
+    req.query_len = (uint32_t)strlen(req.query);
+    static const char want[] = "a=1&token=REDACTED&xtoken=keep&access_token=REDACTED";
+    const char *l = render("%(r)s|%(q)s", &a);
+    assert_null(strstr(l, "eyJ"));
+    assert_null(strstr(l, "sekret"));
+    char expect[256];
+    snprintf(expect, sizeof expect, "GET /rt/sse?%s HTTP/1.1|%s", want, want);
+    assert_string_equal(l, expect);
+    l = render(NULL, &a);
+    assert_null(strstr(l, "eyJ"));
+    assert_non_null(strstr(l, "\"GET /rt/sse?a=1&token=REDACTED&"));
+    l = render("json", &a);
+    assert_null(strstr(l, "eyJ"));
+    assert_non_null(strstr(l, "\"query\":\"a=1&token=REDACTED&xtoken=keep&access_token=REDACTED\""));
+    /* The first parameter, a bare name, an empty value, no query. */
+    req.target = "/s?token=abc";
+    req.target_len = (uint32_t)strlen(req.target);
+    assert_string_equal(render("%(r)s", &a), "GET /s?token=REDACTED HTTP/1.1");
+    req.target = "/s?token&token=";
+    req.target_len = (uint32_t)strlen(req.target);
+    assert_string_equal(render("%(r)s", &a), "GET /s?token&token=REDACTED HTTP/1.1");
+    req.target = "/token=abc";
+    req.target_len = (uint32_t)strlen(req.target);
+    assert_string_equal(render("%(r)s", &a), "GET /token=abc HTTP/1.1");     /* a path, not a query */
+    /* Escaping still applies around a redaction. */
+    req.query = "x=\"&token=t\r\n";
+    req.query_len = (uint32_t)strlen(req.query);
+    assert_string_equal(render("%(q)s", &a), "x=\\x22&token=REDACTED");
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -173,6 +213,7 @@ int main(void)
         cmocka_unit_test(test_default_line),
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_client_cannot_forge_a_line),
+        cmocka_unit_test(test_token_in_query_redacted),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_stamp_ignores_tz),
     };
