@@ -1,7 +1,7 @@
 """The ASGI executor: one thread per ASGI application per worker, running a
 persistent asyncio loop (uvloop when importable), fed by the C loop.
 
-The C side (src/asgi.c, the built-in ``_m0asgi`` module) owns the sockets,
+The C side (src/python/asgi.c, the built-in ``_m0asgi`` module) owns the sockets,
 the parser, the framing and the scope's construction; this file owns the
 ASGI protocol: one task per request, ``receive``/``send`` (ASGI 3.0, HTTP
 spec 2.4) and lifespan (2.0) with uvicorn's "auto" semantics.
@@ -41,7 +41,7 @@ class ClientDisconnected(OSError):
 
 
 def _say(level, what):
-    """One line on stderr in the server's own log format (src/log.c: UTC
+    """One line on stderr in the server's own log format (src/base/log.c: UTC
     time, pid, level), so the executor's lines read like the loop's."""
     stamp = time.strftime("%Y-%m-%d %H:%M:%S +0000", time.gmtime())
     sys.stderr.write("[%s] [%d] [%s] %s\n" % (stamp, os.getpid(), level, what))

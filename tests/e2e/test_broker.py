@@ -383,7 +383,7 @@ def c_string(source, name):
 def test_python_and_c_run_the_same_script():
     sys.path.insert(0, str(PYDIR))
     import m0pub
-    src = (REPO / "src" / "broker_url.c").read_text()
+    src = (REPO / "src" / "realtime" / "broker_url.c").read_text()
     assert c_string(src, "M0_BROKER_PUBLISH_LUA") == m0pub.PUBLISH_LUA
     header = (REPO / "include" / "m0" / "broker_url.h").read_text()
     for name, value in [("PREFIX_DEFAULT", '"%s"' % m0pub.PREFIX_DEFAULT),

@@ -1,5 +1,5 @@
 /*
- * test_percent.c — percent-decoding of request paths (src/percent.c,
+ * test_percent.c — percent-decoding of request paths (src/proto/percent.c,
  * RFC 3986 §2.1): only HEXDIG pairs decode; every other '%' stays.
  */
 #include <setjmp.h>

@@ -72,7 +72,7 @@
 #include "m0/log.h"
 #include "m0/metrics.h"
 #include "m0/master.h"
-#include "m0/master_int.h"
+#include "master_int.h"
 #include "m0/notify.h"
 #include "m0/pidfile.h"
 #include "m0/privs.h"

@@ -93,7 +93,7 @@ static void report_load_error(PyObject *boot, const char *where, const char *spe
 
 /* Give t (its kind detected) its runner. This is the one place a
  * protocol picks its mode: WSGI runs on the handler pool (assigned when the
- * pool starts, m0_serve_start_pools; inline without one), ASGI on its own
+ * pool starts, m0_apps_start_pool; inline without one), ASGI on its own
  * asyncio executor, started by the runner's setup. */
 static void bind_runner(struct m0_target *t, const struct m0_config *cfg)
 {

@@ -20,7 +20,7 @@
 
 #include "m0/listeners.h"
 #include "m0/log.h"
-#include "m0/master_int.h"
+#include "master_int.h"
 #include "m0/timer.h"
 #include "m0/worker.h"
 

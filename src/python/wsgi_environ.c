@@ -1,5 +1,5 @@
 /*
- * environ.c — the WSGI environ (PEP 3333 "environ Variables"): a per-target
+ * wsgi_environ.c — the WSGI environ (PEP 3333 "environ Variables"): a per-target
  * template (wsgi.*, SERVER_*, SCRIPT_NAME) copied per request, plus the
  * request's method, path, query, protocol, peer and headers. Header names
  * become CGI keys through a small cache of interned strings.
