@@ -303,6 +303,21 @@ static const char *precompressed(const struct m0_static *st, const struct m0_req
     return NULL;
 }
 
+/* Read n bytes of fd at off into dst. 1 when they were all there. */
+static int read_whole(int fd, char *dst, size_t n, off_t off)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, dst + got, n - got, off + (off_t)got);
+        if (r == -1 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    return got == n;
+}
+
 /* Answer the open file fd (*sb; Content-Type type, Content-Encoding
  * encoding or none): the conditionals, one Range (GET only), then the
  * head, a small body read now or the file range for the write path. fd is
@@ -354,21 +369,10 @@ static void answer_file(const struct m0_static *st, const struct m0_req *r, cons
     /* Small bodies are read now: one send for head and body. */
     char small[M0_STATIC_INLINE];
     int inline_body = !br->head && len > 0 && len <= sizeof small;
-    if (inline_body) {
-        size_t got = 0;
-        while (got < len) {
-            ssize_t n = pread(fd, small + got, (size_t)len - got, off + (off_t)got);
-            if (n == -1 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                break;
-            got += (size_t)n;
-        }
-        if (got < len) {
-            close(fd);
-            refuse(a, 503, "Retry-After: 1\r\n", "the file changed while it was read");
-            return;
-        }
+    if (inline_body && !read_whole(fd, small, (size_t)len, off)) {
+        close(fd);
+        refuse(a, 503, "Retry-After: 1\r\n", "the file changed while it was read");
+        return;
     }
 
     m0_head_reset(h);
