@@ -32,7 +32,7 @@ OPEN_TIMEOUT = 20.0
 # SSE stream (the request's struct m0_job, 1,232 B, kept for the slot; the
 # WSGI runner's state, 112 B; struct m0_hold, 96 B), plus allocator
 # fragmentation and the pages of the per-slot tables: 1,559-1,578 B measured
-# here (3 runs; /work/notes/issue20-budget.md has the breakdown). The bound is
+# here (3 runs; issue 20's per-connection budget has the breakdown). The bound is
 # that x 1.25 for allocator noise; keeping the 16 KiB read buffer past the
 # hold start, for one, measures 6,590 B. The issue's target is <= 512 B per
 # held SSE stream: once the job, the runner's state and the request-time
