@@ -366,8 +366,8 @@ BENCH_VENV_VERSIONS=$(bench_venv_versions)
 printf 'm0serve realtime (held SSE streams) benchmark\nhost: %s\n' "$HOST_INFO"
 printf 'm0serve: %s; %s\n' "$M0_VERSION" "$UVICORN_VERSION"
 printf 'bench venv %s\n' "$BENCH_VENV_VERSIONS"
-printf 'topology: server on CPU %s (1 worker), client bench/sse_hold.py on CPU %s; %s events %ss apart per run\n' \
-    "$SERVER_CPU" "$CLIENT_CPU" "$EVENTS" "$INTERVAL"
+printf 'topology: server on CPU %s (1 worker), client (bench/sse_hold.py or build/bench/hold_client, --client %s) on CPU %s; %s events %ss apart per run\n' \
+    "$SERVER_CPU" "$CLIENT" "$CLIENT_CPU" "$EVENTS" "$INTERVAL"
 printf '%s\n' "$FD_NOTE"
 background_load "$SERVER_CPU" "$CLIENT_CPU"
 
