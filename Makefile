@@ -18,6 +18,7 @@
 #   make demo        serve the Django example on http://127.0.0.1:8000
 #   make hybrid-demo Django at /, Flask at /flask, static files at /static (examples/hybrid)
 #   make bench       hello-world benchmark against gunicorn, uWSGI and nginx
+#   make bench-tools build/bench/hold_client and fanout_floor (bench/realtime.sh, bench/ws.sh)
 #   make install PREFIX=/usr/local
 #   make python-ft   a free-threaded CPython in build/python/ft-<sha12>/prefix (python-gil: with the GIL)
 #   make PYTHON=/path/to/python3.14t   m0serve for another interpreter (build/release-<its tag>)
@@ -87,7 +88,7 @@ Q :=
 endif
 
 .SECONDARY:
-.PHONY: FORCE all deps venv bench-venv test layers unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
+.PHONY: FORCE all deps venv bench-venv bench-tools test layers unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
         smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics \
         python-ft python-gil
 
@@ -429,6 +430,16 @@ hybrid-demo: deps
 bench: deps
 	$(Q)$(MAKE) --no-print-directory m0serve bench-venv
 	bash bench/run.sh
+
+# The C bench tools: an epoll client that holds 100,000 SSE streams or
+# WebSockets (bench/hold_client.c) and the bare send() fan-out floor
+# (bench/fanout_floor.c). bench/realtime.sh and bench/ws.sh build them too.
+BENCH_TOOLS := build/bench/hold_client build/bench/fanout_floor
+bench-tools: $(BENCH_TOOLS)
+build/bench/%: bench/%.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(STD) -O2 -g -Wall -Wextra -Werror -o $@ $< -lm
 
 # ----------------------------------------------------------------- install
 install: m0serve

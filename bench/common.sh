@@ -576,3 +576,36 @@ measure_wrk() {
     fi
     return "$rc"
 }
+
+# ---- the C bench tools (bench/hold_client.c, bench/fanout_floor.c) ----------
+# build_bench_tools: compile them into build/bench/ with cc when missing or
+# older than their source (`make bench-tools` does the same); sets
+# HOLD_CLIENT and FANOUT_FLOOR (absolute paths). Returns 1, with the compiler's
+# message on stderr, when cc is missing or fails.
+build_bench_tools() {
+    local out=$REPO_ROOT/build/bench t
+    HOLD_CLIENT=$out/hold_client
+    FANOUT_FLOOR=$out/fanout_floor
+    mkdir -p "$out"
+    for t in hold_client fanout_floor; do
+        if [[ ! -x $out/$t || $REPO_ROOT/bench/$t.c -nt $out/$t ]]; then
+            "${CC:-cc}" -std=gnu11 -O2 -g -Wall -Wextra -o "$out/$t.tmp" "$REPO_ROOT/bench/$t.c" -lm &&
+                mv -f "$out/$t.tmp" "$out/$t" || return 1
+        fi
+    done
+}
+
+# raise_nofile WANT: the soft `ulimit -n` to WANT, raising the hard limit
+# first when it is lower (needs CAP_SYS_RESOURCE; without it the soft limit
+# stops at the hard one). Sets SOFT, HARD and FD_NOTE.
+raise_nofile() {
+    local want=$1
+    HARD=$(ulimit -Hn)
+    if [[ $HARD != unlimited ]] && ((HARD < want)); then
+        ulimit -Hn "$want" 2>/dev/null || true
+        HARD=$(ulimit -Hn)
+    fi
+    if [[ $HARD == unlimited ]] || ((HARD >= want)); then ulimit -Sn "$want"; else ulimit -Sn "$HARD"; fi
+    SOFT=$(ulimit -Sn)
+    FD_NOTE="ulimit -n: soft $SOFT, hard $HARD"
+}

@@ -16,7 +16,12 @@
 #   broadcast: open SOCKETS sockets (1,000); EVENTS (20) events 200 ms apart
 #              → publish->delivery p50/p99; then BURST events (2,000) as fast
 #              as the server delivers them under a window of WINDOW events
-#              in flight → messages/s delivered.
+#              in flight → messages/s delivered;
+#   held N (--streams LIST, issue 20): build/bench/hold_client --proto ws holds
+#              N sockets (over SOURCES 127.0.0.x source addresses), bytes per
+#              idle socket, EVENTS paced events → publish->delivery p50/p99
+#              (client and kernel), the worker's CPU per delivery, and with
+#              --churn RATE the churn phase (RSS and descriptors after it).
 set -euo pipefail
 
 usage() {
@@ -26,6 +31,10 @@ Usage: bench/ws.sh [options]
 Options:
   --quick            2,000 idle sockets, 500 burst events
   --servers LIST     comma-separated subset/order of: m0serve,uvicorn,granian (default all)
+  --streams LIST     also hold N sockets per count with the C client (e.g. 10000,100000)
+  --churn RATE       with --streams: RATE disconnects and connects a second for
+                     CHURN_SECONDS after the events (ABRUPT of them RSTs)
+  --no-python        skip the idle/broadcast runs of bench/ws_clients.py
   --markdown FILE    also write the results as a markdown report to FILE
   --log-dir DIR      keep server logs and the raw client JSON in DIR
   -h, --help         show this help
@@ -33,7 +42,9 @@ Options:
 Environment:
   IDLE=10000 SOCKETS=1000 EVENTS=20 INTERVAL=0.2 BURST=2000 PER=32 WINDOW=256
   BLOCKING_THREADS=2       m0serve --blocking-threads
-  SERVER_CPU=0 CLIENT_CPU=1 STARTUP_TIMEOUT=15 CLIENT_TIMEOUT=300 NOFILE=65536
+  SERVER_CPU=0 CLIENT_CPU=1 STARTUP_TIMEOUT=15 CLIENT_TIMEOUT=300
+  NOFILE=max(65536, N+4096) (a count the limit cannot hold runs capped at it - 512)
+  CHURN_SECONDS=10 ABRUPT=0.5 SOURCES=8 BATCH=512   (the C client)
   M0SERVE=./m0serve PYTHON=/usr/bin/python3 (runs the client)
   BENCH_VENV=.venv-bench   uvicorn, uvloop, httptools, websockets, granian (make bench-venv)
 EOF
@@ -56,7 +67,14 @@ SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 STARTUP_TIMEOUT=${STARTUP_TIMEOUT:-15}
 CLIENT_TIMEOUT=${CLIENT_TIMEOUT:-300}
-NOFILE=${NOFILE:-65536}
+NOFILE=${NOFILE:-}
+CHURN_SECONDS=${CHURN_SECONDS:-10}
+ABRUPT=${ABRUPT:-0.5}
+SOURCES=${SOURCES:-8}
+BATCH=${BATCH:-512}
+STREAMS=""
+CHURN=0
+PY_RUNS=1
 PYTHON=${PYTHON:-/usr/bin/python3}
 SERVERS=m0serve,uvicorn,granian
 MARKDOWN=""
@@ -65,12 +83,20 @@ LOG_DIR=""
 while (($#)); do
     case $1 in
         --quick) IDLE=2000; BURST=500; SHIFT=1 ;;
+        --streams|--streams=*) take_value STREAMS "a LIST" "$@" ;;
+        --churn|--churn=*) take_value CHURN "a RATE" "$@" ;;
+        --no-python) PY_RUNS=0; SHIFT=1 ;;
         *) common_option "$@" ;;
     esac
     shift "$SHIFT"
 done
 
-check_uints IDLE SOCKETS EVENTS BURST PER WINDOW BLOCKING_THREADS SERVER_CPU CLIENT_CPU STARTUP_TIMEOUT CLIENT_TIMEOUT NOFILE
+check_uints IDLE SOCKETS EVENTS BURST PER WINDOW BLOCKING_THREADS SERVER_CPU CLIENT_CPU STARTUP_TIMEOUT CLIENT_TIMEOUT CHURN CHURN_SECONDS SOURCES BATCH
+[[ -z $NOFILE ]] || check_uints NOFILE
+[[ $ABRUPT =~ ^(0(\.[0-9]+)?|1(\.0*)?)$ ]] || die "ABRUPT must be a fraction between 0 and 1"
+HELD=()
+[[ -z $STREAMS ]] || IFS=, read -r -a HELD <<<"$STREAMS"
+for n in "${HELD[@]}"; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "bad --streams count: $n"; done
 [[ $INTERVAL =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "INTERVAL must be a number"
 IFS=, read -r -a ORDER <<<"$SERVERS"
 for s in "${ORDER[@]}"; do case $s in m0serve|uvicorn|granian) ;; *) die "unknown server: $s" ;; esac; done
@@ -79,14 +105,18 @@ resolve_paths
 cd -- "$REPO_ROOT"
 check_setup taskset setsid timeout curl ps "$PYTHON"
 
-hard=$(ulimit -Hn)
-if [[ $hard != unlimited ]] && ((hard < NOFILE)); then ulimit -Hn "$NOFILE" 2>/dev/null || true; hard=$(ulimit -Hn); fi
-if [[ $hard == unlimited ]] || ((hard >= NOFILE)); then ulimit -Sn "$NOFILE"; else ulimit -Sn "$hard"; fi
-SOFT=$(ulimit -Sn)
-FD_NOTE="ulimit -n: soft $SOFT, hard $(ulimit -Hn)"
-if [[ $SOFT != unlimited ]] && ((SOFT < IDLE + 256)); then
-    printf 'ws.sh: warning: ulimit -n is %s, too low for %s sockets\n' "$SOFT" "$IDLE" >&2
-    FD_NOTE+=" (too low for $IDLE sockets)"
+if ((${#HELD[@]})); then
+    build_bench_tools || die "cannot build the C bench tools (bench/hold_client.c) with ${CC:-cc}"
+fi
+MAXN=$IDLE
+for n in "${HELD[@]}"; do ((n > MAXN)) && MAXN=$n; done
+if [[ -z $NOFILE ]]; then NOFILE=$((MAXN + 4096 > 65536 ? MAXN + 4096 : 65536)); fi
+raise_nofile "$NOFILE"                                # the hard limit needs CAP_SYS_RESOURCE
+FD_CAP=$([[ $SOFT == unlimited ]] && echo 1000000000 || echo $((SOFT - 512)))
+if ((MAXN > FD_CAP)); then
+    printf 'ws.sh: warning: ulimit -n is %s (hard %s; raising it needs CAP_SYS_RESOURCE): counts above %s sockets run capped at %s\n' \
+        "$SOFT" "$HARD" "$FD_CAP" "$FD_CAP" >&2
+    FD_NOTE+=" (too low for $MAXN sockets: capped at $FD_CAP)"
 fi
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/m0ws.XXXXXX")
@@ -96,11 +126,12 @@ COPY_LOGS_ON_EXIT=1
 declare -A STATUS CMD CLIENTCMD NOTE RES
 NOISY_RUNS=0
 
-server_cmd() {   # server_cmd NAME PORT -> SCMD
+server_cmd() {   # server_cmd NAME PORT [N] -> SCMD
+    local n=${3:-$IDLE}
     case $1 in
         m0serve)
             SCMD=("$M0SERVE" ws_app:application --app-dir bench --bind "127.0.0.1:$2" --realtime
-                  --workers 1 --blocking-threads "$BLOCKING_THREADS" --max-connections $((IDLE + 1024))) ;;
+                  --workers 1 --blocking-threads "$BLOCKING_THREADS" --max-connections $((n + 1024))) ;;
         uvicorn)
             SCMD=("$BENCH_PY" -m uvicorn --app-dir bench asgi_ws:app --host 127.0.0.1 --port "$2"
                   --workers 1 --loop uvloop --http httptools --ws websockets --no-access-log
@@ -158,14 +189,52 @@ print("\t".join([
 PY
 }
 
-run_one() {   # run_one SERVER MODE(idle|broadcast)
+summarize_held() {   # hold_client JSON -> tab-separated fields
+    "$PYTHON" - "$1" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+f = lambda v, fmt="%.2f": "-" if v is None else fmt % v
+lat, klat = d.get("latency_ms", {}), d.get("kernel_latency_ms", {})
+notes = []
+if d.get("errors"):
+    notes.append("client: " + ", ".join("%s x%d" % kv for kv in sorted(d["errors"].items())))
+if d.get("publish", {}).get("errors"):
+    notes.append("publish: " + "; ".join(d["publish"]["errors"]))
+if d.get("streams_missing_events"):
+    notes.append("%d sockets missed events" % d["streams_missing_events"])
+ch = d.get("churn")
+if ch:
+    kb = lambda v: "-" if v is None else "%.1f" % (v / 1024.0)
+    notes.append("churn %s/s for %ss: %s closed (%s RST), %s reopened, %s failed, %s open after; RSS %s -> %s MiB; worker fds %s -> %s" % (
+        ch.get("rate"), ch.get("seconds"), ch.get("closed"), ch.get("closed_abrupt"), ch.get("reopened"), ch.get("failed"),
+        ch.get("open_after"), kb(ch.get("rss_before_kb")), kb(ch.get("rss_after_kb")), ch.get("fds_before"), ch.get("fds_after")))
+print("\t".join([
+    "%d/%d" % (d.get("opened", 0), d.get("requested", 0)),
+    f((d.get("rss_before_kb") or 0) / 1024), f((d.get("rss_held_kb") or 0) / 1024),
+    f(d.get("rss_per_stream_bytes"), "%d"), f(d.get("open_seconds")),
+    f(lat.get("p50")), f(lat.get("p99")), f(klat.get("p50")), f(klat.get("p99")),
+    "%d/%d" % (d.get("deliveries", 0), d.get("deliveries_expected", 0)),
+    f(d.get("cpu_us_per_delivery")),
+    "; ".join(notes),
+]))
+PY
+}
+
+run_one() {   # run_one SERVER MODE(idle|broadcast|held-N)
     local name=$1 mode=$2 key="$1/$2" port base slog wp out rc=0 why cl_sid n
     NOTE[$key]=""
     printf '\n== %s, %s\n' "$name" "$mode"
     if ! why=$(server_ready "$name"); then STATUS[$key]=$why; printf '   skipped: %s\n' "$why"; return; fi
+    case $mode in idle) n=$IDLE ;; broadcast) n=$SOCKETS ;; held-*) n=${mode#held-} ;; esac
+    if ((n > FD_CAP)); then
+        NOTE[$key]+="ulimit -n $SOFT: run with $FD_CAP of the $n sockets; "
+        printf '   ulimit -n %s: capped at %s sockets\n' "$SOFT" "$FD_CAP"
+        n=$FD_CAP
+    fi
     port=$(free_port); base="http://127.0.0.1:$port"
-    server_cmd "$name" "$port"
+    server_cmd "$name" "$port" "$n"
     CMD[$name]=$(q taskset -c "$SERVER_CPU" "${SCMD[@]}")
+    CMD[$key]=${CMD[$name]}
     printf '$ %s\n' "${CMD[$name]}"
     slog=$TMP/$name-$mode.server.log
     start_server "$name" TERM "$SERVER_CPU" "$slog" "${SCMD[@]}"
@@ -175,13 +244,20 @@ run_one() {   # run_one SERVER MODE(idle|broadcast)
     curl -s --max-time 5 -o /dev/null "$base/publish?n=1&seq=-1" || NOTE[$key]+="warm-up publish failed; "
     wp=$(worker_pid)
     out=$TMP/$name-$mode.client.json
-    if [[ $mode == idle ]]; then n=$IDLE; else n=$SOCKETS; fi
-    local ccmd=("$PYTHON" bench/ws_clients.py --port "$port" -n "$n" --rss-pid "$wp")
-    if [[ $mode == broadcast ]]; then
-        ccmd+=(--events "$EVENTS" --interval "$INTERVAL" --burst "$BURST" --per "$PER" --window "$WINDOW")
+    local ccmd
+    if [[ $mode == held-* ]]; then
+        ccmd=("$HOLD_CLIENT" --proto ws --path /ws --port "$port" -n "$n" --rss-pid "$wp" --events "$EVENTS"
+              --interval "$INTERVAL" --sources "$SOURCES" --batch "$BATCH")
+        if ((CHURN > 0)); then ccmd+=(--churn "$CHURN" --churn-seconds "$CHURN_SECONDS" --abrupt "$ABRUPT"); fi
+    else
+        ccmd=("$PYTHON" bench/ws_clients.py --port "$port" -n "$n" --rss-pid "$wp")
+        if [[ $mode == broadcast ]]; then
+            ccmd+=(--events "$EVENTS" --interval "$INTERVAL" --burst "$BURST" --per "$PER" --window "$WINDOW")
+        fi
     fi
     if [[ $name == m0serve ]]; then ccmd+=(--health-path /health); fi
     CLIENTCMD[$key]=$(q taskset -c "$CLIENT_CPU" "${ccmd[@]}")
+    CLIENTCMD[$key]=${CLIENTCMD[$key]//$REPO_ROOT/\$PWD}
     printf '$ %s\n' "${CLIENTCMD[$key]}"
     noise_begin
     setsid timeout -k 5 "$CLIENT_TIMEOUT" taskset -c "$CLIENT_CPU" "${ccmd[@]}" >"$out" 2>"$TMP/$name-$mode.client.err" </dev/null &
@@ -193,6 +269,12 @@ run_one() {   # run_one SERVER MODE(idle|broadcast)
     if noisy; then NOTE[$key]+="noisy run: $(noise_desc "$SERVER_CPU" "$CLIENT_CPU"); "; NOISY_RUNS=$((NOISY_RUNS + 1)); fi
     if ((rc != 0)) || [[ ! -s $out ]]; then
         STATUS[$key]="client failed (exit $rc)"; tail -n 10 "$TMP/$name-$mode.client.err" | sed 's/^/   | /'
+    elif [[ $mode == held-* ]]; then
+        RES[$key]=$(summarize_held "$out"); STATUS[$key]=ok
+        local f; IFS=$'\t' read -r -a f <<<"${RES[$key]}"
+        printf '   opened %s in %s s; RSS %s -> %s MiB = %s B/socket; latency p50 %s ms, p99 %s ms (kernel-rx %s / %s); delivered %s; worker CPU %s us per delivery\n' \
+            "${f[0]}" "${f[4]}" "${f[1]}" "${f[2]}" "${f[3]}" "${f[5]}" "${f[6]}" "${f[7]}" "${f[8]}" "${f[9]}" "${f[10]}"
+        [[ -z ${f[11]:-} ]] || { NOTE[$key]+="${f[11]}; "; printf '   %s\n' "${f[11]}"; }
     else
         RES[$key]=$(summarize "$out"); STATUS[$key]=ok
         local f; IFS=$'\t' read -r -a f <<<"${RES[$key]}"
@@ -217,28 +299,51 @@ printf 'm0serve WebSocket benchmark\nhost: %s\nm0serve: %s\npeers: %s\n' "$HOST_
 printf 'topology: server on CPU %s (1 worker), client bench/ws_clients.py on CPU %s\n%s\n' "$SERVER_CPU" "$CLIENT_CPU" "$FD_NOTE"
 background_load "$SERVER_CPU" "$CLIENT_CPU"
 
-for s in "${ORDER[@]}"; do run_one "$s" idle; run_one "$s" broadcast; done
+for s in "${ORDER[@]}"; do
+    if ((PY_RUNS)); then run_one "$s" idle; run_one "$s" broadcast; fi
+    for n in "${HELD[@]}"; do run_one "$s" "held-$n"; done
+done
 
 field() { local -a f; IFS=$'\t' read -r -a f <<<"${RES[$1]:-}"; printf '%s' "${f[$2]:--}"; }
 KEYS=()
-for s in "${ORDER[@]}"; do KEYS+=("$s/idle" "$s/broadcast"); done
-
-printf '\n%-8s | %-13s %9s %9s %8s | %9s %5s %7s | %9s %9s %9s %9s\n' server "idle opened" "RSS0 MiB" "held MiB" "B/sock" \
-    "msg/s" "srv%" "us/msg" "p50 ms" "p99 ms" "kp50 ms" "kp99 ms"
 for s in "${ORDER[@]}"; do
-    printf '%-8s | %-13s %9s %9s %8s | %9s %5s %7s | %9s %9s %9s %9s\n' "$s" \
-        "$(field "$s/idle" 0)" "$(field "$s/idle" 1)" "$(field "$s/idle" 2)" "$(field "$s/idle" 3)" \
-        "$(field "$s/broadcast" 9)" "$(field "$s/broadcast" 11)" "$(field "$s/broadcast" 12)" \
-        "$(field "$s/broadcast" 5)" "$(field "$s/broadcast" 6)" "$(field "$s/broadcast" 7)" "$(field "$s/broadcast" 8)"
+    if ((PY_RUNS)); then KEYS+=("$s/idle" "$s/broadcast"); fi
+    for n in "${HELD[@]}"; do KEYS+=("$s/held-$n"); done
 done
-printf '(B/sock = (RSS held - RSS before) / opened with %s idle sockets; msg/s = frames delivered to %s sockets / seconds from the\n' "$IDLE" "$SOCKETS"
-printf ' first publish to the last frame read, %s events under a window of %s; srv%%/us/msg = the server worker'"'"'s CPU share during that\n' "$BURST" "$WINDOW"
-printf ' burst and its CPU time per message delivered; p50/p99 = read time - publish time over %s paced events\n' "$EVENTS"
-printf ' x %s sockets; kp50/kp99 the same with the kernel receive timestamp (the fan-out without the client'"'"'s read lag).)\n' "$SOCKETS"
+if ((${#HELD[@]})); then
+    printf '\nheld sockets (build/bench/hold_client --proto ws; %s paced events):\n' "$EVENTS"
+    printf '%-8s %8s | %-13s %9s %9s %8s | %8s %8s %8s %8s | %-15s %7s\n' server sockets opened "RSS0 MiB" "held MiB" "B/sock" \
+        "p50 ms" "p99 ms" "kp50 ms" "kp99 ms" delivered "cpu us"
+    for s in "${ORDER[@]}"; do
+        for n in "${HELD[@]}"; do
+            k=$s/held-$n
+            if [[ ${STATUS[$k]:-} != ok ]]; then printf '%-8s %8s %s\n' "$s" "$n" "${STATUS[$k]:-not run}"; continue; fi
+            printf '%-8s %8s | %-13s %9s %9s %8s | %8s %8s %8s %8s | %-15s %7s\n' "$s" "$n" \
+                "$(field "$k" 0)" "$(field "$k" 1)" "$(field "$k" 2)" "$(field "$k" 3)" "$(field "$k" 5)" "$(field "$k" 6)" \
+                "$(field "$k" 7)" "$(field "$k" 8)" "$(field "$k" 9)" "$(field "$k" 10)"
+        done
+    done
+    printf '(cpu us = the worker'"'"'s utime + stime over the events phase / deliveries; issue 20 target: <= 1024 B per idle socket.)\n'
+fi
+
+if ((PY_RUNS)); then
+    printf '\n%-8s | %-13s %9s %9s %8s | %9s %5s %7s | %9s %9s %9s %9s\n' server "idle opened" "RSS0 MiB" "held MiB" "B/sock" \
+        "msg/s" "srv%" "us/msg" "p50 ms" "p99 ms" "kp50 ms" "kp99 ms"
+    for s in "${ORDER[@]}"; do
+        printf '%-8s | %-13s %9s %9s %8s | %9s %5s %7s | %9s %9s %9s %9s\n' "$s" \
+            "$(field "$s/idle" 0)" "$(field "$s/idle" 1)" "$(field "$s/idle" 2)" "$(field "$s/idle" 3)" \
+            "$(field "$s/broadcast" 9)" "$(field "$s/broadcast" 11)" "$(field "$s/broadcast" 12)" \
+            "$(field "$s/broadcast" 5)" "$(field "$s/broadcast" 6)" "$(field "$s/broadcast" 7)" "$(field "$s/broadcast" 8)"
+    done
+    printf '(B/sock = (RSS held - RSS before) / opened with %s idle sockets; msg/s = frames delivered to %s sockets / seconds from the\n' "$IDLE" "$SOCKETS"
+    printf ' first publish to the last frame read, %s events under a window of %s; srv%%/us/msg = the server worker'"'"'s CPU share during that\n' "$BURST" "$WINDOW"
+    printf ' burst and its CPU time per message delivered; p50/p99 = read time - publish time over %s paced events\n' "$EVENTS"
+    printf ' x %s sockets; kp50/kp99 the same with the kernel receive timestamp (the fan-out without the client'"'"'s read lag).)\n' "$SOCKETS"
+fi
 
 RATIO_LINES=()
 for peer in uvicorn granian; do
-    [[ " ${ORDER[*]} " == *" m0serve "* && " ${ORDER[*]} " == *" $peer "* ]] || continue
+    ((PY_RUNS)) && [[ " ${ORDER[*]} " == *" m0serve "* && " ${ORDER[*]} " == *" $peer "* ]] || continue
     RATIO_LINES+=("$peer / m0serve: bytes/socket $(ratio "$(field "$peer/idle" 3)" "$(field m0serve/idle 3)"); m0serve / $peer: msg/s $(ratio "$(field m0serve/broadcast 9)" "$(field "$peer/broadcast" 9)"); $peer / m0serve: CPU per message $(ratio "$(field "$peer/broadcast" 12)" "$(field m0serve/broadcast 12)"); $peer / m0serve: p99 $(ratio "$(field "$peer/broadcast" 6)" "$(field m0serve/broadcast 6)"), kernel-rx p99 $(ratio "$(field "$peer/broadcast" 8)" "$(field m0serve/broadcast 8)")")
 done
 if ((${#RATIO_LINES[@]})); then printf '\nratios (> 1: m0serve uses less / delivers more or sooner):\n'; printf '  %s\n' "${RATIO_LINES[@]}"; fi
@@ -246,8 +351,11 @@ if ((${#RATIO_LINES[@]})); then printf '\nratios (> 1: m0serve uses less / deliv
 print_notes "${KEYS[@]}"
 printf '\ncommands (from %s; PORT/PID per run):\n' "$REPO_ROOT"
 for s in "${ORDER[@]}"; do
-    [[ -z ${CMD[$s]:-} ]] || printf '  %s:\n    server: %s\n    idle: %s\n    broadcast: %s\n' "$s" "${CMD[$s]}" \
+    [[ -z ${CMD[$s/idle]:-} ]] || printf '  %s:\n    server: %s\n    idle: %s\n    broadcast: %s\n' "$s" "${CMD[$s/idle]}" \
         "${CLIENTCMD[$s/idle]:-}" "${CLIENTCMD[$s/broadcast]:-}"
+    for n in "${HELD[@]}"; do
+        [[ -z ${CMD[$s/held-$n]:-} ]] || printf '    held %s: %s\n      client: %s\n' "$n" "${CMD[$s/held-$n]}" "${CLIENTCMD[$s/held-$n]}"
+    done
 done
 
 # shellcheck disable=SC2016
@@ -258,21 +366,40 @@ markdown_report() {
     printf -- '- m0serve: %s; peers: %s\n' "$M0_VERSION" "$PEERS"
     printf -- '- background load: %s\n' "$BACKGROUND"
     ((NOISY_RUNS == 0)) || printf -- '- **%s run(s) had other processes on the pinned cores** (see the notes)\n' "$NOISY_RUNS"
-    printf '\n| server | idle sockets opened | RSS before (MiB) | RSS held (MiB) | bytes/socket | broadcast msg/s (%s sockets) | server CPU %% | CPU µs/msg | p50 (ms) | p99 (ms) | kernel-rx p50 (ms) | kernel-rx p99 (ms) |\n' "$SOCKETS"
-    printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
-    for s in "${ORDER[@]}"; do
-        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" \
-            "$(field "$s/idle" 0)" "$(field "$s/idle" 1)" "$(field "$s/idle" 2)" "$(field "$s/idle" 3)" \
-            "$(field "$s/broadcast" 9)" "$(field "$s/broadcast" 11)" "$(field "$s/broadcast" 12)" \
-            "$(field "$s/broadcast" 5)" "$(field "$s/broadcast" 6)" "$(field "$s/broadcast" 7)" "$(field "$s/broadcast" 8)"
-    done
-    printf '\nBytes/socket = (RSS held - RSS before) / opened, %s idle sockets, one worker. Broadcast: %s events to %s sockets, published in requests of %s while fewer than %s events are missing on the slowest socket; msg/s = frames delivered / (last frame read - first publish); server CPU %% and CPU µs/msg: the worker process'"'"'s CPU time during that burst (a share under 100%% means the single-threaded Python client, on its own core, set the pace; µs/msg does not depend on it). Latency: %s events %ss apart, read time (and kernel receive timestamp) minus the `time.time()` in the event.\n' \
-        "$IDLE" "$BURST" "$SOCKETS" "$PER" "$WINDOW" "$EVENTS" "$INTERVAL"
+    if ((PY_RUNS)); then
+        printf '\n| server | idle sockets opened | RSS before (MiB) | RSS held (MiB) | bytes/socket | broadcast msg/s (%s sockets) | server CPU %% | CPU µs/msg | p50 (ms) | p99 (ms) | kernel-rx p50 (ms) | kernel-rx p99 (ms) |\n' "$SOCKETS"
+        printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
+        for s in "${ORDER[@]}"; do
+            printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" \
+                "$(field "$s/idle" 0)" "$(field "$s/idle" 1)" "$(field "$s/idle" 2)" "$(field "$s/idle" 3)" \
+                "$(field "$s/broadcast" 9)" "$(field "$s/broadcast" 11)" "$(field "$s/broadcast" 12)" \
+                "$(field "$s/broadcast" 5)" "$(field "$s/broadcast" 6)" "$(field "$s/broadcast" 7)" "$(field "$s/broadcast" 8)"
+        done
+        printf '\nBytes/socket = (RSS held - RSS before) / opened, %s idle sockets, one worker. Broadcast: %s events to %s sockets, published in requests of %s while fewer than %s events are missing on the slowest socket; msg/s = frames delivered / (last frame read - first publish); server CPU %% and CPU µs/msg: the worker process'"'"'s CPU time during that burst (a share under 100%% means the single-threaded Python client, on its own core, set the pace; µs/msg does not depend on it). Latency: %s events %ss apart, read time (and kernel receive timestamp) minus the `time.time()` in the event.\n' \
+            "$IDLE" "$BURST" "$SOCKETS" "$PER" "$WINDOW" "$EVENTS" "$INTERVAL"
+    fi
     if ((${#RATIO_LINES[@]})); then printf '\n'; for l in "${RATIO_LINES[@]}"; do printf -- '- %s\n' "$l"; done; fi
+    if ((${#HELD[@]})); then
+        printf '\nHeld sockets (`build/bench/hold_client --proto ws`, %s paced events; target <= 1024 B per idle socket):\n\n' "$EVENTS"
+        printf '| server | sockets | opened | RSS before (MiB) | RSS held (MiB) | bytes/socket | p50 (ms) | p99 (ms) | kernel-rx p50 (ms) | kernel-rx p99 (ms) | delivered | worker CPU per delivery (µs) |\n'
+        printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
+        local n k
+        for s in "${ORDER[@]}"; do
+            for n in "${HELD[@]}"; do
+                k=$s/held-$n
+                printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$s" "$n" "$(field "$k" 0)" "$(field "$k" 1)" \
+                    "$(field "$k" 2)" "$(field "$k" 3)" "$(field "$k" 5)" "$(field "$k" 6)" "$(field "$k" 7)" "$(field "$k" 8)" \
+                    "$(field "$k" 9)" "$(field "$k" 10)"
+            done
+        done
+    fi
     md_notes "${KEYS[@]}"
     printf '\nCommands (from the repository root, after `ulimit -n %s`):\n\n```sh\n' "$SOFT"
     for s in "${ORDER[@]}"; do
-        [[ -z ${CMD[$s]:-} ]] || printf '# %s\n%s &\n%s\n%s\n' "$s" "${CMD[$s]}" "${CLIENTCMD[$s/idle]:-}" "${CLIENTCMD[$s/broadcast]:-}"
+        [[ -z ${CMD[$s/idle]:-} ]] || printf '# %s\n%s &\n%s\n%s\n' "$s" "${CMD[$s/idle]}" "${CLIENTCMD[$s/idle]:-}" "${CLIENTCMD[$s/broadcast]:-}"
+        for n in "${HELD[@]}"; do
+            [[ -z ${CMD[$s/held-$n]:-} ]] || printf '# %s, %s held sockets\n%s &\n%s\n' "$s" "$n" "${CMD[$s/held-$n]}" "${CLIENTCMD[$s/held-$n]}"
+        done
     done
     printf '```\n'
 }

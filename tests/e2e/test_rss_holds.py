@@ -1,0 +1,164 @@
+"""Memory per held stream (issue 20): 5,000 SSE streams held by one worker
+must not cost more than a bound of worker RSS each.
+
+The streams are opened with Python's selectors, at most BATCH connecting or
+waiting for their head at a time (how many requests are in flight at once
+decides how much transient request memory the allocator is left holding,
+so it is fixed here to keep the figure reproducible), then held idle while
+the worker's VmRSS is read. Bytes per stream = (RSS held - RSS before the
+first stream) / streams. Latency is not asserted here: it lives in
+bench/realtime.sh.
+"""
+
+import errno
+import json
+import resource
+import selectors
+import socket
+import time
+
+import pytest
+
+from rawhttp import request
+from serverproc import binary_is_sanitized, rss_kb
+
+pytestmark = pytest.mark.skipif(binary_is_sanitized(), reason="ASan's quarantine and shadow memory make RSS meaningless")
+
+STREAMS = 5000
+BATCH = 64
+OPEN_TIMEOUT = 20.0
+
+# Today's code (before issue 20's memory work): 1,440 B of live heap per held
+# SSE stream (the request's struct m0_job, 1,232 B, kept for the slot; the
+# WSGI runner's state, 112 B; struct m0_hold, 96 B), plus allocator
+# fragmentation and the pages of the per-slot tables: 1,559-1,578 B measured
+# here (3 runs; issue 20's per-connection budget has the breakdown). The bound is
+# that x 1.25 for allocator noise; keeping the 16 KiB read buffer past the
+# hold start, for one, measures 6,590 B. The issue's target is <= 512 B per
+# held SSE stream: once the job, the runner's state and the request-time
+# connection state are released when the hold begins, tighten this bound to
+# what the code then reaches, x 1.25.
+BYTES_PER_STREAM_BOUND = 1970
+
+
+def raise_nofile(needed):
+    """Raise our soft RLIMIT_NOFILE (the server inherits it) towards needed;
+    skip when the hard limit is too low."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < needed:
+        pytest.skip("RLIMIT_NOFILE hard limit is %d, below the %d descriptors %d held streams need "
+                    "(raise it with ulimit -Hn / prlimit, which needs CAP_SYS_RESOURCE)" % (hard, needed, STREAMS))
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return soft
+    resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+    return soft
+
+
+class Holder:
+    """Open n SSE streams to /events, at most batch in flight; keep them."""
+
+    REQUEST = b"GET /events?channel=rss HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n"
+
+    def __init__(self, port):
+        self.port = port
+        self.sel = selectors.DefaultSelector()
+        self.socks = []
+        self.pending = {}          # socket -> head bytes read so far
+
+    def _start(self):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setblocking(False)
+        err = s.connect_ex(("127.0.0.1", self.port))
+        assert err in (0, errno.EINPROGRESS), "connect: %s" % errno.errorcode.get(err, err)
+        self.socks.append(s)
+        self.pending[s] = None     # None: connecting
+        self.sel.register(s, selectors.EVENT_WRITE)
+
+    def _on_event(self, s):
+        head = self.pending[s]
+        if head is None:
+            err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            assert err == 0, "connect: %s" % errno.errorcode.get(err, err)
+            s.sendall(self.REQUEST)
+            self.pending[s] = b""
+            self.sel.modify(s, selectors.EVENT_READ)
+            return
+        data = s.recv(4096)
+        assert data, "the server closed a stream before its head (%d held)" % (len(self.socks) - len(self.pending))
+        head += data
+        if b"\r\n\r\n" not in head:
+            self.pending[s] = head
+            return
+        status = head.split(b"\r\n", 1)[0]
+        assert b" 200 " in status and b"text/event-stream" in head.lower(), head[:300]
+        del self.pending[s]
+        self.sel.unregister(s)     # held: nothing more is read (no event is published)
+
+    def open(self, n, batch, timeout):
+        deadline = time.monotonic() + timeout
+        started = 0
+        while started < n or self.pending:
+            while started < n and len(self.pending) < batch:
+                self._start()
+                started += 1
+            assert time.monotonic() < deadline, "%d of %d streams held after %ss" % (
+                len(self.socks) - len(self.pending), n, timeout)
+            for key, _ in self.sel.select(timeout=1.0):
+                self._on_event(key.fileobj)
+
+    def close(self):
+        for s in self.socks:
+            s.close()
+        self.sel.close()
+
+
+def health(port):
+    response = request(port, "GET", "/health")
+    assert response.status == 200
+    return json.loads(response.body)
+
+
+def wait_held(port, n, timeout=10.0):
+    """The worker counts n held streams (the last heads are out before the
+    slot becomes HELD)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        held = health(port)["held_streams"]
+        if held == n or time.monotonic() > deadline:
+            return held
+        time.sleep(0.05)
+
+
+def test_worker_rss_per_held_sse_stream(start_server):
+    old_soft = raise_nofile(STREAMS + 512)
+    try:
+        # One worker; the pool stays at its default. A heartbeat far beyond the
+        # test keeps the streams silent while RSS is read.
+        server = start_server("realtime_app:application", "--realtime", "--heartbeat", "600", workers=1)
+        (worker,) = server.wait_workers(lambda pids: len(pids) == 1)
+        # Warm-up: a few requests and one publish, so the first-request costs
+        # (imports, the bus, the pool threads) are in the baseline.
+        for _ in range(20):
+            assert request(server.port, "GET", "/publish?channel=warm").status == 200
+        before = rss_kb(worker)
+        holder = Holder(server.port)
+        try:
+            t0 = time.monotonic()
+            holder.open(STREAMS, BATCH, OPEN_TIMEOUT)
+            opened = time.monotonic() - t0
+            assert wait_held(server.port, STREAMS) == STREAMS
+            held = rss_kb(worker)
+            per_stream = (held - before) * 1024 / STREAMS
+            print("worker RSS %d kB -> %d kB with %d held SSE streams (opened in %.2f s): %.0f B per stream (bound %d)"
+                  % (before, held, STREAMS, opened, per_stream, BYTES_PER_STREAM_BOUND))
+            assert per_stream <= BYTES_PER_STREAM_BOUND, (
+                "%.0f B of worker RSS per held SSE stream exceeds the bound of %d B (RSS %d kB -> %d kB, %d streams)"
+                % (per_stream, BYTES_PER_STREAM_BOUND, before, held, STREAMS))
+            assert server.worker_pids() == {worker}
+        finally:
+            holder.close()
+        # Every stream is let go once its client leaves.
+        assert wait_held(server.port, 0) == 0
+    finally:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (old_soft, hard))
