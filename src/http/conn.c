@@ -57,7 +57,8 @@ void m0_conn_set_state(struct m0_server *s, struct m0_conn *c, enum m0_conn_stat
 {
     uint64_t now = m0_loop_now(s->loop);
     if (m0_log_threshold <= M0_LOG_DEBUG && c->state != st)
-        m0_debug("slot %u: %s -> %s", m0_conn_slot(s, c), m0_conn_state_name(c->state), m0_conn_state_name(st));
+        m0_debug("slot %u (%s): %s -> %s", m0_conn_slot(s, c), m0_conn_proto_name(c->proto),
+                 m0_conn_state_name(c->state), m0_conn_state_name(st));
     c->state = (uint8_t)st;
     switch (st) {
     case M0_CONN_READ_HEAD:
