@@ -4,7 +4,8 @@
 #   make venv        .venv: the e2e suite's and the demo's Python packages (requirements/test.txt)
 #   make bench-venv  .venv-bench: the benchmark peers (requirements/bench.txt)
 #   make             build ./m0serve (release, -O2)
-#   make test        C unit tests (cmocka), a short fuzz run, pytest end-to-end suite (in .venv), smoke-deploy
+#   make layers      the layering of src/ (tools/layers.py; part of make test)
+#   make test        the layering, C unit tests (cmocka), a short fuzz run, pytest end-to-end suite (in .venv), smoke-deploy
 #   make smoke-broker  two m0serve hosts on one Redis (part of make test)
 #   make smoke-metrics the Prometheus endpoint: promtool, a real Prometheus scraping two workers (part of make test)
 #   make smoke-deploy pip install . in a fresh venv, the systemd unit, nginx in front
@@ -66,13 +67,15 @@ DEFS     := -DM0_VERSION='"$(VERSION)"' -DM0_PYTHONDIR='"$(PREFIX)/share/m0serve
 CPPFLAGS := -Iinclude -I$(LLHTTP_INC) $(DEFS)
 LDLIBS   := $(PY_LDFLAGS) -lhiredis -lcrypto -ljansson -lpthread
 
-SRCS     := $(wildcard src/*.c)
-# Modules with no Python in them: linked into the C unit tests.
-PURE     := src/buf.c src/http.c src/request.c src/response.c src/body.c src/log.c src/timer.c src/cli.c \
-            src/sse.c src/registry.c src/bus.c src/order.c src/health.c src/target.c \
-            src/broker_url.c src/broker_reply.c src/static.c src/static_rules.c src/mime.c src/ws.c src/accesslog.c src/proxy.c src/notify.c \
-            src/loop.c src/lane.c src/job.c src/metrics_text.c src/percent.c src/cli_hint.c \
-            src/grip.c src/epcp.c src/jwt.c src/grant.c
+SRCS     := $(wildcard src/*/*.c)
+# Sources are in one folder per layer (docs/architecture.md; make layers).
+# Modules with no Python in them: linked into the C unit tests and the fuzzers.
+PURE     := src/base/buf.c src/base/log.c src/base/timer.c src/proto/accesslog.c src/proto/body.c src/proto/broker_reply.c \
+            src/proto/epcp.c src/proto/grip.c src/proto/http.c src/proto/jwt.c src/proto/percent.c src/proto/proxy.c \
+            src/proto/request.c src/proto/response.c src/proto/sse.c src/proto/ws.c src/core/config.c src/core/grant.c \
+            src/core/metrics_text.c src/core/notify.c src/core/target.c src/event/job.c src/event/lane.c src/event/loop.c \
+            src/realtime/broker_url.c src/realtime/bus.c src/realtime/order.c src/realtime/registry.c src/http/health.c \
+            src/http/mime.c src/http/static.c src/http/static_rules.c src/master/cli.c src/master/cli_hint.c
 LLHTTP   := api.c http.c llhttp.c
 
 OBJS     := $(SRCS:src/%.c=$(BUILD)/%.o)
@@ -85,7 +88,7 @@ Q :=
 endif
 
 .SECONDARY:
-.PHONY: FORCE all deps venv bench-venv bench-tools test unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
+.PHONY: FORCE all deps venv bench-venv bench-tools test layers unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
         smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics \
         python-ft python-gil
 
@@ -147,7 +150,13 @@ build/unit/%: tests/unit/%.c $(UNIT_OBJS)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -Itests/unit -o $@ $^ -lcmocka -lhiredis -lcrypto -ljansson
 
--include $(wildcard build/unit/obj/*.d)
+-include $(wildcard build/unit/obj/*/*.d)
+
+# The folders of src/ are the layers (docs/architecture.md): no file includes
+# a header of a layer above its own, and files reach each other (includes,
+# m0_* names) only within one module. tools/layers.py holds the order.
+layers:
+	$(Q)$(PYTHON) tools/layers.py . -v
 
 unit: $(UNIT_TESTS)
 	$(Q)set -e; for t in $(UNIT_TESTS); do echo "  UNIT    $$t"; (cd tests/unit && ../../$$t); done
@@ -179,6 +188,7 @@ e2e-debian: deps
 # smoke-deploy runs, then smoke-deploy.
 SMOKE_DEPLOY_E2E := tests/e2e/test_proxy_headers.py tests/e2e/test_lifecycle.py
 test: deps
+	$(Q)$(MAKE) --no-print-directory layers
 	$(Q)$(MAKE) --no-print-directory m0serve unit
 	$(Q)$(MAKE) --no-print-directory fuzz-smoke
 	$(Q)$(MAKE) --no-print-directory e2e E2E_ARGS="$(E2E_ARGS) $(SMOKE_DEPLOY_E2E:%=--ignore=%)"
@@ -251,7 +261,7 @@ build/fuzz/fuzz_%: build/fuzz/drv/fuzz_%.o build/fuzz/libm0pure.a
 	@echo "  LD      $@"
 	$(Q)$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ -lhiredis -lcrypto -ljansson -lpthread
 
--include $(wildcard build/fuzz/obj/*.d build/fuzz/drv/*.d)
+-include $(wildcard build/fuzz/obj/*/*.d build/fuzz/drv/*.d)
 
 # One driver: new inputs go to build/fuzz/work/NAME (listed first), the
 # committed corpus is read; a crash leaves build/fuzz/artifacts/NAME/crash-*.

@@ -4,8 +4,9 @@ connection, counted allocation by allocation (a gdb Python script).
     gdb -p WORKER_PID -batch -x bench/held_bytes_gdb.py
     M0_SERVER_EXPR='...' gdb -p WORKER_PID -batch -x bench/held_bytes_gdb.py
 
-Walks the worker's connection slots (M0_SERVER_EXPR, default
-"m0_server_current": an expression for its struct m0_server *), and for every
+Walks the worker's connection slots (M0_SERVER_EXPR, an expression for its
+struct m0_server *; by default the server m0_serve_run runs, found on the
+loop thread's stack), and for every
 HELD slot adds up the glibc malloc chunk size (the size word before the
 pointer, flag bits cleared) of what hangs off it: the job, the runner's state,
 the hold, its outbox, the WebSocket state and the request-time buffers a hold
@@ -45,8 +46,24 @@ def get(value, *path):
         return None
 
 
+def find_server():
+    """The struct m0_server * of the loop: M0_SERVER_EXPR, or the argument
+    of m0_serve_run on some thread's stack (no process global holds it)."""
+    expr = os.environ.get("M0_SERVER_EXPR")
+    if expr:
+        return gdb.parse_and_eval(expr)
+    for thread in inf.threads():
+        thread.switch()
+        frame = gdb.newest_frame()
+        while frame is not None:
+            if frame.name() == "m0_serve_run":
+                return frame.read_var("s")
+            frame = frame.older()
+    raise gdb.GdbError("m0_serve_run is on no thread's stack: set M0_SERVER_EXPR")
+
+
 def main():
-    server = gdb.parse_and_eval(os.environ.get("M0_SERVER_EXPR", "m0_server_current")).dereference()
+    server = find_server().dereference()
     n = int(server["nconns"])
     conns = server["conns"]
     totals = {}
@@ -68,11 +85,15 @@ def main():
         ("conn.out", ("out", "data")),
         ("conn.http.field", ("http", "field", "data")),
         ("conn.http.value", ("http", "value", "data")),
-        ("hold", ("hold",)),
+        ("hold (a WebSocket: struct m0_wshold)", ("hold",)),
         ("hold.outbox", ("hold", "outbox", "data")),
-        ("hold.ws (struct m0_wshold + channel)", ("hold", "ws")),
-        ("hold.ws.req (handshake snapshot)", ("hold", "ws", "req")),
-        ("hold.ws.parser.msg", ("hold", "ws", "parser", "msg", "data")),
+    ]
+    # A WebSocket's hold is a struct m0_wshold (its struct m0_hold first).
+    ws_ops = int(gdb.parse_and_eval("&m0_ws_hold_ops"))
+    wshold = gdb.lookup_type("struct m0_wshold").pointer()
+    ws_fields = [
+        ("hold.req (a WebSocket's handshake snapshot)", ("req",)),
+        ("hold.parser.msg (a WebSocket's message)", ("parser", "msg", "data")),
     ]
     for i in range(n):
         c = conns[i]
@@ -80,8 +101,14 @@ def main():
             continue
         held += 1
         hold = get(c, "hold")
-        if hold is not None and int(hold) != 0 and int(get(c, "hold", "ws") or 0) != 0:
+        ws = None
+        if hold is not None and int(hold) != 0 and int(hold.dereference()["ops"]) == ws_ops:
             ws_held += 1
+            ws = hold.cast(wshold).dereference()
+            for name, path in ws_fields:
+                v = get(ws, *path)
+                if v is not None and v.type.code == gdb.TYPE_CODE_PTR:
+                    add(name, chunk(v))
         for name, path in fields:
             # Follow pointers only while they are set.
             v = c
@@ -99,7 +126,7 @@ def main():
             if ok and v.type.code == gdb.TYPE_CODE_PTR:
                 add(name, chunk(v))
     print("held connections: %d (%d WebSockets) of %d slots" % (held, ws_held, n))
-    for name, _ in fields:
+    for name, _ in fields + ws_fields:
         if name in totals:
             print("  %-42s %12d B  %8.1f B per held" % (name, totals[name], totals[name] / max(held, 1)))
     print("  %-42s %12d B  %8.1f B per held" % ("sum", sum(totals.values()), sum(totals.values()) / max(held, 1)))

@@ -75,7 +75,7 @@ class PublishOutcomeUnknown(BrokerError):
     twice."""
 
 
-# Keep these equal to the server's (include/m0/broker.h, src/broker_url.c):
+# Keep these equal to the server's (include/m0/broker.h, src/realtime/broker_url.c):
 # tests/e2e/test_broker.py checks the script text against the C source.
 PREFIX_DEFAULT = "m0:"
 RETENTION_DEFAULT = 1000

@@ -14,9 +14,6 @@
 struct _object;
 struct _object *m0_asgi_module_init(void);
 
-/* In a process forked from the worker: close the executors' lanes. */
-void m0_asgi_close_in_child(void);
-
 /*
  * Shared by the ASGI runner's files (asgi.c: HTTP and lifespan; asgi_ws.c:
  * the WebSocket scope). Executor thread, with the GIL.

@@ -77,11 +77,9 @@ struct m0_bus {
 /* Create n pairs and the counter page. Returns M0_OK or M0_ERR (errno). */
 int m0_bus_create(struct m0_bus *bus, int n);
 
-/* The last id handed out so far (0 before the first). With a broker
- * (m0_bus_position set), the newest id this worker has read from it. */
+/* The last id handed out so far (0 before the first). A loop with another
+ * source of events knows its own newest id (rt.h, m0_rt_newest). */
 uint64_t m0_bus_last_id(void);
-/* Set by broker.c: the worker's read position in the broker (atomic). */
-extern const uint64_t *m0_bus_position;
 
 /*
  * Publish one event: take the next id and write the framed event (WHATWG

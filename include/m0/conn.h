@@ -1,8 +1,15 @@
 /*
- * conn.h — client connections: the slot table, the state machine, and the
- * serving state of one worker (struct m0_server) that conn.c (slots, I/O,
- * timeouts), h1.c (HTTP/1.1 requests on a connection), hold.c (held
- * streams) and serve.c (start, drain, stop) share. Loop thread only.
+ * conn.h — client connections: the slot table, the state machine, the
+ * protocol a connection speaks, and the serving state of one loop (struct
+ * m0_server) that conn.c (slots, I/O, timeouts, completion routing), the
+ * protocols — h1.c (HTTP/1.1 requests), hold.c (SSE streams), wshold.c
+ * (WebSockets) — and serve.c (start, drain, stop) share. Loop thread only.
+ *
+ * conn.c knows its protocols only through a table of operations (haproxy's
+ * conn->mux): c->proto indexes s->proto[], which the composition root
+ * (serve.c) fills once. conn.c reads and writes, times out and closes;
+ * what the bytes mean, what comes after a response is written and what a
+ * runner's completion does are the protocol's.
  *
  * A connection's life:
  *
@@ -20,14 +27,53 @@
 #include "m0/types.h"
 #include "m0/buf.h"
 #include "m0/http.h"
+#include "m0/job.h"
 #include "m0/loop.h"
+#include "m0/target.h"
 
 struct m0_config;
 struct m0_hold;
+struct m0_holds;
+struct m0_hold_ops;
 struct m0_loop;
 struct m0_pool;
-struct m0_realtime;
+struct m0_rt;
 struct m0_mx_block;
+struct m0_server;
+
+/* What a connection speaks: HTTP/1.1 until a hold is entered, then the
+ * hold's protocol (printable: m0_conn_proto_name). */
+enum m0_conn_proto { M0_CONN_PROTO_H1, M0_CONN_PROTO_SSE, M0_CONN_PROTO_WS, M0_CONN_PROTOS };
+
+/* "h1", "sse", "ws". */
+const char *m0_conn_proto_name(enum m0_conn_proto p);
+
+/* One protocol's operations (NULL: nothing to do there). Loop thread. */
+struct m0_conn_ops {
+    const char *name;
+    /* READ_HEAD / READ_BODY: bytes were read into c->in, or the peer left
+     * (C_PEER_GONE): parse and serve. */
+    void (*input)(struct m0_server *s, struct m0_conn *c);
+    /* Epoll events in a state conn.c leaves to the protocol (RUN, HELD). */
+    void (*event)(struct m0_server *s, struct m0_conn *c, uint32_t events);
+    /* WRITE: c->out and the file range are written (a streaming runner
+     * that still owns the job has been credited): what comes next. */
+    void (*drained)(struct m0_server *s, struct m0_conn *c);
+    /* The periodic sweep, every active connection (before its deadline
+     * is checked). */
+    void (*tick)(struct m0_server *s, struct m0_conn *c);
+    /* m0_conn_close, before the descriptor closes: release the
+     * protocol's state. */
+    void (*closing)(struct m0_server *s, struct m0_conn *c);
+    /* A runner's completion for the slot (conn.c has done the DONE
+     * bookkeeping: C_RUNNER cleared, an ORPHAN released). */
+    void (*complete)(struct m0_server *s, struct m0_conn *c, const struct m0_completion *done);
+    /* The loop ends (serve.c): free the protocol's per-loop state. */
+    void (*fini)(struct m0_server *s);
+    /* SSE, WS: the hold implementation (hold.h) an M0-Hold response of
+     * this kind takes. */
+    const struct m0_hold_ops *hold;
+};
 
 enum m0_conn_state {
     M0_CONN_FREE,        /* on the free list; fd -1 */
@@ -60,7 +106,7 @@ const char *m0_conn_state_name(enum m0_conn_state st);
 #define C_DOOMED      0x020u  /* to be closed after the current fan-out */
 #define C_SENT_100    0x040u  /* 100 Continue went out for the current request */
 #define C_LAZY_BODY   0x080u  /* the body is being read while the runner runs */
-#define C_STREAMING   0x100u  /* a pool thread streams this response (credit, disconnect) */
+#define C_STREAMING   0x100u  /* a runner on another thread streams this response (credit, disconnect) */
 #define C_WS_MSG      0x200u  /* the runner has an inbound WebSocket message of this held socket */
 #define C_UPGRADED    0x400u  /* an asynchronous runner accepted this WebSocket: the loop answered
                                  (101, or a refusal); the runner's DONE only returns the job */
@@ -69,6 +115,7 @@ struct m0_conn {
     int fd;
     uint32_t gen;
     uint8_t state;           /* enum m0_conn_state: change it with m0_conn_set_state only */
+    uint8_t proto;           /* enum m0_conn_proto: s->proto[c->proto] are its operations */
     unsigned flags;          /* C_* */
     uint32_t events;         /* epoll interest currently registered */
     uint64_t deadline;       /* loop clock ms; 0 = none */
@@ -81,7 +128,7 @@ struct m0_conn {
     unsigned resp_flags;     /* M0_RESP_* of the response being written (DONE, ABORT, HOLD) */
     struct m0_http http;
     struct m0_job *job;      /* allocated on first use, kept for the slot */
-    struct m0_hold *hold;    /* HELD: the stream's state */
+    struct m0_hold *hold;    /* a hold taken (subscribed, its head maybe still going out) or HELD */
     struct m0_conn *prev, *next;   /* active list, for timeout sweeps */
     struct m0_conn *next_free;     /* free list / release list */
     struct m0_conn *next_doomed;   /* doomed list */
@@ -109,16 +156,19 @@ struct m0_server {
     uint64_t keepalive_ms, header_ms, body_ms, write_ms, request_ms;
     uint64_t next_sweep, next_refusal_log;
     struct m0_pool *pool;          /* NULL: runners run on the loop thread */
-    struct m0_realtime *rt;        /* --realtime state (hold.c); NULL without it */
+    struct m0_runner_env env;      /* what runners reach of this loop (job.h) */
+    struct m0_job_inline inline_io;    /* a runner on the loop thread does its own I/O (h1.c) */
+    const struct m0_conn_ops *proto[M0_CONN_PROTOS];   /* the protocols (filled by serve.c) */
+    struct m0_holds *holds;        /* the holds' state (hold.h) */
+    struct m0_rt *rt;              /* the realtime engine (rt.h), the holds its sink */
+    void *ws;                      /* wshold.c's per-loop scratch (NULL until a socket is held) */
+    struct m0_target_counters tstats;   /* per-target counters (target.h) */
     const char *health_path;
     size_t health_len;
     uint64_t requests;             /* requests answered (for /health) */
     struct m0_mx_block *mx;        /* this process's metrics block (metrics.h); NULL: none */
     int metrics_fd;                /* the --metrics-bind listener, -1 */
 };
-
-/* The serving state of this process's worker (set by serve.c). */
-extern struct m0_server *m0_server_current;
 
 static inline uint32_t m0_conn_slot(const struct m0_server *s, const struct m0_conn *c)
 {
@@ -136,15 +186,19 @@ void m0_conn_interest(struct m0_server *s, struct m0_conn *c, uint32_t events);
 void m0_conn_close(struct m0_server *s, struct m0_conn *c);
 /* Queue a C-generated error response and close after it (RFC 9110 §15). */
 void m0_conn_error(struct m0_server *s, struct m0_conn *c, int status, const char *reason);
-/* Write c->out then the file range; when all is out, continue: resume an
- * inline runner, credit a streaming one, enter a hold, or finish. */
+/* Write c->out then the file range; when all is out, credit a streaming
+ * runner and let the protocol go on (s->proto[c->proto]->drained: resume an
+ * inline runner, enter a hold, or finish). */
 void m0_conn_flush(struct m0_server *s, struct m0_conn *c);
 /* Close the connections a fan-out doomed (after it, never during). */
 void m0_conn_close_doomed(struct m0_server *s);
 void m0_conn_doom(struct m0_server *s, struct m0_conn *c);
 
-/* Slot events (the loop's slot handler) and the periodic sweep. */
+/* Slot events (the loop's slot handler), runners' completions (the loop's
+ * completion handler: slot lookup, the runner check, an ORPHAN's release,
+ * then the protocol's complete), and the periodic sweep. */
 void m0_conn_on_event(struct m0_loop *l, uint32_t slot, uint32_t gen, uint32_t events, void *ctx);
+void m0_conn_on_complete(struct m0_loop *l, const struct m0_completion *done, void *ctx);
 void m0_conn_sweep(struct m0_server *s);
 /* Accept what is pending on the listener. */
 void m0_conn_accept(struct m0_loop *l, int fd, uint32_t events, void *ctx);
@@ -152,22 +206,17 @@ void m0_conn_accept(struct m0_loop *l, int fd, uint32_t events, void *ctx);
 void m0_conn_release_closed(struct m0_server *s);
 /* Read what is available into c->in (bounded per wakeup). */
 void m0_conn_read(struct m0_conn *c);
-
-/* h1.c — HTTP/1.1 on a connection. */
-/* Parse c->in as far as it goes, serving each complete request in turn. */
-void m0_h1_parse(struct m0_server *s, struct m0_conn *c);
-/* A runner's completion (the loop's completion handler). */
-void m0_h1_on_complete(struct m0_loop *l, const struct m0_completion *done, void *ctx);
-/* The response is written: keep the connection for the next request or
- * close it. */
-void m0_h1_finish(struct m0_server *s, struct m0_conn *c);
-/* An inline runner owes more body and the connection drained: run it. */
-void m0_h1_resume_inline(struct m0_server *s, struct m0_conn *c);
-/* Bytes arrived while a lazy body is being read (Expect: 100-continue). */
-void m0_h1_read_lazy_body(struct m0_server *s, struct m0_conn *c);
-/* --request-timeout: answer 503 for a job still queued too long. */
-void m0_h1_check_request_timeout(struct m0_server *s, struct m0_conn *c);
-/* One access-log line for the connection's request. */
-void m0_h1_access_log(struct m0_server *s, struct m0_conn *c);
+/* Send an answer the loop made itself (/health, a static file, a 404 no
+ * mount claims, the metrics): c->out holds its head and body_bytes of body
+ * (a file range may follow), framed as m0_job_framing said; the
+ * protocol's drained decides keep-alive. */
+void m0_conn_answer(struct m0_server *s, struct m0_conn *c, int status, uint64_t body_bytes);
+/* The same for a small body the loop rendered (JSON, metrics text): a head
+ * with Content-Type ctype and Cache-Control: no-store, then len bytes. */
+void m0_conn_answer_body(struct m0_server *s, struct m0_conn *c, int status, const char *ctype, const char *body,
+                         size_t len);
+/* One access-log line for the connection's request (its head as the
+ * runner built it, the bytes sent, the time since c->started_us). */
+void m0_conn_access_log(struct m0_server *s, struct m0_conn *c);
 
 #endif

@@ -10,6 +10,7 @@
 #include "m0/registry.h"
 
 struct m0_targets;
+struct m0_target_counters;
 
 struct m0_health {
     int pid;
@@ -30,6 +31,7 @@ struct m0_health {
     int degraded;                  /* serving, but a dependency is down (--broker disconnected) */
     const char *broker;            /* --broker: the "broker" object (JSON), else NULL */
     const struct m0_targets *targets;   /* the mounts (target.h); NULL: none listed */
+    const struct m0_target_counters *counters;   /* their counters (with targets) */
 };
 
 /* Append the JSON body: "status" ("draining" while the worker drains, else

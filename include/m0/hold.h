@@ -1,8 +1,9 @@
 /*
- * hold.h — held connections and the worker's realtime state (DESIGN
- * capabilities 4 and 5): M0-Hold streams, the loop side of the broadcast
- * bus (drain, reorder window, fan-out to the registry), heartbeats, gap
- * notices and the counters /health shows. Loop thread only.
+ * hold.h — held connections (DESIGN capabilities 4 to 6): the hold
+ * interface with its two implementations, SSE streams (hold.c) and
+ * WebSockets (wshold.c), the outbox they share, and the loop's holds as
+ * the sink of its realtime engine (rt.h: deliveries by slot, a corked
+ * fan-out pass, heartbeats). Loop thread only.
  *
  * A hold is decided by the runner (job->resp.flags & M0_RESP_HOLD, the
  * channel in job->head) and taken by the loop when the runner's completion
@@ -12,8 +13,14 @@
  * once the head and the view's body are out. A held connection keeps a
  * struct m0_hold (its outbox) and no Python object at all.
  *
- * A WebSocket hold (M0-Hold: websocket, DESIGN capability 6) is the same
- * hold with a struct m0_wshold beside it (src/wshold.c): the loop checks
+ * A hold is a struct m0_hold (the outbox and what the stream shares with
+ * every other) with its implementation's operations (struct m0_hold_ops);
+ * an implementation keeps its own state around the base, which comes
+ * first. The connection speaks the hold's protocol once it is HELD
+ * (c->proto, conn.h); until then the response that set it up is HTTP/1's.
+ *
+ * A WebSocket hold (M0-Hold: websocket, DESIGN capability 6) is wshold.c's
+ * implementation (its struct m0_wshold is private there): the loop checks
  * the handshake against the original request and answers 101 (or 400/426)
  * in place of the view's head, subscribes the socket like a stream, and
  * from then on speaks RFC 6455 (ws.h) on it: events go out as text frames
@@ -36,14 +43,44 @@
 
 #include "m0/types.h"
 #include "m0/buf.h"
-#include "m0/ws.h"
 
+struct m0_completion;
 struct m0_conn;
+struct m0_conn_ops;
+struct m0_hold;
+struct m0_rt;
 struct m0_server;
 struct m0_target;
-struct m0_wsmsg;
 
+/* What one kind of hold does (an implementation: SSE in hold.c, WebSocket
+ * in wshold.c). Every operation runs on the loop thread; NULL means the
+ * implementation has nothing to do there. */
+struct m0_hold_ops {
+    uint8_t proto;              /* enum m0_conn_proto the connection speaks once HELD */
+    /* The handshake's and the head's part of a hold decided by the runner:
+     * a zeroed hold (its base first), or NULL when it is refused (job->resp
+     * is then the refusal; nothing is held). */
+    struct m0_hold *(*begin)(struct m0_server *s, struct m0_conn *c);
+    /* Is the connection's input read now (EPOLLIN)? NULL: always. */
+    int (*reads)(const struct m0_hold *h);
+    /* Outbox bytes were written (a runner that owns the socket gets credit). */
+    void (*written)(struct m0_server *s, struct m0_conn *c);
+    /* One framed SSE event (id line first) from the registry. */
+    void (*deliver)(struct m0_server *s, struct m0_conn *c, const char *frame, size_t n);
+    /* The head and the view's body are out: the connection is HELD now. */
+    void (*enter)(struct m0_server *s, struct m0_conn *c);
+    /* Drain: end the stream (its client reconnects and resumes). */
+    void (*end)(struct m0_server *s, struct m0_conn *c);
+    /* The connection closes: free what begin made around the base (the
+     * base itself is hold.c's to free). */
+    void (*release)(struct m0_server *s, struct m0_conn *c);
+    /* A completion of the runner that owns the socket (job.h). */
+    void (*complete)(struct m0_server *s, struct m0_conn *c, const struct m0_completion *done);
+};
+
+/* The base every hold starts with. */
 struct m0_hold {
+    const struct m0_hold_ops *ops;
     const struct m0_target *target;   /* the mount whose view gated the hold (its counters;
                                          inbound WebSocket messages go back to it) */
     struct m0_buf outbox;       /* event bytes not yet written */
@@ -51,109 +88,53 @@ struct m0_hold {
     size_t allowance;           /* replay bytes still queued: allowed past --outbox-limit */
     size_t owed;                /* a runner's own bytes in the outbox (m0_hold_send_owed): not
                                    counted against --outbox-limit; its credit window bounds them */
-    uint8_t corked;             /* has bytes queued in the current fan-out pass (hold.c) */
-    struct m0_wshold *ws;       /* a WebSocket's protocol state; NULL for an SSE stream */
+    uint8_t corked;             /* has bytes queued in the current fan-out pass */
 };
 
-/*
- * What a held WebSocket keeps (about 400 bytes and its handshake's
- * snapshot while idle; a message being reassembled or queued costs its
- * bytes, bounded by --ws-max-message).
- */
-struct m0_wshold {
-    struct m0_ws_parser parser;     /* frames in: head state, masking, fragment buffer, UTF-8 state */
-    const struct m0_target *target; /* the target whose view gated the socket: messages go back to it */
-    struct m0_ws_snapshot *req;     /* the handshake request, for the messages' requests */
-    struct m0_wsmsg *q_head, *q_tail;   /* complete messages waiting their turn, oldest first */
-    uint32_t q_len;
-    size_t q_bytes;
-    uint8_t in_flight;              /* a message is with the runner (the conn has C_WS_MSG) */
-    uint8_t paused;                 /* the queue is full: the socket is not read */
-    uint8_t close_sent;             /* our close frame is queued: nothing else is sent */
-    uint8_t close_received;         /* the peer's close frame arrived */
-    uint8_t owned;                  /* an asynchronous runner keeps the job (ASGI): see above */
-    uint8_t runner_done;            /* owned: the runner posted its DONE */
-    uint8_t peer_gone;              /* the peer left while views still owed it messages (not owned) */
-    uint16_t end_code;              /* the close code the socket ends with (the peer's, or ours) */
-    uint64_t ping_at;               /* loop clock of our unanswered ping; 0: none */
-    uint64_t last_pong;             /* loop clock of the last pong */
-    uint16_t channel_len;
-    char channel[];                 /* M0-Channel of the approval, for the messages' requests */
+/* The loop's holds: the sink of its realtime engine. */
+struct m0_holds {
+    uint64_t heartbeat_ms;      /* --heartbeat (0: none) */
+    size_t outbox_limit;        /* --outbox-limit */
+    int corking;                /* inside a fan-out pass: queue, write at its end */
+    int replaying;              /* the delivery is a replay: allowed past the limit */
+    int owing;                  /* m0_hold_send_owed is sending: a runner's own bytes */
+    uint32_t *corked;           /* slots with bytes queued this pass */
+    uint32_t ncorked;
+    uint64_t next_slow_log;
 };
 
-/* Counters for /health. */
-struct m0_rt_stats {
-    uint32_t held;              /* held streams, WebSockets included */
-    uint32_t websockets;        /* of which WebSockets */
-    uint64_t published;         /* bus events this worker received */
-    uint64_t delivered;         /* event copies queued to held streams */
-    uint64_t slow_closed;       /* held streams closed for exceeding --outbox-limit */
-    uint64_t lost;              /* events this worker knows it missed */
-    uint64_t late;              /* events dropped as out of order past the window */
-};
+/* The SSE stream (hold.c): the implementation of M0-Hold: stream, and the
+ * operations of a connection that speaks it once HELD. */
+extern const struct m0_hold_ops m0_sse_hold_ops;
+extern const struct m0_conn_ops m0_sse_conn_ops;
 
-/* The holds' state without a bus (counters, outbox limit, heartbeat, an
- * empty registry): every worker has it, so a socket an ASGI app accepts is
- * held with or without --realtime. Idempotent. */
-void m0_rt_init(struct m0_server *s);
-/* What --realtime needs before the worker reports booted (m0_rt_init, the
- * fan-out and reorder hook): M0_OK, or M0_ERR when there is no bus.
- * Idempotent. */
-int m0_rt_prepare(struct m0_server *s);
-/* Start --realtime once the master says go (m0_rt_prepare if not done):
- * bus reading registered with the loop, or the broker started. Returns
- * M0_OK or M0_ERR. */
-int m0_rt_start(struct m0_server *s);
-/* Stop reading the bus (drain: a replacement worker reads it next). */
-void m0_rt_stop_reading(struct m0_server *s);
-void m0_rt_free(struct m0_server *s);
-void m0_rt_stats(const struct m0_server *s, struct m0_rt_stats *out);
-/* The busiest channels, for /health (see m0_registry_top). */
-size_t m0_rt_top(const struct m0_server *s, struct m0_channel_stat *out, size_t max);
+/* Set up s->holds and the loop's realtime engine s->rt with the holds as
+ * its sink (every worker: a socket an ASGI app accepts is held with or
+ * without --realtime). m0_holds_free frees both. */
+void m0_holds_init(struct m0_server *s);
+void m0_holds_free(struct m0_server *s);
 
-/* The loop's side of a hold decided by the runner: subscribe the slot to
- * the job's channel (before its head is written). Returns M0_OK, or
- * M0_ERR when the worker is draining or has no realtime state (the caller
- * answers 503). A WebSocket hold's handshake is checked here first: when it
- * fails, job->resp becomes the refusal (400/426; M0_RESP_HOLD cleared, the
- * connection closes after it) and M0_OK is returned with nothing held. */
-int m0_hold_subscribe(struct m0_server *s, struct m0_conn *c);
+/* The loop's side of a hold decided by the runner, with implementation
+ * ops: subscribe the slot to the job's channel (before its head is
+ * written). Returns M0_OK, or M0_ERR when the worker is draining or no bus
+ * is read for the channel (the caller answers 503). When ops->begin
+ * refuses (a WebSocket handshake that fails: job->resp is the 400/426,
+ * M0_RESP_HOLD cleared) M0_OK is returned with nothing held. */
+int m0_hold_subscribe(struct m0_server *s, struct m0_conn *c, const struct m0_hold_ops *ops);
 /* The head and the view's body are out: the connection becomes HELD and
- * everything per-request is released. */
+ * speaks the hold's protocol; everything per-request is released. */
 void m0_hold_enter(struct m0_server *s, struct m0_conn *c);
-/* Epoll events on a held connection. */
-void m0_hold_on_event(struct m0_server *s, struct m0_conn *c, uint32_t events);
-/* Periodic: a heartbeat comment on an idle stream. */
-void m0_hold_sweep(struct m0_server *s, struct m0_conn *c);
-/* The connection closes: unsubscribe and free its hold. */
+/* A completion of the runner that owns the held socket, before it is
+ * HELD (h1.c passes it on). */
+void m0_hold_complete(struct m0_server *s, struct m0_conn *c, const struct m0_completion *done);
+/* The connection closes: unsubscribe and free its hold (a no-op without
+ * one). */
 void m0_hold_release(struct m0_server *s, struct m0_conn *c);
 /* Drain: flush what each held stream has queued and end it with a FIN (its
  * client reconnects and resumes with Last-Event-ID); a WebSocket gets a
  * close frame (1001) first. */
 void m0_hold_end_all(struct m0_server *s);
 
-/* ---- the broker's side of the loop (broker.c; loop thread) ---- */
-
-/* One event read from the broker, in id order: journal it and fan it out
- * (frame is the whole SSE event, id line included). */
-void m0_rt_event(struct m0_server *s, const char *channel, size_t clen, uint64_t id, const char *frame, size_t flen);
-/* Events up to id will never arrive (announce_lost: m0-gap to live streams,
- * resumes from below go to the broker). */
-void m0_rt_lost(struct m0_server *s, uint64_t id);
-/* Events up to id were published before this worker read the broker: its
- * journal cannot prove a resume from below them whole. */
-void m0_rt_floor(struct m0_server *s, uint64_t id);
-/* Fan-outs are backed up: stop reading the broker for now. */
-int m0_rt_busy(const struct m0_server *s);
-/* The connection of slot if it is still the one (generation gen) whose
- * hold waits for a broker resume; NULL when it left or was subscribed. */
-struct m0_conn *m0_rt_awaiting(struct m0_server *s, uint32_t slot, uint32_t gen);
-/* Queue replayed bytes (an event or a gap notice) on a waiting hold; a
- * replay may exceed --outbox-limit, as a journal replay may. */
-void m0_rt_replay(struct m0_server *s, struct m0_conn *c, const char *p, size_t n);
-/* The replay is out: subscribe the hold's slot to channel with filter
- * last (journal events after it follow, then live ones). */
-void m0_rt_join(struct m0_server *s, struct m0_conn *c, const char *channel, size_t clen, uint64_t last);
 /* Queue n bytes on a held (or about to be held) connection: written at
  * once when nothing is waiting, else appended to its bounded outbox (one
  * more than --outbox-limit behind is doomed). */
@@ -165,36 +146,5 @@ void m0_hold_send_owed(struct m0_server *s, struct m0_conn *c, const char *p, si
 int m0_hold_flush(struct m0_server *s, struct m0_conn *c);
 /* The epoll interest of a held connection, with EPOLLOUT when want_out. */
 uint32_t m0_hold_interest(const struct m0_conn *c, int want_out);
-
-/*
- * wshold.c — the WebSocket side, called by hold.c and h1.c (loop thread).
- *
- * m0_ws_hold_begin: the handshake check and the 101 for the job's
- *   request (see m0_hold_subscribe); allocates c->hold with its wshold.
- *   M0_OK, or M0_DONE when refused (job->resp is the refusal).
- * m0_ws_hold_enter: the 101 is out: read what the client sent meanwhile.
- * m0_ws_hold_on_event, m0_ws_hold_sweep (pings; a peer silent for two
- *   heartbeats after a ping is closed), m0_ws_hold_deliver (one framed SSE
- *   event from the registry → text frames), m0_ws_hold_end (drain: 1001),
- *   m0_ws_hold_free (with the hold).
- * m0_ws_hold_on_complete: the runner finished a message of this slot
- *   (C_WS_MSG; any state: the socket may have closed meanwhile).
- * For an owned socket (h1.c's completions): m0_ws_hold_on_part (frames or
- * our close from the runner's channel), m0_ws_hold_on_taken (it took the
- * offered messages), m0_ws_hold_on_done (the runner ended: its last frames,
- * then our close, 1000 unless it asked for another code). m0_ws_hold_release
- * (from m0_hold_release): tells an owning runner the socket ended, frees.
- */
-int m0_ws_hold_begin(struct m0_server *s, struct m0_conn *c);
-void m0_ws_hold_enter(struct m0_server *s, struct m0_conn *c);
-void m0_ws_hold_on_event(struct m0_server *s, struct m0_conn *c, uint32_t events);
-void m0_ws_hold_sweep(struct m0_server *s, struct m0_conn *c, uint64_t heartbeat_ms);
-void m0_ws_hold_deliver(struct m0_server *s, struct m0_conn *c, const char *frame, size_t n);
-void m0_ws_hold_end(struct m0_server *s, struct m0_conn *c);
-void m0_ws_hold_release(struct m0_server *s, struct m0_conn *c);
-void m0_ws_hold_on_complete(struct m0_server *s, struct m0_conn *c);
-void m0_ws_hold_on_part(struct m0_server *s, struct m0_conn *c);
-void m0_ws_hold_on_taken(struct m0_server *s, struct m0_conn *c);
-void m0_ws_hold_on_done(struct m0_server *s, struct m0_conn *c);
 
 #endif

@@ -57,6 +57,26 @@ enum m0_job_state { M0_JOB_IDLE, M0_JOB_QUEUED, M0_JOB_RUNNING, M0_JOB_CANCELLED
 #define M0_WAIT_GONE   0x04u    /* only the client leaving */
 #define M0_WAIT_MSG    0x08u    /* an inbound WebSocket message (m0_job_offer) */
 
+/*
+ * What a runner reaches of the loop its jobs belong to: one per loop,
+ * filled by the loop before any runner is set up, handed to runner setup
+ * (runner.h) and to the pool (pool.h), and reached from a job through
+ * job->env. Nothing a runner needs of its loop is a process global, so
+ * several loops can each have their own. Read-only once filled, but for
+ * what draining points to.
+ */
+struct m0_runner_env {
+    struct m0_loop *loop;             /* completions and before-sleep hooks go here */
+    struct m0_job *const *jobs;       /* slot → job (an entry is set once, before its first
+                                         dispatch; entries never move) */
+    uint32_t njobs;
+    const atomic_int *draining;       /* the loop drains: a head committed now closes after */
+    /* The newest event id the loop's realtime engine knows (rt.h): where a
+     * hold decided now starts. Any thread. NULL: 0. */
+    uint64_t (*newest_id)(const void *ctx);
+    const void *newest_ctx;
+};
+
 /* Completion kinds, runner → loop (struct m0_completion.kind). */
 enum m0_cpl_kind {
     M0_CPL_DONE = 1,     /* the runner is finished with the job: it is the loop's again */
@@ -119,6 +139,7 @@ struct m0_job {
     uint32_t gen;               /* slot generation at dispatch */
     const struct m0_target *target;
     struct m0_loop *loop;       /* where completions go */
+    const struct m0_runner_env *env;   /* the loop's environment (set with loop) */
     const struct m0_job_inline *inl;   /* non-NULL: running on the loop thread */
     /* An asynchronous runner's wakeup (loop thread, under the channel lock):
      * the loop calls it instead of signalling the condition variable when
@@ -201,6 +222,44 @@ void m0_job_body_progress(struct m0_job *job, int done, int error);
  * appends to req.body, which the runner reads). */
 void m0_job_lock(struct m0_job *job);
 void m0_job_unlock(struct m0_job *job);
+
+/*
+ * The run state (enum m0_job_state), from either side.
+ *
+ * m0_job_claim: a runner takes a QUEUED job (→ RUNNING). 1 when it did;
+ * 0 when the loop cancelled it first (the runner then posts DONE and
+ * leaves the job alone). m0_job_cancel: the loop takes back a job no
+ * runner started (→ CANCELLED). 1 when it did; 0 when a runner has it.
+ * m0_job_post_done: the runner is finished with the job (M0_CPL_DONE for
+ * job->slot, job->gen); no call on the job after it.
+ */
+int m0_job_claim(struct m0_job *job);
+int m0_job_cancel(struct m0_job *job);
+void m0_job_post_done(struct m0_job *job);
+
+/*
+ * Committing the head, for every path that answers a request (the runners
+ * on their threads, the loop for what it answers itself): one decision of
+ * keep-alive and one of hold.
+ *
+ * m0_job_framing: how job->req's answer is framed (body.h): keep-alive when
+ * the request allows it (RFC 9112 §9.3), the loop is not draining and the
+ * request's end is known (a lazy body that has not arrived whole cannot be
+ * skipped); HEAD; the request's HTTP version.
+ * m0_job_may_hold: is the head an M0-Hold: stream that can be kept — the
+ * target holds (--realtime), a 2xx, not HEAD? Elsewhere the same response
+ * goes out as an ordinary short one.
+ * m0_job_commit: commit job->head into job->resp.out with that framing
+ * (body_len: the whole body's size when known, else -1); a hold (hold set:
+ * the caller asked m0_job_may_hold) takes its Last-Event-ID and the newest
+ * id now, and marks the response M0_RESP_HOLD. M0_OK, or M0_ERR when a head
+ * was committed already (one head per response: nothing is written).
+ * m0_job_newest_id: the newest event id the job's loop knows (0: none).
+ */
+struct m0_body_req m0_job_framing(struct m0_job *job);
+int m0_job_may_hold(const struct m0_job *job);
+int m0_job_commit(struct m0_job *job, int64_t body_len, int hold);
+uint64_t m0_job_newest_id(const struct m0_job *job);
 
 /*
  * For asynchronous runners, which must not block: take what is ready and

@@ -37,6 +37,12 @@ struct m0_listeners {
  */
 int m0_listeners_open(struct m0_listeners *ls, struct m0_config *cfg, int nworkers);
 
+/* Before the first fork, after the main listeners: open --metrics-bind
+ * (when given) as one more listener every worker accepts on, and set
+ * cfg->metrics_listener to its index. Returns M0_OK, or the exit status to
+ * stop with (logged). */
+int m0_metrics_listen(struct m0_listeners *ls, struct m0_config *cfg);
+
 /* Close every listener and unlink the unix sockets this server bound. */
 void m0_listeners_close(struct m0_listeners *ls, int nworkers);
 

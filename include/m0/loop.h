@@ -87,7 +87,4 @@ void m0_loop_stop(struct m0_loop *l);
  * process forked from a worker (it must not share them). */
 void m0_loop_close_in_child(struct m0_loop *l);
 
-/* The thread running a loop of this process (valid once one started). */
-extern pthread_t m0_loop_thread;
-
 #endif

@@ -121,12 +121,6 @@ static inline void m0_mx_set(struct m0_mx_block *b, unsigned i, uint64_t v)
  * (and PROMETHEUS_MULTIPROC_DIR is remembered either way). */
 int m0_metrics_create(const struct m0_config *cfg);
 
-/* Before the first fork, after the main listeners: open --metrics-bind
- * (when given) as one more listener every worker accepts on, and set
- * cfg->metrics_listener to its index. Returns M0_OK, or the exit status to
- * stop with (logged). */
-struct m0_listeners;
-int m0_metrics_listen(struct m0_listeners *ls, struct m0_config *cfg);
 
 /* The master's own block (worker starts, exits, reloads), or NULL. */
 struct m0_mx_block *m0_metrics_master(void);
@@ -152,6 +146,10 @@ void m0_metrics_adopt(int blk);
 void m0_metrics_reaped(pid_t pid, int wait_status);
 
 /* ------------------------------------------------------------- worker */
+
+/* This process's block (NULL: it records nothing): set once, right after
+ * fork (m0_metrics_adopt). Any thread. */
+struct m0_mx_block *m0_metrics_block(void);
 
 /* After m0_serve_new: point s->mx at this process's block and sample the
  * worker's totals and gauges into it before every sleep of the loop. */

@@ -1,6 +1,9 @@
 /*
- * percent.h — percent-decoding of a request path (RFC 3986 §2.1), as the
- * WSGI PATH_INFO and the ASGI scope's path carry it: bytes, decoded once.
+ * percent.h — percent-decoding of a request path (RFC 3986 §2.1): the one
+ * decoder of the server. The WSGI PATH_INFO and the ASGI scope's path
+ * carry the path decoded once, leniently (m0_percent_decode); a static
+ * mount's path rules refuse what these keep (static_rules.c, through
+ * m0_percent_byte).
  */
 #ifndef M0_PERCENT_H
 #define M0_PERCENT_H
@@ -10,6 +13,10 @@
 /* The value 0..15 of the hex digit c (RFC 5234 HEXDIG, either case), or -1
  * for any other byte. */
 int m0_hex_digit(unsigned char c);
+
+/* s[i] is a '%' of the n bytes at s: the byte "%" HEXDIG HEXDIG stands
+ * for (0..255), or -1 when two hex digits do not follow within n. */
+int m0_percent_byte(const char *s, size_t n, size_t i);
 
 /* Decode the n bytes at s into dst (room for n bytes; it may be s itself):
  * "%" HEXDIG HEXDIG becomes that byte; a '%' not followed by two hex digits

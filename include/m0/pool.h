@@ -23,12 +23,12 @@
 #include "m0/lane.h"
 
 struct m0_pool;
-struct m0_server;
+struct m0_runner_env;
 
 /* Start min threads (max >= min >= 1; idle_ms 0: never retire) serving
- * the jobs of s. The caller must be detached from the interpreter. Returns
+ * the jobs of env's loop. The caller must be detached from the interpreter. Returns
  * NULL with a reason in err. */
-struct m0_pool *m0_pool_start(struct m0_server *s, unsigned min, unsigned max, uint64_t idle_ms,
+struct m0_pool *m0_pool_start(const struct m0_runner_env *env, unsigned min, unsigned max, uint64_t idle_ms,
                               char *err, size_t cap);
 
 /* Loop thread: hand (slot, gen) to the pool. Never blocks: records wait in
@@ -51,9 +51,5 @@ void m0_pool_stats(const struct m0_pool *p, unsigned *threads, unsigned *busy, u
 /* Stop every thread (after its current job) and join them. The caller must
  * be detached from the interpreter. Frees p. */
 void m0_pool_stop(struct m0_pool *p);
-
-/* In a process forked from the worker: close the pool's descriptors (its
- * threads do not exist there). */
-void m0_pool_close_in_child(struct m0_pool *p);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * publish_cli.h — the `m0serve publish` subcommand (src/publish_cli.c).
+ * publish_cli.h — the `m0serve publish` subcommand (src/master/publish_cli.c).
  */
 #ifndef M0_PUBLISH_CLI_H
 #define M0_PUBLISH_CLI_H

@@ -1,11 +1,14 @@
 /*
  * runner.h — a protocol's operations on a job (nginx unit's
- * nxt_python_proto_t, in our shape): the WSGI bridge implements them now,
- * the ASGI executor and WebSocket message delivery next.
+ * nxt_python_proto_t, in our shape): the WSGI bridge (wsgi.c, synchronous)
+ * and the ASGI executor (asgi.c, asynchronous) implement them. The loop
+ * runs them through one place, dispatch.h; the application loader (apps.c)
+ * binds each target to its runner and sets it up.
  *
- * Every operation runs on the thread that runs the target's jobs — a pool
- * thread, or the loop thread when no pool serves — attached to the
- * interpreter. The runner's per-job state lives behind job->rstate[id] and
+ * Every operation of a synchronous runner runs on the thread that runs the
+ * target's jobs — a pool thread, or the loop thread when no pool serves —
+ * attached to the interpreter; an asynchronous runner's submit and wake
+ * run on the loop thread, everything else on its executor. The runner's per-job state lives behind job->rstate[id] and
  * is private to its file. A runner never touches a connection: it frames bytes
  * into job->resp.out (through job->body) and hands them over with
  * m0_job_push().
@@ -39,14 +42,19 @@
 #include "m0/types.h"
 
 struct m0_config;
+struct m0_runner_env;
 struct m0_target;
 
 struct m0_runner {
     const char *name;                               /* "wsgi", "asgi" */
     int id;                                         /* its index in job->rstate[] (< M0_RUNNER_MAX) */
-    /* Prepare t (its app is set): per-target state such as the environ
-     * template. M0_OK, or M0_ERR with a Python exception set. */
-    int (*setup)(struct m0_target *t, const struct m0_config *cfg);
+    /* Prepare t (its app is set) for the jobs of env's loop: per-target
+     * state such as the environ template (WSGI), or the target's executor
+     * with its lifespan startup (ASGI). Attached. M0_OK; or M0_ERR with a
+     * Python exception set, or with none when the runner has logged why
+     * itself (an ASGI lifespan startup failure: the application's message,
+     * one line). */
+    int (*setup)(struct m0_target *t, const struct m0_config *cfg, const struct m0_runner_env *env);
     int (*start)(struct m0_job *job);               /* M0_DONE | M0_AGAIN */
     int (*resume)(struct m0_job *job);              /* M0_DONE | M0_AGAIN */
     /* The client left (or the server stops) while a response is owed:

@@ -21,14 +21,6 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
  * A no-op without a master. Loop thread. */
 void m0_serve_tell_master(struct m0_server *s, char what);
 
-/* After the applications are loaded: the handler pool for the WSGI
- * targets (when any, and --blocking-threads > 0), assigned to them.
- * Returns M0_OK or M0_ERR (logged). Detached. */
-int m0_serve_start_pools(struct m0_server *s);
-
-/* After the drain: every runner's teardown (ASGI lifespan shutdown). */
-void m0_serve_teardown_targets(struct m0_server *s);
-
 /* The last of a worker's setup, before it reports booted: what go needs
  * that can fail (--realtime's state and hooks). M0_OK, or M0_ERR (logged):
  * the worker then exits M0_EXIT_BOOT, never having said booted. */
@@ -45,8 +37,5 @@ int m0_serve_run(struct m0_server *s);
 
 /* Stop the pool (joining its threads) and free everything. Detached. */
 void m0_serve_free(struct m0_server *s);
-
-/* In a forked child: close every descriptor the server owns. */
-void m0_serve_close_in_child(struct m0_server *s);
 
 #endif

@@ -23,8 +23,8 @@
  *      send for both, and a snapshot of the file at that instant).
  *
  * Where: the pure rules of steps 1 and 3 (path, ranges, validators,
- * conditions, Accept-Encoding) are src/static_rules.c, the Content-Type
- * table src/mime.c; opening and answering are src/static.c.
+ * conditions, Accept-Encoding) are src/http/static_rules.c, the Content-Type
+ * table src/http/mime.c; opening and answering are src/http/static.c.
  *
  * Policy (documented in the README, "Static files"):
  *   - GET and HEAD only; anything else is 405 with Allow: GET, HEAD.

@@ -10,9 +10,10 @@
  * Nothing else in the server keeps a "current app": a job carries its
  * target from dispatch on, and a hold keeps the target that gated it.
  *
- * The table is built at worker start (worker.c: m0_static_add_targets,
- * m0_py_load_apps) and read-only afterwards (any thread may read it); the
- * counters beside it are the loop thread's.
+ * The table is per process: built at worker start (worker.c:
+ * m0_static_add_targets, m0_apps_load) and read-only afterwards (any
+ * thread may read it). The counters are per loop (struct
+ * m0_target_counters, in the loop's server), indexed like the table.
  */
 #ifndef M0_TARGET_H
 #define M0_TARGET_H
@@ -50,8 +51,15 @@ struct m0_target_stats {
 
 struct m0_targets {
     struct m0_target t[M0_MAX_TARGETS];
-    struct m0_target_stats stats[M0_MAX_TARGETS];
     unsigned n;
+};
+
+/* The worker's table (per process: filled at boot, read-only after). */
+extern struct m0_targets m0_targets;
+
+/* One loop's counters of the targets (loop thread only). */
+struct m0_target_counters {
+    struct m0_target_stats t[M0_MAX_TARGETS];    /* by the target's index in the table */
     uint64_t unmatched;              /* requests no target claimed: 404 in C, no Python */
 };
 
@@ -67,10 +75,10 @@ struct m0_target *m0_targets_next(struct m0_targets *ts, const char *prefix, siz
                                   enum m0_target_kind kind);
 void m0_targets_commit(struct m0_targets *ts);
 
-/* The counters of t (an entry of ts). */
-static inline struct m0_target_stats *m0_target_stats_of(struct m0_targets *ts, const struct m0_target *t)
+/* The counters of t (an entry of the table m0_targets) in tc. */
+static inline struct m0_target_stats *m0_target_stats_of(struct m0_target_counters *tc, const struct m0_target *t)
 {
-    return &ts->stats[t - ts->t];
+    return &tc->t[t - m0_targets.t];
 }
 
 /* "wsgi", "asgi", "static". */
@@ -80,7 +88,5 @@ const char *m0_target_kind_name(enum m0_target_kind k);
  * executor), "sendfile" (static files, answered by the loop). */
 const char *m0_target_mode(const struct m0_target *t);
 
-/* The worker's table (filled at boot). */
-extern struct m0_targets m0_targets;
 
 #endif

@@ -1,10 +1,11 @@
 /*
  * wsgi.h — the PEP 3333 bridge's parts, shared by its files:
- *   wsgi.c     the runner (m0_wsgi_runner): start_response, the iterable,
- *              framing through the body encoder, close();
- *   environ.c  the environ template of a target and the per-request environ;
- *   wsgi_io.c  wsgi.input, wsgi.errors and wsgi.file_wrapper;
- *   m0mod.c    the built-in "m0" module.
+ *   wsgi.c          the runner (m0_wsgi_runner): start_response, the
+ *                   iterable, framing through the body encoder, close();
+ *   wsgi_environ.c  the environ template of a target and the per-request
+ *                   environ;
+ *   wsgi_io.c       wsgi.input, wsgi.errors and wsgi.file_wrapper;
+ *   m0mod.c         the built-in "m0" module.
  *
  * Everything here is called with the calling thread attached to the
  * interpreter: the pool thread running the job, or the loop thread when no
@@ -46,7 +47,7 @@ int m0_wsgi_io_ready(void);
 /* A new wsgi.input for job (new reference), or NULL with an exception. */
 m0_InputObject *m0_input_new(struct m0_job *job);
 
-/* ------------------------------------------------------------ environ.c */
+/* ------------------------------------------------------- wsgi_environ.c */
 
 /* The environ template of target t (SCRIPT_NAME = its prefix, SERVER_*,
  * wsgi.*): a new reference, or NULL with an exception set. */

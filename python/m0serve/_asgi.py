@@ -1,7 +1,7 @@
 """The ASGI executor: one thread per ASGI application per worker, running a
 persistent asyncio loop (uvloop when importable), fed by the C loop.
 
-The C side (src/asgi.c, the built-in ``_m0asgi`` module) owns the sockets,
+The C side (src/python/asgi.c, the built-in ``_m0asgi`` module) owns the sockets,
 the parser, the framing and the scope's construction; this file owns the
 ASGI protocol: one task per request, ``receive``/``send`` (ASGI 3.0, HTTP
 spec 2.4) and lifespan (2.0) with uvicorn's "auto" semantics.
@@ -41,7 +41,7 @@ class ClientDisconnected(OSError):
 
 
 def _say(level, what):
-    """One line on stderr in the server's own log format (src/log.c: UTC
+    """One line on stderr in the server's own log format (src/base/log.c: UTC
     time, pid, level), so the executor's lines read like the loop's."""
     stamp = time.strftime("%Y-%m-%d %H:%M:%S +0000", time.gmtime())
     sys.stderr.write("[%s] [%d] [%s] %s\n" % (stamp, os.getpid(), level, what))
@@ -86,7 +86,7 @@ class Executor:
         self.startup_timeout = lifespan_timeout
         self.timeout = max(graceful_timeout, 1.0)
         self.state = {}              # lifespan's scope["state"], copied into every request scope
-        self.cycles = {}             # slot -> the request cycle that owns the slot's job
+        self.cycles = {}             # job key (from take) -> the request cycle that owns the job
         self.loop = None
         self.thread = None
         self._ready = threading.Event()
@@ -118,7 +118,7 @@ class Executor:
             self.loop = loop = self._new_loop()
             asyncio.set_event_loop(loop)
             loop.run_until_complete(self._startup())
-            _c.defer(True)         # completions go out in batches: see need_flush()
+            _c.defer(self.id, True)   # completions go out in batches: see need_flush()
             loop.add_reader(self.fd, self._drain)
         except BaseException as exc:
             self._error = exc
@@ -129,7 +129,7 @@ class Executor:
         try:
             loop.run_forever()
         finally:
-            _c.defer(False)
+            _c.defer(self.id, False)
             loop.remove_reader(self.fd)
             # Tasks still running (work an application goes on with after its
             # response, as Django's response.close() in a thread) finish
@@ -184,7 +184,7 @@ class Executor:
 
     def _flush(self):
         self._flush_scheduled = False
-        _c.flush()
+        _c.flush(self.id)
 
     def _drain(self):
         for kind, slot in _c.take(self.id):

@@ -383,9 +383,9 @@ def c_string(source, name):
 def test_python_and_c_run_the_same_script():
     sys.path.insert(0, str(PYDIR))
     import m0pub
-    src = (REPO / "src" / "broker_url.c").read_text()
+    src = (REPO / "src" / "realtime" / "broker_url.c").read_text()
     assert c_string(src, "M0_BROKER_PUBLISH_LUA") == m0pub.PUBLISH_LUA
-    header = (REPO / "include" / "m0" / "broker.h").read_text()
+    header = (REPO / "include" / "m0" / "broker_url.h").read_text()
     for name, value in [("PREFIX_DEFAULT", '"%s"' % m0pub.PREFIX_DEFAULT),
                         ("RETENTION_DEFAULT", str(m0pub.RETENTION_DEFAULT)),
                         ("BACKLOG_DEFAULT", str(m0pub.BACKLOG_DEFAULT)),
@@ -655,7 +655,7 @@ def test_item2_the_key_window_and_rules():
     sys.path.insert(0, str(PYDIR))
     import m0pub
     assert m0pub.KEY_TTL_MS == 300000 and m0pub.KEY_MAX == 200
-    header = (REPO / "include" / "m0" / "broker.h").read_text()
+    header = (REPO / "include" / "m0" / "broker_url.h").read_text()
     assert re.search(r"#define M0_BROKER_KEY_TTL_MS %d\b" % m0pub.KEY_TTL_MS, header)
     assert re.search(r"#define M0_BROKER_KEY_MAX %d\b" % m0pub.KEY_MAX, header)
     for bad in ("", "x" * 201, "tab\there", "é"):

@@ -5,7 +5,7 @@ hybridserver.py. It checks:
 * what each framework sees of the URL, byte for byte: Django's reverse() and
   request.path at the root, Flask's url_for() and request.path under /flask
   (SCRIPT_NAME = the prefix, PATH_INFO the rest: break the trim in
-  src/environ.c and the Flask mount stops routing at all);
+  src/python/wsgi_environ.c and the Flask mount stops routing at all);
 * prefixes match on segment boundaries (/flaskx is Django's);
 * holds on both WSGI mounts, counted per mount in /health, which lists every
   mount with its kind and mode; the boot lines name them too;

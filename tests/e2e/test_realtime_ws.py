@@ -368,6 +368,27 @@ def test_handshake_and_echo_while_slow_views_hold_pool_threads(start_server):
         t.join(10)
 
 
+def test_issue22_a_message_view_counts_in_flight_like_a_request(start_server):
+    # A message's view on the pool is a job of the mount like a request's:
+    # counted when it goes, uncounted when it comes back. The completion
+    # used to uncount a job never counted (the mount's in_flight wrapped
+    # to 2**32 - 1 after the first message).
+    server = rt_server(start_server, "--blocking-threads", "2")
+    port = server.port
+
+    async def main():
+        ws = await connect(port, "/ws/echo")
+        for i in range(3):
+            await ws.send("echo %d" % i)
+            assert await asyncio.wait_for(ws.recv(), 5) == "echo %d" % i
+        await ws.close()
+
+    asyncio.run(main())
+    h = wait_health(port, lambda h: h["websockets"] == 0)
+    root = [m for m in h["mounts"] if m["prefix"] == "/"][0]
+    assert root["in_flight"] == 0, root
+
+
 def test_every_thread_busy_the_loop_still_serves_the_socket(start_server):
     # --blocking-threads 2 and two 1.5 s views: no thread is free for a view,
     # but what the loop owes the socket on its own (pong, /health) is

@@ -2,7 +2,7 @@
  * fuzz_broker.c — libFuzzer driver for what the broker's connections take
  * from Redis (include/m0/broker_reply.h): hiredis's own reply reader with
  * the reply guard installed, then every reply through the shape checks and
- * decoders the worker uses (src/broker.c).
+ * decoders the worker uses (src/realtime/broker.c).
  *
  * Input: byte 0 — bits 0-2: commands waiting at the start (0..7); bits 3-4:
  * one more command is sent after every 1st/2nd/3rd reply (0: never); bit 5:

@@ -1,7 +1,7 @@
 /*
- * test_accesslog.c — --access-log-format (src/accesslog.c): gunicorn's
+ * test_accesslog.c — --access-log-format (src/proto/accesslog.c): gunicorn's
  * atoms, the default line, JSON, escaping, refusals, and log times in UTC
- * whatever TZ the process has (src/log.c).
+ * whatever TZ the process has (src/base/log.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -13,8 +13,9 @@
 
 #include <hiredis/hiredis.h>
 
-#include "m0/broker.h"
+#include "m0/broker_pub.h"
 #include "m0/broker_reply.h"
+#include "m0/broker_url.h"
 #include "m0/config.h"
 
 static void test_tcp_forms(void **state)

@@ -1,5 +1,5 @@
 /*
- * test_bus.c — the local bus (src/bus.c): the datagram codec, and a
+ * test_bus.c — the local bus (src/realtime/bus.c): the datagram codec, and a
  * publisher stopped while it holds the bus lock stalls no other.
  */
 #include <setjmp.h>

@@ -1,5 +1,5 @@
 /*
- * test_epcp.c — EPCP publish bodies (src/epcp.c). The vectors marked
+ * test_epcp.c — EPCP publish bodies (src/proto/epcp.c). The vectors marked
  * "captured" are the bodies gripcontrol 4.4.0 / pubcontrol 3.5.0 POSTed to
  * {control}/publish/, verbatim: django-eventstream's send_event, and
  * GripPubControl's publish_http_stream / publish_http_response / publish

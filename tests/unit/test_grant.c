@@ -1,5 +1,5 @@
 /*
- * test_grant.c — signed stream grants (src/grant.c): the key file (format,
+ * test_grant.c — signed stream grants (src/core/grant.c): the key file (format,
  * refusals, mode check, reload that keeps the old keys on a bad file),
  * the channels claim on PyJWT-minted tokens, the 401/400 answers, the
  * token of a request (Bearer, ?token=, cookie), origins, and the

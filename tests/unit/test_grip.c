@@ -1,5 +1,5 @@
 /*
- * test_grip.c — GRIP instruction headers (src/grip.c). The vectors marked
+ * test_grip.c — GRIP instruction headers (src/proto/grip.c). The vectors marked
  * "captured" are the header sets django-eventstream 5.3.4 (its events view)
  * and django-grip 3.5.2 (set_hold_longpoll / set_hold_stream) emitted
  * behind GripMiddleware with GRIP_URL set, verbatim; the rest are Pushpin's

@@ -1,5 +1,5 @@
 /*
- * test_health.c — the /health JSON (src/health.c).
+ * test_health.c — the /health JSON (src/http/health.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /*
- * test_job.c — jobs and the runner ⇄ loop channel (src/job.c): the run
+ * test_job.c — jobs and the runner ⇄ loop channel (src/event/job.c): the run
  * state's compare-and-swap (one winner between a pool thread and the
  * loop), reset; body bytes handed over with one PART completion until the
  * loop takes them; the credit window (a runner blocks above it and wakes

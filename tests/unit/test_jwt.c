@@ -1,5 +1,5 @@
 /*
- * test_jwt.c — HS256 JWTs (src/jwt.c): base64url both ways and its
+ * test_jwt.c — HS256 JWTs (src/proto/jwt.c): base64url both ways and its
  * refusals, tokens PyJWT minted (tests/unit/jwt_vectors.py) accepted, the
  * algorithm-confusion tokens, another kid's key, every byte of a token
  * flipped, times around the leeway, malformed and duplicate claims, the

@@ -1,5 +1,5 @@
 /*
- * test_lane.c — submit lanes (src/lane.c): records keep their slot and
+ * test_lane.c — submit lanes (src/event/lane.c): records keep their slot and
  * generation bit for bit, so a reader can tell a record for a reused slot
  * from a stale one; FIFO order; a full lane says so (one record or a
  * sendmmsg batch) and the loop-side queue keeps what it could not send, in

@@ -1,5 +1,5 @@
 /*
- * test_loop.c — the event loop (src/loop.c): descriptor handlers added,
+ * test_loop.c — the event loop (src/event/loop.c): descriptor handlers added,
  * changed and removed from inside a callback (their own and others', the
  * handler table growing mid-dispatch); slot events carrying the
  * generation they were registered with; the completion queue posted from

@@ -1,5 +1,5 @@
 /*
- * test_metrics.c — the exposition writer (src/metrics_text.c): both
+ * test_metrics.c — the exposition writer (src/core/metrics_text.c): both
  * formats' naming of counters, histogram buckets cumulative with +Inf equal
  * to _count, label escaping, only configured mounts rendered, OpenMetrics's
  * "# EOF"; Accept negotiation; the label helpers; the flags' rules.

@@ -1,5 +1,5 @@
 /*
- * test_notify.c — sd_notify(3) datagrams (src/notify.c): path and abstract
+ * test_notify.c — sd_notify(3) datagrams (src/core/notify.c): path and abstract
  * sockets, the environment consumed, the watchdog interval and its pid.
  */
 #include <setjmp.h>

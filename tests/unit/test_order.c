@@ -1,5 +1,5 @@
 /*
- * test_order.c — the reorder window (src/order.c).
+ * test_order.c — the reorder window (src/realtime/order.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>

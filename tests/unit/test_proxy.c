@@ -1,6 +1,6 @@
 /*
  * test_proxy.c — --forwarded-allow-ips and the effective client of a
- * request (src/proxy.c): trusted and untrusted peers, the rightmost
+ * request (src/proto/proxy.c): trusted and untrusted peers, the rightmost
  * untrusted hop, spoofing attempts, RFC 7239 Forwarded, malformed input.
  */
 #include <setjmp.h>

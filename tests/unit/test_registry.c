@@ -1,5 +1,5 @@
 /*
- * test_registry.c — the subscription registry (src/registry.c): fan-out per
+ * test_registry.c — the subscription registry (src/realtime/registry.c): fan-out per
  * channel, resume filter, journal replay and caps, the m0-gap marker,
  * fan-out in slices.
  */

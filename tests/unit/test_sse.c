@@ -1,5 +1,5 @@
 /*
- * test_sse.c — the SSE framer (src/sse.c): line splitting as EventSource
+ * test_sse.c — the SSE framer (src/proto/sse.c): line splitting as EventSource
  * reads it, the channel-name rules, Last-Event-ID parsing and saturation.
  */
 #include <setjmp.h>

@@ -1,5 +1,5 @@
 /*
- * test_ws.c — RFC 6455 (src/ws.c): the accept value (§1.3's example),
+ * test_ws.c — RFC 6455 (src/proto/ws.c): the accept value (§1.3's example),
  * the handshake check (§4.2.1: 400 / 426), the frame encoder at every
  * length boundary (0, 125, 126, 65535, 65536) and the parser on the same
  * frames as a client masks them, fed whole and byte by byte; fragmentation

@@ -1,0 +1,44 @@
+/*
+ * apps.h — the application loader (apps.c), above the runners: the
+ * built-in modules, the application mounts and their runners.
+ */
+#ifndef M0_APPS_H
+#define M0_APPS_H
+
+#include "m0/types.h"
+
+struct m0_config;
+struct m0_pool;
+struct m0_runner_env;
+
+/* Register the built-in modules the runners need ("m0", "_m0asgi"), before
+ * m0_py_init. Returns M0_OK or M0_ERR (logged). */
+int m0_apps_register_modules(void);
+
+/* Import every application mount of cfg (the positional app is the root
+ * mount; --mount adds the others), each with its own discovery (MODULE[:
+ * ATTR], bare MODULE tried as in DESIGN capability 2) and protocol
+ * detection (m0serve._boot.load; --protocol forces one for all), and add
+ * each to the target table with its runner set up for the jobs of env's
+ * loop: an ASGI mount starts its executor and lifespan here; WSGI mounts
+ * get the pool afterwards (m0_apps_start_pool). On failure the reason (one line, or the
+ * application's traceback) is printed and M0_ERR returned. Leaves the
+ * thread detached. */
+int m0_apps_load(const struct m0_config *cfg, const struct m0_runner_env *env);
+
+/* After the applications are loaded: the handler pool serving env's loop
+ * for the WSGI targets (when any, and --blocking-threads > 0), assigned to
+ * them; *out is the pool (NULL: none, they run inline on the loop thread),
+ * which the caller stops (m0_pool_stop). Returns M0_OK or M0_ERR (logged).
+ * Detached. */
+int m0_apps_start_pool(const struct m0_config *cfg, const struct m0_runner_env *env, struct m0_pool **out);
+
+/* After the drain: every runner's teardown (ASGI lifespan shutdown).
+ * Attaches itself (call detached). */
+void m0_apps_teardown(void);
+
+/* Drop every application (the target table is empty afterwards), before
+ * m0_py_finalize. Attaches itself (call detached). */
+void m0_apps_unload(void);
+
+#endif

@@ -1,0 +1,45 @@
+/*
+ * broker_pub.h — the blocking publisher of the broker (broker_pub.c): any
+ * thread but a loop's may publish through Redis (m0pub.publish with
+ * --broker, `m0serve publish`), and a worker reads where the log stands
+ * at boot. See broker.h for the whole design.
+ */
+#ifndef M0_BROKER_PUB_H
+#define M0_BROKER_PUB_H
+
+#include "m0/types.h"
+#include "m0/broker_url.h"
+
+/* m0_broker_publish: the command was sent and no reply came (a timeout, a
+ * dropped connection): the event may or may not have been published. */
+#define M0_BROKER_UNKNOWN -10
+
+/*
+ * Publish one event through the broker from the calling thread: frame it
+ * (event may be NULL; data is UTF-8, the caller checked the channel and the
+ * size), run the publish script, and return its global id in *id_out.
+ * key (klen bytes, m0_broker_key_ok; NULL: none) makes the publish
+ * idempotent for M0_BROKER_KEY_TTL_MS: a publish with a key the broker
+ * remembers returns the id it got then and appends nothing.
+ * Blocks the calling thread for one round trip: at most M0_BROKER_TIMEOUT_MS
+ * to connect and as much for the reply (a connection kept from an earlier
+ * call that the broker closed meanwhile is replaced once: about 3 s in the
+ * worst case, a refused connection fails at once). Never call it on a loop
+ * thread that has other work (it blocks).
+ * Each thread keeps its own connection (freed when the thread exits).
+ * Returns M0_OK; M0_ERR with a one-line reason in err (cap bytes) when
+ * the broker is unreachable, refused the connection or the script, or
+ * answered something else: the event is then not published (never a
+ * silent drop); or M0_BROKER_UNKNOWN when the command was sent and its
+ * reply did not come (timeout, dropped connection): the script may have
+ * run, err says so, and a retry with the same key is safe.
+ */
+int m0_broker_publish(const char *channel, size_t clen, const char *event, const char *data, size_t dlen,
+                      const char *key, size_t klen, uint64_t *id_out, char *err, size_t cap);
+
+/* The broker's counter (the newest id issued; 0 when none yet), read with
+ * a blocking connection of its own (at most about 2 s). Returns M0_OK or
+ * M0_ERR with a reason in err. */
+int m0_broker_counter(uint64_t *out, char *err, size_t cap);
+
+#endif

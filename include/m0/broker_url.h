@@ -1,0 +1,74 @@
+/*
+ * broker_url.h — where the broker is and how it is used (docs/broker.md):
+ * the URL and its settings, the key prefix rule, the Lua scripts every
+ * part of the broker runs, and the process's broker configuration. Pure:
+ * parsed by the command line (cli.c) and read by the publisher
+ * (broker_pub.h) and the worker's loop side (broker.h).
+ */
+#ifndef M0_BROKER_URL_H
+#define M0_BROKER_URL_H
+
+#include "m0/types.h"
+
+struct m0_config;
+
+/* Defaults shared with python/m0pub.py (keep them equal). */
+#define M0_BROKER_PREFIX_DEFAULT "m0:"
+#define M0_BROKER_RETENTION_DEFAULT 1000     /* events kept per channel for resume */
+#define M0_BROKER_BACKLOG_DEFAULT 100000     /* events kept in the all-channel log */
+#define M0_BROKER_CHANNEL_TTL_MS 86400000    /* a channel's stream expires a day after its last event */
+#define M0_BROKER_TIMEOUT_MS 1000            /* connect and reply timeout of a publish */
+#define M0_BROKER_KEY_TTL_MS 300000          /* a publish key is remembered this long (5 minutes) */
+#define M0_BROKER_KEY_MAX 200                /* bytes of a publish key */
+
+/* Where the broker is and how it is used. */
+struct m0_broker_cfg {
+    int is_unix;                 /* 1: path is a unix socket */
+    char host[256];
+    int port;
+    char path[108];
+    char password[256];        /* "" : no AUTH */
+    int db;                    /* SELECT db when != 0 */
+    char prefix[64];           /* key prefix, default "m0:" */
+    long retention;            /* MAXLEN ~ of a channel's stream */
+    long backlog;              /* MAXLEN ~ of the all-channel log */
+    char shown[400];           /* the URL with the password masked, for logs and /health */
+};
+
+/*
+ * Parse "redis://[:PASSWORD@]HOST[:PORT][/DB]" (port default 6379; HOST may
+ * be "[v6addr]") or "unix:///path/redis.sock[?db=N]" into cfg (prefix,
+ * retention and backlog are left as they are). Returns M0_OK, or M0_ERR
+ * with a short reason in err (cap bytes). Pure.
+ */
+int m0_broker_parse_url(const char *url, struct m0_broker_cfg *cfg, char *err, size_t cap);
+
+/* With cfg->broker set (already validated by m0_config_parse), fill a
+ * process-wide struct m0_broker_cfg from cfg and point m0_broker at it;
+ * without, leave m0_broker NULL. Returns M0_OK or M0_ERR. */
+int m0_broker_configure(const struct m0_config *cfg);
+
+/* A key prefix is 1..63 printable ASCII bytes without spaces. */
+int m0_broker_prefix_ok(const char *prefix);
+
+/* A publish key: 1..M0_BROKER_KEY_MAX bytes of printable ASCII (0x20..0x7e). */
+int m0_broker_key_ok(const char *key, size_t klen);
+
+/* The Lua scripts (their text is also in python/m0pub.py: a test keeps the
+ * two equal). PUBLISH: KEYS counter, log, channel stream and optionally
+ * the publish key's; ARGV channel, frame without the id line, retention,
+ * backlog, channel ttl ms, key ttl ms; returns the id (with a fourth key
+ * that holds an id: that id, and nothing is appended). REPLAY: KEYS counter, channel stream; ARGV the client's last id
+ * ("N-0"), COUNT; returns {counter, 1 if that id is still retained else 0,
+ * the entries after it newest first, at most COUNT}. */
+extern const char M0_BROKER_PUBLISH_LUA[];
+extern const char M0_BROKER_REPLAY_LUA[];
+/* RAISE: KEYS counter; ARGV an id; sets the counter to that id when it is
+ * below it and returns 1, else 0 (a worker's check when it reconnects). */
+extern const char M0_BROKER_RAISE_LUA[];
+
+/* The process's broker (NULL: none configured). Set once at start (by the
+ * master before forking, or by `m0serve publish`) and never changed. */
+extern const struct m0_broker_cfg *m0_broker;
+
+#endif

@@ -1,0 +1,34 @@
+/*
+ * control.h — the conversation between the master (master.c) and a worker
+ * (serve.c answers and reports for it).
+ *
+ * The master and a worker talk over a control socket (SOCK_SEQPACKET; one
+ * byte per message but for the pong), so a reload never has two workers of
+ * one listener slot reading its bus at once, and a broken reload never
+ * stops the old workers:
+ *   worker → master  'B'  booted: the application imported and the worker
+ *                         set up (m0_serve_prepare), ready to serve;
+ *                    'R'  retired: no longer accepting nor reading the bus;
+ *                    'Q'  replace me: --max-requests reached (the master
+ *                         boots a successor for the slot, then drains it);
+ *                    'H'  reload: --reload saw an application file change
+ *                         (the master replaces every worker, as on SIGHUP);
+ *                    'A'  + uint32 (host order) open connections: the
+ *                         loop's answer to a ping (one 5-byte message);
+ *   master → worker  'G'  go: accept and read the bus;
+ *                    'D'  drain (as SIGTERM);
+ *                    'P'  ping: answer 'A' (the watchdog and STATUS=).
+ */
+#ifndef M0_CONTROL_H
+#define M0_CONTROL_H
+
+#define M0_CTL_BOOTED  'B'
+#define M0_CTL_RETIRED 'R'
+#define M0_CTL_GO      'G'
+#define M0_CTL_DRAIN   'D'
+#define M0_CTL_REPLACE 'Q'
+#define M0_CTL_RELOAD  'H'
+#define M0_CTL_PING    'P'
+#define M0_CTL_PONG    'A'
+
+#endif

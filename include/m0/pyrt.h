@@ -1,0 +1,74 @@
+/*
+ * pyrt.h — the Python runtime: one interpreter per worker process,
+ * initialised after fork (PyPreConfig, PyConfig, Py_InitializeFromConfig),
+ * the thread states of the threads that run Python, the attach/detach pair
+ * for the loop thread, printing an exception, finalizing. Everything that
+ * runs Python sits above it: the pool, the runners, the application
+ * loader (apps.h), which registers the built-in modules first.
+ */
+#ifndef M0_PYRT_H
+#define M0_PYRT_H
+
+#include "m0/types.h"
+
+struct m0_config;
+struct m0_pool;
+
+/* Initialise Python in this (worker) process (built-in modules are
+ * registered before: m0_apps_register_modules). app_dir goes first on
+ * sys.path, m0serve's python/ directory last. On failure prints why to the
+ * error log and returns M0_ERR. The calling thread is left detached. */
+int m0_py_init(const struct m0_config *cfg);
+
+/* Print the pending Python exception with its traceback to sys.stderr and
+ * clear it. Unlike PyErr_Print, SystemExit and KeyboardInterrupt are only
+ * printed: nothing here exits or finalizes the interpreter. Attached. */
+void m0_py_print_exception(void);
+
+/* Flush Python's own sys.stderr and sys.stdout (a worker that leaves with
+ * _exit on a boot failure would lose the traceback). Attached. */
+void m0_py_flush_std(void);
+
+/* Attach / detach the calling thread with its own thread state (the loop
+ * thread: the GIL around a runner call). The pair asserts it is used in
+ * order. */
+void m0_py_attach(void);
+void m0_py_detach(void);
+
+/* A pool thread's own Python thread state, created once for the thread's
+ * life (detached), attached only around Python work. Opaque to callers. */
+void *m0_py_thread_new(void);
+void m0_py_thread_attach(void *ts);
+void m0_py_thread_detach(void *ts);
+/* Delete the state; call on the thread that owns it, detached. */
+void m0_py_thread_free(void *ts);
+
+/* Finalize the interpreter (attaches first; the applications are dropped
+ * before, m0_apps_unload). */
+void m0_py_finalize(void);
+
+/* Before anything starts: is the virtualenv the interpreter would run in
+ * ($VIRTUAL_ENV, or the one pip installed this binary into) made from the
+ * Python version this binary embeds, and of the same kind (free-threaded or
+ * with the GIL)? Returns M0_OK, or M0_ERR with one line in err (the caller
+ * exits M0_EXIT_CONFIG): a libpython of one version cannot run another
+ * version's standard library and packages. */
+int m0_py_check_env(char *err, size_t cap);
+
+/* The interpreter this binary was built against ("/usr/bin/python3.11"). */
+const char *m0_py_built_for(void);
+
+/* "3.11.2", the version of the Python headers this binary was built with. */
+const char *m0_py_version(void);
+/* 1 when built for a free-threaded CPython (Py_GIL_DISABLED), else 0. */
+int m0_py_free_threaded(void);
+/* On a free-threaded build, the loader notes after each step of the boot
+ * whether the GIL is still off, and cause (a static string) the first time
+ * it is found on. Attached. No-op on a GIL build. */
+void m0_py_note_gil(const char *cause);
+/* On a free-threaded build, after m0_apps_load: whether the GIL is off in
+ * this worker, and if it is on, what turned it on ("GIL disabled", "GIL
+ * enabled (by ...)"); a static string. NULL on a GIL build or before. */
+const char *m0_py_gil_state(void);
+
+#endif

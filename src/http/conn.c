@@ -1,0 +1,612 @@
+/*
+ * conn.c — client connections: the slot table, the state machine, reads,
+ * writes, closes and timeouts (see conn.h for the state diagram).
+ *
+ * Rules that keep it correct:
+ *   - Only READ_* states (and a lazy body being read) read from the socket;
+ *     while a request is served, further pipelined bytes wait in the kernel,
+ *     so a client that pipelines without reading cannot grow our buffers,
+ *     and responses go out in request order (RFC 9112 §9.3.2).
+ *   - Responses are written directly; EPOLLOUT is armed only for leftovers.
+ *   - Closing never frees under our feet: the slot's generation is bumped at
+ *     once (stale events drop) and the slot returns to the free list at the
+ *     end of the pass — or, when a runner holds its job, on the runner's
+ *     completion (ORPHAN), so a slot is never reused under a runner.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "m0/accesslog.h"
+#include "m0/config.h"
+#include "m0/dispatch.h"
+#include "m0/conn.h"
+#include "m0/job.h"
+#include "m0/log.h"
+#include "m0/metrics.h"
+#include "m0/target.h"
+#include "m0/timer.h"
+
+#define READ_CHUNK (16 * 1024)
+#define READS_PER_WAKEUP 8
+#define LINGER_MS 2000
+
+const char *m0_conn_state_name(enum m0_conn_state st)
+{
+    static const char *const names[] = {"FREE", "READ_HEAD", "READ_BODY", "RUN", "WRITE",
+                                        "HELD", "LINGER", "CLOSING", "ORPHAN"};
+    return (unsigned)st < M0_ARRAY_LEN(names) ? names[st] : "?";
+}
+
+const char *m0_conn_proto_name(enum m0_conn_proto p)
+{
+    static const char *const names[] = {"h1", "sse", "ws"};
+    return (unsigned)p < M0_ARRAY_LEN(names) ? names[p] : "?";
+}
+
+void m0_conn_set_state(struct m0_server *s, struct m0_conn *c, enum m0_conn_state st)
+{
+    uint64_t now = m0_loop_now(s->loop);
+    if (m0_log_threshold <= M0_LOG_DEBUG && c->state != st)
+        m0_debug("slot %u (%s): %s -> %s", m0_conn_slot(s, c), m0_conn_proto_name(c->proto),
+                 m0_conn_state_name(c->state), m0_conn_state_name(st));
+    c->state = (uint8_t)st;
+    switch (st) {
+    case M0_CONN_READ_HEAD:
+        /* Idle keep-alive until the first byte of a request; from then on
+         * (C_HEAD_TIMER) the head timeout bounds it. */
+        c->deadline = now + ((c->flags & C_HEAD_TIMER) ? s->header_ms : s->keepalive_ms);
+        if (atomic_load(&s->draining) && !(c->flags & C_HEAD_TIMER) && c->deadline > now + M0_DRAIN_IDLE_MS)
+            c->deadline = now + M0_DRAIN_IDLE_MS;    /* draining: a last moment to send one */
+        break;
+    case M0_CONN_READ_BODY:
+        c->deadline = now + s->body_ms;
+        break;
+    case M0_CONN_WRITE:
+        c->deadline = now + s->write_ms;
+        break;
+    case M0_CONN_LINGER:
+        c->deadline = now + LINGER_MS;
+        break;
+    default:
+        c->deadline = 0;
+        break;
+    }
+}
+
+void m0_conn_interest(struct m0_server *s, struct m0_conn *c, uint32_t events)
+{
+    if (c->events == events)
+        return;
+    if (m0_loop_mod_slot(s->loop, c->fd, m0_conn_slot(s, c), c->gen, events) == M0_ERR)
+        m0_log_errno("epoll_ctl(MOD, fd %d)", c->fd);
+    c->events = events;
+}
+
+static void active_add(struct m0_server *s, struct m0_conn *c)
+{
+    c->next = s->active.next;
+    c->prev = &s->active;
+    s->active.next->prev = c;
+    s->active.next = c;
+    s->nactive++;
+}
+
+static void active_del(struct m0_server *s, struct m0_conn *c)
+{
+    c->prev->next = c->next;
+    c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+    s->nactive--;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+void m0_conn_close(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->state == M0_CONN_CLOSING || c->state == M0_CONN_FREE || c->state == M0_CONN_ORPHAN)
+        return;
+    const struct m0_conn_ops *ops = s->proto[c->proto];
+    if (ops->closing != NULL)
+        ops->closing(s, c);            /* a hold is released: unsubscribed, freed */
+    close(c->fd);      /* also removes it from the epoll set */
+    c->fd = -1;
+    c->gen++;          /* every queued event for this slot is now stale */
+    active_del(s, c);
+    struct m0_job *job = c->job;
+    if (c->flags & C_RUNNER) {
+        /* The job stays with its runner until its completion: the slot is
+         * never reused under a runner's feet. One that has not started
+         * never will (nobody is left to answer); one that runs is told, so
+         * a streaming response stops and close() runs at once. */
+        m0_job_cancel(job);
+        m0_job_gone(job);
+        m0_conn_set_state(s, c, M0_CONN_ORPHAN);
+        s->norphans++;
+        return;
+    }
+    if (c->flags & C_MORE) {
+        /* An inline runner keeps Python state between pieces: release it. */
+        c->flags &= ~C_MORE;
+        m0_dispatch_abandon(job);
+    }
+    m0_conn_set_state(s, c, M0_CONN_CLOSING);
+    c->next_free = s->release_list;
+    s->release_list = c;
+}
+
+void m0_conn_release_closed(struct m0_server *s)
+{
+    while (s->release_list != NULL) {
+        struct m0_conn *c = s->release_list;
+        s->release_list = c->next_free;
+        m0_buf_free(&c->in);
+        m0_buf_free(&c->out);
+        if (c->file_fd != -1)
+            close(c->file_fd);
+        c->file_fd = -1;
+        c->file_left = 0;
+        m0_http_next(&c->http);          /* resets the request too */
+        m0_job_reset(c->job);
+        c->state = M0_CONN_FREE;
+        c->proto = M0_CONN_PROTO_H1;
+        c->flags = 0;
+        c->resp_flags = 0;
+        c->deadline = 0;
+        c->next_free = s->free_list;
+        s->free_list = c;
+    }
+}
+
+void m0_conn_doom(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->flags & C_DOOMED)
+        return;
+    c->flags |= C_DOOMED;
+    c->next_doomed = s->doomed;
+    s->doomed = c;
+}
+
+/* A doomed connection may have been closed by another path meanwhile
+ * (m0_conn_close is a no-op then); its own link field keeps this list
+ * apart from the free and release lists. */
+void m0_conn_close_doomed(struct m0_server *s)
+{
+    while (s->doomed != NULL) {
+        struct m0_conn *c = s->doomed;
+        s->doomed = c->next_doomed;
+        c->next_doomed = NULL;
+        c->flags &= ~C_DOOMED;
+        m0_conn_close(s, c);
+    }
+}
+
+/* The peer's address as accept() reported it. */
+union peer {
+    struct sockaddr sa;
+    struct sockaddr_in in4;
+    struct sockaddr_in6 in6;
+    struct sockaddr_un un;
+};
+
+/* accept4 failed: nothing pending, out of descriptors (the EMFILE trick)
+ * or worse. The accepting stops for this wakeup. */
+static void accept_failed(struct m0_server *s, int lfd)
+{
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED)
+        return;
+    if ((errno == EMFILE || errno == ENFILE) && s->reserve_fd != -1) {
+        /* Out of descriptors: free the spare one, take the pending
+         * connection and close it, so the client gets a prompt close
+         * instead of waiting in the backlog forever. */
+        close(s->reserve_fd);
+        int tmp = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (tmp != -1)
+            close(tmp);
+        s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        m0_mx_add(s->mx, M0_MX_REFUSED_FDS, 1);
+        if (m0_loop_now(s->loop) >= s->next_refusal_log) {
+            m0_warn("out of file descriptors (%u connections open): refusing new connections "
+                    "(raise ulimit -n)", s->nactive);
+            s->next_refusal_log = m0_loop_now(s->loop) + 1000;
+        }
+        return;
+    }
+    m0_log_errno("accept4");
+}
+
+/* A free slot takes the accepted descriptor fd from listener lfd: its job
+ * (made on first use), the peer, the slot's registration. M0_OK, or M0_ERR
+ * (fd closed, the slot free again). */
+static int open_slot(struct m0_server *s, struct m0_conn *c, int fd, int lfd, const union peer *addr)
+{
+    uint32_t slot = m0_conn_slot(s, c);
+    struct m0_job *job = c->job;
+    if (job == NULL) {
+        job = c->job = m0_job_new(slot);
+        job->loop = s->loop;
+        job->env = &s->env;
+        m0_http_init(&c->http, &job->req, &s->cfg->limits);
+        s->jobs[slot] = job;
+    }
+    c->fd = fd;
+    c->proto = M0_CONN_PROTO_H1;
+    c->flags = C_HEAD_TIMER;        /* a new connection owes a head at once */
+    c->events = EPOLLIN | EPOLLRDHUP;
+    c->file_fd = -1;
+    job->gen = c->gen;
+    if (addr->sa.sa_family == AF_INET || addr->sa.sa_family == AF_INET6) {
+        if (addr->sa.sa_family == AF_INET) {
+            inet_ntop(AF_INET, &addr->in4.sin_addr, job->peer_addr, sizeof job->peer_addr);
+            job->peer_port = ntohs(addr->in4.sin_port);
+        } else {
+            inet_ntop(AF_INET6, &addr->in6.sin6_addr, job->peer_addr, sizeof job->peer_addr);
+            job->peer_port = ntohs(addr->in6.sin6_port);
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    } else {
+        job->peer_addr[0] = '\0';
+        job->peer_port = 0;
+    }
+    memcpy(job->remote_addr, job->peer_addr, sizeof job->remote_addr);
+    job->remote_port = job->peer_port;
+    job->https = 0;
+    job->metrics_conn = lfd == s->metrics_fd;
+    m0_mx_add(s->mx, M0_MX_ACCEPTED, 1);
+    if (m0_loop_add_slot(s->loop, fd, slot, c->gen, c->events) == M0_ERR) {
+        m0_log_errno("epoll_ctl(ADD)");
+        close(fd);
+        c->fd = -1;
+        c->next_free = s->free_list;
+        s->free_list = c;
+        return M0_ERR;
+    }
+    active_add(s, c);
+    m0_conn_set_state(s, c, M0_CONN_READ_HEAD);
+    return M0_OK;
+}
+
+void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
+{
+    struct m0_server *s = ctx;
+    (void)events;
+    for (int i = 0; i < 64 && s->listening; i++) {
+        union peer addr;
+        socklen_t alen = sizeof addr;
+        int fd = accept4(lfd, &addr.sa, &alen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd == -1) {
+            accept_failed(s, lfd);
+            return;
+        }
+        struct m0_conn *c = s->free_list;
+        if (c == NULL) {
+            close(fd);
+            m0_mx_add(s->mx, M0_MX_REFUSED_SLOTS, 1);
+            if (m0_loop_now(l) >= s->next_refusal_log) {   /* at most one line a second */
+                m0_warn("all %u connection slots busy: refusing connections (see --max-connections)", s->nconns);
+                s->next_refusal_log = m0_loop_now(l) + 1000;
+            }
+            continue;
+        }
+        s->free_list = c->next_free;
+        if (open_slot(s, c, fd, lfd, &addr) != M0_OK)
+            continue;
+        /* Optimistic read: the request usually arrives with the SYN's ACK. */
+        m0_conn_read(c);
+        s->proto[c->proto]->input(s, c);
+    }
+}
+
+/* ------------------------------------------------------------------ I/O */
+
+void m0_conn_read(struct m0_conn *c)
+{
+    for (int i = 0; i < READS_PER_WAKEUP; i++) {
+        char *dst = m0_buf_reserve(&c->in, READ_CHUNK);
+        ssize_t n = recv(c->fd, dst, c->in.cap - c->in.len, 0);
+        if (n > 0) {
+            c->in.len += (size_t)n;
+            if ((size_t)n < READ_CHUNK)
+                break;
+            continue;
+        }
+        if (n == 0) {
+            c->flags |= C_PEER_GONE;
+            return;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            c->flags |= C_PEER_GONE;
+        return;
+    }
+}
+
+/* Interest while writing: EPOLLOUT for leftovers; a streaming response
+ * also watches for the client leaving (RDHUP), so the runner is told at
+ * once instead of at its next write. */
+static uint32_t write_interest(const struct m0_conn *c, int leftovers)
+{
+    return (leftovers ? EPOLLOUT : 0) | ((c->flags & C_STREAMING) ? EPOLLRDHUP : 0);
+}
+
+void m0_conn_flush(struct m0_server *s, struct m0_conn *c)
+{
+    uint64_t now = m0_loop_now(s->loop);
+    for (;;) {
+        while (m0_buf_unread(&c->out) > 0) {
+            /* A head followed by a file range (static files, file_wrapper):
+             * MSG_MORE lets the head share the file's first segment. */
+            ssize_t w = send(c->fd, c->out.data + c->out.off, m0_buf_unread(&c->out),
+                             MSG_NOSIGNAL | (c->file_left > 0 ? MSG_MORE : 0));
+            if (w == -1) {
+                if (errno == EINTR)
+                    continue;
+                if (errno == EAGAIN || errno == EWOULDBLOCK)
+                    goto wait_writable;
+                c->flags |= C_PEER_GONE;
+                m0_conn_close(s, c);
+                return;
+            }
+            m0_buf_consume(&c->out, (size_t)w);
+            c->deadline = now + s->write_ms;
+        }
+        /* A burst's buffer is not kept idle; while a runner still streams
+         * into it, it is kept (freed and regrown per window, each cycle
+         * was a fresh mmap and a page fault per 4 KB). */
+        if (c->out.cap > 256 * 1024 && !(c->flags & C_RUNNER))
+            m0_buf_free(&c->out);
+        while (c->file_left > 0) {
+            size_t want = c->file_left > (1u << 30) ? (1u << 30) : (size_t)c->file_left;
+            ssize_t w = sendfile(c->fd, c->file_fd, &c->file_off, want);
+            if (w == -1) {
+                if (errno == EINTR)
+                    continue;
+                if (errno == EAGAIN || errno == EWOULDBLOCK)
+                    goto wait_writable;
+                if (errno != EPIPE && errno != ECONNRESET)
+                    m0_log_errno("sendfile");
+                m0_conn_close(s, c);
+                return;
+            }
+            if (w == 0) {
+                /* The file shrank under us: the promised length cannot be met. */
+                m0_error("sendfile: file ended %llu bytes early; aborting the response",
+                         (unsigned long long)c->file_left);
+                m0_conn_close(s, c);
+                return;
+            }
+            c->file_left -= (uint64_t)w;
+            c->deadline = now + s->write_ms;
+        }
+        if (c->file_fd != -1) {
+            close(c->file_fd);
+            c->file_fd = -1;
+        }
+        if (c->flags & C_STREAMING) {
+            /* Everything handed over is out: credit the runner, and wait
+             * for its next piece (or its completion). */
+            m0_job_credit(c->job, 0);
+            if (c->flags & C_RUNNER) {
+                m0_conn_interest(s, c, write_interest(c, 0));
+                return;
+            }
+        }
+        /* All of it is out: the protocol goes on (the next piece of an
+         * inline runner, a hold entered, keep-alive or close). */
+        s->proto[c->proto]->drained(s, c);
+        return;
+    }
+wait_writable:
+    if (c->flags & C_STREAMING)
+        m0_job_credit(c->job, m0_buf_unread(&c->out));
+    m0_conn_interest(s, c, write_interest(c, 1));
+}
+
+void m0_conn_error(struct m0_server *s, struct m0_conn *c, int status, const char *reason)
+{
+    struct m0_job *job = c->job;
+    m0_debug("slot %u: %d %s", m0_conn_slot(s, c), status, reason);
+    m0_buf_reset(&c->out);
+    /* Logged once, by the protocol when it is out, like every response:
+     * with the body bytes sent. A read-side error (408) ran no request:
+     * its duration is 0 rather than whatever the last one left. */
+    job->resp.body_bytes = m0_error_response(&c->out, status, reason, 1, (job->req.flags & M0_REQ_HEAD) != 0);
+    job->resp.status = status;
+    job->body.keep = 0;
+    c->resp_flags = 0;
+    if (c->state == M0_CONN_READ_HEAD || c->state == M0_CONN_READ_BODY)
+        c->started_us = m0_clock_us();
+    m0_conn_set_state(s, c, M0_CONN_WRITE);
+    m0_conn_flush(s, c);
+}
+
+void m0_conn_answer(struct m0_server *s, struct m0_conn *c, int status, uint64_t body_bytes)
+{
+    struct m0_job *job = c->job;
+    job->resp.status = status;
+    job->resp.body_bytes = body_bytes;
+    c->resp_flags = 0;
+    m0_conn_set_state(s, c, M0_CONN_WRITE);
+    m0_conn_flush(s, c);
+}
+
+void m0_conn_answer_body(struct m0_server *s, struct m0_conn *c, int status, const char *ctype, const char *body,
+                         size_t len)
+{
+    struct m0_job *job = c->job;
+    const char *why;
+    m0_head_reset(&job->head);
+    m0_head_status(&job->head, status, NULL, 0);
+    m0_head_add(&job->head, "Content-Type", 12, ctype, strlen(ctype), &why);
+    m0_head_add(&job->head, "Cache-Control", 13, "no-store", 8, &why);
+    struct m0_body_req br = m0_job_framing(job);
+    m0_body_reset(&job->body);
+    m0_body_commit(&job->body, &c->out, &job->head, &br, (int64_t)len, 0);
+    m0_body_emit(&job->body, &c->out, body, len);
+    m0_conn_answer(s, c, status, len);
+}
+
+void m0_conn_access_log(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    uint64_t now_us = m0_clock_us();
+    (void)s;
+    struct m0_access a = {
+        .addr = job->remote_addr,
+        .req = &job->req,
+        .resp_head = job->head.lines.data,
+        .resp_head_len = job->head.lines.len,
+        .status = job->resp.status,
+        .bytes = job->resp.body_bytes,
+        .duration_us = now_us > c->started_us ? now_us - c->started_us : 0,
+    };
+    m0_access_log(&a);
+}
+
+static void linger(struct m0_server *s, struct m0_conn *c)
+{
+    char sink[4096];
+    for (int i = 0; i < READS_PER_WAKEUP; i++) {
+        ssize_t n = recv(c->fd, sink, sizeof sink, 0);
+        if (n > 0)
+            continue;
+        if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        break;
+    }
+    m0_conn_close(s, c);
+}
+
+void m0_conn_on_event(struct m0_loop *l, uint32_t slot, uint32_t gen, uint32_t ev, void *ctx)
+{
+    struct m0_server *s = ctx;
+    (void)l;
+    if (slot >= s->nconns)
+        return;
+    struct m0_conn *c = &s->conns[slot];
+    if ((c->gen & 0x7fffffffu) != gen || c->state == M0_CONN_FREE || c->state == M0_CONN_CLOSING ||
+        c->state == M0_CONN_ORPHAN)
+        return;   /* stale: the slot was closed (and maybe reused) */
+    switch (c->state) {
+    case M0_CONN_READ_HEAD:
+    case M0_CONN_READ_BODY:
+        if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+            m0_conn_read(c);
+            s->proto[c->proto]->input(s, c);
+        }
+        break;
+    case M0_CONN_RUN:       /* a runner has the request: the protocol decides (a lazy body, a FIN) */
+    case M0_CONN_HELD:
+        s->proto[c->proto]->event(s, c, ev);
+        break;
+    case M0_CONN_WRITE:
+        if ((ev & EPOLLERR) || ((c->flags & C_STREAMING) && (ev & (EPOLLRDHUP | EPOLLHUP)))) {
+            c->flags |= C_PEER_GONE;
+            m0_conn_close(s, c);
+            break;
+        }
+        if (!(ev & (EPOLLOUT | EPOLLHUP))) {
+            m0_conn_interest(s, c, c->events & (EPOLLOUT | EPOLLRDHUP));   /* input waits its turn */
+            break;
+        }
+        m0_conn_flush(s, c);
+        if (c->state == M0_CONN_READ_HEAD && m0_buf_unread(&c->in) > 0)
+            s->proto[c->proto]->input(s, c);       /* pipelined requests waited their turn */
+        break;
+    case M0_CONN_LINGER:
+        linger(s, c);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ------------------------------------------------------------- timeouts */
+
+void m0_conn_sweep(struct m0_server *s)
+{
+    uint64_t now = m0_loop_now(s->loop);
+    struct m0_conn *c = s->active.next;
+    while (c != &s->active) {
+        struct m0_conn *next = c->next;
+        const struct m0_conn_ops *ops = s->proto[c->proto];
+        if (ops->tick != NULL)
+            ops->tick(s, c);          /* --request-timeout, heartbeats */
+        if (c->deadline != 0 && c->deadline <= now) {
+            switch (c->state) {
+            case M0_CONN_READ_HEAD:
+                if (c->http.in_message || m0_buf_unread(&c->in) > 0)
+                    m0_conn_error(s, c, 408, "Request head not received in time");
+                else
+                    m0_conn_close(s, c);      /* idle keep-alive expired */
+                break;
+            case M0_CONN_READ_BODY:
+                m0_conn_error(s, c, 408, "Request body not received in time");
+                break;
+            case M0_CONN_RUN:
+                /* A lazy body stalled: the application's read fails. */
+                c->deadline = 0;
+                m0_job_body_progress(c->job, 0, 1);
+                break;
+            case M0_CONN_WRITE:
+                if ((c->flags & C_RUNNER) && m0_buf_unread(&c->out) == 0 && c->file_left == 0) {
+                    c->deadline = 0;          /* waiting for the runner, not the client */
+                    break;
+                }
+                m0_info("closing a connection whose client stopped reading");
+                m0_conn_close(s, c);
+                break;
+            case M0_CONN_LINGER:
+                m0_conn_close(s, c);
+                break;
+            default:
+                break;
+            }
+        }
+        c = next;
+    }
+    m0_conn_close_doomed(s);
+}
+
+/* ---------------------------------------------------------- completions */
+
+void m0_conn_on_complete(struct m0_loop *l, const struct m0_completion *done, void *ctx)
+{
+    struct m0_server *s = ctx;
+    (void)l;
+    if (done->slot >= s->nconns)
+        return;
+    struct m0_conn *c = &s->conns[done->slot];
+    struct m0_job *job = c->job;
+    if (job == NULL || !(c->flags & C_RUNNER))
+        return;
+    if (done->kind == M0_CPL_DONE) {
+        /* The runner is finished with the job: it is the loop's again. */
+        c->flags &= ~C_RUNNER;
+        if (job->target != NULL)
+            m0_target_stats_of(&s->tstats, job->target)->in_flight--;
+        if (c->state == M0_CONN_ORPHAN) {
+            s->norphans--;
+            /* The client left while the job ran: the runner is done with
+             * the job (close() included), so the slot is free at last. */
+            m0_conn_set_state(s, c, M0_CONN_CLOSING);
+            c->next_free = s->release_list;
+            s->release_list = c;
+            return;
+        }
+    }
+    const struct m0_conn_ops *ops = s->proto[c->proto];
+    if (ops->complete != NULL)
+        ops->complete(s, c, done);
+}

@@ -1,0 +1,672 @@
+/*
+ * h1.c — HTTP/1.1 requests on a connection (RFC 9112), the protocol a
+ * connection speaks until a hold is entered (conn.h: m0_h1_conn_ops): parse,
+ * route to a target or answer in C, run the target's runner (dispatch.h),
+ * take the runner's completions, finish (keep-alive or close).
+ *
+ * Every request that gets an answer goes through begin_request(): the one
+ * place its start time, the request count and the previous response's
+ * flags are reset, whoever answers (a view, /health, an error). The head
+ * timer is reset by the keep-alive step alone (finish), so it bounds the
+ * next head from its first byte.
+ *
+ * Expect: 100-continue (RFC 9110 §10.1.1) is decided by the application:
+ * the request is dispatched when its head is complete, the body is read by
+ * the loop while the runner runs, and 100 Continue goes out only when the
+ * application first reads the body (wsgi.input, ASGI's receive:
+ * M0_CPL_CONTINUE). An application
+ * that answers without reading gets its final response out at once, and
+ * the connection closes unless the body arrived anyway (RFC 9112 §9.3).
+ * Other request bodies are received whole before dispatch, which keeps
+ * slow uploads off the pool threads.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "m0/accesslog.h"
+#include "m0/bus.h"
+#include "m0/config.h"
+#include "m0/dispatch.h"
+#include "m0/conn.h"
+#include "m0/broker_url.h"
+#include "m0/health.h"
+#include "m0/h1.h"
+#include "m0/hold.h"
+#include "m0/job.h"
+#include "m0/log.h"
+#include "m0/metrics.h"
+#include "m0/pool.h"
+#include "m0/proxy.h"
+#include "m0/rt.h"
+#include "m0/runner.h"
+#include "m0/static.h"
+#include "m0/target.h"
+#include "m0/timer.h"
+
+static const char continue_100[] = "HTTP/1.1 100 Continue\r\n\r\n";
+
+/* ---------------------------------------------------------- inline mode */
+
+/* A runner on the loop thread (no pool) cannot wait for the loop: it
+ * writes and reads the socket itself, blocking, bounded by the timeouts. */
+static int wait_fd(int fd, short what, uint64_t ms)
+{
+    struct pollfd p = {.fd = fd, .events = what};
+    int rc;
+    do
+        rc = poll(&p, 1, ms > 600000 ? 600000 : (int)ms);
+    while (rc == -1 && errno == EINTR);
+    return rc == 1 && !(p.revents & (POLLERR | POLLNVAL)) ? M0_OK : M0_ERR;
+}
+
+static int send_all(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
+        if (w == -1) {
+            if (errno == EINTR)
+                continue;
+            if ((errno == EAGAIN || errno == EWOULDBLOCK) && wait_fd(c->fd, POLLOUT, s->write_ms) == M0_OK)
+                continue;
+            c->flags |= C_PEER_GONE;
+            return M0_ERR;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return M0_OK;
+}
+
+static int inline_flush(struct m0_job *job, void *ctx)
+{
+    struct m0_server *s = ctx;
+    struct m0_conn *c = &s->conns[job->slot];
+    if (c->flags & C_PEER_GONE)
+        return M0_ERR;
+    m0_buf_append(&c->out, job->resp.out.data + job->resp.out.off, m0_buf_unread(&job->resp.out));
+    m0_buf_reset(&job->resp.out);
+    int rc = send_all(s, c, c->out.data + c->out.off, m0_buf_unread(&c->out));
+    m0_buf_reset(&c->out);
+    return rc;
+}
+
+static int feed_body(struct m0_server *s, struct m0_conn *c);
+
+static int inline_read_body(struct m0_job *job, uint64_t want, void *ctx)
+{
+    struct m0_server *s = ctx;
+    struct m0_conn *c = &s->conns[job->slot];
+    if (!(c->flags & C_SENT_100)) {
+        c->flags |= C_SENT_100;
+        if (send_all(s, c, continue_100, sizeof continue_100 - 1) != M0_OK)
+            return M0_ERR;
+    }
+    for (;;) {
+        if (feed_body(s, c) != M0_OK || job->ch.body_error)
+            return M0_ERR;
+        if (job->ch.body_done || job->req.body_len >= want)
+            return M0_OK;
+        if (c->flags & C_PEER_GONE)
+            return M0_ERR;
+        if (wait_fd(c->fd, POLLIN, s->body_ms) != M0_OK)
+            return M0_ERR;
+        m0_conn_read(c);
+    }
+}
+
+
+/* ------------------------------------------------------------ responses */
+
+/* The per-request start of every answer: the flags of the previous
+ * response are gone, whoever answers. The head timer is the keep-alive
+ * reset's to clear (finish): it runs until the response is out. */
+static void begin_request(struct m0_server *s, struct m0_conn *c)
+{
+    c->started_us = m0_clock_us();
+    c->flags &= ~(C_SLOW_LOGGED | C_MORE | C_STREAMING);
+    c->resp_flags = 0;
+    s->requests++;
+}
+
+static void finish(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    int keep = job->body.keep && !(c->resp_flags & M0_RESP_ABORT) && c->http.status == 0;
+    if (c->flags & C_LAZY_BODY)
+        keep = 0;       /* the body never came in whole: its end cannot be found */
+
+    /* Counted as logged: every response, the server's own refusals too (a
+     * request rejected before its method counts as method "other"). */
+    if (job->resp.status != 0)
+        m0_metrics_request(s->mx, job->mx_mount, job->req.method, job->resp.status, m0_clock_us() - c->started_us, 0);
+    /* Every response that went out, the server's own refusals included (a
+     * request rejected before its method has none: its line says "-"). */
+    if (s->cfg->access_log && job->resp.status != 0)
+        m0_conn_access_log(s, c);
+    if (!keep) {
+        /* Unread request bytes would turn our close into an RST that can
+         * destroy the response in flight: shut down our side and discard
+         * input briefly first (lingering close). */
+        shutdown(c->fd, SHUT_WR);
+        if (c->resp_flags & M0_RESP_ABORT) {
+            m0_conn_close(s, c);
+            return;
+        }
+        m0_conn_set_state(s, c, M0_CONN_LINGER);
+        m0_buf_free(&c->in);
+        m0_conn_interest(s, c, EPOLLIN | EPOLLRDHUP);
+        return;
+    }
+    /* Keep-alive — also while draining when the head promised it: the next
+     * request on it is answered with Connection: close. */
+    m0_http_next(&c->http);
+    m0_job_reset(job);
+    job->gen = c->gen;
+    /* Until the next head is complete, the client is the peer (an error
+     * answered before then has no proxy headers to trust). */
+    memcpy(job->remote_addr, job->peer_addr, sizeof job->remote_addr);
+    job->remote_port = job->peer_port;
+    job->https = 0;
+    c->flags &= ~(C_STREAMING | C_SENT_100 | C_LAZY_BODY | C_MORE | C_HEAD_TIMER);
+    c->resp_flags = 0;
+    if (m0_buf_unread(&c->in) == 0) {
+        m0_buf_free(&c->in);       /* idle connections shed their read buffer */
+    } else {
+        /* Pipelined bytes wait in c->in: the caller parses them at once. */
+        c->flags |= C_HEAD_TIMER;
+    }
+    m0_conn_set_state(s, c, M0_CONN_READ_HEAD);
+    m0_conn_interest(s, c, EPOLLIN | EPOLLRDHUP);
+}
+
+/* What the runner produced goes to the connection: the hold taken, the
+ * bytes and file range moved, then written. rc is the runner's outcome. */
+static void after_run(struct m0_server *s, struct m0_conn *c, int rc)
+{
+    struct m0_job *job = c->job;
+    struct m0_resp *rs = &job->resp;
+    /* The hold's implementation: an SSE stream or a WebSocket (hold.h). */
+    enum m0_conn_proto p = job->head.hold == M0_HOLD_WEBSOCKET ? M0_CONN_PROTO_WS : M0_CONN_PROTO_SSE;
+    const struct m0_hold_ops *kind = s->proto[p]->hold;
+    if ((rs->flags & M0_RESP_HOLD) && m0_hold_subscribe(s, c, kind) != M0_OK) {
+        if (rc == M0_AGAIN)
+            m0_dispatch_abandon(job);      /* an inline runner that owed more: close() now, attached */
+        rc = M0_DONE;
+        if (c->flags & C_STREAMING) {
+            /* Its head is already out (a body too long to hold back): one
+             * head per response, so the stream is cut, never followed by a
+             * second status line. */
+            m0_warn("hold on %s not taken (worker draining): closing the stream", job->head.channel);
+            m0_resp_reset(rs);
+            rs->flags = M0_RESP_ABORT;
+        } else {
+            if (job->head.hold == M0_HOLD_WEBSOCKET)
+                m0_warn("WebSocket %s %s not accepted (worker draining): answering 503", job->req.method,
+                        job->req.target);
+            else
+                m0_warn("hold on %s not taken (worker draining): answering 503", job->head.channel);
+            m0_resp_reset(rs);
+            m0_error_response(&rs->out, 503, "The stream could not be held; retry", 1, 0);
+            rs->status = 503;
+            rs->flags = 0;
+            job->body.keep = 0;
+        }
+    }
+    if (m0_buf_unread(&c->out) == 0) {
+        struct m0_buf t = c->out;
+        m0_buf_reset(&t);
+        c->out = rs->out;
+        rs->out = t;
+    } else {
+        m0_buf_append(&c->out, rs->out.data + rs->out.off, m0_buf_unread(&rs->out));
+        m0_buf_reset(&rs->out);
+    }
+    if (rs->file_fd != -1) {
+        c->file_fd = rs->file_fd;
+        c->file_off = rs->file_off;
+        c->file_left = rs->file_left;
+        rs->file_fd = -1;
+        rs->file_left = 0;
+    }
+    c->resp_flags = rs->flags;
+    if (rc == M0_AGAIN)
+        c->flags |= C_MORE;
+    else
+        c->flags &= ~C_MORE;
+    m0_conn_set_state(s, c, M0_CONN_WRITE);
+    m0_conn_flush(s, c);
+}
+
+
+static void dispatch(struct m0_server *s, struct m0_conn *c, const struct m0_target *t)
+{
+    struct m0_job *job = c->job;
+    begin_request(s, c);
+    job->target = t;
+    struct m0_target_stats *ts = m0_target_stats_of(&s->tstats, t);
+    ts->requests++;
+    m0_conn_set_state(s, c, M0_CONN_RUN);
+    /* EPOLLIN stays armed while the request is served: a client that waits
+     * for its answer sends nothing, so no epoll_ctl is spent here. If bytes
+     * do arrive (pipelining, a half-close), the event handler disarms then.
+     * Inline, the runner reads and writes the socket itself (blocking). */
+    s->inline_io = (struct m0_job_inline){.flush = inline_flush, .read_body = inline_read_body, .ctx = s};
+    uint64_t began = m0_clock_ms();
+    int rc = m0_dispatch(job, M0_RUN_START, &s->inline_io, m0_loop_now(s->loop));
+    if (rc == M0_QUEUED) {
+        c->flags |= C_RUNNER;
+        ts->in_flight++;                 /* until its final completion */
+        return;
+    }
+    after_run(s, c, rc);
+    if (s->request_ms && m0_clock_ms() - began > s->request_ms)
+        m0_warn("view ran %.1f s (over --request-timeout): %s %s", (double)(m0_clock_ms() - began) / 1000,
+                job->req.method, job->req.target);
+}
+
+/* A static mount (DESIGN capability 10): answered on the loop thread, no
+ * Python; the body is a file range the normal write path sends. */
+static void answer_static(struct m0_server *s, struct m0_conn *c, const struct m0_target *t)
+{
+    struct m0_job *job = c->job;
+    struct m0_static_out o;
+    begin_request(s, c);
+    m0_target_stats_of(&s->tstats, t)->requests++;
+    struct m0_body_req br = m0_job_framing(job);
+    m0_static_respond(t->files, &job->req, t->prefix_len, &br, &job->head, &job->body, &c->out, &o);
+    if (o.fd != -1) {
+        c->file_fd = o.fd;
+        c->file_off = o.off;
+        c->file_left = o.len;
+    }
+    m0_conn_answer(s, c, o.status, o.body_bytes);
+}
+
+/* No mount claims the path: a 404 from the loop (no Python), counted for
+ * /health; the connection is kept like any other answer's. */
+static void answer_unmounted(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    begin_request(s, c);
+    s->tstats.unmatched++;
+    struct m0_body_req br = m0_job_framing(job);
+    uint64_t n = m0_static_plain(&job->head, &job->body, &c->out, &br, 404, NULL,
+                                 "No application is mounted at this path");
+    m0_conn_answer(s, c, 404, n);
+}
+
+/* /health, answered here in C: it must stay readable while every Python
+ * thread is busy (DESIGN capability 11). */
+static void answer_health(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_channel_stat top[20];
+    struct m0_rt_stats rt;
+    m0_rt_stats(s->rt, &rt);
+    begin_request(s, c);
+    struct m0_health h = {
+        .pid = (int)getpid(),
+        .worker = m0_bus_index,
+        .connections = s->nactive,
+        .held_streams = rt.held,
+        .websockets = rt.websockets,
+        .events_published = rt.published,
+        .events_delivered = rt.delivered,
+        .events_lost = rt.lost,
+        .slow_closed = rt.slow_closed,
+        .requests = s->requests,
+        .draining = atomic_load(&s->draining),
+    };
+    m0_pool_stats(s->pool, &h.pool_threads, &h.pool_busy, &h.pool_max, &h.pool_queued);
+    h.targets = &m0_targets;
+    h.counters = &s->tstats;
+    struct m0_buf body = {0}, broker = {0};
+    if (m0_broker != NULL) {
+        h.degraded = !m0_rt_source_health(s->rt, &broker);
+        m0_buf_append(&broker, "", 1);
+        h.broker = broker.data;
+    }
+    m0_health_render(&body, &h, top, m0_rt_top(s->rt, top, M0_ARRAY_LEN(top)));
+    m0_buf_free(&broker);
+    m0_conn_answer_body(s, c, 200, "application/json", body.data, body.len);
+    m0_buf_free(&body);
+}
+
+/* Who the request speaks for (proxy.h): the peer, or the client a trusted
+ * proxy names. Recomputed per request: one upstream connection of a proxy
+ * carries requests of many clients. Whether the peer may speak for anyone
+ * is m0_proxy_client's decision alone (its contract, unit-tested there). */
+static void set_client(struct m0_server *s, struct m0_job *job)
+{
+    struct m0_client cl;
+    m0_proxy_client(&s->cfg->forwarded_trust, job->peer_addr, job->peer_port, &job->req, &cl);
+    memcpy(job->remote_addr, cl.addr, sizeof job->remote_addr);
+    job->remote_port = cl.port;
+    job->https = cl.https;
+}
+
+/* A complete request: to the health path, a target, or a 404. */
+static void route(struct m0_server *s, struct m0_conn *c)
+{
+    const struct m0_req *r = &c->job->req;
+    set_client(s, c->job);
+    c->job->mx_mount = -1;
+    if (m0_metrics_claims(s, c)) {       /* metrics.h: answered in C, never the app */
+        begin_request(s, c);
+        m0_metrics_answer(s, c);
+        return;
+    }
+    if (s->health_len != 0 && r->path_len == s->health_len && memcmp(r->path, s->health_path, s->health_len) == 0) {
+        answer_health(s, c);
+        return;
+    }
+    const struct m0_target *t = m0_target_match(&m0_targets, r->path, r->path_len);
+    c->job->mx_mount = t != NULL ? (int8_t)(t - m0_targets.t) : -1;
+    if (t == NULL)
+        answer_unmounted(s, c);
+    else if (t->runner == NULL)
+        answer_static(s, c, t);
+    else
+        dispatch(s, c, t);
+}
+
+/* ---------------------------------------------------- the lazy body */
+
+/* Feed what c->in holds to the parser as body bytes of the running job
+ * (under the job's lock: the runner reads the body meanwhile). Returns
+ * M0_OK, or M0_ERR when the body is malformed or over a limit. */
+static int feed_body(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    int done = 0, error = 0;
+    (void)s;
+    m0_job_lock(job);
+    while (m0_buf_unread(&c->in) > 0 && !done && !error) {
+        size_t used = 0;
+        int rc = m0_http_feed(&c->http, c->in.data + c->in.off, m0_buf_unread(&c->in), &used);
+        m0_buf_consume(&c->in, used);
+        if (rc == M0_ERR)
+            error = 1;
+        else if (rc == M0_DONE)
+            done = 1;
+        else if (rc != M0_AGAIN)
+            error = 1;   /* a second head inside a body cannot happen: be safe */
+        else
+            break;
+    }
+    if (!done && !error && (c->flags & C_PEER_GONE))
+        error = 1;       /* the client left before the body ended */
+    if (job->inl != NULL) {
+        /* Inline: the runner is this thread, nothing to wake. */
+        job->ch.body_done |= (uint8_t)done;
+        job->ch.body_error |= (uint8_t)error;
+    }
+    m0_job_unlock(job);
+    if (job->inl == NULL)
+        m0_job_body_progress(job, done, error);
+    if (done || error) {
+        c->flags &= ~C_LAZY_BODY;
+        if (error)
+            m0_debug("slot %u: lazy request body failed: %s", m0_conn_slot(s, c),
+                     c->http.reason ? c->http.reason : "client left");
+        m0_buf_compact(&c->in);
+    }
+    return error ? M0_ERR : M0_OK;
+}
+
+static void read_lazy_body(struct m0_server *s, struct m0_conn *c)
+{
+    m0_conn_read(c);
+    feed_body(s, c);
+    if (!(c->flags & C_LAZY_BODY)) {
+        m0_conn_interest(s, c, 0);      /* pipelined bytes wait their turn */
+        c->deadline = 0;
+    } else if (c->flags & C_SENT_100) {
+        c->deadline = m0_loop_now(s->loop) + s->body_ms;     /* progress restarts the idle timeout */
+    }
+}
+
+/* 100 Continue now (RFC 9110 §10.1.1), once per request. */
+static void put_continue(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->flags & C_SENT_100)
+        return;
+    c->flags |= C_SENT_100;
+    /* Small and first on the wire: a direct send; what the socket cannot
+     * take now goes out ahead of the response. */
+    ssize_t w = send(c->fd, continue_100, sizeof continue_100 - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w < (ssize_t)(sizeof continue_100 - 1))
+        m0_buf_append(&c->out, continue_100 + (w > 0 ? w : 0), sizeof continue_100 - 1 - (size_t)(w > 0 ? w : 0));
+    c->deadline = m0_loop_now(s->loop) + s->body_ms;
+    m0_conn_interest(s, c, EPOLLIN | EPOLLRDHUP);
+}
+
+/* The running application asked for a lazy body: 100 Continue, then its
+ * bytes as they come. */
+static void send_continue(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->flags & C_LAZY_BODY)
+        put_continue(s, c);
+}
+
+/* -------------------------------------------------------------- parsing */
+
+static void h1_parse(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    int head_paused = 0;
+    int progressed = m0_buf_unread(&c->in) > 0;
+
+    /* After the head pause the parser needs one more call even with no new
+     * bytes: a request without a body completes on it. */
+    while (m0_buf_unread(&c->in) > 0 || head_paused) {
+        size_t used = 0;
+        const char *p = c->in.data ? c->in.data + c->in.off : "";
+        head_paused = 0;
+        int rc = m0_http_feed(&c->http, p, m0_buf_unread(&c->in), &used);
+        m0_buf_consume(&c->in, used);
+        if (rc == M0_AGAIN)
+            break;
+        if (rc == M0_ERR) {
+            begin_request(s, c);
+            m0_conn_error(s, c, c->http.status, c->http.reason);
+            return;
+        }
+        if (rc == M0_OK) {
+            /* Head complete: decide about the body before reading it. */
+            m0_conn_set_state(s, c, M0_CONN_READ_BODY);
+            if ((job->req.flags & M0_REQ_EXPECT100) && (job->req.flags & M0_REQ_CHUNKED)) {
+                /* A chunked body's size is known only once it is read, and
+                 * WSGI frameworks size wsgi.input by CONTENT_LENGTH (Django
+                 * reads nothing without it): read it now, as any chunked
+                 * body, so --max-body answers 413 before the application
+                 * runs and CONTENT_LENGTH is exact. */
+                put_continue(s, c);
+            } else if ((job->req.flags & M0_REQ_EXPECT100) && job->req.content_length > 0) {
+                /* The application decides whether the body is wanted. */
+                const struct m0_target *t = m0_target_match(&m0_targets, job->req.path, job->req.path_len);
+                int health = s->health_len != 0 && job->req.path_len == s->health_len &&
+                             memcmp(job->req.path, s->health_path, s->health_len) == 0;
+                if (t != NULL && t->runner != NULL && !health) {   /* a static mount wants no body */
+                    set_client(s, job);
+                    c->flags |= C_LAZY_BODY;
+                    job->ch.body_lazy = 1;
+                    m0_buf_compact(&c->in);
+                    dispatch(s, c, t);
+                    if (c->state == M0_CONN_RUN && (c->flags & C_LAZY_BODY) && m0_buf_unread(&c->in) > 0)
+                        read_lazy_body(s, c);     /* body bytes sent without waiting */
+                    if (c->state != M0_CONN_READ_HEAD)
+                        return;
+                    continue;       /* answered inline already: pipelined requests next */
+                }
+            }
+            head_paused = 1;
+            continue;
+        }
+        /* M0_DONE: one whole request. Pipelined bytes stay in c->in. */
+        m0_buf_compact(&c->in);
+        route(s, c);
+        if (c->state != M0_CONN_READ_HEAD)
+            return;     /* still writing, lingering or closed */
+    }
+    if (c->flags & C_PEER_GONE) {
+        if (c->state == M0_CONN_READ_BODY || c->http.in_message)
+            m0_debug("slot %u: peer closed mid-request", m0_conn_slot(s, c));   /* nobody to answer */
+        m0_conn_close(s, c);
+        return;
+    }
+    if (c->state == M0_CONN_READ_HEAD && c->http.in_message && !(c->flags & C_HEAD_TIMER)) {
+        /* The first bytes of a request: from now on the head timeout, not
+         * what was left of the keep-alive idle time, bounds it. */
+        c->flags |= C_HEAD_TIMER;
+        m0_conn_set_state(s, c, M0_CONN_READ_HEAD);
+    }
+    if (c->state == M0_CONN_READ_BODY && progressed)
+        m0_conn_set_state(s, c, M0_CONN_READ_BODY);   /* an idle timeout: any progress restarts it */
+    if (m0_buf_unread(&c->in) == 0 && c->in.cap > 32 * 1024)
+        m0_buf_free(&c->in);
+}
+
+/* ---------------------------------------------------------- completions */
+
+static void check_request_timeout(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    uint64_t now = m0_loop_now(s->loop);
+    if (now - job->queued_ms < s->request_ms)
+        return;
+    if (m0_job_cancel(job)) {
+        unsigned threads, busy, max, waiting;
+        m0_pool_stats(s->pool, &threads, &busy, &max, &waiting);
+        m0_warn("503 for %s %s: still queued after %.1f s (all %u handler threads busy)", job->req.method,
+                job->req.target, (double)s->request_ms / 1000, threads);
+        m0_conn_error(s, c, 503, "No handler thread became free in time (--request-timeout)");
+        return;
+    }
+    if (!(c->flags & C_SLOW_LOGGED)) {
+        c->flags |= C_SLOW_LOGGED;
+        m0_warn("view still running after %.1f s: %s %s", (double)(now - job->queued_ms) / 1000,
+                job->req.method, job->req.target);
+    }
+}
+
+/* A runner's completion for a request of this connection (conn.c did the
+ * DONE bookkeeping). */
+static void h1_complete(struct m0_server *s, struct m0_conn *c, const struct m0_completion *done)
+{
+    struct m0_job *job = c->job;
+    if ((c->flags & C_UPGRADED) &&
+        (done->kind == M0_CPL_PART || done->kind == M0_CPL_TAKEN || done->kind == M0_CPL_DONE)) {
+        /* The socket an asynchronous runner accepted, its 101 still going
+         * out: its frames, its taking messages and its end are the hold's.
+         * A refused socket owes nothing (its frames are dropped). */
+        if (c->hold != NULL)
+            m0_hold_complete(s, c, done);
+        else if (done->kind == M0_CPL_DONE)
+            c->flags &= ~C_UPGRADED;
+        return;
+    }
+    switch (done->kind) {
+    case M0_CPL_PART:
+        /* A streaming runner handed over body bytes; it keeps the job. */
+        if (c->state != M0_CONN_RUN && c->state != M0_CONN_WRITE)
+            return;
+        m0_job_take(job, &c->out);
+        c->flags |= C_STREAMING;
+        if (c->state == M0_CONN_RUN)
+            m0_conn_set_state(s, c, M0_CONN_WRITE);
+        m0_conn_flush(s, c);
+        return;
+    case M0_CPL_CONTINUE:
+        if (c->state == M0_CONN_RUN || c->state == M0_CONN_WRITE)
+            send_continue(s, c);
+        return;
+    case M0_CPL_UPGRADE:
+        /* An asynchronous runner accepted a WebSocket: the 101 and the
+         * hold, as for a view's approval; the runner keeps the job. */
+        if (c->state == M0_CONN_RUN) {
+            c->flags |= C_UPGRADED;
+            after_run(s, c, M0_DONE);
+        }
+        return;
+    case M0_CPL_DONE:
+        break;
+    default:
+        return;
+    }
+    if (atomic_load(&job->run_state) == M0_JOB_CANCELLED)
+        return;   /* answered 503 by the loop; the thread never started it */
+    m0_job_take(job, &c->out);          /* what a streaming runner left queued comes first */
+    after_run(s, c, M0_DONE);
+    if (c->state == M0_CONN_READ_HEAD && m0_buf_unread(&c->in) > 0)
+        h1_parse(s, c);   /* pipelined requests waited their turn */
+}
+
+/* ------------------------------------------------------ the protocol */
+
+/* Epoll events while a runner has the request (RUN). */
+static void h1_event(struct m0_server *s, struct m0_conn *c, uint32_t ev)
+{
+    if (c->state != M0_CONN_RUN)
+        return;
+    if ((c->flags & C_LAZY_BODY) && (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP))) {
+        read_lazy_body(s, c);
+        return;
+    }
+    /* Reported whatever the interest: the client reset the connection
+     * while its view runs. Free the descriptor now; the slot waits. */
+    if (ev & (EPOLLHUP | EPOLLERR)) {
+        m0_conn_close(s, c);
+    } else if (c->job->target != NULL && c->job->target->runner->submit != NULL) {
+        /* An asynchronous application waits for http.disconnect (or
+         * websocket.disconnect before its accept): the client's FIN is its
+         * leaving, as under uvicorn. Pipelined bytes wait, and the FIN
+         * stays watched. */
+        if (ev & EPOLLRDHUP) {
+            c->flags |= C_PEER_GONE;
+            m0_conn_close(s, c);
+        } else {
+            m0_conn_interest(s, c, EPOLLRDHUP);
+        }
+    } else {
+        /* A view's answer still goes to a client that half-closed
+         * (gunicorn's behaviour); input waits its turn (lazy disarm). */
+        m0_conn_interest(s, c, 0);
+    }
+}
+
+/* The response (or this piece of it) is written. */
+static void h1_drained(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->flags & C_MORE) {
+        /* An inline runner owes more: produce the next piece now. */
+        after_run(s, c, m0_dispatch_resume(c->job));
+    } else if (c->resp_flags & M0_RESP_ABORT) {
+        m0_conn_close(s, c);
+    } else if (c->resp_flags & M0_RESP_HOLD) {
+        m0_hold_enter(s, c);           /* from now on the hold's protocol */
+    } else {
+        finish(s, c);
+    }
+}
+
+/* The sweep: --request-timeout for a job still with the pool. */
+static void h1_tick(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->state == M0_CONN_RUN && s->request_ms != 0 && s->pool != NULL)
+        check_request_timeout(s, c);
+}
+
+const struct m0_conn_ops m0_h1_conn_ops = {
+    .name = "h1",
+    .input = h1_parse,
+    .event = h1_event,
+    .drained = h1_drained,
+    .tick = h1_tick,
+    .closing = m0_hold_release,        /* a hold taken, its head not yet out */
+    .complete = h1_complete,
+};

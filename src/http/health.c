@@ -1,0 +1,69 @@
+/*
+ * health.c — /health as JSON, without Python.
+ */
+#include <string.h>
+
+#include "m0/health.h"
+#include "m0/static.h"
+#include "m0/target.h"
+
+static void json_string(struct m0_buf *b, const char *s, size_t n)
+{
+    m0_buf_puts(b, "\"");
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            m0_buf_printf(b, "\\%c", c);
+        else if (c < 0x20)
+            m0_buf_printf(b, "\\u%04x", c);
+        else
+            m0_buf_append(b, &s[i], 1);
+    }
+    m0_buf_puts(b, "\"");
+}
+
+void m0_health_render(struct m0_buf *b, const struct m0_health *h, const struct m0_channel_stat *top,
+                      size_t ntop)
+{
+    m0_buf_printf(b,
+                  "{\"status\": \"%s\", \"pid\": %d, \"worker\": %d, \"connections\": %u, "
+                  "\"requests\": %llu, \"held_streams\": %u, \"websockets\": %u, \"events_published\": %llu, "
+                  "\"events_delivered\": %llu, \"events_lost\": %llu, \"slow_subscribers_closed\": %llu, "
+                  "\"pool\": {\"threads\": %u, \"busy\": %u, \"idle\": %u, \"max\": %u, \"queued\": %u}, "
+                  "\"channels\": [",
+                  h->draining ? "draining" : h->degraded ? "degraded" : "ok", h->pid, h->worker, h->connections,
+                  (unsigned long long)h->requests, h->held_streams, h->websockets, (unsigned long long)h->events_published,
+                  (unsigned long long)h->events_delivered, (unsigned long long)h->events_lost,
+                  (unsigned long long)h->slow_closed, h->pool_threads, h->pool_busy,
+                  h->pool_threads - (h->pool_busy < h->pool_threads ? h->pool_busy : h->pool_threads),
+                  h->pool_max, h->pool_queued);
+    for (size_t i = 0; i < ntop; i++) {
+        m0_buf_puts(b, i ? ", {\"channel\": " : "{\"channel\": ");
+        json_string(b, top[i].name, top[i].len);
+        m0_buf_printf(b, ", \"subscribers\": %u}", top[i].subscribers);
+    }
+    m0_buf_puts(b, "]");
+    if (h->broker != NULL)
+        m0_buf_printf(b, ", \"broker\": %s", h->broker);
+    if (h->targets != NULL) {
+        const struct m0_targets *ts = h->targets;
+        m0_buf_printf(b, ", \"unmounted\": %llu, \"mounts\": [", (unsigned long long)h->counters->unmatched);
+        for (unsigned i = 0; i < ts->n; i++) {
+            const struct m0_target *t = &ts->t[i];
+            const struct m0_target_stats *st = &h->counters->t[i];
+            m0_buf_puts(b, i ? ", {\"prefix\": " : "{\"prefix\": ");
+            json_string(b, t->prefix_len ? t->prefix : "/", t->prefix_len ? t->prefix_len : 1);
+            m0_buf_printf(b, ", \"kind\": \"%s\", \"mode\": \"%s\", \"%s\": ", m0_target_kind_name(t->kind),
+                          m0_target_mode(t), t->kind == M0_TARGET_STATIC ? "dir" : "app");
+            const char *what = t->resolved != NULL ? t->resolved : t->spec != NULL ? t->spec : "";
+            json_string(b, what, strlen(what));
+            m0_buf_printf(b, ", \"requests\": %llu", (unsigned long long)st->requests);
+            if (t->kind == M0_TARGET_STATIC && t->files != NULL)
+                m0_buf_printf(b, ", \"resolver\": \"%s\"}", m0_static_resolver_name(t->files->resolver));
+            else
+                m0_buf_printf(b, ", \"in_flight\": %u, \"held\": %u}", st->in_flight, st->held);
+        }
+        m0_buf_puts(b, "]");
+    }
+    m0_buf_puts(b, "}\n");
+}

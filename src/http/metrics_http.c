@@ -1,0 +1,247 @@
+/*
+ * metrics_http.c — the worker's side of the metrics: its loop samples
+ * itself into its block (connections, the pool, the holds, the broker),
+ * and answers the metrics endpoint in C (no Python): who may ask, the sum
+ * of every process's block, the process_* numbers from /proc, and the
+ * response.
+ *
+ * Why the workers' loops answer rather than the master: the loops already
+ * speak HTTP/1.1 with every limit and timeout the main listener has, they
+ * never wait for Python (views run on handler threads), and any worker
+ * reads every block, so whichever accepts a scrape answers for all. The
+ * master stays a small supervisor that parses nothing from the network.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <patchlevel.h>
+#include <pyconfig.h>
+
+#include "m0/body.h"
+#include "m0/broker_url.h"
+#include "m0/config.h"
+#include "m0/conn.h"
+#include "m0/rt.h"
+#include "m0/job.h"
+#include "m0/metrics.h"
+#include "m0/metrics_text.h"
+#include "m0/pool.h"
+#include "m0/response.h"
+#include "m0/static.h"
+#include "m0/target.h"
+
+#define MAX_PROCS 256
+
+/* The path the endpoint answers: --metrics-path, else /metrics. */
+static const char *endpoint_path(const struct m0_config *cfg)
+{
+    return cfg->metrics_path != NULL && cfg->metrics_path[0] != '\0' ? cfg->metrics_path : "/metrics";
+}
+
+static int path_is(const struct m0_req *r, const char *p)
+{
+    size_t n = strlen(p);
+    return r->path_len == n && memcmp(r->path, p, n) == 0;
+}
+
+int m0_metrics_claims(const struct m0_server *s, const struct m0_conn *c)
+{
+    const struct m0_job *job = c->job;
+    if (job->metrics_conn)
+        return 1;
+    const char *mp = s->cfg->metrics_path;
+    if (mp == NULL || mp[0] == '\0' || s->mx == NULL)
+        return 0;
+    return path_is(&job->req, mp);
+}
+
+/* ------------------------------------------------------------ /proc */
+
+static double boot_time(void)
+{
+    FILE *f = fopen("/proc/stat", "re");
+    double bt = 0;
+    char line[256];
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, "btime ", 6) == 0) {
+            bt = strtod(line + 6, NULL);
+            break;
+        }
+    }
+    if (f != NULL)
+        fclose(f);
+    return bt;
+}
+
+/* proc(5): /proc/PID/stat fields 14-15 (utime, stime), 22 (starttime),
+ * 23 (vsize), 24 (rss); /proc/PID/fd; /proc/PID/limits. Returns M0_ERR
+ * when the process is gone. */
+static int read_proc(pid_t pid, double btime, struct m0_mx_proc *p)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return M0_ERR;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *q = strrchr(buf, ')');   /* the command name may hold spaces and parentheses */
+    if (q == NULL)
+        return M0_ERR;
+    unsigned long long field[25] = {0};
+    int i = 3;
+    for (char *t = strtok(q + 2, " "); t != NULL && i < 25; t = strtok(NULL, " "), i++)
+        field[i] = strtoull(t, NULL, 10);
+    double tck = (double)sysconf(_SC_CLK_TCK);
+    p->cpu_seconds = (double)(field[14] + field[15]) / tck;
+    p->start_time = btime + (double)field[22] / tck;
+    p->virtual_bytes = field[23];
+    p->resident_bytes = field[24] * (uint64_t)sysconf(_SC_PAGESIZE);
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    p->open_fds = 0;
+    if (d != NULL) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL)
+            p->open_fds += e->d_name[0] != '.';
+        closedir(d);
+    }
+    p->max_fds = 0;
+    snprintf(path, sizeof path, "/proc/%d/limits", (int)pid);
+    if ((f = fopen(path, "re")) != NULL) {
+        char line[256];
+        while (fgets(line, sizeof line, f) != NULL) {
+            if (strncmp(line, "Max open files", 14) == 0) {
+                p->max_fds = strtoull(line + 14, NULL, 10);
+                break;
+            }
+        }
+        fclose(f);
+    }
+    return M0_OK;
+}
+
+/* ------------------------------------------------------------- answer */
+
+static void respond(struct m0_server *s, struct m0_conn *c, int status, const char *ctype, const struct m0_buf *body)
+{
+    struct m0_job *job = c->job;
+    if (body != NULL) {
+        m0_conn_answer_body(s, c, status, ctype, body->data, body->len);
+        return;
+    }
+    struct m0_body_req br = m0_job_framing(job);
+    m0_conn_answer(s, c, status,
+                   m0_static_plain(&job->head, &job->body, &c->out, &br, status,
+                                   status == 405 ? "Allow: GET, HEAD\r\n" : NULL,
+                                   status == 405 ? "Method Not Allowed" : "Not Found"));
+}
+
+/* Before every sleep: the worker's own totals and gauges into its block
+ * (plain stores; this loop is the block's one writer for these cells).
+ * Handler threads change the pool's numbers without waking the loop: while
+ * any request is in flight the loop wakes once a second to sample again, so
+ * another worker's scrape sees them at most that old. */
+static void sample(struct m0_loop *l, void *ctx)
+{
+    struct m0_server *s = ctx;
+    struct m0_mx_block *b = s->mx;
+    unsigned threads, busy, max, queued;
+    m0_pool_stats(s->pool, &threads, &busy, &max, &queued);
+    m0_mx_set(b, M0_MX_CONN_OPEN, s->nactive);
+    m0_mx_set(b, M0_MX_POOL_THREADS, threads);
+    m0_mx_set(b, M0_MX_POOL_BUSY, busy);
+    m0_mx_set(b, M0_MX_POOL_MAX, max);
+    m0_mx_set(b, M0_MX_POOL_QUEUED, queued);
+    m0_mx_set(b, M0_MX_POOL_STARTED, m0_pool_started(s->pool));
+    struct m0_rt_stats rt;
+    m0_rt_stats(s->rt, &rt);
+    m0_mx_set(b, M0_MX_HELD_SSE, rt.held - (rt.websockets < rt.held ? rt.websockets : rt.held));
+    m0_mx_set(b, M0_MX_HELD_WS, rt.websockets);
+    m0_mx_set(b, M0_MX_BUS_RECEIVED, rt.published);
+    m0_mx_set(b, M0_MX_DELIVERED, rt.delivered);
+    m0_mx_set(b, M0_MX_SLOW_CLOSED, rt.slow_closed);
+    m0_mx_set(b, M0_MX_GAPS, rt.lost);
+    m0_mx_set(b, M0_MX_LATE, rt.late);
+    uint64_t asgi = 0;
+    for (unsigned i = 0; i < m0_targets.n && i < M0_MX_MOUNTS - 1; i++) {
+        m0_mx_set(b, M0_MX_INFLIGHT0 + i, s->tstats.t[i].in_flight);
+        if (m0_targets.t[i].kind == M0_TARGET_ASGI)
+            asgi += s->tstats.t[i].in_flight;
+    }
+    m0_mx_set(b, M0_MX_ASGI_TASKS, asgi);
+    if (l != NULL && (busy != 0 || queued != 0 || asgi != 0 || s->norphans != 0))
+        m0_loop_wake_at(l, m0_loop_now(l) + 1000);
+    if (m0_broker != NULL) {
+        struct m0_rt_source_stats bs;
+        m0_rt_source_stats(s->rt, &bs);
+        m0_mx_set(b, M0_MX_BROKER_UP, (uint64_t)bs.up);
+        m0_mx_set(b, M0_MX_BROKER_LAG, bs.lag);
+        m0_mx_set(b, M0_MX_BROKER_RECONNECTS, bs.reconnects);
+    }
+}
+
+void m0_metrics_attach(struct m0_server *s)
+{
+    s->mx = m0_metrics_block();
+    s->metrics_fd = -1;
+    if (s->mx == NULL)
+        return;
+    if (s->cfg->metrics_listener >= 0 && s->cfg->metrics_listener < s->nlisten)
+        s->metrics_fd = s->listen_fds[s->cfg->metrics_listener];
+    m0_loop_add_hook(s->loop, sample, s);
+}
+
+void m0_mx_sample(struct m0_server *s)
+{
+    if (s->mx != NULL)
+        sample(NULL, s);
+}
+
+void m0_metrics_answer(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    const struct m0_req *r = &job->req;
+    /* A peer outside the trust list learns nothing: the path is a 404 as
+     * if nothing were there (the application never sees it either). */
+    int ours = job->metrics_conn ? path_is(r, endpoint_path(s->cfg)) : m0_proxy_trusted(&s->cfg->forwarded_trust, job->peer_addr);
+    if (!ours || s->mx == NULL) {
+        respond(s, c, 404, NULL, NULL);
+        return;
+    }
+    if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0) {
+        respond(s, c, 405, NULL, NULL);
+        return;
+    }
+    uint64_t cells[M0_MX_NCELLS];
+    struct m0_mx_who who[MAX_PROCS];
+    size_t nwho = 0;
+    m0_mx_sample(s);
+    m0_mx_sum(cells, who, &nwho, MAX_PROCS);
+    struct m0_mx_proc procs[MAX_PROCS];
+    size_t np = 0;
+    double bt = boot_time();
+    for (size_t i = 0; i < nwho; i++) {
+        if (read_proc(who[i].pid, bt, &procs[np]) == M0_OK)
+            procs[np++].worker = who[i].worker;
+    }
+    struct m0_mx_view v = {.v = cells, .version = M0_VERSION, .python = PY_VERSION,
+                           .workers = s->cfg->workers, .procs = procs, .nprocs = np};
+#ifdef Py_GIL_DISABLED
+    v.free_threaded = 1;
+#endif
+    for (unsigned i = 0; i < m0_targets.n && i < M0_MX_MOUNTS - 1; i++)
+        v.mounts[i] = m0_targets.t[i].prefix[0] != '\0' ? m0_targets.t[i].prefix : "/";
+    v.mounts[M0_MX_MOUNTS - 1] = "none";
+    const struct m0_hdr *acc = m0_req_header(r, "accept");
+    int om = acc != NULL && m0_mx_wants_openmetrics(acc->value, acc->value_len);
+    struct m0_buf body = {0};
+    m0_mx_render(&body, &v, om);
+    respond(s, c, 200, om ? M0_MX_CT_OPENMETRICS : M0_MX_CT_TEXT, &body);
+    m0_buf_free(&body);
+}

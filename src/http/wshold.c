@@ -1,0 +1,877 @@
+/*
+ * wshold.c — WebSocket holds (hold.h; DESIGN capability 6; RFC 6455): the
+ * loop's side of a socket a plain view approved with M0-Hold: websocket.
+ *
+ * The socket's life:
+ *
+ *   view answers M0-Hold: websocket ──▶ ws_begin: handshake checked
+ *     against the original request (400/426 if it is not one), 101 written
+ *     in place of the view's head, the slot subscribed to the channel
+ *   101 out ──▶ HELD: frames read and parsed here (ws.c), events written as
+ *     text frames, pings at the heartbeat cadence
+ *   a complete message ──▶ queued (bounded); one at a time to the runner of
+ *     the target that gated the socket (C_WS_MSG); its answer comes back as
+ *     one frame; the next message goes
+ *   close frame in / protocol error / drain ──▶ our close frame out, then a
+ *     FIN and LINGER (the peer's FIN or its close frame ends it)
+ *   the peer vanishes ──▶ closed at once (unsubscribed; a message still with
+ *     the runner orphans the slot until its completion, as any request does)
+ *
+ * What the loop owes the protocol on its own, with no Python: pong for
+ * every ping (§5.5.2), the close handshake (§7.1.2: our close echoes the
+ * peer's code), failing the connection with 1002/1007/1009 (§7.1.7), and
+ * closing a peer that leaves a ping unanswered for two heartbeats.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "m0/accesslog.h"
+#include "m0/config.h"
+#include "m0/dispatch.h"
+#include "m0/conn.h"
+#include "m0/hold.h"
+#include "m0/job.h"
+#include "m0/log.h"
+#include "m0/loop.h"
+#include "m0/runner.h"
+#include "m0/sse.h"
+#include "m0/target.h"
+#include "m0/timer.h"
+#include "m0/ws.h"
+#include "m0/wshold.h"
+
+/* Messages waiting behind the one in flight before the socket stops being
+ * read (and their bytes: at most --ws-max-message more). */
+#define QUEUE_MAX 16
+/* Bytes read per wakeup from one socket (a fast sender does not hold the loop). */
+#define READ_BUDGET (256 * 1024)
+
+struct m0_wsmsg {
+    struct m0_wsmsg *next;
+    uint8_t opcode;
+    struct m0_buf payload;
+};
+
+/*
+ * What a held WebSocket keeps (about 400 bytes and its handshake's
+ * snapshot while idle; a message being reassembled or queued costs its
+ * bytes, bounded by --ws-max-message). The hold's base comes first: c->hold
+ * is this struct.
+ */
+struct m0_wshold {
+    struct m0_hold base;            /* the outbox, the target (hold.h) */
+    struct m0_ws_parser parser;     /* frames in: head state, masking, fragment buffer, UTF-8 state */
+    const struct m0_target *target; /* the target whose view gated the socket: messages go back to it */
+    struct m0_ws_snapshot *req;     /* the handshake request, for the messages' requests */
+    struct m0_wsmsg *q_head, *q_tail;   /* complete messages waiting their turn, oldest first */
+    uint32_t q_len;
+    size_t q_bytes;
+    uint8_t in_flight;              /* a message is with the runner (the conn has C_WS_MSG) */
+    uint8_t paused;                 /* the queue is full: the socket is not read */
+    uint8_t close_sent;             /* our close frame is queued: nothing else is sent */
+    uint8_t close_received;         /* the peer's close frame arrived */
+    uint8_t owned;                  /* an asynchronous runner keeps the job (ASGI): hold.h */
+    uint8_t runner_done;            /* owned: the runner posted its DONE */
+    uint8_t peer_gone;              /* the peer left while views still owed it messages (not owned) */
+    uint16_t end_code;              /* the close code the socket ends with (the peer's, or ours) */
+    uint64_t ping_at;               /* loop clock of our unanswered ping; 0: none */
+    uint64_t last_pong;             /* loop clock of the last pong */
+    uint16_t channel_len;
+    char channel[];                 /* M0-Channel of the approval, for the messages' requests */
+};
+
+/* Per loop (s->ws, made with the first socket): the read buffer, what an
+ * owning runner queued, and the last event turned into frames (a fan-out
+ * hands every subscriber the same event: it is converted once, recognised
+ * by its id, which the bus makes unique). */
+struct scratch {
+    char rbuf[64 * 1024];
+    struct m0_buf taken;
+    uint64_t id;                     /* 0: nothing cached */
+    struct m0_buf frames;            /* the event's text (or binary) frames */
+    struct m0_buf data;              /* scratch */
+};
+
+static void ws_free(struct m0_wshold *ws);
+static void pull(struct m0_server *s, struct m0_conn *c);
+static void on_part(struct m0_server *s, struct m0_conn *c);
+static void on_done(struct m0_server *s, struct m0_conn *c);
+
+static struct m0_wshold *ws_of(const struct m0_conn *c)
+{
+    return (struct m0_wshold *)c->hold;
+}
+
+static struct scratch *scratch_of(struct m0_server *s)
+{
+    if (s->ws == NULL) {
+        struct scratch *sc = m0_xmalloc(sizeof *sc);
+        memset(sc, 0, sizeof *sc);
+        s->ws = sc;
+    }
+    return s->ws;
+}
+
+static void ws_fini(struct m0_server *s)
+{
+    struct scratch *sc = s->ws;
+    if (sc == NULL)
+        return;
+    m0_buf_free(&sc->taken);
+    m0_buf_free(&sc->frames);
+    m0_buf_free(&sc->data);
+    free(sc);
+    s->ws = NULL;
+}
+
+static uint64_t now_ms(struct m0_server *s)
+{
+    return m0_loop_now(s->loop);
+}
+
+/* ------------------------------------------------------------ handshake */
+
+/* The view's own header lines for the 101: all but the status line and
+ * Content-Type (a 101 has no content). */
+static void extra_lines(const struct m0_head *h, struct m0_buf *out)
+{
+    const char *p = h->lines.data, *end = p + h->lines.len;
+    if (p == NULL)
+        return;
+    const char *eol = memchr(p, '\n', (size_t)(end - p));
+    for (p = eol ? eol + 1 : end; p < end; p = eol + 1) {
+        eol = memchr(p, '\n', (size_t)(end - p));
+        if (eol == NULL)
+            break;
+        if ((size_t)(eol - p) >= 13 && strncasecmp(p, "content-type:", 13) == 0)
+            continue;
+        m0_buf_append(out, p, (size_t)(eol + 1 - p));
+    }
+}
+
+/* The handshake is refused: job->resp is the refusal; nothing is held. */
+static struct m0_hold *refuse(struct m0_job *job, int status, const char *why)
+{
+    struct m0_resp *rs = &job->resp;
+    m0_buf_reset(&rs->out);
+    m0_ws_refusal(&rs->out, status, why);
+    rs->status = status;
+    rs->flags &= ~M0_RESP_HOLD;
+    job->body.keep = 0;
+    return NULL;
+}
+
+/* The handshake check and the 101 for the job's request, in place of the
+ * view's head (hold.h: begin). */
+static struct m0_hold *ws_begin(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    const struct m0_head *h = &job->head;
+    struct m0_ws_handshake hs;
+    const char *why;
+    int status = m0_ws_handshake_check(&job->req, &hs, &why);
+    if (status != 0) {
+        m0_debug("slot %u: %s %s approved as a WebSocket but %s: %d", m0_conn_slot(s, c), job->req.method,
+                 job->req.target, why, status);
+        return refuse(job, status, why);
+    }
+    if (h->ws_protocol_len > 0 && !m0_ws_protocol_offered(&job->req, h->ws_protocol, h->ws_protocol_len)) {
+        m0_error("%s %s: the view chose WebSocket subprotocol %s, which the client did not offer: 500",
+                 job->req.method, job->req.target, h->ws_protocol);
+        return refuse(job, 500, "the application chose a subprotocol the client did not offer");
+    }
+    const struct m0_runner *r = job->target->runner;
+    if (r->message == NULL && r->submit == NULL) {
+        m0_error("%s %s: a %s target cannot take WebSocket messages: 500", job->req.method, job->req.target,
+                 job->target->runner->name);
+        return refuse(job, 500, "this application cannot hold WebSockets");
+    }
+    char accept[M0_WS_ACCEPT_LEN + 1];
+    m0_ws_accept(hs.key, hs.key_len, accept);
+    struct m0_buf extra = {0};
+    extra_lines(h, &extra);
+    m0_buf_reset(&job->resp.out);
+    m0_ws_switching(&job->resp.out, accept, h->ws_protocol_len ? h->ws_protocol : NULL, h->ws_protocol_len,
+                    extra.data, extra.len, h->has_date, h->has_server);
+    m0_buf_free(&extra);
+    job->resp.status = 101;
+
+    struct m0_wshold *ws = m0_xmalloc(sizeof *ws + h->channel_len + 1);
+    memset(ws, 0, sizeof *ws);
+    m0_ws_parser_init(&ws->parser, s->cfg->ws_max_message);
+    ws->target = job->target;
+    /* An asynchronous runner keeps the job and takes messages as they are;
+     * a synchronous one gets each as a request made from the handshake's. */
+    ws->owned = r->submit != NULL;
+    if (!ws->owned)
+        ws->req = m0_ws_snapshot_new(&job->req);
+    ws->channel_len = h->channel_len;
+    memcpy(ws->channel, h->channel, h->channel_len);
+    ws->channel[h->channel_len] = '\0';
+    return &ws->base;
+}
+
+/* ---------------------------------------------------------- sending */
+
+/* Queue our close frame (why: wlen bytes, at most 123); nothing else is
+ * sent after it (§5.5.1). */
+static void send_close_n(struct m0_server *s, struct m0_conn *c, unsigned code, const char *why, size_t wlen)
+{
+    struct m0_wshold *ws = ws_of(c);
+    if (ws->close_sent)
+        return;
+    char frame[M0_WS_CONTROL_MAX + 2];
+    struct m0_buf b = {.data = frame, .cap = sizeof frame};
+    m0_ws_close_frame(&b, code == M0_WS_CLOSE_NO_STATUS ? 0 : code, why, wlen);
+    m0_hold_send(s, c, b.data, b.len);
+    ws->close_sent = 1;
+    if (ws->end_code == 0)
+        ws->end_code = (uint16_t)code;
+}
+
+static void send_close(struct m0_server *s, struct m0_conn *c, unsigned code, const char *why)
+{
+    send_close_n(s, c, code, why, why ? strlen(why) : 0);
+}
+
+/* Our close frame is out: shut our side and let LINGER wait for the
+ * peer's FIN (bounded); the socket leaves the registry now. */
+static void finish_close(struct m0_server *s, struct m0_conn *c)
+{
+    m0_hold_release(s, c);
+    shutdown(c->fd, SHUT_WR);
+    m0_buf_free(&c->in);
+    m0_conn_set_state(s, c, M0_CONN_LINGER);
+    m0_conn_interest(s, c, EPOLLIN | EPOLLRDHUP);
+}
+
+/* Messages views still owe a socket approved by a view (each one runs,
+ * even after a close: what a client sent before it left is not dropped). */
+static int views_owe(const struct m0_wshold *ws)
+{
+    return !ws->owned && (ws->q_head != NULL || ws->in_flight);
+}
+
+/* After anything that may have queued our close frame, or ended the last
+ * message the views owed: the close handshake (LINGER), or the slot's end
+ * when the peer is gone. */
+static void maybe_finish(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->state != M0_CONN_HELD || c->hold == NULL || (c->flags & C_DOOMED))
+        return;
+    struct m0_wshold *ws = ws_of(c);
+    if (!(ws->close_sent || ws->peer_gone) || views_owe(ws))
+        return;
+    if (ws->peer_gone)
+        m0_conn_close(s, c);
+    else if (m0_buf_unread(&c->hold->outbox) == 0)
+        finish_close(s, c);
+}
+
+/* Fail the connection (§7.1.7): our close frame with code, then close. */
+static void fail_socket(struct m0_server *s, struct m0_conn *c, unsigned code, const char *why)
+{
+    m0_debug("slot %u: closing WebSocket %u (%s)", m0_conn_slot(s, c), code, why);
+    send_close(s, c, code, why);
+}
+
+/* One framed SSE event from the registry: its data as text frames (hold.h:
+ * deliver). */
+static void ws_deliver(struct m0_server *s, struct m0_conn *c, const char *frame, size_t n)
+{
+    struct m0_wshold *ws = ws_of(c);
+    if (ws->close_sent || ws->peer_gone)
+        return;
+    struct scratch *cache = scratch_of(s);
+    /* The bus frames every event with its id first ("id: N"). */
+    uint64_t id = 0;
+    if (n > 4 && memcmp(frame, "id: ", 4) == 0) {
+        const char *eol = memchr(frame + 4, '\n', n - 4);
+        if (eol != NULL)
+            id = m0_sse_parse_last_id(frame + 4, (size_t)(eol - frame - 4));
+        if (id == UINT64_MAX)
+            id = 0;
+    }
+    if (id == 0 || id != cache->id) {
+        cache->id = 0;
+        m0_buf_reset(&cache->frames);
+        size_t off = 0;
+        while (off < n) {
+            int fire;
+            const char *ev;
+            size_t evl;
+            m0_buf_reset(&cache->data);
+            size_t took = m0_sse_event_data(frame + off, n - off, &cache->data, &fire, &ev, &evl);
+            if (took == 0)
+                break;
+            off += took;
+            /* m0-gap notices are for resuming EventSources: a socket has no
+             * Last-Event-ID to resume from, so they are not its messages. */
+            if (!fire || (evl == 6 && memcmp(ev, "m0-gap", 6) == 0))
+                continue;
+            int op = m0_ws_utf8_valid(cache->data.data, cache->data.len) ? M0_WS_TEXT : M0_WS_BINARY;
+            m0_ws_frame(&cache->frames, op, cache->data.data, cache->data.len);
+        }
+        cache->id = id;
+        if (cache->data.cap > 256 * 1024)
+            m0_buf_free(&cache->data);
+    }
+    if (cache->frames.len > 0)
+        m0_hold_send(s, c, cache->frames.data, cache->frames.len);
+}
+
+/* ------------------------------------------------------------ messages */
+
+static void queue_push(struct m0_wshold *ws, int opcode, struct m0_ws_parser *p)
+{
+    struct m0_wsmsg *m = m0_xmalloc(sizeof *m);
+    m->next = NULL;
+    m->opcode = (uint8_t)opcode;
+    memset(&m->payload, 0, sizeof m->payload);
+    m0_ws_parser_take(p, &m->payload);
+    if (ws->q_tail)
+        ws->q_tail->next = m;
+    else
+        ws->q_head = m;
+    ws->q_tail = m;
+    ws->q_len++;
+    ws->q_bytes += m->payload.len;
+    if (ws->q_len > QUEUE_MAX || ws->q_bytes > ws->parser.max_message)
+        ws->paused = 1;
+}
+
+static void queue_clear(struct m0_wshold *ws)
+{
+    while (ws->q_head != NULL) {
+        struct m0_wsmsg *m = ws->q_head;
+        ws->q_head = m->next;
+        m0_buf_free(&m->payload);
+        free(m);
+    }
+    ws->q_tail = NULL;
+    ws->q_len = 0;
+    ws->q_bytes = 0;
+}
+
+/* The view answered a message: its body, if any, back to this socket. */
+static void reply(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    struct m0_resp *rs = &job->resp;
+    struct m0_wshold *ws = ws_of(c);
+    size_t n = m0_buf_unread(&rs->out);
+    const char *p = rs->out.data + rs->out.off;
+    if (s->cfg->access_log) {
+        /* The message's request: POST to the socket's path (ws.h). */
+        struct m0_access a = {.addr = job->remote_addr[0] ? job->remote_addr : NULL, .req = &job->req,
+                              .status = rs->status, .bytes = n};
+        m0_access_log(&a);
+    }
+    if (rs->flags & M0_RESP_ABORT) {
+        fail_socket(s, c, M0_WS_CLOSE_INTERNAL, "the application failed");
+        return;
+    }
+    if (rs->status / 100 != 2) {
+        if (rs->status != 0)
+            m0_warn("WebSocket message to %s answered %d: nothing sent to the socket", ws->channel, rs->status);
+        return;
+    }
+    if (n == 0 || ws->close_sent || ws->peer_gone)
+        return;
+    int op = job->head.ws_opcode;
+    int utf8 = m0_ws_utf8_valid(p, n);
+    if (op == 0)
+        op = utf8 ? M0_WS_TEXT : M0_WS_BINARY;
+    if (op == M0_WS_TEXT && !utf8) {
+        m0_warn("WebSocket message reply marked text is not UTF-8: sent as binary");
+        op = M0_WS_BINARY;
+    }
+    uint8_t head[M0_WS_FRAME_HEAD_MAX];
+    size_t hl = m0_ws_frame_head(head, op, n, 1);
+    /* The head, then the body in place (no copy of a large reply). */
+    m0_hold_send(s, c, (const char *)head, hl);
+    m0_hold_send(s, c, p, n);
+}
+
+/* The job is the loop's again: drop the message's request and answer. */
+static void job_done(struct m0_job *job)
+{
+    m0_req_free(&job->req);          /* its arena too: an idle socket keeps none */
+    m0_req_init(&job->req);
+    m0_resp_reset(&job->resp);
+    if (job->resp.out.cap > 64 * 1024)
+        m0_buf_free(&job->resp.out);
+    m0_head_free(&job->head);
+    m0_body_reset(&job->body);
+}
+
+static void process_input(struct m0_server *s, struct m0_conn *c, const char *p, size_t n);
+
+/* An owned socket: every queued message into the runner's channel at once;
+ * the next batch when it has taken them all (M0_CPL_TAKEN). */
+static void offer_all(struct m0_conn *c)
+{
+    struct m0_wshold *ws = ws_of(c);
+    while (ws->q_head != NULL) {
+        struct m0_wsmsg *m = ws->q_head;
+        ws->q_head = m->next;
+        m0_job_offer(c->job, m->opcode, m->payload.data, m->payload.len);
+        m0_buf_free(&m->payload);
+        free(m);
+    }
+    ws->q_tail = NULL;
+    ws->q_len = 0;
+    ws->q_bytes = 0;
+    ws->in_flight = 1;
+}
+
+/*
+ * Hand queued messages to the runner, one at a time (and read what waited
+ * while the queue was full). A target without a pool runs it here, on the
+ * loop thread, as its requests run.
+ */
+static void drive(struct m0_server *s, struct m0_conn *c)
+{
+    for (;;) {
+        if (c->state != M0_CONN_HELD || c->hold == NULL || (c->flags & C_DOOMED))
+            return;
+        struct m0_wshold *ws = ws_of(c);
+        if (ws->runner_done) {
+            queue_clear(ws);            /* nobody will take them */
+            return;
+        }
+        if (ws->in_flight)
+            return;
+        if (ws->q_head == NULL) {
+            if (ws->paused) {
+                /* Room again: what was read meanwhile first, then the socket. */
+                ws->paused = 0;
+                m0_conn_interest(s, c, m0_hold_interest(c, m0_buf_unread(&c->hold->outbox) > 0));
+                if (m0_buf_unread(&c->in) > 0) {
+                    struct m0_buf in = c->in;
+                    memset(&c->in, 0, sizeof c->in);
+                    process_input(s, c, in.data + in.off, m0_buf_unread(&in));
+                    m0_buf_free(&in);
+                    continue;
+                }
+            }
+            return;
+        }
+        if (ws->owned) {
+            offer_all(c);
+            return;
+        }
+        struct m0_wsmsg *m = ws->q_head;
+        ws->q_head = m->next;
+        if (ws->q_head == NULL)
+            ws->q_tail = NULL;
+        ws->q_len--;
+        ws->q_bytes -= m->payload.len;
+        struct m0_job *job = c->job;
+        uint32_t slot = m0_conn_slot(s, c);
+        m0_job_reset(job);
+        job->gen = c->gen;
+        job->target = ws->target;
+        job->msg_opcode = m->opcode;
+        m0_ws_message_request(&job->req, ws->req, ws->channel, ws->channel_len, slot, m->opcode, &m->payload);
+        m0_buf_free(&m->payload);
+        free(m);
+        ws->in_flight = 1;
+        /* On the target's pool, or (no pool) on the loop thread, as its
+         * requests run. */
+        if (m0_dispatch(job, M0_RUN_MESSAGE, NULL, now_ms(s)) == M0_QUEUED) {
+            c->flags |= C_RUNNER | C_WS_MSG;
+            m0_target_stats_of(&s->tstats, ws->target)->in_flight++;      /* until its completion */
+            return;
+        }
+        ws->in_flight = 0;
+        reply(s, c);
+        job_done(job);
+        maybe_finish(s, c);
+    }
+}
+
+static void on_message_done(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    c->flags &= ~C_WS_MSG;
+    if (c->state == M0_CONN_HELD && c->hold != NULL && ws_of(c) != NULL) {
+        ws_of(c)->in_flight = 0;
+        reply(s, c);
+    }
+    job_done(job);
+    if (c->state == M0_CONN_HELD && c->hold != NULL) {
+        drive(s, c);
+        maybe_finish(s, c);
+    }
+    m0_conn_close_doomed(s);
+}
+
+/* --------------------------------------------------------------- input */
+
+/* Parse n bytes of frames; what cannot be taken while the queue is full
+ * waits in c->in. */
+static void process_input(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
+{
+    while (n > 0) {
+        if (c->state != M0_CONN_HELD || c->hold == NULL || (c->flags & C_DOOMED))
+            return;
+        struct m0_wshold *ws = ws_of(c);
+        if (ws->close_sent || ws->close_received)
+            return;                   /* nothing after a close is read (§5.5.1) */
+        if (ws->paused) {
+            m0_buf_append(&c->in, p, n);
+            return;
+        }
+        size_t used = 0;
+        struct m0_ws_event ev;
+        enum m0_ws_event_type t = m0_ws_parse(&ws->parser, p, n, &used, &ev);
+        p += used;
+        n -= used;
+        switch (t) {
+        case M0_WS_EV_NONE:
+            break;
+        case M0_WS_EV_MESSAGE:
+            queue_push(ws, ev.opcode, &ws->parser);
+            drive(s, c);
+            break;
+        case M0_WS_EV_PING: {
+            char frame[M0_WS_CONTROL_MAX + 2];
+            struct m0_buf b = {.data = frame, .cap = sizeof frame};
+            m0_ws_frame(&b, M0_WS_PONG, ev.data, ev.len);     /* §5.5.3: the same payload */
+            m0_hold_send(s, c, b.data, b.len);
+            break;
+        }
+        case M0_WS_EV_PONG:
+            ws->ping_at = 0;
+            ws->last_pong = now_ms(s);
+            break;
+        case M0_WS_EV_CLOSE:
+            /* §5.5.1: answer with a close frame, echoing the code. */
+            ws->close_received = 1;
+            ws->end_code = (uint16_t)ev.code;
+            if (ws->owned && c->job != NULL)
+                m0_job_peer_reason(c->job, ev.data, ev.len);   /* for websocket.disconnect */
+            send_close(s, c, ev.code, NULL);
+            break;            /* the messages before it are still delivered */
+        case M0_WS_EV_ERROR:
+            fail_socket(s, c, ev.code, ev.why);
+            break;
+        }
+    }
+}
+
+static void read_frames(struct m0_server *s, struct m0_conn *c)
+{
+    char *rbuf = scratch_of(s)->rbuf;
+    size_t total = 0;
+    int gone = 0;
+    while (total < READ_BUDGET) {
+        struct m0_wshold *ws = ws_of(c);
+        if (ws->paused || ws->close_sent || ws->close_received)
+            break;
+        ssize_t r = recv(c->fd, rbuf, sizeof scratch_of(s)->rbuf, MSG_DONTWAIT);
+        if (r > 0) {
+            total += (size_t)r;
+            process_input(s, c, rbuf, (size_t)r);
+            if (c->state != M0_CONN_HELD || c->hold == NULL)
+                return;
+            if ((size_t)r < sizeof scratch_of(s)->rbuf)
+                break;
+            continue;
+        }
+        if (r == -1 && errno == EINTR)
+            continue;
+        if (r == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        gone = 1;                     /* EOF or an error: the peer left */
+        break;
+    }
+    if (gone) {
+        /* Whatever the handshake state, nobody reads our frames any more:
+         * unsubscribe and free the slot now (an owning runner gets what it
+         * sent before leaving, ws_release) — unless views still owe
+         * it messages: they run first, then the slot closes (maybe_finish). */
+        c->flags |= C_PEER_GONE;
+        struct m0_wshold *ws = ws_of(c);
+        if (views_owe(ws)) {
+            ws->peer_gone = 1;
+            if (ws->end_code == 0)
+                ws->end_code = 1006;
+            m0_conn_interest(s, c, 0);
+            return;
+        }
+        m0_conn_close(s, c);
+        return;
+    }
+    struct m0_wshold *ws = ws_of(c);
+    /* A full queue or a close stops the reading: epoll must stop reporting
+     * the input it leaves (level-triggered), until drive() resumes. */
+    m0_conn_interest(s, c, m0_hold_interest(c, m0_buf_unread(&c->hold->outbox) > 0));
+    if (ws->close_sent || ws->close_received) {
+        /* Input after a close is discarded until LINGER reads it. */
+        maybe_finish(s, c);
+    }
+}
+
+static void ws_enter(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_wshold *ws = ws_of(c);
+    ws->last_pong = now_ms(s);
+    if (ws->owned) {
+        /* What the runner sent while the 101 was going out, or its end. */
+        if (ws->runner_done)
+            on_done(s, c);
+        else
+            on_part(s, c);
+        if (c->state != M0_CONN_HELD || c->hold == NULL)
+            return;
+    }
+    if (m0_buf_unread(&c->in) > 0) {
+        /* Frames the client sent right behind its handshake. */
+        struct m0_buf in = c->in;
+        memset(&c->in, 0, sizeof c->in);
+        process_input(s, c, in.data + in.off, m0_buf_unread(&in));
+        m0_buf_free(&in);
+        if (c->state == M0_CONN_HELD && c->hold != NULL) {
+            m0_conn_interest(s, c, m0_hold_interest(c, m0_buf_unread(&c->hold->outbox) > 0));
+            maybe_finish(s, c);
+        }
+    }
+    m0_conn_close_doomed(s);
+}
+
+/* Epoll events on a held socket (conn.h: event). */
+static void ws_event(struct m0_server *s, struct m0_conn *c, uint32_t ev)
+{
+    if (c->state != M0_CONN_HELD)
+        return;
+    if ((ev & EPOLLOUT) && m0_hold_flush(s, c) == M0_ERR) {
+        c->flags |= C_PEER_GONE;
+        m0_conn_close(s, c);
+        return;
+    }
+    if ((ev & EPOLLOUT) && ws_of(c)->owned && !ws_of(c)->runner_done)
+        m0_job_credit(c->job, m0_buf_unread(&c->hold->outbox));
+    if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        read_frames(s, c);
+    if (c->state == M0_CONN_HELD && (ev & (EPOLLHUP | EPOLLERR))) {
+        /* Reset, or gone both ways, while its input was not being read (a
+         * full queue): these are reported whatever the interest, so the
+         * socket must go now or the loop would spin on them. */
+        c->flags |= C_PEER_GONE;
+        m0_conn_close(s, c);
+    }
+    if (c->state == M0_CONN_HELD && c->hold != NULL)
+        maybe_finish(s, c);
+    m0_conn_close_doomed(s);
+}
+
+/* ---------------------------------------------------------- heartbeats */
+
+/* Pings at the heartbeat cadence; a peer silent for two heartbeats after a
+ * ping is closed (conn.h: tick). */
+static void ws_sweep(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->state != M0_CONN_HELD)
+        return;
+    struct m0_wshold *ws = ws_of(c);
+    uint64_t heartbeat_ms = s->holds->heartbeat_ms;
+    uint64_t now = now_ms(s);
+    if (heartbeat_ms == 0 || ws->close_sent || ws->peer_gone)
+        return;
+    if (ws->ping_at != 0) {
+        /* A peer that leaves a ping unanswered for two intervals is gone
+         * (a half-open TCP connection, a laptop lid closed). While its
+         * socket is not read (queue full) its pong cannot be seen. */
+        if (!ws->paused && now - ws->ping_at >= 2 * heartbeat_ms) {
+            m0_info("closing a WebSocket that did not answer a ping in %.1f s",
+                    (double)(2 * heartbeat_ms) / 1000);
+            m0_conn_close(s, c);
+        }
+        return;
+    }
+    if (now - c->hold->last_write >= heartbeat_ms) {
+        char frame[2 + 8];
+        struct m0_buf b = {.data = frame, .cap = sizeof frame};
+        m0_ws_frame(&b, M0_WS_PING, NULL, 0);
+        m0_hold_send(s, c, b.data, b.len);
+        c->hold->last_write = now;
+        ws->ping_at = now;
+    }
+}
+
+/* ---------------------------------------------------------- the end */
+
+static void ws_end(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_wshold *ws = ws_of(c);
+    if (ws->owned && !ws->runner_done)
+        pull(s, c);                   /* what the application sent before the drain */
+    if (ws->peer_gone) {
+        maybe_finish(s, c);
+        return;
+    }
+    send_close(s, c, M0_WS_CLOSE_GOING_AWAY, "server shutting down");
+    if (c->state == M0_CONN_HELD && c->hold != NULL && !(c->flags & C_DOOMED))
+        maybe_finish(s, c);
+}
+
+/* ------------------------------------------------------- owned sockets */
+
+/* Move what the runner queued (frames, then its close) to the socket. */
+static void pull(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_buf *taken = &scratch_of(s)->taken;
+    struct m0_wshold *ws = ws_of(c);
+    struct m0_job *job = c->job;
+    m0_job_take(job, taken);
+    if (m0_buf_unread(taken) > 0 && !ws->close_sent)
+        m0_hold_send_owed(s, c, taken->data + taken->off, m0_buf_unread(taken));
+    m0_buf_reset(taken);
+    if (taken->cap > 256 * 1024)
+        m0_buf_free(taken);
+    unsigned code;
+    char reason[M0_WS_REASON_MAX];
+    size_t rlen;
+    if (m0_job_take_close(job, &code, reason, &rlen))
+        send_close_n(s, c, code, reason, rlen);
+    if (!ws->runner_done && !(c->flags & C_DOOMED))
+        m0_job_credit(job, m0_buf_unread(&c->hold->outbox));
+}
+
+static void on_part(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->state != M0_CONN_HELD)
+        return;          /* the 101 is still going out: ws_enter pulls */
+    pull(s, c);
+    maybe_finish(s, c);
+    m0_conn_close_doomed(s);
+}
+
+static void on_taken(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->state != M0_CONN_HELD)
+        return;
+    ws_of(c)->in_flight = 0;
+    drive(s, c);
+    if (c->state == M0_CONN_HELD && c->hold != NULL)
+        maybe_finish(s, c);
+    m0_conn_close_doomed(s);
+}
+
+static void on_done(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_wshold *ws = ws_of(c);
+    ws->runner_done = 1;
+    if (c->state != M0_CONN_HELD)
+        return;
+    pull(s, c);
+    /* An application that returns without closing: a normal closure. */
+    send_close(s, c, M0_WS_CLOSE_NORMAL, NULL);
+    queue_clear(ws);
+    maybe_finish(s, c);
+    m0_conn_close_doomed(s);
+}
+
+/* The connection closes (hold.h: release): an owning runner is told the
+ * socket ended (with what the peer sent before), and what the socket kept
+ * is freed; the hold itself is hold.c's to free. */
+static void ws_release(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_wshold *ws = ws_of(c);
+    (void)s;
+    if (ws->owned && !ws->runner_done) {
+        if (ws->q_head != NULL)
+            offer_all(c);             /* what the peer sent before it left or closed */
+        m0_job_socket_gone(c->job, ws->end_code ? ws->end_code : 1006);   /* 1006: no close frame (§7.1.5) */
+    }
+    ws_free(ws);
+}
+
+static void ws_free(struct m0_wshold *ws)
+{
+    queue_clear(ws);
+    m0_ws_parser_free(&ws->parser);
+    m0_ws_snapshot_free(ws->req);
+    ws->req = NULL;
+}
+
+/* ------------------------------------------------- the hold interface */
+
+/* A socket whose message queue is full is not read (TCP pushes back), nor
+ * one whose close has begun or whose peer left: LINGER reads the rest. */
+static int ws_reads(const struct m0_hold *h)
+{
+    const struct m0_wshold *ws = (const struct m0_wshold *)h;
+    return !(ws->paused || ws->close_sent || ws->close_received || ws->peer_gone);
+}
+
+/* A runner that owns the socket may send again once its bytes are
+ * written, however the outbox drained (EPOLLOUT, a fan-out's flush). */
+static void ws_written(struct m0_server *s, struct m0_conn *c)
+{
+    const struct m0_wshold *ws = ws_of(c);
+    (void)s;
+    if (ws->owned && !ws->runner_done)
+        m0_job_credit(c->job, m0_buf_unread(&c->hold->outbox));
+}
+
+/* A runner's completion for this socket (conn.h: complete; before it is
+ * HELD, h1.c passes it on through m0_hold_complete): frames or our close
+ * from an owning runner's channel (PART), the offered messages taken
+ * (TAKEN), a message's view returned or the owning runner ended (DONE). */
+static void ws_complete(struct m0_server *s, struct m0_conn *c, const struct m0_completion *done)
+{
+    switch (done->kind) {
+    case M0_CPL_PART:
+        if ((c->flags & C_UPGRADED) && c->hold != NULL)
+            on_part(s, c);
+        return;
+    case M0_CPL_TAKEN:
+        if ((c->flags & C_UPGRADED) && c->hold != NULL)
+            on_taken(s, c);
+        return;
+    case M0_CPL_DONE:
+        if (c->flags & C_WS_MSG) {
+            on_message_done(s, c);
+        } else if (c->flags & C_UPGRADED) {
+            /* The runner of an accepted socket ended: close the socket if
+             * it is still held; a refused or finished one owes nothing. */
+            c->flags &= ~C_UPGRADED;
+            if (c->hold != NULL)
+                on_done(s, c);
+        }
+        return;
+    default:
+        return;
+    }
+}
+
+const struct m0_hold_ops m0_ws_hold_ops = {
+    .proto = M0_CONN_PROTO_WS,
+    .begin = ws_begin,
+    .reads = ws_reads,
+    .written = ws_written,
+    .deliver = ws_deliver,
+    .enter = ws_enter,
+    .end = ws_end,
+    .release = ws_release,
+    .complete = ws_complete,
+};
+
+const struct m0_conn_ops m0_ws_conn_ops = {
+    .name = "ws",
+    .event = ws_event,
+    .tick = ws_sweep,
+    .closing = m0_hold_release,
+    .complete = ws_complete,
+    .fini = ws_fini,
+    .hold = &m0_ws_hold_ops,
+};

@@ -1,0 +1,245 @@
+/*
+ * listeners.c — the sockets a server listens on (see listeners.h): those
+ * systemd passed, else --bind, one SO_REUSEPORT socket per worker slot for
+ * TCP and one shared socket for a unix path.
+ */
+#include <errno.h>
+#include <linux/filter.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "m0/config.h"
+#include "m0/listen.h"
+#include "m0/listeners.h"
+#include "m0/log.h"
+#include "m0/metrics_text.h"
+
+int m0_listeners_open(struct m0_listeners *ls, struct m0_config *cfg, int nworkers)
+{
+    char err[512];
+    struct m0_bind_parts b;
+    struct m0_inherited inh[M0_MAX_LISTENERS];
+    int ninh = m0_listen_inherited(inh, M0_MAX_LISTENERS, err, sizeof err);
+    if (ninh == -1) {
+        m0_error("%s", err);
+        return M0_EXIT_FAIL;
+    }
+    if (ninh > 0) {
+        static char bind_text[200];
+        bind_text[0] = '\0';
+        for (int i = 0; i < ninh; i++) {
+            struct m0_listener *l = &ls->l[ls->n++];
+            l->per_slot = 0;
+            l->fds = calloc(1, sizeof *l->fds);
+            l->fds[0] = inh[i].fd;
+            const char *nm = inh[i].name[0] ? inh[i].name : NULL;
+            if (inh[i].family == AF_UNIX) {
+                snprintf(l->where, sizeof l->where, "unix:%s (fd %d%s%s, systemd)", inh[i].addr, inh[i].fd,
+                         nm ? " " : "", nm ? nm : "");
+                if (bind_text[0] == '\0')
+                    snprintf(bind_text, sizeof bind_text, "unix:%s", inh[i].addr);
+            } else {
+                int v6 = inh[i].family == AF_INET6;
+                snprintf(l->where, sizeof l->where, v6 ? "http://[%s]:%d (fd %d%s%s, systemd)"
+                                                       : "http://%s:%d (fd %d%s%s, systemd)",
+                         inh[i].addr, inh[i].port, inh[i].fd, nm ? " " : "", nm ? nm : "");
+                if (cfg->bound_port == 0) {
+                    snprintf(bind_text, sizeof bind_text, v6 ? "[%s]:%d" : "%s:%d", inh[i].addr, inh[i].port);
+                    cfg->bound_port = inh[i].port;
+                }
+            }
+        }
+        cfg->bind = bind_text;
+        m0_info("socket activation: serving %d socket(s) passed by systemd (--bind is not used)", ninh);
+        return M0_OK;
+    }
+    if (m0_config_bind_parts(cfg, &b, err, sizeof err) != M0_OK) {
+        fprintf(stderr, "%s\n", err);
+        return M0_EXIT_USAGE;
+    }
+    const char *host = b.host, *path = b.path;
+    int port = b.port;
+    struct m0_listener *l = &ls->l[ls->n++];
+    if (path != NULL) {
+        l->per_slot = 0;
+        l->fds = calloc(1, sizeof *l->fds);
+        l->unix_path = strdup(path);
+        snprintf(l->where, sizeof l->where, "unix:%s", path);
+        if ((l->fds[0] = m0_listen_unix(path, (int)cfg->backlog, err, sizeof err)) == -1) {
+            m0_error("%s", err);
+            return M0_EXIT_FAIL;
+        }
+        return M0_OK;
+    }
+    int bound = port;
+    if (port != 0) {
+        /* Each worker's socket joins one SO_REUSEPORT group, which another
+         * server of the same user could join too: both would then serve the
+         * port, half the connections each. A socket without SO_REUSEPORT
+         * cannot bind beside such a group, so binding one first makes a
+         * port in use the error gunicorn and uvicorn give. */
+        int probe = m0_listen_tcp(host, port, 1, 0, &bound, err, sizeof err);
+        if (probe == -1) {
+            m0_error("%s", err);
+            return M0_EXIT_FAIL;
+        }
+        close(probe);
+    }
+    l->per_slot = 1;
+    l->fds = malloc(M0_MAX_SLOTS * sizeof *l->fds);
+    l->host = strdup(host);
+    if (l->fds == NULL || l->host == NULL) {
+        m0_error("out of memory for the listeners");
+        return M0_EXIT_FAIL;
+    }
+    for (int i = 0; i < M0_MAX_SLOTS; i++)
+        l->fds[i] = -1;
+    for (int i = 0; i < nworkers; i++) {
+        /* Port 0: the first socket picks the port, the rest join it. */
+        l->fds[i] = m0_listen_tcp(host, bound, (int)cfg->backlog, 1, &bound, err, sizeof err);
+        if (l->fds[i] == -1) {
+            m0_error("%s", err);
+            return M0_EXIT_FAIL;
+        }
+    }
+    snprintf(l->where, sizeof l->where, strchr(host, ':') ? "http://[%s]:%d" : "http://%s:%d", host, bound);
+    cfg->bound_port = bound;
+    l->port = bound;
+    l->backlog = cfg->backlog;
+    return M0_OK;
+}
+
+void m0_listeners_close(struct m0_listeners *ls, int nworkers)
+{
+    for (int l = 0; l < ls->n; l++) {
+        for (int i = 0; i < (ls->l[l].per_slot ? nworkers : 1); i++) {
+            if (ls->l[l].fds[i] != -1)
+                close(ls->l[l].fds[i]);
+        }
+        /* Only a socket we bound: systemd's socket unit owns its own. */
+        if (ls->l[l].unix_path != NULL && unlink(ls->l[l].unix_path) == -1 && errno != ENOENT)
+            m0_log_errno("cannot remove unix:%s", ls->l[l].unix_path);
+        free(ls->l[l].unix_path);
+        free(ls->l[l].host);
+        free(ls->l[l].fds);
+    }
+    ls->n = 0;
+}
+
+int m0_listeners_add_slot(struct m0_listeners *ls, int idx)
+{
+    char err[512];
+    if (idx < 0 || idx >= M0_MAX_SLOTS)
+        return M0_ERR;
+    for (int l = 0; l < ls->n; l++) {
+        struct m0_listener *li = &ls->l[l];
+        if (!li->per_slot)
+            continue;
+        int bound;
+        li->fds[idx] = m0_listen_tcp(li->host, li->port, (int)li->backlog, 1, &bound, err, sizeof err);
+        if (li->fds[idx] == -1) {
+            m0_error("%s", err);
+            for (int k = 0; k < l; k++) {
+                if (ls->l[k].per_slot && ls->l[k].fds[idx] != -1) {
+                    close(ls->l[k].fds[idx]);
+                    ls->l[k].fds[idx] = -1;
+                }
+            }
+            return M0_ERR;
+        }
+    }
+    return M0_OK;
+}
+
+int m0_listeners_steer(struct m0_listeners *ls, int n)
+{
+    /* A = a random u32; A %= n; return A: the index of the socket in the
+     * group (bpf(4)'s SO_ATTACH_REUSEPORT_CBPF, in socket(7)). */
+    struct sock_filter code[] = {
+        {BPF_LD | BPF_W | BPF_ABS, 0, 0, (uint32_t)(SKF_AD_OFF + SKF_AD_RANDOM)},
+        {BPF_ALU | BPF_MOD | BPF_K, 0, 0, (uint32_t)n},
+        {BPF_RET | BPF_A, 0, 0, 0},
+    };
+    struct sock_fprog prog = {.len = (unsigned short)M0_ARRAY_LEN(code), .filter = code};
+    if (n < 1)
+        return M0_ERR;
+    for (int l = 0; l < ls->n; l++) {
+        const struct m0_listener *li = &ls->l[l];
+        if (li->per_slot && setsockopt(li->fds[0], SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof prog) == -1) {
+            m0_log_errno("SO_ATTACH_REUSEPORT_CBPF on %s", li->where);
+            return M0_ERR;
+        }
+    }
+    return M0_OK;
+}
+
+int m0_listeners_pending(const struct m0_listeners *ls, int idx)
+{
+    for (int l = 0; l < ls->n; l++) {
+        const struct m0_listener *li = &ls->l[l];
+        if (!li->per_slot || li->fds[idx] == -1)
+            continue;
+        /* A listening socket polls readable while its accept queue is not empty. */
+        struct pollfd p = {.fd = li->fds[idx], .events = POLLIN};
+        if (poll(&p, 1, 0) == 1)
+            return 1;
+    }
+    return 0;
+}
+
+void m0_listeners_drop_slot(struct m0_listeners *ls, int idx)
+{
+    for (int l = 0; l < ls->n; l++) {
+        struct m0_listener *li = &ls->l[l];
+        if (li->per_slot && li->fds[idx] != -1) {
+            close(li->fds[idx]);
+            li->fds[idx] = -1;
+        }
+    }
+}
+
+int m0_metrics_listen(struct m0_listeners *ls, struct m0_config *cfg)
+{
+    char host[256], err[512];
+    int port, bound = 0;
+    const char *path;
+    if (cfg->metrics_bind == NULL)
+        return M0_OK;
+    if (m0_mx_addr_split(cfg->metrics_bind, host, sizeof host, &port, &path) != M0_OK) {
+        m0_error("--metrics-bind: invalid address '%s' (want HOST:PORT or unix:PATH)", cfg->metrics_bind);
+        return M0_EXIT_USAGE;
+    }
+    if (ls->n == M0_MAX_LISTENERS) {
+        m0_error("--metrics-bind: more than %d listening sockets", M0_MAX_LISTENERS);
+        return M0_EXIT_USAGE;
+    }
+    struct m0_listener *l = &ls->l[ls->n];
+    memset(l, 0, sizeof *l);
+    l->fds = calloc(1, sizeof *l->fds);
+    /* One socket every worker accepts on (no SO_REUSEPORT: whichever
+     * worker is free answers, and each answers for all). */
+    if (path != NULL) {
+        l->fds[0] = m0_listen_unix(path, 64, err, sizeof err);
+        l->unix_path = strdup(path);
+        snprintf(l->where, sizeof l->where, "unix:%s (metrics)", path);
+    } else {
+        l->fds[0] = m0_listen_tcp(host, port, 64, 0, &bound, err, sizeof err);
+        snprintf(l->where, sizeof l->where, strchr(host, ':') ? "http://[%s]:%d (metrics)" : "http://%s:%d (metrics)",
+                 host, bound);
+    }
+    if (l->fds[0] == -1) {
+        m0_error("--metrics-bind: %s", err);
+        free(l->fds);
+        free(l->unix_path);
+        memset(l, 0, sizeof *l);
+        return M0_EXIT_FAIL;
+    }
+    cfg->metrics_listener = ls->n++;
+    m0_info("metrics at %.*s%s", (int)(strlen(l->where) - 10), l->where,
+            cfg->metrics_path != NULL && cfg->metrics_path[0] ? cfg->metrics_path : "/metrics");
+    return M0_OK;
+}

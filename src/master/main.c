@@ -1,0 +1,79 @@
+/*
+ * main.c — parse the configuration, then run the master.
+ * Exit statuses: 0 clean stop, 1 failure (including an application that
+ * cannot be loaded), 2 a bad flag or value, 78 a virtualenv of another
+ * Python version than the one built in, or a --grant-key-file refused
+ * (unreadable, open to other users, malformed: its contents are
+ * configuration, not a flag's syntax).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "m0/broker_url.h"
+#include "m0/config.h"
+#include "m0/grant.h"
+#include "m0/log.h"
+#include "m0/master.h"
+#include "m0/publish_cli.h"
+#include "m0/pyrt.h"
+#include <string.h>
+#include "m0/static.h"
+
+int main(int argc, char **argv)
+{
+    struct m0_config cfg;
+    char err[512];
+
+    /* Subcommands come first; anything else is MODULE[:ATTR] [options]. */
+    if (argc > 1 && strcmp(argv[1], "publish") == 0)
+        return m0_publish_main(argc - 1, argv + 1);
+    m0_config_defaults(&cfg);
+    if (m0_config_parse(&cfg, argc, argv, err, sizeof err) != M0_OK) {
+        fprintf(stderr, "%s\n", err);
+        return M0_EXIT_USAGE;
+    }
+    if (cfg.show_help) {
+        m0_config_usage();
+        return M0_EXIT_OK;
+    }
+    if (cfg.show_version) {
+        printf("m0serve %s (Python %s%s, built for %s)\n", M0_VERSION, m0_py_version(),
+               m0_py_free_threaded() ? " free-threaded" : "", m0_py_built_for());
+        return M0_EXIT_OK;
+    }
+    if (m0_static_check_config(&cfg, err, sizeof err) != M0_OK) {
+        fprintf(stderr, "%s\n", err);
+        return M0_EXIT_USAGE;
+    }
+    if (cfg.grant_key_file != NULL) {
+        /* Read here, as the user that started the server; the workers
+         * inherit the keys. The application's m0pub.grant() finds the same
+         * file through M0_GRANT_KEY_FILE, made absolute. */
+        cfg.grant_keys = m0_grant_keys_load(cfg.grant_key_file, err, sizeof err);
+        if (cfg.grant_keys == NULL) {
+            fprintf(stderr, "%s\n", err);
+            return M0_EXIT_CONFIG;
+        }
+        char *abs = realpath(cfg.grant_key_file, NULL);
+        setenv("M0_GRANT_KEY_FILE", abs != NULL ? abs : cfg.grant_key_file, 1);
+        free(abs);
+    }
+    /* m0pub.grant_url() builds PREFIX/sse and PREFIX/ws from it ("/": the root). */
+    if (cfg.grant_path != NULL)
+        setenv("M0_GRANT_PATH", cfg.grant_path[0] ? cfg.grant_path : "/", 1);
+    if (m0_py_check_env(err, sizeof err) != M0_OK) {
+        fprintf(stderr, "%s\n", err);
+        return M0_EXIT_CONFIG;
+    }
+    /* Process-wide, before binding: a unix socket's mode is 0777 less it. */
+    if (cfg.umask >= 0)
+        umask((mode_t)cfg.umask);
+    m0_config_resolve(&cfg);
+    if (m0_broker_configure(&cfg) != M0_OK) {
+        fprintf(stderr, "m0serve: error: --broker: invalid value '%s'\n", cfg.broker);
+        return M0_EXIT_USAGE;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    return m0_master_run(&cfg);
+}

@@ -1,0 +1,390 @@
+/*
+ * serve.c — a worker's serving lifecycle (see serve.h): the slot table,
+ * the loop's handlers and hooks, signals and the master's control socket,
+ * graceful drain, teardown.
+ *
+ * Drain (SIGTERM, SIGINT, or the master's 'D' on a reload) is what makes a
+ * reload lose nothing:
+ *   - the listener closes here, but the socket stays open in the master
+ *     and the next worker, so connections waiting in it are kept;
+ *   - the bus is left to the next worker ('R' tells the master, which only
+ *     then lets the replacement read it);
+ *   - requests in flight finish; a response whose head promised keep-alive
+ *     keeps its connection, and the request that follows on it is answered
+ *     with Connection: close — closing a kept connection at an arbitrary
+ *     moment would race with a request already on the wire;
+ *   - idle keep-alive connections get M0_DRAIN_IDLE_MS to send one;
+ *   - held streams end with a FIN: their clients reconnect and resume.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "m0/broker.h"
+#include "m0/config.h"
+#include "m0/conn.h"
+#include "m0/fork.h"
+#include "m0/h1.h"
+#include "m0/hold.h"
+#include "m0/job.h"
+#include "m0/log.h"
+#include "m0/loop.h"
+#include "m0/metrics.h"
+#include "m0/pool.h"
+#include "m0/rt.h"
+#include "m0/serve.h"
+#include "m0/timer.h"
+#include "m0/wshold.h"
+#include "m0/control.h"
+
+#define SWEEP_MS 200
+#define ASK_AGAIN_MS 10000
+
+struct serve {
+    struct m0_server s;        /* first: a struct m0_server * is a struct serve * */
+    int sig_fd;
+    int ctl_fd;                /* -1 without a master */
+    int serving;               /* the master said go */
+    int stop_now;              /* SIGQUIT */
+    int rc;
+    uint64_t quota;            /* --max-requests (+ jitter) for this worker; 0 = none */
+    uint64_t asked_at;         /* loop ms M0_CTL_REPLACE was last sent; 0 = never */
+};
+
+static struct serve *serve_of(struct m0_server *s)
+{
+    return (struct serve *)s;
+}
+
+static void ctl_send(struct serve *v, char what)
+{
+    if (v->ctl_fd == -1)
+        return;
+    ssize_t w;
+    do
+        w = send(v->ctl_fd, &what, 1, MSG_NOSIGNAL);
+    while (w == -1 && errno == EINTR);
+}
+
+static void start_drain(struct serve *v)
+{
+    struct m0_server *s = &v->s;
+    if (atomic_load(&s->draining))
+        return;
+    uint64_t now = m0_loop_now(s->loop);
+    atomic_store(&s->draining, 1);
+    s->drain_deadline = now + (uint64_t)(s->cfg->graceful_timeout * 1000);
+    for (int i = 0; i < s->nlisten; i++) {
+        if (s->listening)
+            m0_loop_del_fd(s->loop, s->listen_fds[i]);
+        close(s->listen_fds[i]);
+        s->listen_fds[i] = -1;
+    }
+    s->nlisten = 0;
+    s->listening = 0;
+    m0_rt_stop_reading(s->rt);
+    ctl_send(v, M0_CTL_RETIRED);
+    m0_hold_end_all(s);
+    /* Idle keep-alive connections: a last moment to send a request. */
+    for (struct m0_conn *c = s->active.next; c != &s->active; c = c->next) {
+        if (c->state == M0_CONN_READ_HEAD && !c->http.in_message && m0_buf_unread(&c->in) == 0 &&
+            c->deadline > now + M0_DRAIN_IDLE_MS)
+            c->deadline = now + M0_DRAIN_IDLE_MS;
+    }
+    m0_info("worker draining: %u connection(s) in flight", s->nactive);
+}
+
+/* The loop's events: the local bus, or the broker in its place. */
+static int start_events(struct m0_server *s)
+{
+    if (m0_broker != NULL)
+        return m0_rt_start(s->rt, &m0_broker_source, m0_broker_new(s->rt, s->loop, s->cfg));
+    return m0_rt_start(s->rt, NULL, NULL);
+}
+
+static void go(struct serve *v)
+{
+    struct m0_server *s = &v->s;
+    if (v->serving || atomic_load(&s->draining))
+        return;
+    v->serving = 1;
+    s->listening = 1;
+    for (int i = 0; i < s->nlisten; i++) {
+        if (m0_loop_add_fd(s->loop, s->listen_fds[i], EPOLLIN, m0_conn_accept, s) == M0_ERR) {
+            m0_log_errno("epoll_ctl(listener)");
+            v->rc = M0_EXIT_FAIL;
+            m0_loop_stop(s->loop);
+            return;
+        }
+    }
+    /* Set up before booted was reported (m0_serve_prepare): only reading
+     * starts here, once the predecessor has stopped. */
+    if (s->cfg->realtime && start_events(s) != M0_OK) {
+        m0_error("cannot start the realtime bus");
+        v->rc = M0_EXIT_FAIL;
+        m0_loop_stop(s->loop);
+    }
+}
+
+/* Signals arrive as bytes on the worker's self-pipe (worker.c). */
+static void on_signal(struct m0_loop *l, int fd, uint32_t events, void *ctx)
+{
+    struct serve *v = ctx;
+    unsigned char sigs[64];
+    ssize_t n;
+    (void)events;
+    while ((n = read(fd, sigs, sizeof sigs)) > 0) {
+        for (ssize_t i = 0; i < n; i++) {
+            if (sigs[i] == SIGTERM || sigs[i] == SIGINT) {
+                start_drain(v);
+            } else if (sigs[i] == SIGQUIT) {
+                v->stop_now = 1;
+                m0_loop_stop(l);
+            }
+        }
+    }
+}
+
+static void on_ctl(struct m0_loop *l, int fd, uint32_t events, void *ctx)
+{
+    struct serve *v = ctx;
+    char msg[16];
+    (void)events;
+    ssize_t n = recv(fd, msg, sizeof msg, MSG_DONTWAIT);
+    if (n == -1 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n <= 0) {
+        /* The master is gone: stop taking work. */
+        m0_loop_del_fd(l, fd);
+        start_drain(v);
+        return;
+    }
+    for (ssize_t i = 0; i < n; i++) {
+        if (msg[i] == M0_CTL_GO) {
+            go(v);
+        } else if (msg[i] == M0_CTL_DRAIN) {
+            start_drain(v);
+        } else if (msg[i] == M0_CTL_PING) {
+            /* Answered by the loop itself: the master's watchdog measures
+             * whether loops turn, not whether views are quick. */
+            uint8_t pong[5] = {M0_CTL_PONG};
+            uint32_t conns = v->s.nactive;
+            memcpy(pong + 1, &conns, sizeof conns);
+            ssize_t w;
+            do
+                w = send(fd, pong, sizeof pong, MSG_NOSIGNAL | MSG_DONTWAIT);
+            while (w == -1 && errno == EINTR);
+        }
+    }
+}
+
+void m0_serve_tell_master(struct m0_server *s, char what)
+{
+    ctl_send(serve_of(s), what);
+}
+
+/* Before sleeping: the timeout sweep, released slots, the end of a drain. */
+static void serve_hook(struct m0_loop *l, void *ctx)
+{
+    struct serve *v = ctx;
+    struct m0_server *s = &v->s;
+    uint64_t now = m0_loop_now(l);
+    if (now >= s->next_sweep) {
+        m0_conn_sweep(s);
+        s->next_sweep = now + SWEEP_MS;
+    }
+    m0_conn_release_closed(s);
+    if (v->quota != 0 && s->requests >= v->quota && !atomic_load(&s->draining) &&
+        (v->asked_at == 0 || now - v->asked_at >= ASK_AGAIN_MS)) {
+        /* --max-requests: the master boots a replacement first, then
+         * drains this worker (as a reload does, for one slot). Asked again
+         * after a while if nothing came of it (the master was reloading,
+         * or the successor could not boot). */
+        if (v->asked_at == 0)
+            m0_info("worker answered %llu requests (--max-requests): asking to be replaced",
+                    (unsigned long long)s->requests);
+        v->asked_at = now;
+        ctl_send(v, M0_CTL_REPLACE);
+    }
+    if (atomic_load(&s->draining)) {
+        /* Done when every connection is closed and every runner has
+         * returned its job: an ASGI app sees its sockets' disconnect (and a
+         * view whose client left finishes) before lifespan shutdown. */
+        if (s->nactive == 0 && s->norphans == 0) {
+            m0_loop_stop(l);
+        } else if (now >= s->drain_deadline) {
+            m0_warn("graceful timeout: closing %u connection(s) still in flight (%u application task(s) "
+                    "still running)", s->nactive, s->norphans);
+            s->abandoned = 1;
+            m0_loop_stop(l);
+        }
+    }
+    m0_loop_wake_at(l, s->next_sweep);
+}
+
+/* In a child forked by the application (fork.h): every descriptor the
+ * server owns. */
+static void close_in_child(void *ctx)
+{
+    struct serve *v = ctx;
+    struct m0_server *s = &v->s;
+    for (uint32_t i = 0; i < s->nconns; i++) {
+        if (s->conns[i].fd != -1)
+            close(s->conns[i].fd);
+        if (s->conns[i].file_fd != -1)
+            close(s->conns[i].file_fd);
+    }
+    for (int i = 0; i < s->nlisten; i++)
+        close(s->listen_fds[i]);
+    if (s->reserve_fd != -1)
+        close(s->reserve_fd);
+    if (v->ctl_fd != -1)
+        close(v->ctl_fd);
+    close(v->sig_fd);
+    m0_loop_close_in_child(s->loop);
+}
+
+struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fds, int nlisten, int sig_fd,
+                               int ctl_fd)
+{
+    struct serve *v = m0_xmalloc(sizeof *v);
+    memset(v, 0, sizeof *v);
+    struct m0_server *s = &v->s;
+    v->sig_fd = sig_fd;
+    v->ctl_fd = ctl_fd;
+    s->cfg = cfg;
+    for (int i = 0; i < nlisten && i < M0_MAX_LISTENERS; i++)
+        s->listen_fds[s->nlisten++] = listen_fds[i];
+    if (cfg->max_requests > 0) {
+        /* gunicorn's semantics: N plus a random 0..J, drawn per worker. */
+        v->quota = (uint64_t)cfg->max_requests;
+        if (cfg->max_requests_jitter > 0) {
+            unsigned seed = (unsigned)getpid() ^ (unsigned)m0_clock_ms();
+            v->quota += (uint64_t)rand_r(&seed) % (uint64_t)(cfg->max_requests_jitter + 1);
+        }
+    }
+    s->keepalive_ms = (uint64_t)(cfg->keepalive_timeout * 1000);
+    s->header_ms = (uint64_t)(cfg->header_timeout * 1000);
+    s->body_ms = (uint64_t)(cfg->body_timeout * 1000);
+    s->write_ms = 60000;
+    s->request_ms = (uint64_t)(cfg->request_timeout * 1000);
+    s->active.next = s->active.prev = &s->active;
+    s->health_path = cfg->health_path;
+    s->health_len = cfg->health_path ? strlen(cfg->health_path) : 0;
+    s->nconns = (uint32_t)cfg->max_connections;
+    s->conns = calloc(s->nconns, sizeof *s->conns);
+    s->jobs = calloc(s->nconns, sizeof *s->jobs);
+    s->loop = m0_loop_new();
+    if (s->conns == NULL || s->jobs == NULL || s->loop == NULL) {
+        m0_log_errno("cannot set up the event loop (%u connection slots)", s->nconns);
+        return NULL;
+    }
+    for (uint32_t i = s->nconns; i-- > 0;) {
+        s->conns[i].fd = -1;
+        s->conns[i].file_fd = -1;
+        s->conns[i].next_free = s->free_list;
+        s->free_list = &s->conns[i];
+    }
+    s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    m0_loop_on_slot(s->loop, m0_conn_on_event, s);
+    m0_loop_on_complete(s->loop, m0_conn_on_complete, s);
+    /* The composition root: the protocols a connection may speak, and the
+     * holds with the realtime engine they are the sink of. */
+    s->proto[M0_CONN_PROTO_H1] = &m0_h1_conn_ops;
+    s->proto[M0_CONN_PROTO_SSE] = &m0_sse_conn_ops;
+    s->proto[M0_CONN_PROTO_WS] = &m0_ws_conn_ops;
+    m0_holds_init(s);
+    if (m0_loop_add_fd(s->loop, sig_fd, EPOLLIN, on_signal, v) == M0_ERR ||
+        (ctl_fd != -1 && m0_loop_add_fd(s->loop, ctl_fd, EPOLLIN, on_ctl, v) == M0_ERR)) {
+        m0_log_errno("epoll_ctl(signals)");
+        return NULL;
+    }
+    m0_loop_add_hook(s->loop, serve_hook, v);
+    m0_metrics_attach(s);
+    s->next_sweep = m0_loop_now(s->loop) + SWEEP_MS;
+    s->env = (struct m0_runner_env){.loop = s->loop, .jobs = s->jobs, .njobs = s->nconns, .draining = &s->draining,
+                                    .newest_id = m0_rt_newest, .newest_ctx = s->rt};
+    m0_fork_on_child(close_in_child, v);
+    return s;
+}
+
+int m0_serve_prepare(struct m0_server *s)
+{
+    if (s->cfg->realtime && m0_rt_prepare(s->rt) != M0_OK) {
+        m0_error("cannot set up the realtime bus");
+        return M0_ERR;
+    }
+    return M0_OK;
+}
+
+void m0_serve_booted(struct m0_server *s)
+{
+    struct serve *v = serve_of(s);
+    if (v->ctl_fd == -1)
+        go(v);
+    else
+        ctl_send(v, M0_CTL_BOOTED);
+}
+
+int m0_serve_run(struct m0_server *s)
+{
+    struct serve *v = serve_of(s);
+    if (m0_loop_run(s->loop) != M0_OK)
+        v->rc = M0_EXIT_FAIL;
+    /* Whatever is still queued will not be started: its client is about
+     * to be disconnected. */
+    struct m0_conn *c = s->active.next;
+    while (c != &s->active) {
+        struct m0_conn *next = c->next;
+        m0_conn_close(s, c);
+        c = next;
+    }
+    m0_conn_release_closed(s);
+    unsigned threads, busy, max, queued;
+    m0_pool_stats(s->pool, &threads, &busy, &max, &queued);
+    if ((s->abandoned || v->stop_now) && busy > 0) {
+        /* A view is still running past the deadline: joining it would only
+         * make the master kill us later. Leave now. */
+        m0_warn("leaving %u handler thread(s) mid-view", busy);
+        return M0_EXIT_ABANDONED;
+    }
+    if (v->rc != M0_EXIT_OK)
+        return v->rc;
+    return s->abandoned ? M0_EXIT_ABANDONED : M0_EXIT_OK;
+}
+
+void m0_serve_free(struct m0_server *s)
+{
+    struct serve *v = serve_of(s);
+    /* Threads finish their current job, then stop; only then may jobs be
+     * freed. */
+    m0_pool_stop(s->pool);
+    s->pool = NULL;
+    for (uint32_t i = 0; i < s->nconns; i++) {
+        if (s->conns[i].job != NULL) {
+            m0_http_free(&s->conns[i].http);
+            m0_buf_free(&s->conns[i].in);
+            m0_buf_free(&s->conns[i].out);
+            m0_job_free(s->conns[i].job);
+        }
+    }
+    m0_holds_free(s);
+    for (int p = 0; p < M0_CONN_PROTOS; p++) {
+        if (s->proto[p]->fini != NULL)
+            s->proto[p]->fini(s);
+    }
+    free(s->conns);
+    free(s->jobs);
+    m0_loop_free(s->loop);
+    if (s->reserve_fd != -1)
+        close(s->reserve_fd);
+    if (v->ctl_fd != -1)
+        close(v->ctl_fd);
+    m0_fork_forget(v);
+    free(v);
+}

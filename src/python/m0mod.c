@@ -1,0 +1,147 @@
+/*
+ * m0mod.c — the built-in "m0" module the embedded interpreter imports:
+ * wsgi.errors' object, the FileWrapper type, publish() (what m0pub.publish
+ * calls) and the hook that cleans a process forked by a view.
+ */
+#include "m0/wsgi.h"
+
+#include "m0/broker_pub.h"
+#include "m0/bus.h"
+#include "m0/metrics.h"
+#include "m0/reload.h"
+#include "m0/fork.h"
+
+/* This process's metrics block (metrics.h), for any thread; NULL: none. */
+static struct m0_mx_block *mx_block(void)
+{
+    return m0_metrics_block();
+}
+
+static PyObject *py_publish(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *channel, *event, *data, *key = NULL;
+    Py_ssize_t clen, dlen, klen = 0;
+    if (!PyArg_ParseTuple(args, "y#zy#|z#:publish", &channel, &clen, &event, &data, &dlen, &key, &klen))
+        return NULL;
+    uint64_t id;
+    int rc;
+    if (m0_broker != NULL) {
+        /* --broker: one round trip to Redis on this thread (broker.h); a
+         * broker that cannot be reached raises, never drops silently. */
+        char err[512];
+        Py_BEGIN_ALLOW_THREADS
+        rc = m0_broker_publish(channel, (size_t)clen, event, data, (size_t)dlen, key, (size_t)klen, &id, err,
+                               sizeof err);
+        Py_END_ALLOW_THREADS
+        m0_mx_add(mx_block(), rc == M0_OK ? M0_MX_PUBLISHES : M0_MX_PUBLISH_ERRORS, 1);
+        if (rc != M0_OK) {
+            /* TimeoutError: sent, no answer (m0pub: PublishOutcomeUnknown). */
+            PyErr_Format(rc == M0_BROKER_UNKNOWN ? PyExc_TimeoutError : PyExc_ConnectionError, "m0 publish: %s", err);
+            return NULL;
+        }
+        return PyLong_FromUnsignedLongLong(id);
+    }
+    Py_BEGIN_ALLOW_THREADS
+    rc = m0_bus_publish(channel, (size_t)clen, event, data, (size_t)dlen, &id);
+    Py_END_ALLOW_THREADS
+    if (rc != M0_AGAIN)       /* M0_AGAIN: no bus, nothing published */
+        m0_mx_add(mx_block(), rc == M0_OK ? M0_MX_PUBLISHES : M0_MX_PUBLISH_ERRORS, 1);
+    if (rc == M0_AGAIN)
+        Py_RETURN_NONE;
+    if (rc != M0_OK) {
+        PyErr_SetString(PyExc_ValueError, "invalid channel or event too large for the bus");
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(id);
+}
+
+static PyObject *py_enabled(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(m0_bus_current != NULL || m0_broker != NULL);
+}
+
+static PyObject *py_brokered(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(m0_broker != NULL);
+}
+
+static PyObject *py_after_fork_child(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    m0_fork_after_child();
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_watch(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    PyObject *bytes;
+    if (!PyUnicode_FSConverter(arg, &bytes))
+        return NULL;
+    int rc = m0_reload_watch(PyBytes_AS_STRING(bytes));
+    if (rc != M0_OK) {
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, arg);
+        Py_DECREF(bytes);
+        return NULL;
+    }
+    Py_DECREF(bytes);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef m0_functions[] = {
+    {"_watch", py_watch, METH_O,
+     "_watch(directory): --reload watches directory for changed Python files (inotify); "
+     "OSError when it cannot (or without --reload)."},
+    {"publish", py_publish, METH_VARARGS,
+     "publish(channel: bytes, event: str | None, data: bytes, key: str | None = None) -> int | None: "
+     "frame one SSE event "
+     "and write it to every worker's bus; returns its global id, None without --realtime. Blocks "
+     "for at most about a millisecond (never waits for a full bus: that worker misses the event "
+     "and tells its streams). With --broker the event goes through Redis instead (one round trip, "
+     "at most about 3 s when the broker is down), ConnectionError is raised when it was not "
+     "published and TimeoutError when it was sent but not answered (it may have been published); "
+     "a key (broker only) makes a retry return the first id. m0pub.publish is the documented API."},
+    {"enabled", py_enabled, METH_NOARGS,
+     "enabled() -> bool: publish() reaches held streams (the server runs with --realtime or --broker)."},
+    {"_brokered", py_brokered, METH_NOARGS,
+     "_brokered() -> bool: publish() goes through the broker (--broker), one network round trip."},
+    {"_after_fork_child", py_after_fork_child, METH_NOARGS,
+     "_after_fork_child(): close the server's descriptors in a process forked by a view "
+     "(registered with os.register_at_fork)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef m0_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "m0",
+    .m_doc = "m0serve's built-in module: wsgi.errors, the file wrapper type and the bus publisher.",
+    .m_size = -1,
+    .m_methods = m0_functions,
+};
+
+PyObject *m0_module_init(void)
+{
+    if (m0_wsgi_io_ready() == -1)
+        return NULL;
+    PyObject *m = PyModule_Create(&m0_module);
+    if (m == NULL)
+        return NULL;
+    /* AddObjectRef, never AddObject: errors stays ours whether it was added
+     * or not, so one release fits every path (AddObject steals only on
+     * success — the next failure would have released it a second time). */
+    PyObject *errors = PyObject_CallNoArgs((PyObject *)&m0_ErrorsType);
+    int bad = errors == NULL || PyModule_AddObjectRef(m, "errors", errors) == -1 ||
+              PyModule_AddObjectRef(m, "FileWrapper", (PyObject *)&m0_FileWrapperType) == -1;
+    Py_XDECREF(errors);
+    if (bad) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,911 @@
+/*
+ * broker.c — a worker's side of the broker (see broker.h, docs/broker.md):
+ * two hiredis async connections on the worker's own loop.
+ *
+ *   reader    XREAD BLOCK on the all-channel log from the last id this
+ *             worker saw: events arrive in id order and go to the registry
+ *             (journal, fan-out) through hold.c. A reconnect resumes from
+ *             that id, so what was published meanwhile is caught up; an id
+ *             that does not follow the previous one means the log no longer
+ *             had it (trimmed, or the broker lost its data): live streams
+ *             get m0-gap, as with a full local bus. While fan-outs are
+ *             backed up the next XREAD waits (events wait in Redis).
+ *   commands  resumes (M0_BROKER_REPLAY_LUA) and a once-a-second probe of
+ *             the counter, for /health's lag.
+ *
+ * A connection is up once Redis answered its handshake (AUTH and SELECT
+ * when configured, then PING): a socket that accepts and then refuses (a
+ * wrong password, maxclients) is a failed attempt like a refused connect.
+ *
+ * Faults: a connection that fails or drops is retried with a backoff (100
+ * ms doubling to 5 s) by a before-sleep hook; the backoff starts over only
+ * after a connection stayed up for STABLE_MS, so one that is accepted and
+ * then dropped backs off too. An outage is logged once per connection (and
+ * its end); held streams stay open meanwhile (heartbeats go on). A reply
+ * that does not fit the command it answers, or that answers none (the
+ * reader's guard, broker_reply.h), is a protocol error: logged, that
+ * connection dropped and redialled with the backoff. Resumes asked while
+ * the broker is down wait (at most MAX_WAITING; beyond, 503 and the client
+ * retries). Nothing here blocks: connects are non-blocking, with a
+ * deadline.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+#include "m0/broker.h"
+#include "m0/broker_pub.h"
+#include "m0/broker_reply.h"
+#include "m0/bus.h"
+#include "m0/config.h"
+#include "m0/fork.h"
+#include "m0/rt.h"
+#include "m0/log.h"
+#include "m0/loop.h"
+#include "m0/redis_loop.h"
+#include "m0/sse.h"
+
+#define READ_COUNT 256              /* log entries per XREAD */
+#define BLOCK_MS 5000               /* XREAD BLOCK: an idle reader hears from Redis this often */
+#define SILENCE_MS (BLOCK_MS + 10000) /* no reply to an XREAD for this long: the connection is dead */
+#define CONNECT_MS 2000             /* a connect (and its handshake) not done by then is abandoned */
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+#define STABLE_MS (2 * BACKOFF_MAX_MS) /* up this long: the next outage's backoff starts over */
+#define PROBE_MS 1000               /* counter probe, for /health's lag */
+#define PACE_MS 1                   /* under load, one XREAD per reader per ms (see on_read) */
+#define MAX_WAITING 1024            /* resumes queued while the command connection is down */
+
+enum { DOWN, CONNECTING, HELLO, UP };     /* HELLO: connected, the handshake not answered yet */
+static const char *const state_names[] = {"down", "connecting", "connecting", "up"};
+
+struct broker;
+
+struct bconn {
+    struct m0_redis_ev ev;          /* ev.ac: the live context, or NULL */
+    struct broker *b;
+    const char *role;               /* "reader" / "commands" */
+    int state;
+    unsigned failures;              /* attempts since the last stable connection (backoff) */
+    uint64_t retry_at;              /* DOWN: next attempt */
+    uint64_t deadline;              /* CONNECTING, HELLO: give up then */
+    uint64_t up_since;              /* UP: since when (0: not up on this attempt) */
+    int logged_down;                /* this outage was reported */
+};
+
+struct broker;
+
+/* A resume waiting for (or in flight to) the broker. */
+struct resume {
+    struct resume *next;
+    struct broker *b;
+    uint32_t slot, gen;
+    uint64_t last;
+    size_t clen;
+    char channel[];
+};
+
+struct broker {
+    struct m0_rt *rt;               /* the loop's realtime engine, fed with what is read */
+    struct m0_loop *loop;
+    size_t replay_bytes;            /* --replay-bytes: what one resume replays at most */
+    const struct m0_broker_cfg *cfg;
+    struct bconn rd, cmd;
+    int stopped;
+    int positioned;                 /* position is known (first GET of the counter done) */
+    int reading;                    /* an XREAD is outstanding */
+    uint64_t read_sent;             /* when it was sent */
+    int stalled;                    /* the registry is backed up: next XREAD deferred */
+    uint64_t paced_until;           /* the next XREAD waits until then (0: no wait) */
+    int probing;
+    uint64_t next_probe;
+    uint64_t newest;                /* the counter, as last probed */
+    struct resume *wait_head, *wait_tail;
+    size_t nwait, wait_bytes;
+    size_t inflight;                /* resumes sent, not answered */
+    uint64_t reconnects, resumes, resume_gaps, gaps, events;
+    char last_error[160];
+    char seq_key[80], log_key[80];
+    struct m0_buf frame;            /* scratch: one event's frame with its id line */
+    uint64_t position;              /* newest id read; atomic (runners read it: m0_rt_newest) */
+};
+
+/* Per process, written once by m0_broker_prepare before the loop runs and
+ * read-only afterwards: where the log stood at boot, the host's address. */
+static int boot_known;              /* m0_broker_prepare read the counter */
+static char resolved[64];           /* the broker host's address, looked up before the loop runs */
+static uint64_t boot_position;
+
+static void issue_read(struct broker *b);
+static void send_resume(struct broker *b, struct resume *r);
+
+static uint64_t now_ms(const struct broker *b)
+{
+    return m0_loop_now(b->loop);
+}
+
+static void set_position(struct broker *b, uint64_t id)
+{
+    __atomic_store_n(&b->position, id, __ATOMIC_SEQ_CST);
+}
+
+/* The newest event id this worker has read from the broker (0: none yet). */
+static uint64_t position(const struct broker *b)
+{
+    return __atomic_load_n(&b->position, __ATOMIC_SEQ_CST);
+}
+
+static void note_error(struct broker *b, const char *what)
+{
+    snprintf(b->last_error, sizeof b->last_error, "%s", what);
+}
+
+static void fail_conn(struct bconn *bc, const char *why, int always);
+
+/* A reply that does not fit its command: the connection is out of step. */
+static void out_of_step(struct bconn *bc, const char *cmd)
+{
+    char why[120];
+    snprintf(why, sizeof why, "protocol error: an unexpected reply to %s", cmd);
+    fail_conn(bc, why, 1);
+}
+
+static void on_raise(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct broker *b = priv;
+    redisReply *r = reply;
+    (void)ac;
+    if (r == NULL || b->stopped)
+        return;
+    enum m0_breply k = m0_breply_classify(r, M0_BCMD_INTEGER);
+    if (k == M0_BREPLY_UNEXPECTED) {
+        out_of_step(&b->rd, "the counter check");
+        return;
+    }
+    if (k != M0_BREPLY_OK || r->integer != 1)
+        return;
+    uint64_t at = position(b);
+    m0_warn("broker %s came back with its counter below id %llu, which this worker had read: it lost "
+            "acknowledged events; the counter was raised and live streams are told (m0-gap)",
+            b->cfg->shown, (unsigned long long)at);
+    b->gaps++;
+    m0_rt_lost(b->rt, at);
+}
+
+/* ---------------------------------------------------------- connections */
+
+/* The attempt failed or the connection went (state becomes DOWN): the next
+ * attempt waits 100 ms doubling to 5 s per attempt since the last
+ * connection that stayed up STABLE_MS. why (NULL: already noted) becomes
+ * last_error; the outage is logged once, when it begins. */
+static void schedule_retry(struct bconn *bc, const char *why)
+{
+    struct broker *b = bc->b;
+    uint64_t now = now_ms(b);
+    if (bc->state == UP && now - bc->up_since >= STABLE_MS)
+        bc->failures = 0;
+    bc->state = DOWN;
+    bc->up_since = 0;
+    unsigned shift = bc->failures < 6 ? bc->failures : 6;
+    uint64_t delay = (uint64_t)BACKOFF_MIN_MS << shift;
+    if (delay > BACKOFF_MAX_MS)
+        delay = BACKOFF_MAX_MS;
+    bc->failures++;
+    bc->retry_at = now + delay;
+    if (why != NULL)
+        note_error(b, why);
+    if (!bc->logged_down && !b->stopped) {
+        bc->logged_down = 1;
+        m0_warn("broker %s unreachable (%s: %s): retrying with backoff up to %d s; held streams stay open",
+                b->cfg->shown, bc->role, why ? why : b->last_error, BACKOFF_MAX_MS / 1000);
+    }
+}
+
+/* Close now (pending callbacks run with a NULL reply; inside a callback,
+ * hiredis closes once it returns). */
+static void hang_up(struct bconn *bc)
+{
+    if (bc->ev.ac != NULL)
+        redisAsyncFree(bc->ev.ac);
+}
+
+/* Drop this connection for why (last_error) and redial with the backoff.
+ * Logged as an error once per outage, or every time when always (a
+ * protocol error: each one is news). */
+static void fail_conn(struct bconn *bc, const char *why, int always)
+{
+    struct broker *b = bc->b;
+    note_error(b, why);
+    if ((always || !bc->logged_down) && !b->stopped)
+        m0_error("broker %s: %s connection: %s: dropped, retrying with backoff up to %d s; held streams stay open",
+                 b->cfg->shown, bc->role, why, BACKOFF_MAX_MS / 1000);
+    bc->logged_down = 1;
+    if (bc->state != DOWN)
+        schedule_retry(bc, NULL);
+    hang_up(bc);                       /* on_disconnect, if it runs, finds it DOWN */
+}
+
+static void on_connect(const redisAsyncContext *ac, int status);
+static void on_disconnect(const redisAsyncContext *ac, int status);
+static void on_position(redisAsyncContext *ac, void *reply, void *priv);
+static void on_hello(redisAsyncContext *ac, void *reply, void *priv);
+
+static void dial(struct bconn *bc)
+{
+    struct broker *b = bc->b;
+    const struct m0_broker_cfg *cfg = b->cfg;
+    /* A numeric address: hiredis resolves names with getaddrinfo, which
+     * would block the loop (the name was looked up before the loop ran). */
+    redisAsyncContext *ac = cfg->is_unix ? redisAsyncConnectUnix(cfg->path)
+                                         : redisAsyncConnect(resolved[0] ? resolved : cfg->host, cfg->port);
+    if (ac == NULL || ac->err) {
+        char why[160];
+        snprintf(why, sizeof why, "%s", ac ? ac->errstr : "out of memory");
+        if (ac)
+            redisAsyncFree(ac);
+        schedule_retry(bc, why);
+        return;
+    }
+    ac->data = bc;
+    if (m0_redis_attach(&bc->ev, b->loop, ac) != M0_OK) {
+        redisAsyncFree(ac);
+        schedule_retry(bc, "cannot watch the socket");
+        return;
+    }
+    redisAsyncSetConnectCallback(ac, on_connect);      /* after attach: this asks for write readiness */
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    bc->state = CONNECTING;
+    bc->deadline = now_ms(b) + CONNECT_MS;
+}
+
+/* Resumes answer from the counter and join at it: they go once the command
+ * connection is up and the reader knows where it stands (else events
+ * between the two could fall through). */
+static int can_resume(const struct broker *b)
+{
+    return b->cmd.state == UP && b->positioned && !b->stopped;
+}
+
+static void flush_waiting(struct broker *b)
+{
+    if (!can_resume(b))
+        return;
+    while (b->wait_head != NULL) {
+        struct resume *r = b->wait_head;
+        b->wait_head = r->next;
+        b->nwait--;
+        b->wait_bytes -= sizeof *r + r->clen;
+        send_resume(b, r);
+    }
+    b->wait_tail = NULL;
+}
+
+static void on_connect(const redisAsyncContext *cac, int status)
+{
+    struct bconn *bc = cac->data;
+    redisAsyncContext *ac = (redisAsyncContext *)cac;
+    const struct m0_broker_cfg *cfg = bc->b->cfg;
+    if (status != REDIS_OK) {
+        schedule_retry(bc, cac->errstr);      /* hiredis frees the context after this */
+        return;
+    }
+    /* Pipelined, answered in order: the PING's PONG says the rest passed. */
+    bc->state = HELLO;
+    if (cfg->password[0])
+        redisAsyncCommand(ac, on_hello, (void *)"AUTH", "AUTH %s", cfg->password);
+    if (cfg->db != 0)
+        redisAsyncCommand(ac, on_hello, (void *)"SELECT", "SELECT %d", cfg->db);
+    redisAsyncCommand(ac, on_hello, (void *)"PING", "PING");
+}
+
+/* The handshake was answered: the connection serves. */
+static void ready(struct bconn *bc)
+{
+    struct broker *b = bc->b;
+    redisAsyncContext *ac = bc->ev.ac;
+    bc->state = UP;
+    bc->up_since = now_ms(b);
+    if (bc->failures > 0)
+        b->reconnects += bc == &b->rd;
+    if (bc->logged_down)
+        m0_info("broker %s: %s connection restored", b->cfg->shown, bc->role);
+    else
+        m0_debug("broker %s: %s connected", b->cfg->shown, bc->role);
+    bc->logged_down = 0;
+    if (b->rd.state == UP && b->cmd.state == UP)
+        b->last_error[0] = '\0';       /* /health: the error was the outage's */
+    if (bc == &b->rd) {
+        b->reading = 0;
+        if (!b->positioned) {
+            redisAsyncCommand(ac, on_position, b, "GET %s", b->seq_key);
+        } else {
+            char at[32];
+            snprintf(at, sizeof at, "%llu", (unsigned long long)position(b));
+            const char *argv[] = {"EVAL", M0_BROKER_RAISE_LUA, "1", b->seq_key, at};
+            redisAsyncCommandArgv(ac, on_raise, b, (int)M0_ARRAY_LEN(argv), argv, NULL);
+            issue_read(b);
+        }
+    } else {
+        b->probing = 0;
+        flush_waiting(b);
+    }
+}
+
+/* A refusal's text, for the log and last_error: credentials get their name. */
+static void refusal(char *out, size_t cap, const char *cmd, const redisReply *r)
+{
+    if (m0_breply_auth_failed(r->str, r->len))
+        snprintf(out, cap, "authentication failed (%s: %.100s)", cmd, r->str);
+    else
+        snprintf(out, cap, "refused %s: %.100s", cmd, r->str);
+}
+
+static void on_hello(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct bconn *bc = ac->data;
+    const char *cmd = priv;
+    redisReply *r = reply;
+    if (r == NULL || bc->b->stopped || bc->state != HELLO)
+        return;
+    int ping = strcmp(cmd, "PING") == 0;
+    enum m0_breply k = m0_breply_classify(r, ping ? M0_BCMD_PING : M0_BCMD_STATUS);
+    if (k == M0_BREPLY_ERROR) {
+        char why[160];
+        refusal(why, sizeof why, cmd, r);
+        fail_conn(bc, why, 0);
+    } else if (k == M0_BREPLY_UNEXPECTED) {
+        out_of_step(bc, cmd);
+    } else if (ping) {
+        ready(bc);
+    }
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+    struct bconn *bc = ac->data;
+    struct broker *b = bc->b;
+    (void)status;
+    if (bc == &b->rd) {
+        b->reading = 0;
+    } else {
+        b->probing = 0;
+    }
+    if (b->stopped) {
+        bc->state = DOWN;
+        return;
+    }
+    if (bc->ev.guard.tripped) {
+        /* The reader refused a reply nobody asked for (hiredis would abort). */
+        char why[200];
+        snprintf(why, sizeof why, "protocol error: %s", bc->ev.guard.why);
+        bc->ev.guard.tripped = 0;
+        fail_conn(bc, why, 1);
+        return;
+    }
+    if (bc->state != DOWN)
+        schedule_retry(bc, ac->errstr[0] ? ac->errstr : "connection closed");
+}
+
+/* ---------------------------------------------------------------- reader */
+
+static void on_position(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct broker *b = priv;
+    redisReply *r = reply;
+    (void)ac;
+    if (r == NULL || b->stopped)
+        return;
+    char why[200];
+    uint64_t p = 0;
+    switch (m0_breply_classify(r, M0_BCMD_COUNTER)) {
+    case M0_BREPLY_OK:
+        if (r->type == REDIS_REPLY_STRING)
+            m0_breply_u64(r->str, r->len, &p);
+        break;
+    case M0_BREPLY_ERROR:
+        refusal(why, sizeof why, "GET", r);
+        fail_conn(&b->rd, why, 0);
+        return;
+    case M0_BREPLY_UNEXPECTED:
+        if (r->type == REDIS_REPLY_STRING) {
+            snprintf(why, sizeof why, "%s is not a counter (the key holds something else)", b->seq_key);
+            fail_conn(&b->rd, why, 0);
+        } else {
+            out_of_step(&b->rd, "GET");
+        }
+        return;
+    }
+    /* Start from the newest id: what came before is not in this worker's
+     * journal (resumes from below it go to the broker). */
+    b->positioned = 1;
+    b->newest = p;
+    set_position(b, p);
+    m0_rt_floor(b->rt, p);
+    struct m0_rt_stats st;
+    m0_rt_stats(b->rt, &st);
+    if (p != 0 && st.held > 0) {
+        /* Streams held before the broker could first be reached may have
+         * missed events published meanwhile: they are told (m0-gap). */
+        m0_rt_lost(b->rt, p);
+    }
+    m0_info("broker %s: reading events after id %llu", b->cfg->shown, (unsigned long long)p);
+    issue_read(b);
+    flush_waiting(b);
+}
+
+/* One log entry, in order. */
+static void take_entry(struct broker *b, const redisReply *e)
+{
+    if (!m0_breply_entry_ok(e))
+        return;
+    uint64_t id = m0_breply_entry_id(e->element[0]);
+    uint64_t at = position(b);
+    if (id == 0 || id <= at)
+        return;                 /* malformed, or already seen */
+    const redisReply *ch = m0_breply_field(e->element[1], "c"), *f = m0_breply_field(e->element[1], "f");
+    const redisReply *seeded = m0_breply_field(e->element[1], "s");
+    int reseed = seeded != NULL && seeded->len == 1 && seeded->str[0] == '1';
+    if (at != 0 && (id != at + 1 || reseed)) {
+        /* Ids in between were issued and are no longer in the log (it was
+         * trimmed while we were away), or the broker restarted its count
+         * (it lost its data: what we had not read is gone). */
+        b->gaps++;
+        m0_rt_lost(b->rt, id - 1);
+    }
+    set_position(b, id);
+    b->events++;
+    if (ch == NULL || f == NULL || m0_sse_channel_error(ch->str, ch->len) != NULL ||
+        f->len > M0_BUS_MAX_PAYLOAD - 32)
+        return;                 /* not ours, or malformed: skipped, its id still counted */
+    m0_buf_reset(&b->frame);
+    m0_buf_printf(&b->frame, "id: %llu\n", (unsigned long long)id);
+    m0_buf_append(&b->frame, f->str, f->len);
+    m0_rt_event(b->rt, ch->str, ch->len, id, b->frame.data, b->frame.len);
+}
+
+static void on_read(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct broker *b = priv;
+    redisReply *r = reply;
+    (void)ac;
+    b->reading = 0;
+    if (r == NULL || b->stopped)
+        return;                 /* the connection went: on_disconnect retries */
+    enum m0_breply kind = m0_breply_classify(r, M0_BCMD_XREAD);
+    if (kind == M0_BREPLY_ERROR) {
+        char why[200];
+        snprintf(why, sizeof why, "XREAD failed: %.160s", r->str);
+        fail_conn(&b->rd, why, 1);
+        return;
+    }
+    if (kind == M0_BREPLY_UNEXPECTED) {
+        out_of_step(&b->rd, "XREAD");
+        return;
+    }
+    if (r->type == REDIS_REPLY_ARRAY) {
+        /* [[key, [entry, ...]]] (the shape was checked) */
+        for (size_t k = 0; k < r->elements; k++) {
+            const redisReply *entries = r->element[k]->element[1];
+            for (size_t i = 0; i < entries->elements; i++)
+                take_entry(b, entries->element[i]);
+        }
+        m0_rt_settle(b->rt);
+        if (b->frame.cap > 256 * 1024)
+            m0_buf_free(&b->frame);
+        /* Under a stream of publishes every reply comes back at once with
+         * an event or two, and each reader's next XREAD would cost Redis a
+         * command per event: one XREAD per PACE_MS lets events gather
+         * instead (at most a millisecond more under load; none when the
+         * XREAD had been waiting, as it has between sparse events). */
+        uint64_t now = now_ms(b);
+        if (now < b->read_sent + PACE_MS) {
+            b->paced_until = b->read_sent + PACE_MS;
+            m0_loop_wake_at(b->loop, b->paced_until);
+            return;
+        }
+    }
+    issue_read(b);              /* NIL: BLOCK timed out with nothing new */
+}
+
+static void issue_read(struct broker *b)
+{
+    if (b->stopped || b->rd.state != UP || b->reading || !b->positioned)
+        return;
+    if (m0_rt_busy(b->rt)) {
+        b->stalled = 1;         /* the hook reads again once fan-outs caught up */
+        return;
+    }
+    b->stalled = 0;
+    b->paced_until = 0;
+    char from[32];
+    snprintf(from, sizeof from, "%llu-0", (unsigned long long)position(b));
+    if (redisAsyncCommand(b->rd.ev.ac, on_read, b, "XREAD COUNT %d BLOCK %d STREAMS %s %s", READ_COUNT, BLOCK_MS,
+                          b->log_key, from) == REDIS_OK) {
+        b->reading = 1;
+        b->read_sent = now_ms(b);
+    }
+}
+
+/* --------------------------------------------------------------- resumes */
+
+static void deliver_gap(struct broker *b, const struct resume *res, uint64_t last, uint64_t from, int unknown)
+{
+    char gap[160];
+    int n = unknown ? snprintf(gap, sizeof gap, "event: m0-gap\ndata: {\"last_event_id\": null}\n\n")
+                    : snprintf(gap, sizeof gap,
+                               "event: m0-gap\ndata: {\"last_event_id\": %llu, \"replay_from\": %llu}\n\n",
+                               (unsigned long long)last, (unsigned long long)from);
+    b->resume_gaps++;
+    m0_rt_replay(b->rt, res->slot, gap, (size_t)n);
+}
+
+/*
+ * The broker's answer to a resume from last: {counter, found, entries after
+ * last newest first (at most retention + 1)}. Replays what the client
+ * missed, oldest first, with an m0-gap first when something after last is
+ * no longer retained, then subscribes the slot with the filter set past
+ * everything the reply covered (events the worker reads later pass it; ones
+ * it already journaled after the counter are replayed by the registry).
+ */
+static void finish_resume(struct broker *b, struct resume *res, const redisReply *r)
+{
+    if (!m0_rt_awaiting(b->rt, res->slot, res->gen))
+        return;                 /* the client left meanwhile */
+    if (m0_breply_classify(r, M0_BCMD_RESUME) != M0_BREPLY_OK) {
+        /* The broker answered something else (an error): resync from now. */
+        uint64_t at = position(b);
+        deliver_gap(b, res, res->last, at + 1, 0);
+        m0_rt_join(b->rt, res->slot, res->gen, res->channel, res->clen, at);
+        return;
+    }
+    uint64_t top = 0;
+    m0_breply_u64(r->element[0]->str, r->element[0]->len, &top);
+    int found = r->element[1]->integer == 1;
+    const redisReply *entries = r->element[2];
+    if (res->last > top) {
+        /* An id the broker never issued: the client resyncs, the stream
+         * starts from now. */
+        deliver_gap(b, res, 0, 0, 1);
+        m0_rt_join(b->rt, res->slot, res->gen, res->channel, res->clen, top);
+        return;
+    }
+    /* Newest first: keep what fits in --replay-bytes. */
+    size_t n = entries->elements, keep = 0, bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!m0_breply_entry_ok(entries->element[i]))
+            n = i;                  /* malformed: treat the rest as not retained */
+    }
+    while (keep < n) {
+        const redisReply *f = m0_breply_field(entries->element[keep]->element[1], "f");
+        size_t len = f ? f->len + 32 : 0;
+        if (bytes + len > b->replay_bytes)
+            break;
+        bytes += len;
+        keep++;
+    }
+    int whole = found && (long)n <= b->cfg->retention && keep == n;
+    uint64_t oldest = keep > 0 ? m0_breply_entry_id(entries->element[keep - 1]->element[0]) : top + 1;
+    if (!whole)
+        deliver_gap(b, res, res->last, oldest, 0);
+    uint64_t through = res->last;
+    for (size_t i = keep; i-- > 0;) {
+        const redisReply *e = entries->element[i];
+        uint64_t id = m0_breply_entry_id(e->element[0]);
+        const redisReply *f = m0_breply_field(e->element[1], "f");
+        if (id <= through || f == NULL)
+            continue;
+        m0_buf_reset(&b->frame);
+        m0_buf_printf(&b->frame, "id: %llu\n", (unsigned long long)id);
+        m0_buf_append(&b->frame, f->str, f->len);
+        m0_rt_replay(b->rt, res->slot, b->frame.data, b->frame.len);
+        through = id;
+    }
+    /* Nothing of this channel exists between the last replayed event and
+     * the counter: the filter starts at the counter. */
+    m0_rt_join(b->rt, res->slot, res->gen, res->channel, res->clen, through > top ? through : top);
+}
+
+static void on_resume(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct resume *res = priv;
+    struct broker *b = res->b;
+    (void)ac;
+    if (b == NULL || b->stopped) {
+        free(res);
+        return;
+    }
+    b->inflight--;
+    const redisReply *r = reply;
+    enum m0_breply k = m0_breply_classify(r, M0_BCMD_RESUME);
+    if (r == NULL || k == M0_BREPLY_UNEXPECTED) {
+        /* The connection went before the answer (or answered out of step):
+         * ask again after reconnecting. */
+        res->next = b->wait_head;
+        b->wait_head = res;
+        if (b->wait_tail == NULL)
+            b->wait_tail = res;
+        b->nwait++;
+        b->wait_bytes += sizeof *res + res->clen;
+        if (r != NULL)
+            out_of_step(&b->cmd, "a resume");
+        return;
+    }
+    if (k == M0_BREPLY_ERROR) {
+        m0_error("broker %s: resume on %.*s failed: %s", b->cfg->shown, (int)res->clen, res->channel, r->str);
+        note_error(b, r->str);
+    }
+    finish_resume(b, res, r);
+    free(res);
+}
+
+static void send_resume(struct broker *b, struct resume *res)
+{
+    char key[320], from[32], count[24];
+    snprintf(key, sizeof key, "%sch:%.*s", b->cfg->prefix, (int)res->clen, res->channel);
+    snprintf(from, sizeof from, "%llu-0", (unsigned long long)res->last);
+    snprintf(count, sizeof count, "%ld", b->cfg->retention + 1);
+    const char *argv[] = {"EVAL", M0_BROKER_REPLAY_LUA, "2", b->seq_key, key, from, count};
+    if (redisAsyncCommandArgv(b->cmd.ev.ac, on_resume, res, (int)M0_ARRAY_LEN(argv), argv, NULL) != REDIS_OK) {
+        res->next = NULL;
+        if (b->wait_tail)
+            b->wait_tail->next = res;
+        else
+            b->wait_head = res;
+        b->wait_tail = res;
+        b->nwait++;
+        b->wait_bytes += sizeof *res + res->clen;
+        return;
+    }
+    b->inflight++;
+    b->resumes++;
+}
+
+/* The engine's resume (rt.h, struct m0_rt_source_ops.resume): replayed
+ * from the channel's stream when the reply arrives. */
+static int broker_resume(void *ctx, uint32_t slot, uint32_t gen, const char *channel, size_t clen, uint64_t last_id)
+{
+    struct broker *b = ctx;
+    if (b->stopped)
+        return M0_ERR;
+    if (!can_resume(b) && b->nwait >= MAX_WAITING)
+        return M0_ERR;
+    struct resume *res = m0_xmalloc(sizeof *res + clen);
+    res->next = NULL;
+    res->b = b;
+    res->slot = slot;
+    res->gen = gen;
+    res->last = last_id;
+    res->clen = clen;
+    memcpy(res->channel, channel, clen);
+    if (can_resume(b)) {
+        send_resume(b, res);
+    } else {
+        if (b->wait_tail)
+            b->wait_tail->next = res;
+        else
+            b->wait_head = res;
+        b->wait_tail = res;
+        b->nwait++;
+        b->wait_bytes += sizeof *res + clen;
+    }
+    return M0_OK;
+}
+
+/* ------------------------------------------------------------------ hook */
+
+static void on_probe(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct broker *b = priv;
+    redisReply *r = reply;
+    (void)ac;
+    if (b->stopped)
+        return;
+    b->probing = 0;
+    if (r == NULL)
+        return;
+    enum m0_breply k = m0_breply_classify(r, M0_BCMD_COUNTER);
+    if (k == M0_BREPLY_UNEXPECTED && r->type != REDIS_REPLY_STRING)
+        out_of_step(&b->cmd, "GET");
+    else if (k == M0_BREPLY_OK && r->type == REDIS_REPLY_STRING)
+        m0_breply_u64(r->str, r->len, &b->newest);
+}
+
+static void tend(struct broker *b, struct bconn *bc, uint64_t now)
+{
+    if (bc->state == DOWN && now >= bc->retry_at)
+        dial(bc);
+    if ((bc->state == CONNECTING || bc->state == HELLO) && now >= bc->deadline)
+        fail_conn(bc, bc->state == CONNECTING ? "connect timed out" : "no answer to the handshake (PING) in time", 0);
+    if (bc->state == DOWN)
+        m0_loop_wake_at(b->loop, bc->retry_at);
+    else if (bc->state == CONNECTING || bc->state == HELLO)
+        m0_loop_wake_at(b->loop, bc->deadline);
+}
+
+static void broker_hook(struct m0_loop *l, void *ctx)
+{
+    struct broker *b = ctx;
+    if (b->stopped)
+        return;
+    uint64_t now = m0_loop_now(l);
+    tend(b, &b->rd, now);
+    tend(b, &b->cmd, now);
+    if (b->rd.state == UP && b->reading) {
+        if (now - b->read_sent > SILENCE_MS) {
+            char why[80];
+            snprintf(why, sizeof why, "no reply to XREAD for %d s", SILENCE_MS / 1000);
+            fail_conn(&b->rd, why, 1);
+        } else {
+            m0_loop_wake_at(l, b->read_sent + SILENCE_MS + 1);
+        }
+    }
+    if (b->stalled || (b->paced_until != 0 && now >= b->paced_until))
+        issue_read(b);
+    else if (b->paced_until != 0)
+        m0_loop_wake_at(l, b->paced_until);
+    if (b->cmd.state == UP && now >= b->next_probe) {
+        if (!b->probing &&
+            redisAsyncCommand(b->cmd.ev.ac, on_probe, b, "GET %s", b->seq_key) == REDIS_OK)
+            b->probing = 1;
+        b->next_probe = now + PROBE_MS;
+    }
+    if (b->cmd.state == UP)
+        m0_loop_wake_at(l, b->next_probe);
+}
+
+/* ------------------------------------------------------------- lifecycle */
+
+void m0_broker_prepare(void)
+{
+    char err[256];
+    if (m0_broker == NULL)
+        return;
+    /* Once, before the loop runs: a DNS lookup on the loop would stall it.
+     * A name that does not resolve now is left to hiredis (looked up at
+     * each connect). */
+    const char *why;
+    if (!m0_broker->is_unix && m0_redis_resolve(m0_broker->host, resolved, sizeof resolved, &why) != M0_OK)
+        m0_warn("broker host %s does not resolve now (%s): it is looked up at each connect", m0_broker->host, why);
+    boot_known = m0_broker_counter(&boot_position, err, sizeof err) == M0_OK;
+    if (!boot_known)
+        m0_debug("%s (the worker reads the log once it connects)", err);
+}
+
+/* In a child forked by the application (fork.h): the two sockets, without
+ * a word to Redis (they are the parent's conversations). */
+static void close_in_child(void *ctx)
+{
+    struct broker *b = ctx;
+    if (b->rd.ev.ac != NULL)
+        close(b->rd.ev.fd);
+    if (b->cmd.ev.ac != NULL)
+        close(b->cmd.ev.fd);       /* the contexts are left alone: freeing them would talk */
+}
+
+void *m0_broker_new(struct m0_rt *rt, struct m0_loop *l, const struct m0_config *cfg)
+{
+    struct broker *b = m0_xmalloc(sizeof *b);
+    memset(b, 0, sizeof *b);
+    b->rt = rt;
+    b->loop = l;
+    b->replay_bytes = (size_t)cfg->replay_bytes;
+    b->cfg = m0_broker;
+    b->rd.b = b->cmd.b = b;
+    b->rd.role = "reader";
+    b->cmd.role = "commands";
+    snprintf(b->seq_key, sizeof b->seq_key, "%sseq", b->cfg->prefix);
+    snprintf(b->log_key, sizeof b->log_key, "%slog", b->cfg->prefix);
+    return b;
+}
+
+/* Begin (rt.h, start): the engine reads this position from now on. */
+static int broker_start(void *ctx)
+{
+    struct broker *b = ctx;
+    set_position(b, 0);
+    m0_rt_set_position(b->rt, &b->position);
+    if (boot_known) {
+        b->positioned = 1;
+        b->newest = boot_position;
+        set_position(b, boot_position);
+        m0_rt_floor(b->rt, boot_position);
+        m0_info("broker %s: reading events after id %llu", b->cfg->shown, (unsigned long long)boot_position);
+    }
+    dial(&b->rd);
+    dial(&b->cmd);
+    m0_loop_add_hook(b->loop, broker_hook, b);
+    m0_fork_on_child(close_in_child, b);
+    return M0_OK;
+}
+
+/* Drain (rt.h, stop): stop reading and answering resumes. */
+static void broker_stop(void *ctx)
+{
+    struct broker *b = ctx;
+    if (b->stopped)
+        return;
+    b->stopped = 1;
+    hang_up(&b->rd);
+    hang_up(&b->cmd);
+    while (b->wait_head != NULL) {
+        struct resume *r = b->wait_head;
+        b->wait_head = r->next;
+        free(r);
+    }
+    b->wait_tail = NULL;
+    b->nwait = b->wait_bytes = 0;
+}
+
+static void broker_free(void *ctx)
+{
+    struct broker *b = ctx;
+    broker_stop(b);
+    m0_fork_forget(b);
+    m0_buf_free(&b->frame);
+    free(b);
+    /* the hook stays registered with the loop, which is freed next: it
+     * must not run again (the loop has stopped). */
+}
+
+/* A JSON string of printable ASCII (anything else is dropped). */
+static void json_str(struct m0_buf *out, const char *p)
+{
+    m0_buf_puts(out, "\"");
+    for (; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch == '"' || ch == '\\')
+            m0_buf_printf(out, "\\%c", ch);
+        else if (ch >= 0x20 && ch < 0x7f)
+            m0_buf_append(out, p, 1);
+    }
+    m0_buf_puts(out, "\"");
+}
+
+/* The /health "broker" object (rt.h, health); 1 when both connections are
+ * up (else /health says "degraded"). */
+static int broker_health(const void *ctx, struct m0_buf *out)
+{
+    const struct broker *b = ctx;
+    int connected = b->rd.state == UP && b->cmd.state == UP;
+    uint64_t at = position(b);
+    m0_buf_puts(out, "{\"url\": ");
+    json_str(out, b->cfg->shown);
+    m0_buf_printf(out,
+                  ", \"connected\": %s, \"reader\": \"%s\", \"commands\": \"%s\", "
+                  "\"last_id\": %llu, \"newest_id\": %llu, \"lag\": %llu, \"events\": %llu, \"gaps\": %llu, "
+                  "\"reconnects\": %llu, \"resumes\": %llu, \"resume_gaps\": %llu, \"resumes_in_flight\": %zu, "
+                  "\"resumes_waiting\": %zu, \"resumes_waiting_max\": %d, \"waiting_bytes\": %zu, \"last_error\": ",
+                  connected ? "true" : "false",
+                  state_names[b->rd.state], state_names[b->cmd.state], (unsigned long long)at,
+                  (unsigned long long)(b->newest > at ? b->newest : at),
+                  (unsigned long long)(b->newest > at ? b->newest - at : 0), (unsigned long long)b->events,
+                  (unsigned long long)b->gaps, (unsigned long long)b->reconnects, (unsigned long long)b->resumes,
+                  (unsigned long long)b->resume_gaps, b->inflight, b->nwait, MAX_WAITING, b->wait_bytes);
+    json_str(out, b->last_error);
+    m0_buf_puts(out, "}");
+    return connected;
+}
+
+static void broker_stats(const void *ctx, struct m0_rt_source_stats *out)
+{
+    const struct broker *b = ctx;
+    uint64_t at = position(b);
+    out->up = b->rd.state == UP && b->cmd.state == UP;
+    out->lag = b->newest > at ? b->newest - at : 0;
+    out->reconnects = b->reconnects;
+}
+
+const struct m0_rt_source_ops m0_broker_source = {
+    .name = "broker",
+    .start = broker_start,
+    .stop = broker_stop,
+    .free = broker_free,
+    .resume = broker_resume,
+    .health = broker_health,
+    .stats = broker_stats,
+};

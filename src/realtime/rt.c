@@ -1,0 +1,391 @@
+/*
+ * rt.c — a loop's realtime engine (see rt.h): the local bus read in the
+ * loop, put back in id order (order.h), journaled and fanned out by the
+ * registry (registry.h) to the sink; or another source in the bus's place.
+ *
+ * Within a pass the fan-out is corked (the sink queues, and writes every
+ * connection touched once at the end), so when events queue up (a burst)
+ * one send() carries several of them — the send, half of it the loopback
+ * receive path run in the sender's call, is nearly all a delivery costs. A
+ * pass takes further slices while the sink has touched fewer than
+ * FANOUT_BUDGET subscribers (at most CORK_SLICES slices), so a pass still
+ * writes to at most about FANOUT_BUDGET connections.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include "m0/bus.h"
+#include "m0/config.h"
+#include "m0/log.h"
+#include "m0/loop.h"
+#include "m0/order.h"
+#include "m0/registry.h"
+#include "m0/rt.h"
+#include "m0/sse.h"
+
+#define FANOUT_BUDGET 1024          /* subscribers per slice (~a few ms of sends) */
+#define CORK_SLICES 16              /* slices one pass may take while few connections are touched */
+#define BUS_BACKLOG 256             /* unfinished fan-outs before the bus waits */
+#define REORDER_WINDOW_MS 100       /* how long an early event waits for a missing one */
+
+struct m0_rt {
+    struct m0_loop *loop;
+    struct m0_rt_sink sink;
+    struct m0_registry *reg;
+    uint32_t nslots;
+    int journal;                    /* --replay > 0: resumes from the journal */
+    int bus_fd;                     /* this worker's bus read end */
+    int reading;                    /* the bus is registered, or the source started */
+    char *buf;                      /* one datagram */
+    struct m0_order order;
+    int replaying;                  /* inside a subscribe or a source's replay */
+    int hooked;                     /* rt_hook is registered with the loop */
+    const struct m0_rt_source_ops *src;     /* NULL: the local bus */
+    void *src_ctx;
+    const uint64_t *position;       /* the source's read position (atomic); NULL: the bus's counter */
+    uint64_t seen_lost;             /* the lost[] marker last acted on */
+    uint64_t noticed;               /* newest id already announced lost */
+    struct m0_rt_stats st;
+};
+
+/* Registry delivery callback: one copy of an event to the sink. */
+static void deliver(void *ctx, uint32_t slot, const char *p, size_t n)
+{
+    struct m0_rt *rt = ctx;
+    rt->st.delivered++;
+    rt->sink.deliver(rt->sink.ctx, slot, p, n, rt->replaying);
+}
+
+/* Events up to id will never reach this loop: tell every live subscriber
+ * and make resumes across them report the gap. */
+static void announce_lost(struct m0_rt *rt, uint64_t id)
+{
+    if (id <= rt->noticed)
+        return;
+    rt->noticed = id;
+    rt->st.lost++;
+    m0_registry_raise_floor(rt->reg, id);
+    char frame[96];
+    int n = snprintf(frame, sizeof frame, "event: m0-gap\ndata: {\"lost_through\": %llu}\n\n",
+                     (unsigned long long)id);
+    m0_warn("worker missed events up to id %llu: %zu live stream(s) told (m0-gap)",
+            (unsigned long long)id, m0_registry_notice_all(rt->reg, frame, (size_t)n, deliver, rt));
+}
+
+/* ----------------------------------------------------------------- bus */
+
+static void publish(struct m0_rt *rt, const char *dgram, size_t n)
+{
+    struct m0_bus_msg m;
+    if (m0_bus_decode(dgram, n, &m) != M0_OK)
+        return;
+    rt->st.published++;
+    m0_registry_publish(rt->reg, m.channel, m.channel_len, m.id, m.payload, m.payload_len, deliver, rt);
+}
+
+/* Deliver what the reorder window has in order, then see whether anything
+ * was lost. */
+static void settle(struct m0_rt *rt)
+{
+    struct m0_order_item it;
+    uint64_t now = m0_loop_now(rt->loop);
+    for (;;) {
+        while (m0_order_pop(&rt->order, &it)) {
+            publish(rt, it.data, it.len);
+            free(it.data);
+        }
+        uint64_t lost = m0_order_expire(&rt->order, now, REORDER_WINDOW_MS);
+        if (lost == 0)
+            break;
+        announce_lost(rt, lost);
+    }
+    uint64_t marked = m0_bus_lost(m0_bus_index);
+    if (marked > rt->seen_lost) {
+        /* A publisher found our bus full: that event is not coming. */
+        rt->seen_lost = marked;
+        announce_lost(rt, marked);
+    }
+}
+
+static void bus_read(struct m0_loop *l, int fd, uint32_t events, void *ctx)
+{
+    struct m0_rt *rt = ctx;
+    (void)events;
+    for (int i = 0; i < 512; i++) {
+        /* Events wait in the bus (publishers feel the backpressure) rather
+         * than pile up here while earlier fan-outs are still in progress. */
+        if (m0_registry_fanout_backlog(rt->reg) >= BUS_BACKLOG)
+            break;
+        ssize_t n = recv(fd, rt->buf, M0_BUS_MAX_DGRAM, MSG_DONTWAIT | MSG_TRUNC);
+        if (n == -1) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        struct m0_bus_msg m;
+        if (n > M0_BUS_MAX_DGRAM || m0_bus_decode(rt->buf, (size_t)n, &m) != M0_OK ||
+            m0_sse_channel_error(m.channel, m.channel_len) != NULL)
+            continue;      /* malformed, oversized or a reserved name: drop */
+        switch (m0_order_offer(&rt->order, m.id, rt->buf, (size_t)n, m0_loop_now(l))) {
+        case M0_ORDER_NOW:
+            publish(rt, rt->buf, (size_t)n);
+            break;
+        case M0_ORDER_HELD:
+            break;
+        case M0_ORDER_LATE:
+            rt->st.late++;
+            break;
+        }
+        settle(rt);
+    }
+    settle(rt);
+    rt->sink.flush(rt->sink.ctx);
+}
+
+/* Before sleeping: the next slice of queued fan-outs, losses noticed, and
+ * a wakeup for the reorder window's deadline. */
+static void rt_hook(struct m0_loop *l, void *ctx)
+{
+    struct m0_rt *rt = ctx;
+    if (rt->reading && rt->src == NULL)
+        settle(rt);
+    if (m0_registry_fanout_pending(rt->reg)) {
+        rt->sink.cork(rt->sink.ctx);
+        int slices = 0;
+        do
+            m0_registry_fanout(rt->reg, deliver, rt);
+        while (++slices < CORK_SLICES && rt->sink.corked(rt->sink.ctx) < FANOUT_BUDGET &&
+               m0_registry_fanout_pending(rt->reg));
+        rt->sink.flush(rt->sink.ctx);
+        if (m0_registry_fanout_pending(rt->reg))
+            m0_loop_wake_at(l, m0_loop_now(l));     /* more to send: only peek at other events */
+    }
+    uint64_t at = m0_order_deadline(&rt->order, REORDER_WINDOW_MS);
+    if (at != 0)
+        m0_loop_wake_at(l, at);
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+struct m0_rt *m0_rt_new(struct m0_loop *l, const struct m0_config *cfg, uint32_t nslots, const struct m0_rt_sink *sink)
+{
+    struct m0_rt *rt = m0_xmalloc(sizeof *rt);
+    memset(rt, 0, sizeof *rt);
+    rt->loop = l;
+    rt->sink = *sink;
+    rt->nslots = nslots;
+    rt->journal = cfg->replay != 0;
+    rt->bus_fd = -1;
+    rt->reg = m0_registry_new(nslots, (unsigned)cfg->replay, (size_t)cfg->replay_bytes, 0);
+    m0_registry_set_budget(rt->reg, FANOUT_BUDGET);
+    m0_registry_set_journal_cap(rt->reg, (size_t)cfg->replay_total);
+    m0_order_init(&rt->order, 1);
+    return rt;
+}
+
+int m0_rt_prepare(struct m0_rt *rt)
+{
+    if (m0_bus_current == NULL)
+        return M0_ERR;
+    if (!rt->hooked) {
+        m0_loop_add_hook(rt->loop, rt_hook, rt);
+        rt->hooked = 1;
+    }
+    return M0_OK;
+}
+
+int m0_rt_start(struct m0_rt *rt, const struct m0_rt_source_ops *src, void *src_ctx)
+{
+    if (m0_rt_prepare(rt) != M0_OK)
+        return M0_ERR;
+    rt->bus_fd = m0_bus_current->read_fds[m0_bus_index];
+    rt->buf = m0_xmalloc(M0_BUS_MAX_DGRAM + 1);
+    /* Events numbered up to now were published before this worker could
+     * journal them: a resume from below is not provably whole. And what a
+     * publisher lost for our predecessor is not ours to announce. */
+    uint64_t newest = m0_bus_last_id();
+    m0_registry_raise_floor(rt->reg, newest);
+    m0_order_free(&rt->order);
+    m0_order_init(&rt->order, newest + 1);
+    rt->seen_lost = rt->noticed = m0_bus_lost(m0_bus_index);
+    if (src != NULL) {
+        /* The source replaces the bus as this loop's events. */
+        rt->src = src;
+        rt->src_ctx = src_ctx;
+        rt->reading = 1;
+        return src->start(src_ctx);
+    }
+    if (m0_loop_add_fd(rt->loop, rt->bus_fd, EPOLLIN, bus_read, rt) == M0_ERR) {
+        m0_log_errno("epoll_ctl(bus)");
+        return M0_ERR;
+    }
+    rt->reading = 1;
+    return M0_OK;
+}
+
+void m0_rt_stop_reading(struct m0_rt *rt)
+{
+    if (rt->src != NULL) {
+        rt->src->stop(rt->src_ctx);
+        rt->reading = 0;
+    } else if (rt->reading) {
+        /* A replacement worker reads this bus next: leave it the events. */
+        m0_loop_del_fd(rt->loop, rt->bus_fd);
+        rt->reading = 0;
+    }
+}
+
+void m0_rt_free(struct m0_rt *rt)
+{
+    if (rt == NULL)
+        return;
+    if (rt->src != NULL)
+        rt->src->free(rt->src_ctx);
+    m0_registry_free(rt->reg);
+    m0_order_free(&rt->order);
+    free(rt->buf);
+    free(rt);
+}
+
+int m0_rt_reading(const struct m0_rt *rt)
+{
+    return rt->reading;
+}
+
+uint64_t m0_rt_newest(const void *ctx)
+{
+    const struct m0_rt *rt = ctx;
+    const uint64_t *at = rt != NULL ? __atomic_load_n(&rt->position, __ATOMIC_ACQUIRE) : NULL;
+    return at != NULL ? __atomic_load_n(at, __ATOMIC_SEQ_CST) : m0_bus_last_id();
+}
+
+void m0_rt_stats(const struct m0_rt *rt, struct m0_rt_stats *out)
+{
+    *out = rt->st;
+    out->late = rt->order.late;
+}
+
+struct m0_rt_stats *m0_rt_counters(struct m0_rt *rt)
+{
+    return &rt->st;
+}
+
+size_t m0_rt_top(const struct m0_rt *rt, struct m0_channel_stat *out, size_t max)
+{
+    return m0_registry_top(rt->reg, out, max);
+}
+
+int m0_rt_source_health(const struct m0_rt *rt, struct m0_buf *out)
+{
+    if (rt->src == NULL || rt->src->health == NULL) {
+        m0_buf_puts(out, "null");
+        return 0;
+    }
+    return rt->src->health(rt->src_ctx, out);
+}
+
+void m0_rt_source_stats(const struct m0_rt *rt, struct m0_rt_source_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (rt->src != NULL && rt->src->stats != NULL)
+        rt->src->stats(rt->src_ctx, out);
+}
+
+/* ------------------------------------------------------------ the sink */
+
+int m0_rt_subscribe(struct m0_rt *rt, uint32_t slot, uint32_t gen, const char *channel, size_t clen, uint64_t last,
+                    uint64_t start)
+{
+    uint64_t newest = m0_rt_newest(rt);
+    int quiet = 0;
+    if (!rt->journal)
+        m0_registry_raise_floor(rt->reg, newest);   /* no journal: any resume may have missed some */
+    if (rt->src != NULL && last != 0 && (last > newest || !m0_registry_resumable(rt->reg, channel, clen, last))) {
+        /* The client's id is ahead of this loop or behind its journal: the
+         * source's retention answers (later: the stream starts when its
+         * reply arrives). */
+        return rt->src->resume(rt->src_ctx, slot, gen, channel, clen, last);
+    }
+    rt->replaying = 1;
+    if (last > newest) {
+        /* An id we never issued (garbage, or from before a full restart
+         * reset the counter): tell the client to resync, start afresh. */
+        static const char gap[] = "event: m0-gap\ndata: {\"last_event_id\": null}\n\n";
+        rt->sink.deliver(rt->sink.ctx, slot, gap, sizeof gap - 1, 1);
+        last = 0;
+    }
+    if (last == 0) {
+        /* Events published after the view decided to hold reach it from
+         * the journal, even if the bus delivered them before this moment. */
+        last = start;
+        quiet = 1;
+    }
+    m0_registry_subscribe(rt->reg, slot, channel, clen, last, quiet, deliver, rt);
+    rt->replaying = 0;
+    return M0_OK;
+}
+
+void m0_rt_unsubscribe(struct m0_rt *rt, uint32_t slot)
+{
+    m0_registry_unsubscribe(rt->reg, slot);
+}
+
+/* ---------------------------------------------------------- a source */
+
+void m0_rt_set_position(struct m0_rt *rt, const uint64_t *position)
+{
+    __atomic_store_n(&rt->position, position, __ATOMIC_RELEASE);
+}
+
+void m0_rt_event(struct m0_rt *rt, const char *channel, size_t clen, uint64_t id, const char *frame, size_t flen)
+{
+    rt->st.published++;
+    m0_registry_publish(rt->reg, channel, clen, id, frame, flen, deliver, rt);
+}
+
+void m0_rt_lost(struct m0_rt *rt, uint64_t id)
+{
+    announce_lost(rt, id);
+}
+
+void m0_rt_floor(struct m0_rt *rt, uint64_t id)
+{
+    m0_registry_raise_floor(rt->reg, id);
+}
+
+int m0_rt_busy(const struct m0_rt *rt)
+{
+    return m0_registry_fanout_backlog(rt->reg) >= BUS_BACKLOG;
+}
+
+int m0_rt_awaiting(struct m0_rt *rt, uint32_t slot, uint32_t gen)
+{
+    return slot < rt->nslots && !m0_registry_is_subscribed(rt->reg, slot) &&
+           rt->sink.awaiting(rt->sink.ctx, slot, gen);
+}
+
+void m0_rt_replay(struct m0_rt *rt, uint32_t slot, const char *p, size_t n)
+{
+    rt->replaying = 1;
+    rt->sink.deliver(rt->sink.ctx, slot, p, n, 1);
+    rt->replaying = 0;
+}
+
+void m0_rt_join(struct m0_rt *rt, uint32_t slot, uint32_t gen, const char *channel, size_t clen, uint64_t last)
+{
+    if (rt->sink.awaiting(rt->sink.ctx, slot, gen)) {
+        rt->replaying = 1;
+        m0_registry_subscribe(rt->reg, slot, channel, clen, last, 0, deliver, rt);
+        rt->replaying = 0;
+    }
+    m0_rt_settle(rt);
+}
+
+void m0_rt_settle(struct m0_rt *rt)
+{
+    rt->sink.flush(rt->sink.ctx);
+}
