@@ -157,13 +157,9 @@ int m0_grip_finish(struct m0_grip *g, const char **why);
 /* The meta value for key (klen bytes), or NULL when not set; *len its size. */
 const char *m0_grip_meta_get(const struct m0_grip *g, const char *key, size_t klen, size_t *len);
 
-/*
- * Strict base64 (RFC 4648 §4, the standard alphabet; the trailing '=' may
- * be left out, nothing else is skipped): decode n characters of in into
- * out, which has room for cap bytes (3 * n / 4 is always enough). Returns
- * the decoded length, or -1 when in is not base64 or out is too small.
- */
-ssize_t m0_grip_base64_decode(const char *in, size_t n, void *out, size_t cap);
+/* Binary payloads (content-bin, format=base64) decode with
+ * m0_base64_decode(..., M0_B64_PAD, ...) (base64.h): the standard alphabet,
+ * '=' padding optional, nothing skipped. */
 
 /*
  * Pushpin's template syntax (its Format::process): "%%" is '%', "%X" a

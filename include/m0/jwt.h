@@ -120,15 +120,7 @@ const char *m0_jwt_error_name(int code);
 ssize_t m0_jwt_sign_hs256(const char *kid, const char *payload_json, size_t payload_len,
                           const unsigned char *key, size_t keylen, char *out, size_t cap);
 
-/* base64url without padding (RFC 4648 §5, RFC 7515 §2). Encode n bytes of
- * p into out (cap bytes, NUL-terminated): returns the length, or M0_ERR
- * when cap is too small. */
-ssize_t m0_b64url_encode(const unsigned char *p, size_t n, char *out, size_t cap);
-
-/* Decode n characters of s into out (cap bytes): returns the byte count,
- * or M0_ERR for a character outside the alphabet, '=' padding, a length
- * of 1 mod 4, nonzero unused bits in the last character (a second spelling
- * of the same bytes), or output over cap. */
-ssize_t m0_b64url_decode(const char *s, size_t n, unsigned char *out, size_t cap);
+/* The parts' base64url: m0_b64url_encode / m0_b64url_decode (base64.h). */
+#include "m0/base64.h"
 
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "m0/epcp.h"
+#include "m0/base64.h"
 #include "m0/grip.h"
 #include "m0/http.h"
 
@@ -61,7 +62,7 @@ static int get_base64(struct ctx *c, json_t *v, const char *where, const char *k
         return fail(c, "%s contains '%s' with wrong type", where, key);
     size_t n = json_string_length(v);
     char *buf = m0_arena_alloc(&c->pub->arena, n / 4 * 3 + 3 + 1);
-    ssize_t k = m0_grip_base64_decode(json_string_value(v), n, buf, n / 4 * 3 + 3);
+    ssize_t k = m0_base64_decode(json_string_value(v), n, M0_B64_PAD, (unsigned char *)buf, n / 4 * 3 + 3);
     if (k < 0)
         return fail(c, "%s contains '%s' that is not base64", where, key);
     buf[k] = '\0';

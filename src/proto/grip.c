@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "m0/base64.h"
 #include "m0/grip.h"
 #include "m0/http.h"
 #include "m0/sse.h"
@@ -447,7 +448,7 @@ static const char *keepalive_field(struct m0_grip *g, const char *v, size_t n)
             goto out;
         }
     } else if (named(fmt->value, fmt->vlen, "base64")) {
-        if ((dl = m0_grip_base64_decode(el.first, el.flen, data, n + 1)) < 0) {
+        if ((dl = m0_base64_decode(el.first, el.flen, M0_B64_PAD, (unsigned char *)data, n + 1)) < 0) {
             why = "failed to parse Grip-Keep-Alive base64 format";
             goto out;
         }
@@ -577,57 +578,6 @@ const char *m0_grip_meta_get(const struct m0_grip *g, const char *key, size_t kl
         }
     }
     return NULL;
-}
-
-/* ------------------------------------------------------------ base64 */
-
-static int b64(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-ssize_t m0_grip_base64_decode(const char *in, size_t n, void *out, size_t cap)
-{
-    unsigned char *o = out;
-    size_t pad = 0;
-    if (n >= 1 && in[n - 1] == '=')
-        pad++;
-    if (n >= 2 && in[n - 2] == '=')
-        pad++;
-    if (pad > 0 && n % 4 != 0)
-        return -1;
-    n -= pad;
-    if (n % 4 == 1)
-        return -1;
-    size_t need = n / 4 * 3 + (n % 4 == 0 ? 0 : n % 4 - 1);
-    if (need > cap)
-        return -1;
-    size_t k = 0;
-    uint32_t acc = 0;
-    unsigned bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int v = b64((unsigned char)in[i]);
-        if (v < 0)
-            return -1;
-        acc = acc << 6 | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            o[k++] = (unsigned char)(acc >> bits);
-            acc &= (1u << bits) - 1;
-        }
-    }
-    return (ssize_t)k;
 }
 
 /* ------------------------------------------------------------ templates */

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "m0/base64.h"
 #include "m0/response.h"
 #include "m0/ws.h"
 
@@ -58,21 +59,6 @@ static const struct m0_hdr *only(const struct m0_req *r, const char *name, int *
     return found;
 }
 
-static int b64_value(char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
 /* §4.2.1 item 5: "a base64-encoded value that, when decoded, is 16 bytes
  * in length": 22 significant characters, the last carrying only 2 bits,
  * and "==". */
@@ -81,10 +67,10 @@ static int key_is_16_bytes(const char *k, size_t n)
     if (n != 24 || k[22] != '=' || k[23] != '=')
         return 0;
     for (size_t i = 0; i < 22; i++) {
-        if (b64_value(k[i]) < 0)
+        if (m0_base64_value((unsigned char)k[i], 0) < 0)
             return 0;
     }
-    return (b64_value(k[21]) & 0x0f) == 0;
+    return (m0_base64_value((unsigned char)k[21], 0) & 0x0f) == 0;
 }
 
 int m0_ws_handshake_check(const struct m0_req *r, struct m0_ws_handshake *hs, const char **why)

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "m0/buf.h"
+#include "m0/base64.h"
 #include "m0/grip.h"
 
 struct field {
@@ -450,19 +451,19 @@ static void test_base64(void **state)
 {
     (void)state;
     char out[16];
-    assert_int_equal(m0_grip_base64_decode("", 0, out, sizeof out), 0);
-    assert_int_equal(m0_grip_base64_decode("/wBiaW4=", 8, out, sizeof out), 5);
+    assert_int_equal(m0_base64_decode("", 0, M0_B64_PAD, (unsigned char *)out, sizeof out), 0);
+    assert_int_equal(m0_base64_decode("/wBiaW4=", 8, M0_B64_PAD, (unsigned char *)out, sizeof out), 5);
     assert_memory_equal(out, "\xff\x00" "bin", 5);
-    assert_int_equal(m0_grip_base64_decode("/wBiaW4", 7, out, sizeof out), 5);   /* unpadded */
-    assert_int_equal(m0_grip_base64_decode("AA==", 4, out, sizeof out), 1);
-    assert_int_equal(m0_grip_base64_decode("AA", 2, out, sizeof out), 1);
-    assert_int_equal(m0_grip_base64_decode("A", 1, out, sizeof out), -1);
-    assert_int_equal(m0_grip_base64_decode("AA=", 3, out, sizeof out), -1);
-    assert_int_equal(m0_grip_base64_decode("A=AA", 4, out, sizeof out), -1);
-    assert_int_equal(m0_grip_base64_decode("AA AA", 5, out, sizeof out), -1);
-    assert_int_equal(m0_grip_base64_decode("-_8=", 4, out, sizeof out), -1);   /* not url-safe */
-    assert_int_equal(m0_grip_base64_decode("AAAAAAAA", 8, out, 5), -1);       /* no room */
-    assert_int_equal(m0_grip_base64_decode("AAAAAAAA", 8, out, 6), 6);
+    assert_int_equal(m0_base64_decode("/wBiaW4", 7, M0_B64_PAD, (unsigned char *)out, sizeof out), 5);   /* unpadded */
+    assert_int_equal(m0_base64_decode("AA==", 4, M0_B64_PAD, (unsigned char *)out, sizeof out), 1);
+    assert_int_equal(m0_base64_decode("AA", 2, M0_B64_PAD, (unsigned char *)out, sizeof out), 1);
+    assert_int_equal(m0_base64_decode("A", 1, M0_B64_PAD, (unsigned char *)out, sizeof out), -1);
+    assert_int_equal(m0_base64_decode("AA=", 3, M0_B64_PAD, (unsigned char *)out, sizeof out), -1);
+    assert_int_equal(m0_base64_decode("A=AA", 4, M0_B64_PAD, (unsigned char *)out, sizeof out), -1);
+    assert_int_equal(m0_base64_decode("AA AA", 5, M0_B64_PAD, (unsigned char *)out, sizeof out), -1);
+    assert_int_equal(m0_base64_decode("-_8=", 4, M0_B64_PAD, (unsigned char *)out, sizeof out), -1);   /* not url-safe */
+    assert_int_equal(m0_base64_decode("AAAAAAAA", 8, M0_B64_PAD, (unsigned char *)out, 5), -1);       /* no room */
+    assert_int_equal(m0_base64_decode("AAAAAAAA", 8, M0_B64_PAD, (unsigned char *)out, 6), 6);
 }
 
 static const char *lookup(void *ctx, const char *name, size_t nlen, size_t *vlen)
