@@ -7,6 +7,9 @@ calls, so a test can show a grant subscribe runs no Python.
   /inbound                     a granted socket's message (--grant-inbound):
                                answers "SUB|CHANNELS|BODY"
   /url                         m0pub.grant_url(["news", "chat"], sub="alice")
+  /page?src=URL                a page whose EventSource (withCredentials)
+                               opens URL and lists what it receives
+                               (smoke/grants_browser.py)
 Anything else: 200 "ok". Every call but /calls and / (the test harness's
 readiness probe) is counted.
 """
@@ -16,6 +19,19 @@ from urllib.parse import parse_qs
 import m0pub
 
 CALLS = [0]
+
+PAGE = """<!doctype html><title>grant</title><p id="state">connecting</p><ul id="log"></ul>
+<script>
+const src = new URLSearchParams(location.search).get("src");
+const es = new EventSource(src, {withCredentials: true});
+es.onopen = () => { document.getElementById("state").textContent = "open"; };
+es.onerror = () => { document.getElementById("state").textContent = "error " + es.readyState; };
+es.onmessage = (e) => {
+  const li = document.createElement("li");
+  li.textContent = e.lastEventId + ":" + e.data;
+  document.getElementById("log").appendChild(li);
+};
+</script>"""
 
 
 def _q(environ):
@@ -44,6 +60,9 @@ def application(environ, start_response):
                             body.decode())
         start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8")])
         return [out.encode()]
+    if path == "/page":
+        start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
+        return [PAGE.encode()]
     if path == "/url":
         start_response("200 OK", [("Content-Type", "text/plain")])
         return [m0pub.grant_url(["news", "chat"], sub="alice").encode()]
