@@ -149,6 +149,7 @@ struct m0_job {
     uint64_t queued_ms;         /* loop clock at submission */
     uint64_t hold_start;        /* newest event id when the hold was decided */
     uint64_t hold_last_id;      /* the request's Last-Event-ID (0: none) */
+    uint64_t begin_id;          /* newest event id when the request was dispatched (a GRIP hold starts there) */
     /* Each runner's private per-job state, by runner id: a slot's job may
      * serve one target's runner now and another's later (mounts). */
     void *rstate[M0_RUNNER_MAX];
@@ -159,6 +160,7 @@ struct m0_job {
     char peer_addr[INET6_ADDRSTRLEN];
     uint16_t peer_port;
     int8_t metrics_conn;        /* accepted on --metrics-bind: only the metrics endpoint answers */
+    int8_t grip_conn;           /* accepted on --grip-control: only EPCP publishes are answered */
     int8_t mx_mount;            /* metrics: the mount (target index) that answers, -1 none */
     char remote_addr[INET6_ADDRSTRLEN];
     uint16_t remote_port;

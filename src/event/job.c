@@ -452,8 +452,9 @@ struct m0_body_req m0_job_framing(struct m0_job *job)
 
 int m0_job_may_hold(const struct m0_job *job)
 {
+    /* A GRIP hold keeps whatever status the view chose (Grip-Status too). */
     return job->target != NULL && job->target->realtime && job->head.hold == M0_HOLD_STREAM &&
-           job->head.status / 100 == 2 && !(job->req.flags & M0_REQ_HEAD);
+           (job->head.status / 100 == 2 || job->head.grip_hold) && !(job->req.flags & M0_REQ_HEAD);
 }
 
 int m0_job_commit(struct m0_job *job, int64_t body_len, int hold)
@@ -463,7 +464,14 @@ int m0_job_commit(struct m0_job *job, int64_t body_len, int hold)
     if (m0_body_commit(&job->body, &job->resp.out, &job->head, &br, body_len, hold) != M0_OK)
         return M0_ERR;
     job->resp.status = job->head.status;
-    if (hold) {
+    if (hold && job->head.grip_hold) {
+        /* GRIP: Last-Event-ID is the application's (its storage answers
+         * it); events since the view began are replayed from the journal,
+         * and the hold drops those its prev-id says the view already had. */
+        job->hold_last_id = 0;
+        job->hold_start = job->begin_id;
+        job->resp.flags |= M0_RESP_HOLD;
+    } else if (hold) {
         const struct m0_hdr *lei = m0_req_header(r, "last-event-id");
         job->hold_last_id = lei ? m0_sse_parse_last_id(lei->value, lei->value_len) : 0;
         job->hold_start = m0_job_newest_id(job);
