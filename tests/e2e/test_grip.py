@@ -299,3 +299,25 @@ def test_a_key_file_other_users_can_read_is_refused(tmp_path):
     assert rc == 2
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and "--grip-key-file" in lines[0] and "readable" in lines[0], err
+
+
+def test_asgi_gets_grip_sig_and_holds_a_grip_stream(tmp_path, start_server):
+    key = tmp_path / "grip.key"
+    key.write_text(KEY + "\n")
+    key.chmod(0o600)
+    cport = free_port()
+    server = start_server("grip_asgi:app", "--grip-key-file", str(key), "--grip-control", "127.0.0.1:%d" % cport)
+    _, _, body = get(server.port, "/echo", {"Grip-Sig": "forged", "Grip-Last": "x; last-id=1"})
+    names = [k for k, _ in json.loads(body)]
+    sigs = [v for k, v in json.loads(body) if k == "grip-sig"]
+    assert "grip-last" not in names and len(sigs) == 1
+    assert jwt.decode(sigs[0], KEY, algorithms=["HS256"])["iss"] == "pushpin"
+    s = Stream(server.port, "/st")
+    try:
+        head = s.head()
+        assert grip_lines(head) == [] and "content-type: text/plain" in head.lower()
+        s.read_until("asgi head\n")
+        publisher(cport).publish_http_stream("ast", "data: asgi\n\n", blocking=True)
+        s.read_until("asgi head\ndata: asgi\n\n")
+    finally:
+        s.close()
