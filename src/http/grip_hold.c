@@ -182,20 +182,16 @@ static struct m0_hold *grip_begin(struct m0_server *s, struct m0_conn *c)
 /* --------------------------------------------------------- the end */
 
 /* Write what is queued, then close (the close-delimited stream's end, or
- * the long-poll answer's Connection: close). Until the outbox is out the
- * connection stays; the sweep or its EPOLLOUT finishes it. */
+ * the long-poll answer's Connection: close). Called while deliveries are
+ * being made (a registry pass may be iterating its subscribers), so the
+ * close itself is left to the sweep (grip_tick) or to the EPOLLOUT that
+ * writes the rest; a write error dooms it (closed after the batch). */
 static void finish(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_griphold *gh = gh_of(c);
     gh->finishing = 1;
-    if (s->holds->corking || c->state != M0_CONN_HELD)
-        return;              /* a fan-out pass (or the hold's first write) writes, the sweep closes */
-    int rc = m0_hold_flush(s, c);
-    if (rc == M0_AGAIN)
-        return;
-    if (rc == M0_OK)
-        shutdown(c->fd, SHUT_WR);
-    m0_conn_close(s, c);
+    if (!s->holds->corking && c->state == M0_CONN_HELD && m0_hold_flush(s, c) == M0_ERR)
+        m0_conn_doom(s, c);
 }
 
 /* A long-poll's answer: bytes (a whole response), then the close. */
