@@ -321,3 +321,29 @@ def test_asgi_gets_grip_sig_and_holds_a_grip_stream(tmp_path, start_server):
         s.read_until("asgi head\ndata: asgi\n\n")
     finally:
         s.close()
+
+
+def test_an_item_that_does_not_chain_on_prev_id_ends_the_stream(grip):
+    """django-eventstream holds with prev-id = its storage's last id: an item
+    whose prev-id is another means one was missed; the stream ends so the
+    browser reconnects with Last-Event-ID and the storage answers."""
+    s = Stream(grip["port"], "/events/")
+    try:
+        head = s.head()
+        s.read_until("event: stream-open")
+        pub = publisher(grip["cport"])
+        pub.publish_http_stream("events-test", "event: message\nid: %I\ndata: skipped\n\n", id="100000",
+                                prev_id="99999", blocking=True)
+        body = s.read_to_eof()
+        assert b"skipped" not in body
+    finally:
+        s.close()
+    assert head.startswith("HTTP/1.1 200")
+    # A chained one is delivered: the next send_event's prev-id is the last id.
+    s = Stream(grip["port"], "/events/")
+    try:
+        s.read_until("event: stream-open")
+        get(grip["port"], "/send/?text=chained")
+        s.read_until('data: {"text": "chained"}')
+    finally:
+        s.close()
