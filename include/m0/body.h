@@ -103,7 +103,8 @@ int m0_head_add(struct m0_head *h, const char *name, size_t nlen, const char *va
  * M0_HOLD_STREAM, channel the first Grip-Channel (one channel per hold
  * for now; the others are not subscribed), grip_hold the kind. Returns
  * M0_OK (also when there were no Grip-* fields), or M0_ERR with grip_err
- * set: the instructions are not followed (Pushpin answers 502).
+ * set: the instructions are not followed (m0_job_commit answers 502, as
+ * Pushpin does).
  */
 int m0_head_grip_finish(struct m0_head *h);
 

@@ -254,7 +254,11 @@ void m0_job_post_done(struct m0_job *job);
  * m0_job_commit: commit job->head into job->resp.out with that framing
  * (body_len: the whole body's size when known, else -1); a hold (hold set:
  * the caller asked m0_job_may_hold) takes its Last-Event-ID and the newest
- * id now, and marks the response M0_RESP_HOLD. M0_OK, or M0_ERR when a head
+ * id now, and marks the response M0_RESP_HOLD (a GRIP hold: no
+ * Last-Event-ID, the id at dispatch, begin_id). A head whose GRIP
+ * instructions were refused (head.grip_err) is answered 502 "Error while
+ * proxying to origin." instead, as Pushpin answers, the view's body
+ * dropped. M0_OK, or M0_ERR when a head
  * was committed already (one head per response: nothing is written).
  * m0_job_newest_id: the newest event id the job's loop knows (0: none).
  */

@@ -427,10 +427,7 @@ static PyObject *py_start(PyObject *self, PyObject *args)
     job->head.grip_on = job->target->grip_key != NULL;      /* Grip-* instruct this server (body.h) */
     if (m0_asgi_add_headers(job, headers) != M0_OK)
         return NULL;
-    if (m0_head_grip_finish(&job->head) != M0_OK) {
-        PyErr_Format(PyExc_ValueError, "invalid GRIP instructions: %s", job->head.grip_err);
-        return NULL;
-    }
+    m0_head_grip_finish(&job->head);     /* refused instructions: m0_job_commit answers 502 (grip_err) */
     if (job->head.hold == M0_HOLD_STREAM && job->head.channel_len == 0) {
         PyErr_SetString(PyExc_ValueError, "M0-Hold: stream needs an M0-Channel header");
         return NULL;

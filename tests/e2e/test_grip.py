@@ -347,3 +347,19 @@ def test_an_item_that_does_not_chain_on_prev_id_ends_the_stream(grip):
         s.read_until('data: {"text": "chained"}')
     finally:
         s.close()
+
+
+def test_instructions_that_cannot_be_followed_are_a_502(grip):
+    """Pushpin's answer to a view whose Grip-* it cannot follow; the view's
+    own body never reaches the client."""
+    s = Stream(grip["port"], "/bad/")
+    try:
+        head = s.head()
+        s.read_until(b"origin.\n")
+    finally:
+        s.close()
+    assert head.startswith("HTTP/1.1 502 Bad Gateway")
+    assert "Content-Length: 32" in head
+    assert grip_lines(head) == []
+    assert s.buf.split(b"\r\n\r\n", 1)[1] == b"Error while proxying to origin.\n"
+    assert grip["server"].stderr.wait_for(re.compile(r"GRIP instructions not followed.*Grip-Hold"), 5)

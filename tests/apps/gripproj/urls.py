@@ -11,4 +11,5 @@ urlpatterns = [
     path("lp/", views.longpoll),
     path("st/", views.stream),
     path("page/", views.page),
+    path("bad/", views.bad),
 ]

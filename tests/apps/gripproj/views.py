@@ -41,3 +41,10 @@ es.addEventListener("message", function (e) {
 
 def page(request):
     return HttpResponse(PAGE, content_type="text/html")
+
+
+def bad(request):
+    """Instructions a GRIP proxy cannot follow: Pushpin answers 502."""
+    response = HttpResponse("the view's body\n", content_type="text/plain")
+    response["Grip-Hold"] = "forever"
+    return response
