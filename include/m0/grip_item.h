@@ -78,6 +78,12 @@ int m0_grip_item_decode(const char *frame, size_t n, struct m0_grip_item *it);
  * M0_GRIP_SIG_MAX). Returns its length, or M0_ERR. */
 ssize_t m0_grip_sig(char *out, size_t cap, const unsigned char *key, size_t keylen, int64_t now_s);
 
+/* The same token from this thread's cache: signed again when less than
+ * half of its lifetime is left or for another key, so a request costs
+ * one HMAC per half hour per thread, not one each. *len gets its length;
+ * NULL when it cannot be signed. Valid until this thread's next call. */
+const char *m0_grip_sig_cached(const unsigned char *key, size_t keylen, int64_t now_s, size_t *len);
+
 /* Does the Authorization field value v (n bytes) carry the control port's
  * credential: "Bearer T" where T is an HS256 JWT signed with key and not
  * expired at now_s (gripcontrol's GRIP_URL ?iss=&key=), or T is the key

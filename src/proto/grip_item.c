@@ -163,6 +163,28 @@ ssize_t m0_grip_sig(char *out, size_t cap, const unsigned char *key, size_t keyl
     return m0_jwt_sign_hs256(NULL, payload, (size_t)n, key, keylen, out, cap);
 }
 
+const char *m0_grip_sig_cached(const unsigned char *key, size_t keylen, int64_t now_s, size_t *len)
+{
+    /* Per thread (the handler pool's and the executors' threads build the
+     * requests), like bus.c's frame buffers: nothing is shared. */
+    static __thread char tok[M0_GRIP_SIG_MAX];
+    static __thread size_t tok_len;
+    static __thread int64_t signed_at;
+    static __thread const unsigned char *signed_key;
+    if (tok_len == 0 || signed_key != key || now_s - signed_at >= M0_GRIP_SIG_TTL / 2 || now_s < signed_at) {
+        ssize_t n = m0_grip_sig(tok, sizeof tok, key, keylen, now_s);
+        if (n <= 0) {
+            tok_len = 0;
+            return NULL;
+        }
+        tok_len = (size_t)n;
+        signed_at = now_s;
+        signed_key = key;
+    }
+    *len = tok_len;
+    return tok;
+}
+
 int m0_grip_bearer_ok(const char *v, size_t n, const unsigned char *key, size_t keylen, int64_t now_s)
 {
     /* RFC 6750 §2.1: "Bearer" (case-insensitive, RFC 9110 §11.1) SP token. */

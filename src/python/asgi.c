@@ -222,10 +222,10 @@ static int scope_headers(PyObject *scope, const struct m0_req *r, const struct m
         Py_DECREF(pair);
     }
     if (grip) {
-        char sig[M0_GRIP_SIG_MAX];
-        ssize_t n = m0_grip_sig(sig, sizeof sig, t->grip_key, t->grip_key_len, (int64_t)time(NULL));
-        PyObject *pair = n > 0 ? Py_BuildValue("(yy#)", "grip-sig", sig, (Py_ssize_t)n) : NULL;
-        if (n > 0 && (pair == NULL || PyList_Append(headers, pair) == -1)) {
+        size_t n = 0;
+        const char *sig = m0_grip_sig_cached(t->grip_key, t->grip_key_len, (int64_t)time(NULL), &n);
+        PyObject *pair = sig != NULL ? Py_BuildValue("(yy#)", "grip-sig", sig, (Py_ssize_t)n) : NULL;
+        if (sig != NULL && (pair == NULL || PyList_Append(headers, pair) == -1)) {
             Py_XDECREF(pair);
             return M0_ERR;
         }

@@ -144,10 +144,10 @@ static int add_headers(PyObject *env, const struct m0_req *r, const struct m0_ta
     if (grip) {
         /* The proxy's signature (grip_item.h): django-grip's middleware
          * verifies it with the same key and knows a GRIP proxy is in front. */
-        char sig[M0_GRIP_SIG_MAX];
-        ssize_t n = m0_grip_sig(sig, sizeof sig, t->grip_key, t->grip_key_len, (int64_t)time(NULL));
-        PyObject *v = n > 0 ? PyUnicode_DecodeLatin1(sig, n, NULL) : NULL;
-        int rc = v != NULL ? PyDict_SetItemString(env, "HTTP_GRIP_SIG", v) : n > 0 ? -1 : 0;
+        size_t n = 0;
+        const char *sig = m0_grip_sig_cached(t->grip_key, t->grip_key_len, (int64_t)time(NULL), &n);
+        PyObject *v = sig != NULL ? PyUnicode_DecodeLatin1(sig, (Py_ssize_t)n, NULL) : NULL;
+        int rc = v != NULL ? PyDict_SetItemString(env, "HTTP_GRIP_SIG", v) : sig != NULL ? -1 : 0;
         Py_XDECREF(v);
         if (rc == -1)
             return -1;

@@ -109,6 +109,21 @@ static void test_grip_sig_and_bearer(void **state)
     assert_false(m0_grip_bearer_ok(auth, strlen(auth) - 1, KEY, KEYLEN, 1700000000));
     assert_false(m0_grip_bearer_ok("Basic abc", 9, KEY, KEYLEN, 1700000000));
     assert_false(m0_grip_bearer_ok("Bearer ", 7, KEY, KEYLEN, 1700000000));
+
+    /* The cache: the same token within half its lifetime, a new one after. */
+    size_t a_len, b_len;
+    char a[M0_GRIP_SIG_MAX];
+    const char *p = m0_grip_sig_cached(KEY, KEYLEN, 1700000000, &a_len);
+    assert_non_null(p);
+    memcpy(a, p, a_len);
+    p = m0_grip_sig_cached(KEY, KEYLEN, 1700000000 + 1799, &b_len);
+    assert_true(b_len == a_len && memcmp(p, a, a_len) == 0);
+    p = m0_grip_sig_cached(KEY, KEYLEN, 1700000000 + 1800, &b_len);
+    assert_false(b_len == a_len && memcmp(p, a, a_len) == 0);
+    t = (struct m0_jwt){0};
+    assert_int_equal(m0_jwt_verify(p, b_len, &ks, 1700000000 + 1800, 0, &t), M0_JWT_OK);
+    assert_int_equal(t.exp, 1700000000 + 1800 + 3600);
+    m0_jwt_clear(&t);
 }
 
 static void add(struct m0_head *h, const char *n, const char *v)
