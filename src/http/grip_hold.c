@@ -134,6 +134,14 @@ static struct m0_hold *grip_begin(struct m0_server *s, struct m0_conn *c)
     (void)s;
     struct m0_job *job = c->job;
     const struct m0_grip *g = job->head.grip;
+    if (job->head.grip_hold == M0_GRIP_HOLD_RESPONSE && (c->flags & C_STREAMING)) {
+        /* The view's body was too long to hold back: its head is out, so
+         * it is the answer (as if Grip-Timeout had passed). */
+        m0_warn("%s %s: Grip-Hold: response with a body too long to keep: answered now", job->req.method,
+                job->req.target);
+        job->resp.flags &= ~M0_RESP_HOLD;
+        return NULL;
+    }
     struct m0_griphold *gh = m0_xmalloc(sizeof *gh);
     memset(gh, 0, sizeof *gh);
     gh->kind = job->head.grip_hold;
