@@ -8,6 +8,8 @@
  *                        server); each http-stream item on the channel is
  *                        written as it is (its %I rendered with the
  *                        subscription's id_format when build-id applies);
+ *                        the skip-self, skip-users and require-sub filters
+ *                        drop what is not for this subscriber;
  *                        "action": "close" ends the stream; Grip-Keep-Alive
  *                        is written idle or on an interval.
  *   Grip-Hold: response  nothing is written: the first http-response item

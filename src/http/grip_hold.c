@@ -39,6 +39,7 @@ struct m0_griphold {
      * subscribed channel, its id the last one it saw. */
     struct m0_buf ids;
     struct m0_buf id_format;        /* the id_format meta (build-id), empty when none */
+    struct m0_buf user;             /* the user meta (skip-self, skip-users), empty when none */
     struct m0_buf ka;               /* keep-alive bytes */
     uint64_t ka_ms, last_ka;
     struct m0_buf kept;             /* response hold: the view's response (head and body) */
@@ -155,6 +156,10 @@ static struct m0_hold *grip_begin(struct m0_server *s, struct m0_conn *c)
     const char *fmt = m0_grip_meta_get(g, "id_format", 9, &flen);
     if (fmt != NULL && (gh->filters & M0_GRIP_F_BUILD_ID))
         m0_buf_append(&gh->id_format, fmt, flen);
+    size_t ulen = 0;
+    const char *user = m0_grip_meta_get(g, "user", 4, &ulen);
+    if (user != NULL)
+        m0_buf_append(&gh->user, user, ulen);
     if (g->ka_mode != M0_GRIP_KA_NONE && gh->kind == M0_GRIP_HOLD_STREAM) {
         gh->ka_mode = (uint8_t)g->ka_mode;
         m0_buf_append(&gh->ka, m0_grip_str(g, g->ka_data), g->ka_data.len);
@@ -256,6 +261,59 @@ static void missed(struct m0_server *s, struct m0_conn *c)
 
 /* ---------------------------------------------------------- delivery */
 
+/* The item's meta value for key, or NULL. */
+static const struct m0_grip_view *item_meta(const struct m0_grip_item *it, const char *key)
+{
+    size_t n = strlen(key);
+    for (unsigned i = 0; i < it->nmeta; i++) {
+        if (it->mkey[i].n == n && memcmp(it->mkey[i].p, key, n) == 0)
+            return &it->mvalue[i];
+    }
+    return NULL;
+}
+
+/* Does the comma-separated list v name s (n bytes)? */
+static int list_has(struct m0_grip_view v, const char *s, size_t n)
+{
+    const char *p = v.p, *end = v.p + v.n;
+    while (p <= end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *e = comma != NULL ? comma : end;
+        const char *a = p, *b = e;
+        while (a < b && (*a == ' ' || *a == '\t'))
+            a++;
+        while (b > a && (b[-1] == ' ' || b[-1] == '\t'))
+            b--;
+        if ((size_t)(b - a) == n && memcmp(a, s, n) == 0)
+            return 1;
+        if (comma == NULL)
+            break;
+        p = comma + 1;
+    }
+    return 0;
+}
+
+/* Pushpin's delivery filters on the subscribed channel: skip-self (the
+ * item's sender meta is this subscriber's user), skip-users (its
+ * skip_users list names the user), require-sub (its require_sub channel
+ * is not one this hold was given). 1: drop the item. */
+static int filtered(const struct m0_griphold *gh, const struct m0_grip_item *it)
+{
+    const struct m0_grip_view *v;
+    if ((gh->filters & M0_GRIP_F_SKIP_SELF) && gh->user.len > 0 && (v = item_meta(it, "sender")) != NULL &&
+        v->n == gh->user.len && memcmp(v->p, gh->user.data, v->n) == 0)
+        return 1;
+    if ((gh->filters & M0_GRIP_F_SKIP_USERS) && gh->user.len > 0 && (v = item_meta(it, "skip_users")) != NULL &&
+        list_has(*v, gh->user.data, gh->user.len))
+        return 1;
+    if ((gh->filters & M0_GRIP_F_REQUIRE_SUB) && (v = item_meta(it, "require_sub")) != NULL) {
+        size_t vlen;
+        if (lookup_id((void *)&gh->ids, v->p, v->n, &vlen) == NULL)
+            return 1;
+    }
+    return 0;
+}
+
 static void grip_deliver(struct m0_server *s, struct m0_conn *c, const char *frame, size_t n)
 {
     struct m0_griphold *gh = gh_of(c);
@@ -283,6 +341,8 @@ static void grip_deliver(struct m0_server *s, struct m0_conn *c, const char *fra
     }
     if (it.flags & M0_GRIP_IT_ID)
         set_last(gh, it.id.p, it.id.n);
+    if (filtered(gh, &it))
+        return;              /* not for this subscriber (its sequence still moves on) */
     if (gh->kind == M0_GRIP_HOLD_RESPONSE) {
         answer_item(s, c, &it);
         return;
@@ -335,6 +395,7 @@ static void grip_release(struct m0_server *s, struct m0_conn *c)
     struct m0_griphold *gh = gh_of(c);
     m0_buf_free(&gh->ids);
     m0_buf_free(&gh->id_format);
+    m0_buf_free(&gh->user);
     m0_buf_free(&gh->ka);
     m0_buf_free(&gh->kept);
 }

@@ -363,3 +363,18 @@ def test_instructions_that_cannot_be_followed_are_a_502(grip):
     assert grip_lines(head) == []
     assert s.buf.split(b"\r\n\r\n", 1)[1] == b"Error while proxying to origin.\n"
     assert grip["server"].stderr.wait_for(re.compile(r"GRIP instructions not followed.*Grip-Hold"), 5)
+
+
+def test_send_event_skip_user_ids_skips_that_user_only(grip):
+    """skip_user_ids becomes the item's skip_users meta; the hold's
+    skip-users filter drops it for the user its Grip-Set-Meta names
+    ("anonymous" here), and the sequence moves on for the next event."""
+    s = Stream(grip["port"], "/events/")
+    try:
+        s.read_until("event: stream-open")
+        get(grip["port"], "/send/?text=not-for-anonymous&skip=anonymous")
+        get(grip["port"], "/send/?text=for-everyone&skip=someone-else")
+        body = s.read_until('data: {"text": "for-everyone"}')
+        assert b"not-for-anonymous" not in body
+    finally:
+        s.close()

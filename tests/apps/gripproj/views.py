@@ -8,7 +8,8 @@ from django_eventstream import send_event
 def send(request):
     """send_event from a view, as django-eventstream documents it."""
     text = request.GET.get("text", "hello")
-    send_event("test", "message", {"text": text}, async_publish=False)
+    skip = request.GET.getlist("skip")       # send_event's skip_user_ids (the skip-users filter)
+    send_event("test", "message", {"text": text}, skip_user_ids=skip or None, async_publish=False)
     return HttpResponse("sent\n", content_type="text/plain")
 
 
