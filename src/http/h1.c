@@ -260,8 +260,9 @@ static void dispatch(struct m0_server *s, struct m0_conn *c, const struct m0_tar
      * do arrive (pipelining, a half-close), the event handler disarms then.
      * Inline, the runner reads and writes the socket itself (blocking). */
     s->inline_io = (struct m0_job_inline){.flush = inline_flush, .read_body = inline_read_body, .ctx = s};
-    uint64_t began = m0_clock_ms();
-    job->begin_id = m0_rt_newest(s->rt);
+    uint64_t began = s->request_ms ? m0_clock_ms() : 0;   /* only an inline run is timed here */
+    if (t->grip_key != NULL)
+        job->begin_id = m0_rt_newest(s->rt);             /* where a GRIP hold's journal replay starts */
     int rc = m0_dispatch(job, M0_RUN_START, &s->inline_io, m0_loop_now(s->loop));
     if (rc == M0_QUEUED) {
         c->flags |= C_RUNNER;
