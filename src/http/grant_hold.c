@@ -122,8 +122,10 @@ static void refuse(struct m0_server *s, struct m0_conn *c, int status, const cha
     if (endpoint(s->cfg, &job->req) == WS)
         h->app_close = 1;               /* a refused upgrade: Connection: close, as ws.c's refusals */
     m0_job_commit(job, n, 0);
-    if (!(job->req.flags & M0_REQ_HEAD))
+    if (!(job->req.flags & M0_REQ_HEAD)) {
         m0_buf_append(&job->resp.out, line, (size_t)n);
+        job->resp.body_bytes = (uint64_t)n;     /* the access log's bytes */
+    }
 }
 
 /* Answer a CORS preflight for PREFIX/sse (Fetch §3.2.3). */
