@@ -90,7 +90,7 @@ endif
 .SECONDARY:
 .PHONY: FORCE all deps venv bench-venv bench-tools test layers unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
         smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics \
-        python-ft python-gil
+        python-ft python-gil tsan
 
 all: m0serve
 
@@ -127,6 +127,17 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-po
 sanitize:
 	$(Q)$(MAKE) --no-print-directory BUILD=build/sanitize OPT="-O1 -g" \
 	    M0_CFLAGS="$(SAN)" LDFLAGS="$(SAN)" build/sanitize/m0serve
+
+# ThreadSanitizer, for the free-threaded build above all (make tsan
+# PYTHON=$$(cat build/python/ft.python)): a build directory of its own;
+# run the e2e harness with M0SERVE=<it> and
+# TSAN_OPTIONS="suppressions=$(CURDIR)/tools/tsan.supp" (what CPython's own
+# uninstrumented synchronization makes TSAN report; the file says why).
+TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
+TSAN_BUILD  = build/tsan$(if $(filter-out $(PYTHON_DEFAULT),$(PYTHON)),-$(word 6,$(PY_QUERY)))
+tsan:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(TSAN_BUILD) OPT="-O1 -g" \
+	    M0_CFLAGS="$(TSAN_FLAGS)" LDFLAGS="$(TSAN_FLAGS)" $(TSAN_BUILD)/m0serve
 
 # ------------------------------------------------------------------- tests
 UNIT_TESTS := $(patsubst tests/unit/%.c,build/unit/%,$(wildcard tests/unit/test_*.c))

@@ -657,8 +657,10 @@ static struct PyModuleDef module = {
 PyObject *m0_asgi_module_init(void)
 {
     PyObject *m = PyModule_Create(&module);
-    if (m == NULL)
+    if (m == NULL || m0_py_module_nogil(m) != 0) {
+        Py_XDECREF(m);
         return NULL;
+    }
     if (PyModule_AddFunctions(m, m0_asgi_ws_methods) == -1 || PyModule_AddIntConstant(m, "START", REC_START) || PyModule_AddIntConstant(m, "WAKE", REC_WAKE) ||
         PyModule_AddIntConstant(m, "WAIT_CREDIT", M0_WAIT_CREDIT) ||
         PyModule_AddIntConstant(m, "WAIT_BODY", M0_WAIT_BODY) || PyModule_AddIntConstant(m, "WAIT_GONE", M0_WAIT_GONE) ||
