@@ -473,7 +473,7 @@ static PyObject *py_send(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_RuntimeError, "http.response.body before http.response.start");
         return NULL;
     }
-    if (job->ch.gone) {
+    if (m0_job_client_gone(job)) {   /* under the channel lock: the loop sets it */
         PyBuffer_Release(&body);
         PyErr_SetString(PyExc_OSError, "the client disconnected");
         return NULL;
