@@ -66,6 +66,13 @@ rss_kb() {   # the master and every process of the session
     ps -e -o sid=,rss= | awk -v s="$SID" '$1 == s {t += $2} END {print t + 0}'
 }
 worker_rss_kb() { ps -e -o sid=,pid=,rss= | awk -v s="$SID" '$1 == s && $2 != s {t += $3} END {print t + 0}'; }
+cpu_ticks() {   # utime + stime of every process of the session (clock ticks)
+    local p t=0
+    for p in $(ps -e -o sid=,pid= | awk -v s="$SID" '$1 == s {print $2}'); do
+        t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+    done
+    echo "$t"
+}
 rps() { wrk -t1 -c4 -d"${DURATION}s" "http://127.0.0.1:$PORT$1" | awk '/Requests\/sec/ {print $2}'; }
 
 rows=()
@@ -73,7 +80,9 @@ row() {   # row LABEL BIN VENV ARGS...
     local label=$1 bin=$2 venv=$3; shift 3
     start "$bin" "$venv" cpu_view:application "$@"
     wrk -t1 -c4 -d2s "http://127.0.0.1:$PORT/?ms=5" >/dev/null
+    local c0; c0=$(cpu_ticks)
     local cpu; cpu=$(rps "/?ms=5")
+    local busy; busy=$(( ($(cpu_ticks) - c0) * 100 / $(getconf CLK_TCK) / DURATION ))
     local r1; r1=$(rss_kb)
     stop
     start "$bin" "$venv" django_hello:application "$@"
@@ -81,11 +90,11 @@ row() {   # row LABEL BIN VENV ARGS...
     local dj; dj=$(rps "/")
     local r2; r2=$(rss_kb)
     stop
-    rows+=("| $label | $cpu | $dj | $((r1 / 1024)) | $((r2 / 1024)) |")
+    rows+=("| $label | $cpu | ${busy}% | $dj | $((r1 / 1024)) | $((r2 / 1024)) |")
     echo "${rows[-1]}"
 }
-echo "| server | CPU view 5 ms (req/s) | Django (req/s) | RSS CPU run (MiB) | RSS Django run (MiB) |"
-echo "|---|---|---|---|---|"
+echo "| server | CPU view 5 ms (req/s) | its server CPU (% of one core) | Django (req/s) | RSS CPU run (MiB) | RSS Django run (MiB) |"
+echo "|---|---|---|---|---|---|"
 row "free-threaded, 1 worker, --blocking-threads 1" "$FTBIN" "$FTVENV" --workers 1 --blocking-threads 1
 row "free-threaded, 1 worker, --blocking-threads 2" "$FTBIN" "$FTVENV" --workers 1 --blocking-threads 2
 row "GIL (same version), --workers 1 --blocking-threads 1" "$GILBIN" "$GILVENV" --workers 1 --blocking-threads 1
