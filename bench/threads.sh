@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/threads.sh — Python in parallel in one worker (issue 17): a CPU-bound
-# pure-Python view (≈5 ms, bench/cpu_view.py) and a Django view
+# pure-Python view (fixed work, ≈5 ms on the GIL build: bench/cpu_view.py) and a Django view
 # (bench/django_hello.py) served by one loop with --blocking-threads 1 and 2
 # on the free-threaded build, and by --workers 1 and --workers 2 on the GIL
 # build of the same CPython (make python-ft, make python-gil). wrk, -c 4, for
@@ -50,7 +50,7 @@ trap cleanup EXIT
 # start BIN VENV APP ARGS...: a server on a kernel-chosen port; sets SID, PORT.
 start() {
     local bin=$1 venv=$2 app=$3; shift 3
-    setsid env VIRTUAL_ENV="$venv" "$bin" "$app" --app-dir "$REPO/bench" --bind 127.0.0.1:0 --access-log off \
+    setsid env VIRTUAL_ENV="$venv" "$bin" "$app" --app-dir "$REPO/bench" --bind 127.0.0.1:0 \
         "$@" >"$TMP/out" 2>"$TMP/err" </dev/null &
     SID=$!
     local i
@@ -79,22 +79,31 @@ rows=()
 row() {   # row LABEL BIN VENV ARGS...
     local label=$1 bin=$2 venv=$3; shift 3
     start "$bin" "$venv" cpu_view:application "$@"
-    wrk -t1 -c4 -d2s "http://127.0.0.1:$PORT/?ms=5" >/dev/null
+    wrk -t1 -c4 -d2s "http://127.0.0.1:$PORT/?n=100000" >/dev/null
     local c0; c0=$(cpu_ticks)
-    local cpu; cpu=$(rps "/?ms=5")
-    local busy; busy=$(( ($(cpu_ticks) - c0) * 100 / $(getconf CLK_TCK) / DURATION ))
+    local cpu; cpu=$(rps "/?n=100000")
+    local t1; t1=$(( $(cpu_ticks) - c0 ))
     local r1; r1=$(rss_kb)
     stop
     start "$bin" "$venv" django_hello:application "$@"
     wrk -t1 -c4 -d2s "http://127.0.0.1:$PORT/" >/dev/null
+    c0=$(cpu_ticks)
     local dj; dj=$(rps "/")
+    local t2; t2=$(( $(cpu_ticks) - c0 ))
     local r2; r2=$(rss_kb)
     stop
-    rows+=("| $label | $cpu | ${busy}% | $dj | $((r1 / 1024)) | $((r2 / 1024)) |")
+    local hz; hz=$(getconf CLK_TCK)
+    # server CPU: % of one core over the run, and ms per request
+    local u1 u2 m1 m2
+    u1=$(awk -v t="$t1" -v h="$hz" -v d="$DURATION" 'BEGIN {printf "%d%%", t * 100 / h / d}')
+    u2=$(awk -v t="$t2" -v h="$hz" -v d="$DURATION" 'BEGIN {printf "%d%%", t * 100 / h / d}')
+    m1=$(awk -v t="$t1" -v h="$hz" -v d="$DURATION" -v r="$cpu" 'BEGIN {printf "%.2f", t * 1000 / h / (r * d)}')
+    m2=$(awk -v t="$t2" -v h="$hz" -v d="$DURATION" -v r="$dj" 'BEGIN {printf "%.3f", t * 1000 / h / (r * d)}')
+    rows+=("| $label | $cpu | $u1, $m1 ms | $dj | $u2, $m2 ms | $((r1 / 1024)) | $((r2 / 1024)) |")
     echo "${rows[-1]}"
 }
-echo "| server | CPU view 5 ms (req/s) | its server CPU (% of one core) | Django (req/s) | RSS CPU run (MiB) | RSS Django run (MiB) |"
-echo "|---|---|---|---|---|---|"
+echo "| server | CPU view (req/s) | server CPU: % of a core, per request | Django (req/s) | server CPU: % of a core, per request | RSS, CPU run (MiB) | RSS, Django run (MiB) |"
+echo "|---|---|---|---|---|---|---|"
 row "free-threaded, 1 worker, --blocking-threads 1" "$FTBIN" "$FTVENV" --workers 1 --blocking-threads 1
 row "free-threaded, 1 worker, --blocking-threads 2" "$FTBIN" "$FTVENV" --workers 1 --blocking-threads 2
 row "GIL (same version), --workers 1 --blocking-threads 1" "$GILBIN" "$GILVENV" --workers 1 --blocking-threads 1
