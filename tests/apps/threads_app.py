@@ -2,7 +2,8 @@
 (tests/e2e/test_threads.py).
 
 /gil          sys._is_gil_enabled() inside the view, its thread and process
-/barrier?n=N  meets N-1 other views at a threading.Barrier (timeout: 503)
+/barrier?n=N  meets N-1 other views at a threading.Barrier (timeout: 503); the
+              request's X-* headers as the environ has them
 /spin?n=N     arrives, then spins in pure Python (never releasing anything)
               until N views have arrived or 3 s pass: "met" or "alone". With
               a GIL and a switch interval longer than the spin, the second
@@ -57,7 +58,8 @@ def app(environ, start_response):
             _barrier(_arg(environ, "n", 2)).wait()
         except threading.BrokenBarrierError:
             return _json(start_response, dict(me, met=False), "503 Service Unavailable")
-        return _json(start_response, dict(me, met=True))
+        xs = {k: v for k, v in environ.items() if k.startswith("HTTP_X_")}
+        return _json(start_response, dict(me, met=True, headers=xs))
     if path == "/spin":
         n = _arg(environ, "n", 2)
         with _lock:

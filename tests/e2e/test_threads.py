@@ -73,6 +73,29 @@ def test_two_views_meet_at_a_barrier_on_one_worker(start_server):
     assert len({seen["pid"] for _, seen in got}) == 1 and len({seen["thread"] for _, seen in got}) == 2, got
 
 
+def test_header_names_new_to_two_threads_at_once(start_server):
+    """Two handler threads build environs with the same 40 header names, none
+    seen before, at once: both see every header under its CGI key (the
+    environ's key cache is shared by the threads; `make tsan` checks it)."""
+    s = start_server("threads_app:app", "--blocking-threads", "2")
+    names = ["X-Fresh-%02d" % i for i in range(40)]
+    out = [None] * 2
+
+    def one(i):
+        hdrs = [(n, "%s-%d" % (n, i)) for n in names]
+        r = request(s.port, "GET", "/barrier?n=2", headers=hdrs, timeout=30)
+        out[i] = (r.status, json.loads(r.body))
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    for i, (status, seen) in enumerate(out):
+        want = {"HTTP_" + n.upper().replace("-", "_"): "%s-%d" % (n, i) for n in names}
+        assert status == 200 and seen["headers"] == want, seen
+    assert len({seen["thread"] for _, seen in out}) == 2, out
+
+
 def test_two_views_run_python_at_the_same_moment(start_server):
     s = start_server("threads_app:app", "--blocking-threads", "2")
     got = _together(s.port, "/spin?n=2", 2)
