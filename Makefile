@@ -91,7 +91,7 @@ endif
 
 .SECONDARY:
 .PHONY: FORCE all deps venv bench-venv bench-tools test layers unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
-        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics smoke-grip smoke-grip-browser \
+        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics smoke-grip smoke-grip-browser smoke-grants smoke-grants-browser \
         python-ft python-gil tsan smoke-threads smoke-threads-run
 
 all: m0serve
@@ -375,6 +375,18 @@ smoke-fastapi-browser: deps
 # WebSocket holds (issue 10); part of `make test` through e2e.
 smoke-django-realtime-ws: m0serve venv
 	$(Q)$(VPY) -m pytest tests/e2e/test_realtime_ws.py -q
+# Signed stream grants (issue 18); part of `make test` through e2e.
+smoke-grants: m0serve venv
+	$(Q)$(VPY) -m pytest tests/e2e/test_grants.py tests/e2e/test_grant_mint.py -q
+
+# A cross-origin EventSource with a grant in headless Chromium
+# (smoke/grants_browser.py); not part of `make test`, like the other browser
+# smokes: it installs Debian's chromium first.
+smoke-grants-browser: deps
+	$(Q)$(MAKE) --no-print-directory deps DEB_PKGS="chromium"
+	$(Q)$(MAKE) --no-print-directory m0serve venv
+	$(Q)$(VPY) smoke/grants_browser.py
+
 # Production (docs/deploy.md): pip install . into a fresh virtualenv by the
 # README's own line (pip's cache is reused; skipped, saying so, only when PyPI
 # is unreachable), deploy/'s unit and socket under systemd-socket-activate

@@ -187,8 +187,10 @@ static struct m0_hold *ws_begin(struct m0_server *s, struct m0_conn *c)
                  job->req.method, job->req.target, h->ws_protocol);
         return refuse(job, 500, "the application chose a subprotocol the client did not offer");
     }
-    const struct m0_runner *r = job->target->runner;
-    if (r->message == NULL && r->submit == NULL) {
+    /* A granted socket (grant_hold.c) has no target unless --grant-inbound
+     * names one: it only listens. */
+    const struct m0_runner *r = job->target != NULL ? job->target->runner : NULL;
+    if (r != NULL && r->message == NULL && r->submit == NULL) {
         m0_error("%s %s: a %s target cannot take WebSocket messages: 500", job->req.method, job->req.target,
                  job->target->runner->name);
         return refuse(job, 500, "this application cannot hold WebSockets");
@@ -209,12 +211,15 @@ static struct m0_hold *ws_begin(struct m0_server *s, struct m0_conn *c)
     ws->target = job->target;
     /* An asynchronous runner keeps the job and takes messages as they are;
      * a synchronous one gets each as a request made from the handshake's. */
-    ws->owned = r->submit != NULL;
-    if (!ws->owned)
+    ws->owned = r != NULL && r->submit != NULL;
+    if (!ws->owned && r != NULL)
         ws->req = m0_ws_snapshot_new(&job->req);
+    /* The messages' M0-Channel: a list as the field lists it (commas). */
     ws->channel_len = h->channel_len;
-    memcpy(ws->channel, h->channel, h->channel_len);
+    memcpy(ws->channel, m0_head_channel(h), h->channel_len);
     ws->channel[h->channel_len] = '\0';
+    for (char *p = ws->channel; (p = strchr(p, '\n')) != NULL;)
+        *p = ',';
     return &ws->base;
 }
 
@@ -539,6 +544,11 @@ static void process_input(struct m0_server *s, struct m0_conn *c, const char *p,
         case M0_WS_EV_NONE:
             break;
         case M0_WS_EV_MESSAGE:
+            if (ws->target == NULL) {
+                /* A grant is for listening (issue 18): 1008, policy violation. */
+                fail_socket(s, c, M0_WS_CLOSE_POLICY, "this socket only listens");
+                break;
+            }
             queue_push(ws, ev.opcode, &ws->parser);
             drive(s, c);
             break;
