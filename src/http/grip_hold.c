@@ -3,10 +3,10 @@
  * grip_hold.h). Loop thread only.
  *
  * What a hold keeps of the view's instructions (struct m0_grip is freed
- * with the head when the connection becomes HELD): the subscribed
- * channel's last id, every channel's id for the id_format template, the
- * first channel's filters, the keep-alive, and for a long-poll the view's
- * response and its deadline.
+ * with the head when the connection becomes HELD): every channel's last
+ * id and filters (all Grip-Channels are subscribed; an item's prev-id
+ * chains on its own channel's id), the keep-alive, and for a long-poll
+ * the view's response and its deadline.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -31,12 +31,12 @@ struct m0_griphold {
     struct m0_hold base;            /* the outbox, the target (hold.h) */
     uint8_t kind;                   /* M0_GRIP_HOLD_STREAM or M0_GRIP_HOLD_RESPONSE */
     uint8_t finishing;              /* answered or closed: end once the outbox is out */
-    uint8_t has_last;               /* the subscribed channel has a last id */
     uint8_t ka_mode;                /* enum m0_grip_ka_mode */
-    uint32_t filters;               /* the subscribed channel's M0_GRIP_F_* */
-    /* Every channel's name and id, for id_format: entries of
-     * (u16 name length, name, u16 id length, id); the first is the
-     * subscribed channel, its id the last one it saw. */
+    uint32_t filters;               /* the first channel's M0_GRIP_F_* (for the view's body) */
+    /* Every channel, each subscribed: entries of (u8 has a last id, u32
+     * filters, u16 name length, name, u16 id length, id), the id its
+     * prev-id and then the last item's id it saw (for prev-id chaining
+     * and id_format). */
     struct m0_buf ids;
     struct m0_buf id_format;        /* the id_format meta (build-id), empty when none */
     struct m0_buf user;             /* the user meta (skip-self, skip-users), empty when none */
@@ -53,65 +53,78 @@ static struct m0_griphold *gh_of(struct m0_conn *c)
 
 /* ------------------------------------------------------------ the ids */
 
-static void put_entry(struct m0_buf *b, const char *name, size_t nlen, const char *id, size_t idlen)
+/* One channel of the hold, as read from gh->ids. */
+struct ent {
+    const char *name, *id;
+    size_t nlen, idlen;
+    uint8_t has_last;               /* the channel has a last id (its prev-id, then items' ids) */
+    uint32_t filters;               /* its M0_GRIP_F_* */
+    size_t at, end;                 /* its bytes in gh->ids */
+};
+
+static void put_entry(struct m0_buf *b, const char *name, size_t nlen, const char *id, size_t idlen, int has_last,
+                      uint32_t filters)
 {
     uint16_t n16 = (uint16_t)nlen, i16 = (uint16_t)idlen;
+    uint8_t h8 = (uint8_t)has_last;
+    m0_buf_append(b, &h8, 1);
+    m0_buf_append(b, &filters, 4);
     m0_buf_append(b, &n16, 2);
     m0_buf_append(b, name, nlen);
     m0_buf_append(b, &i16, 2);
     m0_buf_append(b, id, idlen);
 }
 
-/* Entry k's name and id. Returns 0 past the last entry. */
-static int entry(const struct m0_buf *b, size_t *off, const char **name, size_t *nlen, const char **id, size_t *idlen)
+/* The entry at *off into e; *off moves past it. Returns 0 past the last. */
+static int entry(const struct m0_buf *b, size_t *off, struct ent *e)
 {
-    if (*off + 2 > b->len)
+    if (*off + 7 > b->len)
         return 0;
+    const char *p = b->data + *off;
     uint16_t n16, i16;
-    memcpy(&n16, b->data + *off, 2);
-    *name = b->data + *off + 2;
-    *nlen = n16;
-    memcpy(&i16, b->data + *off + 2 + n16, 2);
-    *id = b->data + *off + 4 + n16;
-    *idlen = i16;
-    *off += 4u + n16 + i16;
+    e->at = *off;
+    e->has_last = (uint8_t)p[0];
+    memcpy(&e->filters, p + 1, 4);
+    memcpy(&n16, p + 5, 2);
+    e->name = p + 7;
+    e->nlen = n16;
+    memcpy(&i16, p + 7 + n16, 2);
+    e->id = p + 9 + n16;
+    e->idlen = i16;
+    *off += 9u + n16 + i16;
+    e->end = *off;
     return 1;
+}
+
+/* The hold's channel named name (nlen bytes) into e. 0: not one of them. */
+static int find(const struct m0_buf *b, const char *name, size_t nlen, struct ent *e)
+{
+    size_t off = 0;
+    while (entry(b, &off, e)) {
+        if (e->nlen == nlen && memcmp(e->name, name, nlen) == 0)
+            return 1;
+    }
+    return 0;
 }
 
 static const char *lookup_id(void *ctx, const char *name, size_t nlen, size_t *vlen)
 {
-    const struct m0_buf *b = ctx;
-    size_t off = 0, n, il;
-    const char *nm, *id;
-    while (entry(b, &off, &nm, &n, &id, &il)) {
-        if (n == nlen && memcmp(nm, name, n) == 0) {
-            *vlen = il;
-            return id;
-        }
-    }
-    return NULL;
+    struct ent e;
+    if (!find(ctx, name, nlen, &e))
+        return NULL;
+    *vlen = e.idlen;
+    return e.id;
 }
 
-/* The subscribed channel's last id is now id. */
-static void set_last(struct m0_griphold *gh, const char *id, size_t idlen)
+/* The channel e's last id is now id (e is stale afterwards). */
+static void set_last(struct m0_griphold *gh, const struct ent *e, const char *id, size_t idlen)
 {
-    size_t off = 0, n, il;
-    const char *nm, *old;
-    if (!entry(&gh->ids, &off, &nm, &n, &old, &il))
-        return;
     struct m0_buf b = {0};
-    put_entry(&b, nm, n, id, idlen);
-    m0_buf_append(&b, gh->ids.data + off, gh->ids.len - off);
+    m0_buf_append(&b, gh->ids.data, e->at);
+    put_entry(&b, e->name, e->nlen, id, idlen, 1, e->filters);
+    m0_buf_append(&b, gh->ids.data + e->end, gh->ids.len - e->end);
     m0_buf_free(&gh->ids);
     gh->ids = b;
-    gh->has_last = 1;
-}
-
-static int last_is(const struct m0_griphold *gh, const char *id, size_t idlen)
-{
-    size_t off = 0, n, il;
-    const char *nm, *last;
-    return entry(&gh->ids, &off, &nm, &n, &last, &il) && il == idlen && memcmp(last, id, il) == 0;
 }
 
 /* content with %I rendered (build-id: the id from id_format over the
@@ -147,10 +160,13 @@ static struct m0_hold *grip_begin(struct m0_server *s, struct m0_conn *c)
     memset(gh, 0, sizeof *gh);
     gh->kind = job->head.grip_hold;
     gh->filters = g->channels[0].filters;
-    gh->has_last = g->channels[0].has_prev_id;
     for (unsigned i = 0; i < g->nchannels; i++) {
         const struct m0_grip_channel *ch = &g->channels[i];
-        put_entry(&gh->ids, m0_grip_str(g, ch->name), ch->name.len, m0_grip_str(g, ch->prev_id), ch->prev_id.len);
+        struct ent e;
+        if (find(&gh->ids, m0_grip_str(g, ch->name), ch->name.len, &e))
+            continue;                   /* a repeat: its first mention counts */
+        put_entry(&gh->ids, m0_grip_str(g, ch->name), ch->name.len, m0_grip_str(g, ch->prev_id), ch->prev_id.len,
+                  ch->has_prev_id, ch->filters);
     }
     size_t flen = 0;
     const char *fmt = m0_grip_meta_get(g, "id_format", 9, &flen);
@@ -297,16 +313,16 @@ static int list_has(struct m0_grip_view v, const char *s, size_t n)
  * item's sender meta is this subscriber's user), skip-users (its
  * skip_users list names the user), require-sub (its require_sub channel
  * is not one this hold was given). 1: drop the item. */
-static int filtered(const struct m0_griphold *gh, const struct m0_grip_item *it)
+static int filtered(const struct m0_griphold *gh, uint32_t filters, const struct m0_grip_item *it)
 {
     const struct m0_grip_view *v;
-    if ((gh->filters & M0_GRIP_F_SKIP_SELF) && gh->user.len > 0 && (v = item_meta(it, "sender")) != NULL &&
+    if ((filters & M0_GRIP_F_SKIP_SELF) && gh->user.len > 0 && (v = item_meta(it, "sender")) != NULL &&
         v->n == gh->user.len && memcmp(v->p, gh->user.data, v->n) == 0)
         return 1;
-    if ((gh->filters & M0_GRIP_F_SKIP_USERS) && gh->user.len > 0 && (v = item_meta(it, "skip_users")) != NULL &&
+    if ((filters & M0_GRIP_F_SKIP_USERS) && gh->user.len > 0 && (v = item_meta(it, "skip_users")) != NULL &&
         list_has(*v, gh->user.data, gh->user.len))
         return 1;
-    if ((gh->filters & M0_GRIP_F_REQUIRE_SUB) && (v = item_meta(it, "require_sub")) != NULL) {
+    if ((filters & M0_GRIP_F_REQUIRE_SUB) && (v = item_meta(it, "require_sub")) != NULL) {
         size_t vlen;
         if (lookup_id((void *)&gh->ids, v->p, v->n, &vlen) == NULL)
             return 1;
@@ -333,15 +349,23 @@ static void grip_deliver(struct m0_server *s, struct m0_conn *c, const char *fra
         return;
     if (gh->kind == M0_GRIP_HOLD_RESPONSE && !(it.flags & M0_GRIP_IT_RESPONSE))
         return;
-    if (gh->has_last && (it.flags & M0_GRIP_IT_PREV_ID) && !last_is(gh, it.prev_id.p, it.prev_id.n)) {
+    /* The item's channel: its prev-id chains on that channel's last id
+     * (each Grip-Channel has its own sequence). */
+    struct ent e;
+    size_t off = 0;
+    if (it.channel.n > 0 ? !find(&gh->ids, it.channel.p, it.channel.n, &e) : !entry(&gh->ids, &off, &e))
+        return;
+    uint32_t filters = e.filters;
+    if (e.has_last && (it.flags & M0_GRIP_IT_PREV_ID) &&
+        (e.idlen != it.prev_id.n || memcmp(e.id, it.prev_id.p, e.idlen) != 0)) {
         if (s->holds->replaying)
             return;          /* published while the view ran: its body has it */
         missed(s, c);
         return;
     }
     if (it.flags & M0_GRIP_IT_ID)
-        set_last(gh, it.id.p, it.id.n);
-    if (filtered(gh, &it))
+        set_last(gh, &e, it.id.p, it.id.n);
+    if (filtered(gh, filters, &it))
         return;              /* not for this subscriber (its sequence still moves on) */
     if (gh->kind == M0_GRIP_HOLD_RESPONSE) {
         answer_item(s, c, &it);
@@ -353,7 +377,7 @@ static void grip_deliver(struct m0_server *s, struct m0_conn *c, const char *fra
     }
     /* Content filters: an item that names its own must name the
      * channel's (Pushpin drops it otherwise). */
-    uint32_t want = gh->filters & CONTENT_FILTERS;
+    uint32_t want = filters & CONTENT_FILTERS;
     if ((it.flags & M0_GRIP_IT_FILTERS) && (it.filters & CONTENT_FILTERS) != want)
         return;
     if (want & M0_GRIP_F_BUILD_ID) {

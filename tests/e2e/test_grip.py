@@ -26,6 +26,7 @@ from serverproc import APPS_DIR, free_port, run_to_exit
 if importlib.util.find_spec("django_eventstream") is None or importlib.util.find_spec("django_grip") is None:
     pytest.skip("the GRIP packages are not installed (requirements/test.txt)", allow_module_level=True)
 gripcontrol = pytest.importorskip("gripcontrol")
+pubcontrol = pytest.importorskip("pubcontrol")
 jwt = pytest.importorskip("jwt")
 
 KEY = "test-grip-key-0123456789abcdef-0123456789"
@@ -345,6 +346,44 @@ def test_an_item_that_does_not_chain_on_prev_id_ends_the_stream(grip):
         s.read_until("event: stream-open")
         get(grip["port"], "/send/?text=chained")
         s.read_until('data: {"text": "chained"}')
+    finally:
+        s.close()
+
+
+def test_a_hold_on_several_channels_gets_each_and_chains_each_prev_id(grip):
+    """django-eventstream's events view on two channels holds three GRIP
+    channels (events-test, events-two, user-anonymous), each with its own
+    prev-id: a send_event on either reaches the stream, ids per channel."""
+    s = Stream(grip["port"], "/events2/")
+    try:
+        head = s.head()
+        assert head.startswith("HTTP/1.1 200")
+        s.read_until("event: stream-open")
+        get(grip["port"], "/send/?text=on-test")
+        s.read_until('data: {"text": "on-test"}')
+        # events-two's counter is not events-test's: its prev-id chains on
+        # its own channel's id.
+        get(grip["port"], "/send/?channel=two&text=on-two")
+        s.read_until('data: {"text": "on-two"}')
+        get(grip["port"], "/send/?channel=two&text=on-two-again")
+        s.read_until('data: {"text": "on-two-again"}')
+        get(grip["port"], "/send/?text=on-test-again")
+        s.read_until('data: {"text": "on-test-again"}')
+        # The user channel (require-sub): an item for a channel this hold has
+        # is delivered, one for another is not.
+        pub = publisher(grip["cport"])
+        pub.publish("user-anonymous", pubcontrol.Item(gripcontrol.HttpStreamFormat("event: x\ndata: nope\n\n"),
+                                                     meta={"require_sub": "events-other"}), blocking=True)
+        pub.publish("user-anonymous", pubcontrol.Item(gripcontrol.HttpStreamFormat("event: x\ndata: kick\n\n"),
+                                                     meta={"require_sub": "events-two"}), blocking=True)
+        s.read_until("data: kick")
+        assert b"data: nope" not in s.buf
+        # An item on events-two that does not chain on events-two's id is a
+        # missed one: the stream ends (the browser reconnects).
+        pub.publish_http_stream("events-two", "event: message\ndata: skipped\n\n", id="900", prev_id="899",
+                                blocking=True)
+        body = s.read_to_eof()
+        assert b"skipped" not in body
     finally:
         s.close()
 
