@@ -15,6 +15,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
+#include "m0/config.h"
 #include "m0/conn.h"
 #include "m0/grip.h"
 #include "m0/grip_hold.h"
@@ -32,6 +33,8 @@ struct m0_griphold {
     uint8_t kind;                   /* M0_GRIP_HOLD_STREAM or M0_GRIP_HOLD_RESPONSE */
     uint8_t finishing;              /* answered or closed: end once the outbox is out */
     uint8_t ka_mode;                /* enum m0_grip_ka_mode */
+    uint8_t keep;                   /* response hold: the request lets the connection persist */
+    uint8_t http10;                 /* response hold: an HTTP/1.0 request (keep-alive is said) */
     uint32_t filters;               /* the first channel's M0_GRIP_F_* (for the view's body) */
     /* Every channel, each subscribed: entries of (u8 has a last id, u32
      * filters, u16 name length, name, u16 id length, id), the id its
@@ -42,7 +45,8 @@ struct m0_griphold {
     struct m0_buf user;             /* the user meta (skip-self, skip-users), empty when none */
     struct m0_buf ka;               /* keep-alive bytes */
     uint64_t ka_ms, last_ka;
-    struct m0_buf kept;             /* response hold: the view's response (head and body) */
+    struct m0_buf kept;             /* response hold: the view's status line and fields */
+    struct m0_buf kept_body;        /* response hold: the view's body */
     uint64_t deadline;              /* response hold: loop clock of Grip-Timeout */
 };
 
@@ -143,6 +147,35 @@ static int render(struct m0_griphold *gh, struct m0_buf *out, const char *p, siz
 
 /* ------------------------------------------------------------ begin */
 
+/* Is the field line p (n bytes, without CRLF) one the answer's framing owns? */
+static int framing_field(const char *p, size_t n)
+{
+    static const char *const owned[] = {"content-length:", "connection:", "transfer-encoding:", "keep-alive:"};
+    for (size_t k = 0; k < M0_ARRAY_LEN(owned); k++) {
+        size_t l = strlen(owned[k]);
+        if (n >= l && strncasecmp(p, owned[k], l) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The view's response (p, n bytes: head and body) into gh->kept (its
+ * status line and fields but the framing ones) and gh->kept_body. */
+static void keep_response(struct m0_griphold *gh, const char *p, size_t n)
+{
+    const char *eoh = memmem(p, n, "\r\n\r\n", 4);
+    const char *end = eoh != NULL ? eoh + 2 : p + n;
+    for (const char *l = p; l < end;) {
+        const char *eol = memmem(l, (size_t)(end - l), "\r\n", 2);
+        const char *next = eol != NULL ? eol + 2 : end;
+        if (l == p || !framing_field(l, (size_t)(next - l)))
+            m0_buf_append(&gh->kept, l, (size_t)(next - l));
+        l = next;
+    }
+    if (eoh != NULL)
+        m0_buf_append(&gh->kept_body, eoh + 4, n - (size_t)(eoh + 4 - p));
+}
+
 static struct m0_hold *grip_begin(struct m0_server *s, struct m0_conn *c)
 {
     (void)s;
@@ -183,8 +216,13 @@ static struct m0_hold *grip_begin(struct m0_server *s, struct m0_conn *c)
     }
     struct m0_buf *out = &job->resp.out;
     if (gh->kind == M0_GRIP_HOLD_RESPONSE) {
-        /* Nothing goes out now: the view's response waits for its timeout. */
-        m0_buf_append(&gh->kept, out->data + out->off, m0_buf_unread(out));
+        /* Nothing goes out now: the view's response waits for its timeout,
+         * kept without the framing fields of a held head (its answer is
+         * Content-Length framed, so the connection may persist). */
+        struct m0_body_req fr = m0_job_framing(job);
+        gh->keep = (uint8_t)(fr.keepalive != 0);
+        gh->http10 = (uint8_t)(fr.http_minor == 0);
+        keep_response(gh, out->data + out->off, m0_buf_unread(out));
         m0_buf_reset(out);
         gh->deadline = (uint64_t)g->timeout * 1000;      /* relative until enter */
     } else if (!(c->flags & C_STREAMING) && (gh->filters & CONTENT_FILTERS) && m0_buf_unread(out) > 0) {
@@ -223,14 +261,46 @@ static void finish(struct m0_server *s, struct m0_conn *c)
         m0_conn_doom(s, c);
 }
 
-/* A long-poll's answer: bytes (a whole response), then the close. */
-static void answer(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
+/* A long-poll's answer: head (status line and fields, without the framing
+ * ones) and body, Content-Length framed; then the connection persists
+ * when the request allowed it and the worker is not draining (RFC 9112
+ * §9.3), or closes. */
+static void answer(struct m0_server *s, struct m0_conn *c, const char *head, size_t hn, const char *body,
+                   size_t bn)
 {
     struct m0_griphold *gh = gh_of(c);
     if (gh->finishing)
         return;
-    m0_hold_send(s, c, p, n);
+    if (atomic_load(&s->draining))
+        gh->keep = 0;
+    struct m0_buf r = {0};
+    m0_buf_append(&r, head, hn);
+    m0_buf_printf(&r, "Content-Length: %zu\r\n%s\r\n", bn,
+                  !gh->keep ? "Connection: close\r\n" : gh->http10 ? "Connection: keep-alive\r\n" : "");
+    m0_buf_append(&r, body, bn);
+    m0_hold_send(s, c, r.data, r.len);
+    m0_buf_free(&r);
     finish(s, c);
+}
+
+static void answer_kept(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_griphold *gh = gh_of(c);
+    answer(s, c, gh->kept.data, gh->kept.len, gh->kept_body.data, gh->kept_body.len);
+}
+
+/* The answer (or the stream's end) is out: a long-poll whose connection
+ * persists goes back to HTTP/1.1 for the next request; anything else
+ * closes. Not while a registry pass runs (finish). */
+static void done(struct m0_server *s, struct m0_conn *c)
+{
+    if (gh_of(c)->keep) {
+        m0_hold_release(s, c);
+        s->proto[M0_CONN_PROTO_H1]->resume(s, c);
+        return;
+    }
+    shutdown(c->fd, SHUT_WR);
+    m0_conn_close(s, c);
 }
 
 /* The answer an http-response item gives: its code, reason, headers
@@ -259,9 +329,7 @@ static void answer_item(struct m0_server *s, struct m0_conn *c, const struct m0_
         m0_buf_puts(&r, "\r\n");
     }
     m0_head_server_fields(&r, 0, 0);
-    m0_buf_printf(&r, "Content-Length: %zu\r\nConnection: close\r\n\r\n", it->body.n);
-    m0_buf_append(&r, it->body.p, it->body.n);
-    answer(s, c, r.data, r.len);
+    answer(s, c, r.data, r.len, it->body.p, it->body.n);
     m0_buf_free(&r);
 }
 
@@ -270,7 +338,7 @@ static void missed(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_griphold *gh = gh_of(c);
     if (gh->kind == M0_GRIP_HOLD_RESPONSE)
-        answer(s, c, gh->kept.data, gh->kept.len);     /* the client asks again */
+        answer_kept(s, c);     /* the client asks again */
     else
         finish(s, c);        /* the client reconnects with Last-Event-ID */
 }
@@ -405,7 +473,7 @@ static void grip_end(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_griphold *gh = gh_of(c);
     if (gh->kind == M0_GRIP_HOLD_RESPONSE && !gh->finishing) {
-        answer(s, c, gh->kept.data, gh->kept.len);     /* drain: the view's answer now */
+        answer_kept(s, c);     /* drain: the view's answer now */
         return;
     }
     m0_hold_flush(s, c);
@@ -422,15 +490,26 @@ static void grip_release(struct m0_server *s, struct m0_conn *c)
     m0_buf_free(&gh->user);
     m0_buf_free(&gh->ka);
     m0_buf_free(&gh->kept);
+    m0_buf_free(&gh->kept_body);
 }
 
-/* The client's bytes are discarded (a held request has no more input);
- * its EOF closes the hold. */
+/* A stream's client bytes are discarded (a held request has no more
+ * input); a long-poll whose connection persists keeps them, up to a
+ * head's worth, as its next request. The client's EOF closes the hold. */
 static void held_read(struct m0_server *s, struct m0_conn *c)
 {
+    struct m0_griphold *gh = gh_of(c);
     char sink[512];
     for (;;) {
         ssize_t n = recv(c->fd, sink, sizeof sink, MSG_DONTWAIT);
+        if (n > 0 && gh->keep) {
+            if (m0_buf_unread(&c->in) + (size_t)n > s->cfg->limits.max_header_bytes) {
+                m0_conn_close(s, c);      /* more than a request head while held */
+                return;
+            }
+            m0_buf_append(&c->in, sink, (size_t)n);
+            continue;
+        }
         if (n > 0)
             continue;
         if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -448,15 +527,21 @@ static void grip_event(struct m0_server *s, struct m0_conn *c, uint32_t ev)
         return;
     if (ev & EPOLLOUT) {
         int rc = m0_hold_flush(s, c);
-        if (rc == M0_ERR || (rc == M0_OK && gh_of(c)->finishing)) {
-            if (rc == M0_OK)
-                shutdown(c->fd, SHUT_WR);
+        if (rc == M0_ERR) {
             m0_conn_close(s, c);
             return;
         }
+        if (rc == M0_OK && gh_of(c)->finishing) {
+            done(s, c);
+            return;
+        }
     }
-    if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+    if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
         held_read(s, c);
+        /* The next request came after the answer went out: serve it now. */
+        if (c->state == M0_CONN_HELD && gh_of(c)->finishing && m0_buf_unread(&gh_of(c)->base.outbox) == 0)
+            done(s, c);
+    }
 }
 
 /* Periodic: a finished hold whose bytes are out closes; a long-poll past
@@ -470,15 +555,13 @@ static void grip_tick(struct m0_server *s, struct m0_conn *c)
     struct m0_griphold *gh = gh_of(c);
     uint64_t now = m0_loop_now(s->loop);
     if (gh->finishing) {
-        if (m0_buf_unread(&gh->base.outbox) == 0) {
-            shutdown(c->fd, SHUT_WR);
-            m0_conn_close(s, c);
-        }
+        if (m0_buf_unread(&gh->base.outbox) == 0)
+            done(s, c);
         return;
     }
     if (gh->kind == M0_GRIP_HOLD_RESPONSE) {
         if (now >= gh->deadline)
-            answer(s, c, gh->kept.data, gh->kept.len);
+            answer_kept(s, c);
         return;
     }
     if (gh->ka_ms == 0 || m0_buf_unread(&gh->base.outbox) != 0)

@@ -625,6 +625,29 @@ static void h1_complete(struct m0_server *s, struct m0_conn *c, const struct m0_
         h1_parse(s, c);   /* pipelined requests waited their turn */
 }
 
+/* The resume operation (conn.h). */
+static void h1_resume(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    c->proto = M0_CONN_PROTO_H1;
+    m0_job_reset(job);
+    job->gen = c->gen;
+    memcpy(job->remote_addr, job->peer_addr, sizeof job->remote_addr);
+    job->remote_port = job->peer_port;
+    job->https = 0;
+    m0_http_init(&c->http, &job->req, &s->cfg->limits);
+    c->flags &= ~(C_STREAMING | C_SENT_100 | C_LAZY_BODY | C_MORE | C_HEAD_TIMER);
+    c->resp_flags = 0;
+    if (m0_buf_unread(&c->in) == 0)
+        m0_buf_free(&c->in);
+    else
+        c->flags |= C_HEAD_TIMER;  /* the next request's bytes came while it was held */
+    m0_conn_set_state(s, c, M0_CONN_READ_HEAD);
+    m0_conn_interest(s, c, EPOLLIN | EPOLLRDHUP);
+    if (m0_buf_unread(&c->in) > 0)
+        h1_parse(s, c);
+}
+
 /* ------------------------------------------------------ the protocol */
 
 /* Epoll events while a runner has the request (RUN). */
@@ -688,4 +711,5 @@ const struct m0_conn_ops m0_h1_conn_ops = {
     .tick = h1_tick,
     .closing = m0_hold_release,        /* a hold taken, its head not yet out */
     .complete = h1_complete,
+    .resume = h1_resume,
 };
