@@ -127,7 +127,7 @@ struct m0_conn {
     uint64_t file_left;
     unsigned resp_flags;     /* M0_RESP_* of the response being written (DONE, ABORT, HOLD) */
     struct m0_http http;
-    struct m0_job *job;      /* allocated on first use, kept for the slot */
+    struct m0_job *job;      /* while a request runs (m0_conn_job); NULL while held, FREE */
     struct m0_hold *hold;    /* a hold taken (subscribed, its head maybe still going out) or HELD */
     struct m0_conn *prev, *next;   /* active list, for timeout sweeps */
     struct m0_conn *next_free;     /* free list / release list */
@@ -138,7 +138,10 @@ struct m0_server {
     const struct m0_config *cfg;
     struct m0_loop *loop;
     struct m0_conn *conns;
-    struct m0_job **jobs;          /* slot → job (read by pool threads; entries never move) */
+    struct m0_job **jobs;          /* slot → job (read by pool threads; an entry changes only
+                                      while no runner has the slot's job) */
+    struct m0_job *job_cache;      /* jobs no connection has, for the next request */
+    uint32_t njob_cache;
     uint32_t nconns;
     struct m0_conn *free_list;
     struct m0_conn *release_list;
@@ -204,6 +207,21 @@ void m0_conn_sweep(struct m0_server *s);
 void m0_conn_accept(struct m0_loop *l, int fd, uint32_t events, void *ctx);
 /* Return closed slots to the free list (a before-sleep hook). */
 void m0_conn_release_closed(struct m0_server *s);
+/* The job c's request uses: its own, or one from the loop's cache (at most
+ * M0_JOB_CACHE kept), or a new one; set in s->jobs for the slot and the
+ * parser pointed at its request. Never NULL. */
+struct m0_job *m0_conn_job(struct m0_server *s, struct m0_conn *c);
+/* The connection is done with its job (a hold began, the slot closed, a
+ * WebSocket message answered): back to the cache (beyond M0_JOB_CACHE:
+ * freed), c->job NULL. No-op while a runner has it (C_RUNNER, C_MORE) or
+ * when it is pinned (job.h). The per-connection client address goes with
+ * it: a hold that needs it later keeps its own copy. */
+void m0_conn_job_put(struct m0_server *s, struct m0_conn *c);
+/* Jobs the cache keeps (1.3 KB each); about a pool's threads and the
+ * requests in flight beside them. */
+#define M0_JOB_CACHE 256
+/* Free the cache (serve.c, at the end; the pool stopped). */
+void m0_conn_job_cache_free(struct m0_server *s);
 /* Read what is available into c->in (bounded per wakeup). */
 void m0_conn_read(struct m0_conn *c);
 /* Send an answer the loop made itself (/health, a static file, a 404 no

@@ -163,6 +163,11 @@ struct m0_job {
     char remote_addr[INET6_ADDRSTRLEN];
     uint16_t remote_port;
     uint8_t https;              /* a trusted proxy says the client used https */
+    /* An asynchronous runner has had this job: it may look it up by slot
+     * at any moment (asgi.c), so it stays with its slot for good instead of
+     * going back to the loop's cache (conn.h: m0_conn_job_put). */
+    uint8_t pinned;
+    struct m0_job *next_free;   /* the loop's job cache (conn.c) */
 };
 
 /* Allocate a job for slot (zeroed, channel initialised). Never NULL. */

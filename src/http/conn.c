@@ -155,8 +155,11 @@ void m0_conn_release_closed(struct m0_server *s)
             close(c->file_fd);
         c->file_fd = -1;
         c->file_left = 0;
-        m0_http_next(&c->http);          /* resets the request too */
-        m0_job_reset(c->job);
+        if (c->job != NULL) {
+            m0_http_next(&c->http);      /* resets the request too */
+            m0_job_reset(c->job);
+            m0_conn_job_put(s, c);       /* a closed slot keeps no job (but a pinned one) */
+        }
         c->state = M0_CONN_FREE;
         c->proto = M0_CONN_PROTO_H1;
         c->flags = 0;
@@ -224,20 +227,66 @@ static void accept_failed(struct m0_server *s, int lfd)
     m0_log_errno("accept4");
 }
 
+struct m0_job *m0_conn_job(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->job != NULL)
+        return c->job;
+    uint32_t slot = m0_conn_slot(s, c);
+    struct m0_job *job = s->job_cache;
+    if (job != NULL) {
+        s->job_cache = job->next_free;
+        s->njob_cache--;
+        job->next_free = NULL;
+    } else {
+        job = m0_job_new(slot);
+        job->loop = s->loop;
+        job->env = &s->env;
+    }
+    job->slot = slot;
+    m0_http_free(&c->http);
+    m0_http_init(&c->http, &job->req, &s->cfg->limits);
+    s->jobs[slot] = job;     /* before any dispatch: the lane's submit orders it for the pool */
+    c->job = job;
+    return job;
+}
+
+void m0_conn_job_put(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    if (job == NULL || job->pinned || (c->flags & (C_RUNNER | C_MORE)))
+        return;
+    s->jobs[m0_conn_slot(s, c)] = NULL;
+    c->job = NULL;
+    m0_http_free(&c->http);
+    memset(&c->http, 0, sizeof c->http);
+    m0_job_reset(job);
+    m0_req_reset(&job->req);
+    if (s->njob_cache >= M0_JOB_CACHE) {
+        m0_job_free(job);
+        return;
+    }
+    job->next_free = s->job_cache;
+    s->job_cache = job;
+    s->njob_cache++;
+}
+
+void m0_conn_job_cache_free(struct m0_server *s)
+{
+    while (s->job_cache != NULL) {
+        struct m0_job *job = s->job_cache;
+        s->job_cache = job->next_free;
+        m0_job_free(job);
+    }
+    s->njob_cache = 0;
+}
+
 /* A free slot takes the accepted descriptor fd from listener lfd: its job
- * (made on first use), the peer, the slot's registration. M0_OK, or M0_ERR
+ * (m0_conn_job), the peer, the slot's registration. M0_OK, or M0_ERR
  * (fd closed, the slot free again). */
 static int open_slot(struct m0_server *s, struct m0_conn *c, int fd, int lfd, const union peer *addr)
 {
     uint32_t slot = m0_conn_slot(s, c);
-    struct m0_job *job = c->job;
-    if (job == NULL) {
-        job = c->job = m0_job_new(slot);
-        job->loop = s->loop;
-        job->env = &s->env;
-        m0_http_init(&c->http, &job->req, &s->cfg->limits);
-        s->jobs[slot] = job;
-    }
+    struct m0_job *job = m0_conn_job(s, c);
     c->fd = fd;
     c->proto = M0_CONN_PROTO_H1;
     c->flags = C_HEAD_TIMER;        /* a new connection owes a head at once */

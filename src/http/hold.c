@@ -287,7 +287,8 @@ void m0_hold_enter(struct m0_server *s, struct m0_conn *c)
     if (inbound)
         st->websockets++;
     /* Everything per-request is released: a held stream costs the slot,
-     * its job struct, a registry link and its outbox, and no Python object. */
+     * its hold, a registry link and no Python object; the job goes back to
+     * the loop's cache at the end (a WebSocket's message takes one again). */
     m0_req_free(&job->req);
     m0_req_init(&job->req);
     m0_http_free(&c->http);
@@ -297,10 +298,14 @@ void m0_hold_enter(struct m0_server *s, struct m0_conn *c)
     m0_resp_reset(&job->resp);
     m0_buf_free(&job->resp.out);
     m0_head_free(&job->head);
-    if (m0_hold_flush(s, c) == M0_ERR)
+    if (m0_hold_flush(s, c) == M0_ERR) {
         m0_conn_close(s, c);
-    else if (h->ops->enter != NULL)
+        return;
+    }
+    if (h->ops->enter != NULL)
         h->ops->enter(s, c);
+    if (c->state == M0_CONN_HELD)
+        m0_conn_job_put(s, c);       /* unless a message took it to a runner, or it is pinned */
 }
 
 void m0_hold_complete(struct m0_server *s, struct m0_conn *c, const struct m0_completion *done)

@@ -83,8 +83,17 @@ struct m0_wshold {
     uint64_t ping_at;               /* loop clock of our unanswered ping; 0: none */
     uint64_t last_pong;             /* loop clock of the last pong */
     uint16_t channel_len;
-    char channel[];                 /* M0-Channel of the approval, for the messages' requests */
+    uint16_t remote_port;           /* the client the handshake spoke for (the job goes back */
+    uint8_t https;                  /*   to the loop's cache while the socket is idle) */
+    char channel[];                 /* M0-Channel of the approval, for the messages' requests;
+                                       then the client's address (NUL-terminated each) */
 };
+
+/* The client's address, kept after the channel's NUL. */
+static const char *remote_of(const struct m0_wshold *ws)
+{
+    return ws->channel + ws->channel_len + 1;
+}
 
 /* Per loop (s->ws, made with the first socket): the read buffer, what an
  * owning runner queued, and the last event turned into frames (a fan-out
@@ -202,8 +211,13 @@ static struct m0_hold *ws_begin(struct m0_server *s, struct m0_conn *c)
     m0_buf_free(&extra);
     job->resp.status = 101;
 
-    struct m0_wshold *ws = m0_xmalloc(sizeof *ws + h->channel_len + 1);
+    size_t alen = strnlen(job->remote_addr, sizeof job->remote_addr - 1);
+    struct m0_wshold *ws = m0_xmalloc(sizeof *ws + h->channel_len + 1 + alen + 1);
     memset(ws, 0, sizeof *ws);
+    memcpy(ws->channel + h->channel_len + 1, job->remote_addr, alen);
+    ws->channel[h->channel_len + 1 + alen] = '\0';
+    ws->remote_port = job->remote_port;
+    ws->https = job->https;
     m0_ws_parser_init(&ws->parser, s->cfg->ws_max_message);
     ws->target = job->target;
     /* An asynchronous runner keeps the job and takes messages as they are;
@@ -399,6 +413,18 @@ static void reply(struct m0_server *s, struct m0_conn *c)
     m0_hold_send(s, c, p, n);
 }
 
+/* A message's request speaks for the client the handshake spoke for. */
+static void restore_client(const struct m0_wshold *ws, struct m0_job *job)
+{
+    const char *a = remote_of(ws);
+    size_t n = strnlen(a, sizeof job->remote_addr - 1);
+    memcpy(job->remote_addr, a, n);
+    job->remote_addr[n] = '\0';
+    memcpy(job->peer_addr, job->remote_addr, n + 1);
+    job->remote_port = ws->remote_port;
+    job->https = ws->https;
+}
+
 /* The job is the loop's again: drop the message's request and answer. */
 static void job_done(struct m0_job *job)
 {
@@ -473,10 +499,11 @@ static void drive(struct m0_server *s, struct m0_conn *c)
             ws->q_tail = NULL;
         ws->q_len--;
         ws->q_bytes -= m->payload.len;
-        struct m0_job *job = c->job;
+        struct m0_job *job = m0_conn_job(s, c);      /* an idle socket has none */
         uint32_t slot = m0_conn_slot(s, c);
         m0_job_reset(job);
         job->gen = c->gen;
+        restore_client(ws, job);
         job->target = ws->target;
         job->msg_opcode = m->opcode;
         m0_ws_message_request(&job->req, ws->req, ws->channel, ws->channel_len, slot, m->opcode, &m->payload);
@@ -493,6 +520,7 @@ static void drive(struct m0_server *s, struct m0_conn *c)
         ws->in_flight = 0;
         reply(s, c);
         job_done(job);
+        m0_conn_job_put(s, c);
         maybe_finish(s, c);
     }
 }
@@ -506,6 +534,8 @@ static void on_message_done(struct m0_server *s, struct m0_conn *c)
         reply(s, c);
     }
     job_done(job);
+    if (c->state == M0_CONN_HELD)
+        m0_conn_job_put(s, c);       /* idle again: no job (CLOSING puts it at the release) */
     if (c->state == M0_CONN_HELD && c->hold != NULL) {
         drive(s, c);
         maybe_finish(s, c);

@@ -366,13 +366,12 @@ void m0_serve_free(struct m0_server *s)
     m0_pool_stop(s->pool);
     s->pool = NULL;
     for (uint32_t i = 0; i < s->nconns; i++) {
-        if (s->conns[i].job != NULL) {
-            m0_http_free(&s->conns[i].http);
-            m0_buf_free(&s->conns[i].in);
-            m0_buf_free(&s->conns[i].out);
-            m0_job_free(s->conns[i].job);
-        }
+        m0_http_free(&s->conns[i].http);
+        m0_buf_free(&s->conns[i].in);
+        m0_buf_free(&s->conns[i].out);
+        m0_job_free(s->conns[i].job);
     }
+    m0_conn_job_cache_free(s);
     m0_holds_free(s);
     for (int p = 0; p < M0_CONN_PROTOS; p++) {
         if (s->proto[p]->fini != NULL)
