@@ -114,6 +114,7 @@ const char *m0_conn_state_name(enum m0_conn_state st);
 struct m0_conn {
     int fd;
     uint32_t gen;
+    uint32_t slot;           /* its index: chunk << M0_CONN_CHUNK_SHIFT | place in the chunk */
     uint8_t state;           /* enum m0_conn_state: change it with m0_conn_set_state only */
     uint8_t proto;           /* enum m0_conn_proto: s->proto[c->proto] are its operations */
     unsigned flags;          /* C_* */
@@ -126,7 +127,6 @@ struct m0_conn {
     off_t file_off;
     uint64_t file_left;
     unsigned resp_flags;     /* M0_RESP_* of the response being written (DONE, ABORT, HOLD) */
-    struct m0_http http;
     struct m0_job *job;      /* while a request runs (m0_conn_job); NULL while held, FREE */
     struct m0_hold *hold;    /* a hold taken (subscribed, its head maybe still going out) or HELD */
     struct m0_conn *prev, *next;   /* active list, for timeout sweeps */
@@ -137,7 +137,11 @@ struct m0_conn {
 struct m0_server {
     const struct m0_config *cfg;
     struct m0_loop *loop;
-    struct m0_conn *conns;
+    /* The slot table, in chunks of M0_CONN_CHUNK made as the free list runs
+     * dry (none before the first connection; the last may be shorter), up
+     * to nconns (--max-connections) slots. A chunk never moves. */
+    struct m0_conn **chunks;
+    uint32_t nchunks;              /* made so far */
     struct m0_job **jobs;          /* slot → job (read by pool threads; an entry changes only
                                       while no runner has the slot's job) */
     struct m0_job *job_cache;      /* jobs no connection has, for the next request */
@@ -173,10 +177,35 @@ struct m0_server {
     int metrics_fd;                /* the --metrics-bind listener, -1 */
 };
 
+#define M0_CONN_CHUNK_SHIFT 12
+#define M0_CONN_CHUNK (1u << M0_CONN_CHUNK_SHIFT)
+
 static inline uint32_t m0_conn_slot(const struct m0_server *s, const struct m0_conn *c)
 {
-    return (uint32_t)(c - s->conns);
+    (void)s;
+    return c->slot;
 }
+
+/* The connection of slot, or NULL when the slot was never made (or is
+ * beyond --max-connections). */
+static inline struct m0_conn *m0_conn_at(const struct m0_server *s, uint32_t slot)
+{
+    if (slot >= s->nconns || (slot >> M0_CONN_CHUNK_SHIFT) >= s->nchunks)
+        return NULL;
+    return &s->chunks[slot >> M0_CONN_CHUNK_SHIFT][slot & (M0_CONN_CHUNK - 1)];
+}
+
+/* The connection of a slot known to be made (a job's, a subscriber's). */
+static inline struct m0_conn *m0_conn_of(const struct m0_server *s, uint32_t slot)
+{
+    return &s->chunks[slot >> M0_CONN_CHUNK_SHIFT][slot & (M0_CONN_CHUNK - 1)];
+}
+
+/* Make the next chunk of slots and put them on the free list. M0_OK, or
+ * M0_ERR: every slot is made already, or out of memory (logged). */
+int m0_conn_grow(struct m0_server *s);
+/* Every slot made so far (serve.c: at a fork, at the end), through fn. */
+void m0_conn_each(struct m0_server *s, void (*fn)(struct m0_conn *c, void *ctx), void *ctx);
 
 /* Enter st and the deadline it implies (READ_HEAD: keep-alive or head
  * timeout; READ_BODY: body timeout; WRITE: write timeout; LINGER: 2 s;

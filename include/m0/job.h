@@ -131,6 +131,9 @@ struct m0_jobchan {
 
 struct m0_job {
     struct m0_req req;          /* parsed request */
+    /* The connection's request parser (loop only), here rather than in the
+     * slot: a held connection has no request to parse, and no job. */
+    struct m0_http http;
     struct m0_head head;        /* the application's head, as the runner built it */
     struct m0_body body;        /* the body encoder's state */
     struct m0_resp resp;        /* runner → loop: framed bytes, file range, flags */

@@ -156,7 +156,7 @@ void m0_conn_release_closed(struct m0_server *s)
         c->file_fd = -1;
         c->file_left = 0;
         if (c->job != NULL) {
-            m0_http_next(&c->http);      /* resets the request too */
+            m0_http_next(&c->job->http);      /* resets the request too */
             m0_job_reset(c->job);
             m0_conn_job_put(s, c);       /* a closed slot keeps no job (but a pinned one) */
         }
@@ -227,6 +227,38 @@ static void accept_failed(struct m0_server *s, int lfd)
     m0_log_errno("accept4");
 }
 
+int m0_conn_grow(struct m0_server *s)
+{
+    uint32_t first = s->nchunks << M0_CONN_CHUNK_SHIFT;
+    if (first >= s->nconns)
+        return M0_ERR;
+    uint32_t n = s->nconns - first < M0_CONN_CHUNK ? s->nconns - first : M0_CONN_CHUNK;
+    struct m0_conn *chunk = calloc(n, sizeof *chunk);
+    if (chunk == NULL) {
+        m0_log_errno("cannot make %u more connection slots", n);
+        return M0_ERR;
+    }
+    for (uint32_t i = n; i-- > 0;) {
+        chunk[i].fd = -1;
+        chunk[i].file_fd = -1;
+        chunk[i].slot = first + i;
+        chunk[i].next_free = s->free_list;
+        s->free_list = &chunk[i];
+    }
+    s->chunks[s->nchunks++] = chunk;
+    return M0_OK;
+}
+
+void m0_conn_each(struct m0_server *s, void (*fn)(struct m0_conn *c, void *ctx), void *ctx)
+{
+    for (uint32_t k = 0; k < s->nchunks; k++) {
+        uint32_t first = k << M0_CONN_CHUNK_SHIFT;
+        uint32_t n = s->nconns - first < M0_CONN_CHUNK ? s->nconns - first : M0_CONN_CHUNK;
+        for (uint32_t i = 0; i < n; i++)
+            fn(&s->chunks[k][i], ctx);
+    }
+}
+
 struct m0_job *m0_conn_job(struct m0_server *s, struct m0_conn *c)
 {
     if (c->job != NULL)
@@ -243,8 +275,7 @@ struct m0_job *m0_conn_job(struct m0_server *s, struct m0_conn *c)
         job->env = &s->env;
     }
     job->slot = slot;
-    m0_http_free(&c->http);
-    m0_http_init(&c->http, &job->req, &s->cfg->limits);
+    m0_http_init(&job->http, &job->req, &s->cfg->limits);
     s->jobs[slot] = job;     /* before any dispatch: the lane's submit orders it for the pool */
     c->job = job;
     return job;
@@ -257,8 +288,7 @@ void m0_conn_job_put(struct m0_server *s, struct m0_conn *c)
         return;
     s->jobs[m0_conn_slot(s, c)] = NULL;
     c->job = NULL;
-    m0_http_free(&c->http);
-    memset(&c->http, 0, sizeof c->http);
+    m0_http_free(&job->http);
     m0_job_reset(job);
     m0_req_reset(&job->req);
     if (s->njob_cache >= M0_JOB_CACHE) {
@@ -275,6 +305,7 @@ void m0_conn_job_cache_free(struct m0_server *s)
     while (s->job_cache != NULL) {
         struct m0_job *job = s->job_cache;
         s->job_cache = job->next_free;
+        m0_http_free(&job->http);
         m0_job_free(job);
     }
     s->njob_cache = 0;
@@ -337,6 +368,8 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
             accept_failed(s, lfd);
             return;
         }
+        if (s->free_list == NULL)
+            m0_conn_grow(s);             /* the next chunk of slots, if --max-connections allows */
         struct m0_conn *c = s->free_list;
         if (c == NULL) {
             close(fd);
@@ -541,9 +574,9 @@ void m0_conn_on_event(struct m0_loop *l, uint32_t slot, uint32_t gen, uint32_t e
 {
     struct m0_server *s = ctx;
     (void)l;
-    if (slot >= s->nconns)
+    struct m0_conn *c = m0_conn_at(s, slot);
+    if (c == NULL)
         return;
-    struct m0_conn *c = &s->conns[slot];
     if ((c->gen & 0x7fffffffu) != gen || c->state == M0_CONN_FREE || c->state == M0_CONN_CLOSING ||
         c->state == M0_CONN_ORPHAN)
         return;   /* stale: the slot was closed (and maybe reused) */
@@ -595,7 +628,7 @@ void m0_conn_sweep(struct m0_server *s)
         if (c->deadline != 0 && c->deadline <= now) {
             switch (c->state) {
             case M0_CONN_READ_HEAD:
-                if (c->http.in_message || m0_buf_unread(&c->in) > 0)
+                if (c->job->http.in_message || m0_buf_unread(&c->in) > 0)
                     m0_conn_error(s, c, 408, "Request head not received in time");
                 else
                     m0_conn_close(s, c);      /* idle keep-alive expired */
@@ -634,9 +667,9 @@ void m0_conn_on_complete(struct m0_loop *l, const struct m0_completion *done, vo
 {
     struct m0_server *s = ctx;
     (void)l;
-    if (done->slot >= s->nconns)
+    struct m0_conn *c = m0_conn_at(s, done->slot);
+    if (c == NULL)
         return;
-    struct m0_conn *c = &s->conns[done->slot];
     struct m0_job *job = c->job;
     if (job == NULL || !(c->flags & C_RUNNER))
         return;

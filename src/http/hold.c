@@ -146,7 +146,7 @@ void m0_hold_send_owed(struct m0_server *s, struct m0_conn *c, const char *p, si
 static void sink_deliver(void *ctx, uint32_t slot, const char *p, size_t n, int replay)
 {
     struct m0_server *s = ctx;
-    struct m0_conn *c = &s->conns[slot];
+    struct m0_conn *c = m0_conn_of(s, slot);
     if (c->hold == NULL)
         return;
     int was = s->holds->replaying;
@@ -176,7 +176,7 @@ static void sink_flush(void *ctx)
     if (hs->corking) {
         hs->corking = 0;
         for (uint32_t i = 0; i < hs->ncorked; i++) {
-            struct m0_conn *c = &s->conns[hs->corked[i]];
+            struct m0_conn *c = m0_conn_of(s, hs->corked[i]);
             struct m0_hold *h = c->hold;
             if (h == NULL || !h->corked)
                 continue;
@@ -199,10 +199,8 @@ static void sink_flush(void *ctx)
 static int sink_awaiting(void *ctx, uint32_t slot, uint32_t gen)
 {
     struct m0_server *s = ctx;
-    if (slot >= s->nconns)
-        return 0;
-    const struct m0_conn *c = &s->conns[slot];
-    if (c->gen != gen || c->hold == NULL || (c->flags & C_DOOMED))
+    const struct m0_conn *c = m0_conn_at(s, slot);
+    if (c == NULL || c->gen != gen || c->hold == NULL || (c->flags & C_DOOMED))
         return 0;
     return c->state == M0_CONN_HELD || c->state == M0_CONN_WRITE || c->state == M0_CONN_RUN;
 }
@@ -291,7 +289,7 @@ void m0_hold_enter(struct m0_server *s, struct m0_conn *c)
      * the loop's cache at the end (a WebSocket's message takes one again). */
     m0_req_free(&job->req);
     m0_req_init(&job->req);
-    m0_http_free(&c->http);
+    m0_http_free(&c->job->http);
     if (!inbound || m0_buf_unread(&c->in) == 0)
         m0_buf_free(&c->in);         /* a socket's early frames stay: they are read next */
     m0_buf_free(&c->out);

@@ -39,6 +39,7 @@ OPEN_TIMEOUT = 20.0
 # connection state are released when the hold begins, tighten this bound to
 # what the code then reaches, x 1.25.
 BYTES_PER_STREAM_BOUND = 1970
+BYTES_PER_WEBSOCKET_BOUND = 2600
 
 
 def raise_nofile(needed):
@@ -58,6 +59,8 @@ class Holder:
     """Open n SSE streams to /events, at most batch in flight; keep them."""
 
     REQUEST = b"GET /events?channel=rss HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n"
+
+    STATUS = b" 200 "
 
     def __init__(self, port):
         self.port = port
@@ -90,9 +93,12 @@ class Holder:
             self.pending[s] = head
             return
         status = head.split(b"\r\n", 1)[0]
-        assert b" 200 " in status and b"text/event-stream" in head.lower(), head[:300]
+        assert self.STATUS in status and self.accept(head), head[:300]
         del self.pending[s]
         self.sel.unregister(s)     # held: nothing more is read (no event is published)
+
+    def accept(self, head):
+        return b"text/event-stream" in head.lower()
 
     def open(self, n, batch, timeout):
         deadline = time.monotonic() + timeout
@@ -112,6 +118,19 @@ class Holder:
         self.sel.close()
 
 
+class WsHolder(Holder):
+    """The same for idle WebSockets approved by a WSGI view (wshold.c): the
+    handshake a minimal client sends, the 101, nothing more."""
+
+    REQUEST = (b"GET /ws?channel=rss HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+               b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+               b"Sec-WebSocket-Version: 13\r\n\r\n")
+    STATUS = b" 101 "
+
+    def accept(self, head):
+        return b"upgrade: websocket" in head.lower()
+
+
 def health(port):
     response = request(port, "GET", "/health")
     assert response.status == 200
@@ -129,7 +148,9 @@ def wait_held(port, n, timeout=10.0):
         time.sleep(0.05)
 
 
-def test_worker_rss_per_held_sse_stream(start_server):
+def measure(start_server, holder_cls, what, bound):
+    """Worker RSS per connection for STREAMS held by holder_cls, asserted
+    against bound; every one is let go once its client leaves."""
     old_soft = raise_nofile(STREAMS + 512)
     try:
         # One worker; the pool stays at its default. A heartbeat far beyond the
@@ -141,7 +162,7 @@ def test_worker_rss_per_held_sse_stream(start_server):
         for _ in range(20):
             assert request(server.port, "GET", "/publish?channel=warm").status == 200
         before = rss_kb(worker)
-        holder = Holder(server.port)
+        holder = holder_cls(server.port)
         try:
             t0 = time.monotonic()
             holder.open(STREAMS, BATCH, OPEN_TIMEOUT)
@@ -149,11 +170,11 @@ def test_worker_rss_per_held_sse_stream(start_server):
             assert wait_held(server.port, STREAMS) == STREAMS
             held = rss_kb(worker)
             per_stream = (held - before) * 1024 / STREAMS
-            print("worker RSS %d kB -> %d kB with %d held SSE streams (opened in %.2f s): %.0f B per stream (bound %d)"
-                  % (before, held, STREAMS, opened, per_stream, BYTES_PER_STREAM_BOUND))
-            assert per_stream <= BYTES_PER_STREAM_BOUND, (
-                "%.0f B of worker RSS per held SSE stream exceeds the bound of %d B (RSS %d kB -> %d kB, %d streams)"
-                % (per_stream, BYTES_PER_STREAM_BOUND, before, held, STREAMS))
+            print("worker RSS %d kB -> %d kB with %d held %s (opened in %.2f s): %.0f B each (bound %d)"
+                  % (before, held, STREAMS, what, opened, per_stream, bound))
+            assert per_stream <= bound, (
+                "%.0f B of worker RSS per held %s exceeds the bound of %d B (RSS %d kB -> %d kB, %d held)"
+                % (per_stream, what, bound, before, held, STREAMS))
             assert server.worker_pids() == {worker}
         finally:
             holder.close()
@@ -162,3 +183,11 @@ def test_worker_rss_per_held_sse_stream(start_server):
     finally:
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         resource.setrlimit(resource.RLIMIT_NOFILE, (old_soft, hard))
+
+
+def test_worker_rss_per_held_sse_stream(start_server):
+    measure(start_server, Holder, "SSE streams", BYTES_PER_STREAM_BOUND)
+
+
+def test_worker_rss_per_idle_held_websocket(start_server):
+    measure(start_server, WsHolder, "WebSockets", BYTES_PER_WEBSOCKET_BOUND)
