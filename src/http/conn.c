@@ -53,12 +53,124 @@ const char *m0_conn_proto_name(enum m0_conn_proto p)
     return (unsigned)p < M0_ARRAY_LEN(names) ? names[p] : "?";
 }
 
+static void list_link(struct m0_server *s, struct m0_conn *c)
+{
+    c->next = s->active.next;
+    c->prev = &s->active;
+    s->active.next->prev = c;
+    s->active.next = c;
+}
+
+static void list_unlink(struct m0_conn *c)
+{
+    c->prev->next = c->next;
+    c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+}
+
+/* ---------------------------------------------------------- the wheel */
+
+static struct m0_conn **bucket_of(struct m0_server *s, uint64_t due)
+{
+    uint64_t t = due / M0_CONN_WHEEL_MS;
+    if (t < s->wheel_tick)
+        t = s->wheel_tick;               /* already due: the next sweep */
+    return &s->wheel[t % M0_CONN_WHEEL];
+}
+
+/* c (HELD) into the bucket of c->deadline. */
+static void wheel_add(struct m0_server *s, struct m0_conn *c)
+{
+    if (s->wheel == NULL) {
+        s->wheel = m0_xmalloc(M0_CONN_WHEEL * sizeof *s->wheel);
+        memset(s->wheel, 0, M0_CONN_WHEEL * sizeof *s->wheel);
+        s->wheel_tick = m0_loop_now(s->loop) / M0_CONN_WHEEL_MS;
+    }
+    struct m0_conn **b = bucket_of(s, c->deadline);
+    c->prev = NULL;
+    c->next = *b;
+    if (*b != NULL)
+        (*b)->prev = c;
+    *b = c;
+    c->flags |= C_WHEEL;
+}
+
+static void wheel_del(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else
+        *bucket_of(s, c->deadline) = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+    c->flags &= ~C_WHEEL;
+}
+
+/* The buckets whose time has come (at most one round of them): each HELD
+ * connection in them whose deadline has come is ticked and goes back in
+ * at the deadline its tick set; one whose time is a later round goes back
+ * as it is. */
+static void wheel_run(struct m0_server *s, uint64_t now)
+{
+    if (s->wheel == NULL)
+        return;
+    uint64_t until = now / M0_CONN_WHEEL_MS;
+    for (unsigned n = 0; s->wheel_tick <= until && n < M0_CONN_WHEEL; n++) {
+        struct m0_conn **b = &s->wheel[s->wheel_tick % M0_CONN_WHEEL];
+        struct m0_conn *c = *b;
+        *b = NULL;
+        s->wheel_tick++;
+        while (c != NULL) {
+            struct m0_conn *next = c->next;
+            c->prev = c->next = NULL;
+            c->flags &= ~C_WHEEL;
+            if (c->deadline > now) {
+                wheel_add(s, c);
+            } else {
+                const struct m0_conn_ops *ops = s->proto[c->proto];
+                if (ops->tick != NULL)
+                    ops->tick(s, c);     /* heartbeats, pings; sets the next deadline */
+                if (c->state == M0_CONN_HELD && !(c->flags & C_WHEEL)) {
+                    if (c->deadline <= now)
+                        c->deadline = now + M0_CONN_WHEEL_MS;
+                    wheel_add(s, c);
+                }
+            }
+            c = next;
+        }
+    }
+    if (s->wheel_tick <= until)
+        s->wheel_tick = until + 1;       /* a stall longer than a round: every bucket ran */
+}
+
+static void active_add(struct m0_server *s, struct m0_conn *c)
+{
+    list_link(s, c);
+    s->nactive++;
+}
+
+static void active_del(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->flags & C_WHEEL)
+        wheel_del(s, c);
+    else if (c->prev != NULL)
+        list_unlink(c);                  /* (neither: a held one being ticked) */
+    s->nactive--;
+}
+
 void m0_conn_set_state(struct m0_server *s, struct m0_conn *c, enum m0_conn_state st)
 {
     uint64_t now = m0_loop_now(s->loop);
     if (m0_log_threshold <= M0_LOG_DEBUG && c->state != st)
         m0_debug("slot %u (%s): %s -> %s", m0_conn_slot(s, c), m0_conn_proto_name(c->proto),
                  m0_conn_state_name(c->state), m0_conn_state_name(st));
+    /* HELD connections are in the wheel, keyed by their deadline; every
+     * other open one is on the active list; a closed one is on neither. */
+    if (c->flags & C_WHEEL)
+        wheel_del(s, c);
+    else if (st == M0_CONN_HELD && c->prev != NULL)
+        list_unlink(c);
     c->state = (uint8_t)st;
     switch (st) {
     case M0_CONN_READ_HEAD:
@@ -77,10 +189,55 @@ void m0_conn_set_state(struct m0_server *s, struct m0_conn *c, enum m0_conn_stat
     case M0_CONN_LINGER:
         c->deadline = now + LINGER_MS;
         break;
+    case M0_CONN_HELD:
+        /* The first tick a heartbeat interval from now (none: a minute;
+         * the tick only re-arms then). */
+        c->deadline = now + (s->cfg->heartbeat > 0 ? (uint64_t)(s->cfg->heartbeat * 1000) : 60000);
+        break;
     default:
         c->deadline = 0;
         break;
     }
+    if (c->fd == -1)
+        return;
+    if (st == M0_CONN_HELD)
+        wheel_add(s, c);
+    else if (c->prev == NULL && st != M0_CONN_CLOSING && st != M0_CONN_ORPHAN && st != M0_CONN_FREE)
+        list_link(s, c);                 /* out of a hold (LINGER): swept again */
+}
+
+void m0_conn_close_all(struct m0_server *s)
+{
+    struct m0_conn *c = s->active.next;
+    while (c != &s->active) {
+        struct m0_conn *next = c->next;
+        m0_conn_close(s, c);
+        c = next;
+    }
+    if (s->wheel == NULL)
+        return;
+    for (unsigned i = 0; i < M0_CONN_WHEEL; i++) {
+        while (s->wheel[i] != NULL)
+            m0_conn_close(s, s->wheel[i]);
+    }
+}
+
+struct held_visit {
+    struct m0_server *s;
+    void (*fn)(struct m0_server *s, struct m0_conn *c);
+};
+
+static void each_held(struct m0_conn *c, void *ctx)
+{
+    const struct held_visit *v = ctx;
+    if (c->state == M0_CONN_HELD)
+        v->fn(v->s, c);
+}
+
+void m0_conn_each_held(struct m0_server *s, void (*fn)(struct m0_server *s, struct m0_conn *c))
+{
+    struct held_visit v = {s, fn};
+    m0_conn_each(s, each_held, &v);
 }
 
 void m0_conn_interest(struct m0_server *s, struct m0_conn *c, uint32_t events)
@@ -92,22 +249,6 @@ void m0_conn_interest(struct m0_server *s, struct m0_conn *c, uint32_t events)
     c->events = events;
 }
 
-static void active_add(struct m0_server *s, struct m0_conn *c)
-{
-    c->next = s->active.next;
-    c->prev = &s->active;
-    s->active.next->prev = c;
-    s->active.next = c;
-    s->nactive++;
-}
-
-static void active_del(struct m0_server *s, struct m0_conn *c)
-{
-    c->prev->next = c->next;
-    c->next->prev = c->prev;
-    c->prev = c->next = NULL;
-    s->nactive--;
-}
 
 /* ------------------------------------------------------------ lifecycle */
 
@@ -658,6 +799,7 @@ void m0_conn_sweep(struct m0_server *s)
         }
         c = next;
     }
+    wheel_run(s, now);
     m0_conn_close_doomed(s);
 }
 

@@ -333,15 +333,14 @@ void m0_hold_release(struct m0_server *s, struct m0_conn *c)
     c->hold = NULL;
 }
 
+static void end_one(struct m0_server *s, struct m0_conn *c)
+{
+    c->hold->ops->end(s, c);
+}
+
 void m0_hold_end_all(struct m0_server *s)
 {
-    struct m0_conn *c = s->active.next;
-    while (c != &s->active) {
-        struct m0_conn *next = c->next;
-        if (c->state == M0_CONN_HELD)
-            c->hold->ops->end(s, c);
-        c = next;
-    }
+    m0_conn_each_held(s, end_one);
 }
 
 /* ------------------------------------------------------------ SSE */
@@ -403,13 +402,19 @@ static void sse_tick(struct m0_server *s, struct m0_conn *c)
     uint64_t now = m0_loop_now(s->loop);
     if (c->state != M0_CONN_HELD)
         return;
-    if (hs->heartbeat_ms != 0 && now - c->hold->last_write >= hs->heartbeat_ms &&
-        m0_buf_unread(&c->hold->outbox) == 0) {
+    if (hs->heartbeat_ms == 0) {
+        c->deadline = now + 60000;        /* nothing to send: the wheel just keeps it */
+        return;
+    }
+    if (now - c->hold->last_write >= hs->heartbeat_ms && m0_buf_unread(&c->hold->outbox) == 0) {
         /* A comment line: ignored by EventSource, keeps proxies from timing
          * out an idle stream (WHATWG SSE §9.2.7). */
         m0_hold_send(s, c, M0_SSE_HEARTBEAT, sizeof M0_SSE_HEARTBEAT - 1);
         c->hold->last_write = now;
     }
+    /* A heartbeat interval after the last write (a stream written to
+     * meanwhile is looked at again then, not moved on every write). */
+    c->deadline = c->hold->last_write + hs->heartbeat_ms;
 }
 
 const struct m0_hold_ops m0_sse_hold_ops = {

@@ -714,6 +714,7 @@ static void ws_sweep(struct m0_server *s, struct m0_conn *c)
     struct m0_wshold *ws = ws_of(c);
     uint64_t heartbeat_ms = s->holds->heartbeat_ms;
     uint64_t now = now_ms(s);
+    c->deadline = now + (heartbeat_ms != 0 ? heartbeat_ms : 60000);     /* the next look (conn.h: tick) */
     if (heartbeat_ms == 0 || ws->close_sent || ws->peer_gone)
         return;
     if (ws->ping_at != 0) {
@@ -724,9 +725,12 @@ static void ws_sweep(struct m0_server *s, struct m0_conn *c)
             m0_info("closing a WebSocket that did not answer a ping in %.1f s",
                     (double)(2 * heartbeat_ms) / 1000);
             m0_conn_close(s, c);
+            return;
         }
+        c->deadline = ws->paused ? now + heartbeat_ms : ws->ping_at + 2 * heartbeat_ms;
         return;
     }
+    c->deadline = c->hold->last_write + heartbeat_ms;
     if (now - c->hold->last_write >= heartbeat_ms) {
         char frame[2 + 8];
         struct m0_buf b = {.data = frame, .cap = sizeof frame};
@@ -734,6 +738,7 @@ static void ws_sweep(struct m0_server *s, struct m0_conn *c)
         m0_hold_send(s, c, b.data, b.len);
         c->hold->last_write = now;
         ws->ping_at = now;
+        c->deadline = now + 2 * heartbeat_ms;      /* the pong's deadline */
     }
 }
 

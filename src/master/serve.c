@@ -349,12 +349,7 @@ int m0_serve_run(struct m0_server *s)
         v->rc = M0_EXIT_FAIL;
     /* Whatever is still queued will not be started: its client is about
      * to be disconnected. */
-    struct m0_conn *c = s->active.next;
-    while (c != &s->active) {
-        struct m0_conn *next = c->next;
-        m0_conn_close(s, c);
-        c = next;
-    }
+    m0_conn_close_all(s);
     m0_conn_release_closed(s);
     unsigned threads, busy, max, queued;
     m0_pool_stats(s->pool, &threads, &busy, &max, &queued);
