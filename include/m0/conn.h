@@ -163,6 +163,8 @@ struct m0_server {
      * time has come, so an idle held connection costs nothing per sweep. */
     struct m0_conn **wheel;
     uint64_t wheel_tick;           /* the next bucket's time, in M0_CONN_WHEEL_MS units */
+    uint32_t jobs_released;        /* jobs given back (holds begun, slots closed) since the last trim */
+    uint64_t next_trim;            /* loop clock: the earliest next malloc_trim */
     uint32_t norphans;       /* closed slots whose job a runner still has (ORPHAN) */
     int listen_fds[M0_MAX_LISTENERS];   /* the sockets this worker accepts on */
     int nlisten;
