@@ -8,6 +8,7 @@
 #   make test        the layering, C unit tests (cmocka), a short fuzz run, pytest end-to-end suite (in .venv), smoke-deploy
 #   make smoke-broker  two m0serve hosts on one Redis (part of make test)
 #   make smoke-metrics the Prometheus endpoint: promtool, a real Prometheus scraping two workers (part of make test)
+#   make smoke-grip    django-eventstream/gripcontrol over GRIP, no Pushpin (part of make test)
 #   make smoke-deploy pip install . in a fresh venv, the systemd unit, nginx in front
 #   make e2e-debian  the e2e suite against Debian's python3-django/-flask instead
 #   make fuzz        libFuzzer drivers build/fuzz/fuzz_* (clang, ASan+UBSan)
@@ -71,7 +72,7 @@ SRCS     := $(wildcard src/*/*.c)
 # Sources are in one folder per layer (docs/architecture.md; make layers).
 # Modules with no Python in them: linked into the C unit tests and the fuzzers.
 PURE     := src/base/buf.c src/base/log.c src/base/timer.c src/proto/accesslog.c src/proto/base64.c src/proto/body.c src/proto/broker_reply.c \
-            src/proto/epcp.c src/proto/grip.c src/proto/http.c src/proto/jwt.c src/proto/percent.c src/proto/proxy.c \
+            src/proto/epcp.c src/proto/grip.c src/proto/grip_item.c src/proto/http.c src/proto/jwt.c src/proto/percent.c src/proto/proxy.c \
             src/proto/request.c src/proto/response.c src/proto/sse.c src/proto/ws.c src/core/config.c src/core/grant.c \
             src/core/metrics_text.c src/core/notify.c src/core/target.c src/event/job.c src/event/lane.c src/event/loop.c \
             src/realtime/broker_url.c src/realtime/bus.c src/realtime/order.c src/realtime/registry.c src/http/health.c \
@@ -89,7 +90,7 @@ endif
 
 .SECONDARY:
 .PHONY: FORCE all deps venv bench-venv bench-tools test layers unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
-        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics \
+        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics smoke-grip smoke-grip-browser \
         python-ft python-gil
 
 all: m0serve
@@ -313,6 +314,19 @@ fuzz-merge: build/fuzz/fuzz_$(FUZZ)
 # Mounts and static files (issue 11): Django at /, Flask at /flask, static
 # files at /static in one server (tests/e2e/hybridserver.py), one suite for
 # each; part of `make test` through tests/e2e.
+# GRIP (issue 19): django-eventstream, django-grip and gripcontrol against
+# --grip-key-file/--grip-control, no Pushpin (make test runs it as part of e2e).
+smoke-grip: m0serve venv
+	$(Q)$(VPY) -m pytest tests/e2e/test_grip.py -q
+
+# The django-eventstream project's page in headless Chromium receiving
+# send_event's events through m0serve's GRIP holds (smoke/grip_browser.py);
+# not part of `make test` (it installs Debian's chromium first).
+smoke-grip-browser: deps
+	$(Q)$(MAKE) --no-print-directory deps DEB_PKGS="chromium"
+	$(Q)$(MAKE) --no-print-directory m0serve venv
+	$(Q)mkdir -p build && $(VPY) smoke/grip_browser.py --screenshot build/grip.png
+
 smoke-hybrid: m0serve venv
 	$(Q)$(VPY) -m pytest tests/e2e/test_static.py tests/e2e/test_mounts.py -q
 

@@ -33,6 +33,8 @@
 #include "m0/response.h"
 #include "m0/sse.h"
 
+struct m0_grip;
+
 /* M0-Hold instructions (the GRIP-shaped headers; README "Realtime"):
  * "stream" holds an SSE stream, "websocket" approves a WebSocket upgrade
  * (the loop answers 101 after checking the handshake, hold.h). */
@@ -61,6 +63,14 @@ struct m0_head {
     /* M0-Opcode on the answer to a WebSocket message: the reply frame's
      * opcode (1 text, 2 binary; 0: text when the body is UTF-8, else binary). */
     uint8_t ws_opcode;
+    /* GRIP (grip.h), read only when the runner sets grip_on (the server has
+     * a GRIP key): Grip-* fields go to grip (allocated on the first one,
+     * freed with the head), never to lines; grip_err is the first
+     * instruction refused (m0_head_grip_finish). */
+    uint8_t grip_on;
+    uint8_t grip_hold;          /* enum m0_grip_hold, after m0_head_grip_finish */
+    const char *grip_err;
+    struct m0_grip *grip;
 };
 
 /* Reset h for a new response; keeps the lines buffer's allocation. */
@@ -85,6 +95,18 @@ void m0_head_status(struct m0_head *h, int status, const char *reason, size_t re
  */
 int m0_head_add(struct m0_head *h, const char *name, size_t nlen, const char *value, size_t vlen,
                 const char **why);
+
+/*
+ * After the last field of a head with grip_on: the instructions' cross
+ * checks (m0_grip_finish), Grip-Status in place of the view's status line,
+ * and for Grip-Hold the hold the rest of the server knows: hold
+ * M0_HOLD_STREAM, channel the first Grip-Channel (one channel per hold
+ * for now; the others are not subscribed), grip_hold the kind. Returns
+ * M0_OK (also when there were no Grip-* fields), or M0_ERR with grip_err
+ * set: the instructions are not followed (m0_job_commit answers 502, as
+ * Pushpin does).
+ */
+int m0_head_grip_finish(struct m0_head *h);
 
 /* What the request says about the response's framing. */
 struct m0_body_req {
@@ -112,7 +134,8 @@ void m0_body_reset(struct m0_body *b);
  * known (iteration is over, or a sized sequence), else -1. hold: commit the
  * head of a held SSE stream instead (Content-Type: text/event-stream,
  * no-cache, X-Accel-Buffering: no, close-delimited; the app's own fields of
- * those names are dropped).
+ * those names are dropped; a GRIP hold keeps the view's fields as they are
+ * and is close-delimited).
  * Returns M0_OK, or M0_ERR when a head was already committed (nothing is
  * written: one head per response).
  */

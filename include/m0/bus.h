@@ -19,7 +19,7 @@
  *
  * Datagram layout (little-endian), then the channel name, then the payload:
  *   0  "M0"      magic
- *   2  kind      'p' publish (payload: one framed SSE event)
+ *   2  kind      'p' publish (payload: one framed SSE event, or a GRIP item, grip_item.h)
  *   3  0
  *   4  u16       channel length
  *   6  u16       0
@@ -93,6 +93,10 @@ uint64_t m0_bus_last_id(void);
  */
 int m0_bus_publish(const char *channel, size_t clen, const char *event, const char *data, size_t dlen,
                    uint64_t *id_out);
+
+/* The same for a frame made by the caller (a GRIP item, grip_item.h):
+ * the next id orders it like any event, but it is sent as it is. */
+int m0_bus_publish_frame(const char *channel, size_t clen, const char *frame, size_t flen, uint64_t *id_out);
 
 /* A publisher could not write event id to worker's bus (it was full):
  * record it, so that worker reports a resume across it as a gap instead of

@@ -111,6 +111,13 @@ struct m0_config {
     int grant_cors_from_env;    /* the origins came from M0_GRANT_CORS_ORIGINS (argv replaces them) */
     const char *grant_inbound;  /* --grant-inbound PATH: where a granted socket's messages are POSTed */
     struct m0_grant_keys *grant_keys;   /* loaded by main from grant_key_file; NULL without one */
+    /* GRIP (issue 19, docs/realtime.md "GRIP"): the shared key, read by
+     * main from grip_key_file before the fork, and the control listener. */
+    const char *grip_key_file;  /* --grip-key-file PATH; implies --realtime */
+    unsigned char *grip_key;    /* its first line's bytes; NULL: GRIP off */
+    size_t grip_key_len;
+    const char *grip_control;   /* --grip-control HOST:PORT or unix:PATH; NULL: none */
+    int grip_listener;          /* set by the master: the workers' listener index of grip_control, -1 */
 };
 
 /* Fill defaults. */

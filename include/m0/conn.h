@@ -43,7 +43,7 @@ struct m0_server;
 
 /* What a connection speaks: HTTP/1.1 until a hold is entered, then the
  * hold's protocol (printable: m0_conn_proto_name). */
-enum m0_conn_proto { M0_CONN_PROTO_H1, M0_CONN_PROTO_SSE, M0_CONN_PROTO_WS, M0_CONN_PROTOS };
+enum m0_conn_proto { M0_CONN_PROTO_H1, M0_CONN_PROTO_SSE, M0_CONN_PROTO_WS, M0_CONN_PROTO_GRIP, M0_CONN_PROTOS };
 
 /* "h1", "sse", "ws". */
 const char *m0_conn_proto_name(enum m0_conn_proto p);
@@ -188,6 +188,7 @@ struct m0_server {
     uint64_t requests;             /* requests answered (for /health) */
     struct m0_mx_block *mx;        /* this process's metrics block (metrics.h); NULL: none */
     int metrics_fd;                /* the --metrics-bind listener, -1 */
+    int grip_fd;                   /* the --grip-control listener, -1 */
 };
 
 #define M0_CONN_CHUNK_SHIFT 12

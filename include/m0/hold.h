@@ -1,7 +1,7 @@
 /*
  * hold.h — held connections (DESIGN capabilities 4 to 6): the hold
- * interface with its two implementations, SSE streams (hold.c) and
- * WebSockets (wshold.c), the outbox they share, and the loop's holds as
+ * interface with its implementations, SSE streams (hold.c), WebSockets
+ * (wshold.c) and GRIP streams and long-polls (grip_hold.c), the outbox they share, and the loop's holds as
  * the sink of its realtime engine (rt.h: deliveries by slot, a corked
  * fan-out pass, heartbeats). Loop thread only.
  *
@@ -65,7 +65,8 @@ struct m0_hold_ops {
     int (*reads)(const struct m0_hold *h);
     /* Outbox bytes were written (a runner that owns the socket gets credit). */
     void (*written)(struct m0_server *s, struct m0_conn *c);
-    /* One framed SSE event (id line first) from the registry. */
+    /* One framed SSE event (id line first) from the registry, or a GRIP
+     * item (grip_item.h: m0_grip_is_item), which only GRIP holds take. */
     void (*deliver)(struct m0_server *s, struct m0_conn *c, const char *frame, size_t n);
     /* The head and the view's body are out: the connection is HELD now. */
     void (*enter)(struct m0_server *s, struct m0_conn *c);

@@ -152,6 +152,7 @@ struct m0_job {
     uint64_t queued_ms;         /* loop clock at submission */
     uint64_t hold_start;        /* newest event id when the hold was decided */
     uint64_t hold_last_id;      /* the request's Last-Event-ID (0: none) */
+    uint64_t begin_id;          /* newest event id when the request was dispatched (a GRIP hold starts there) */
     /* Each runner's private per-job state, by runner id: a slot's job may
      * serve one target's runner now and another's later (mounts). */
     void *rstate[M0_RUNNER_MAX];
@@ -162,6 +163,7 @@ struct m0_job {
     char peer_addr[INET6_ADDRSTRLEN];
     uint16_t peer_port;
     int8_t metrics_conn;        /* accepted on --metrics-bind: only the metrics endpoint answers */
+    int8_t grip_conn;           /* accepted on --grip-control: only EPCP publishes are answered */
     int8_t mx_mount;            /* metrics: the mount (target index) that answers, -1 none */
     char remote_addr[INET6_ADDRSTRLEN];
     uint16_t remote_port;
@@ -260,7 +262,11 @@ void m0_job_post_done(struct m0_job *job);
  * m0_job_commit: commit job->head into job->resp.out with that framing
  * (body_len: the whole body's size when known, else -1); a hold (hold set:
  * the caller asked m0_job_may_hold) takes its Last-Event-ID and the newest
- * id now, and marks the response M0_RESP_HOLD. M0_OK, or M0_ERR when a head
+ * id now, and marks the response M0_RESP_HOLD (a GRIP hold: no
+ * Last-Event-ID, the id at dispatch, begin_id). A head whose GRIP
+ * instructions were refused (head.grip_err) is answered 502 "Error while
+ * proxying to origin." instead, as Pushpin answers, the view's body
+ * dropped. M0_OK, or M0_ERR when a head
  * was committed already (one head per response: nothing is written).
  * m0_job_newest_id: the newest event id the job's loop knows (0: none).
  */

@@ -73,4 +73,9 @@ int m0_listeners_steer(struct m0_listeners *ls, int n);
 int m0_listeners_pending(const struct m0_listeners *ls, int idx);
 void m0_listeners_drop_slot(struct m0_listeners *ls, int idx);
 
+/* --grip-control: the same for the GRIP control port (EPCP publishes,
+ * grip_control.c), never the public listener; sets cfg->grip_listener.
+ * M0_OK, or the exit status to return (logged). */
+int m0_grip_listen(struct m0_listeners *ls, struct m0_config *cfg);
+
 #endif

@@ -38,6 +38,8 @@ struct m0_target {
     struct m0_pool *pool;            /* where its jobs run; NULL: the loop thread */
     struct m0_static *files;         /* STATIC: the directory served (static.h) */
     int realtime;                    /* M0-Hold responses become held streams */
+    const unsigned char *grip_key;   /* GRIP (--grip-key-file): Grip-* instruct, Grip-Sig signed; NULL: off */
+    size_t grip_key_len;
 };
 
 /* Per-target counters for /health. Loop thread only. */

@@ -52,7 +52,7 @@ const char *m0_conn_state_name(enum m0_conn_state st)
 
 const char *m0_conn_proto_name(enum m0_conn_proto p)
 {
-    static const char *const names[] = {"h1", "sse", "ws"};
+    static const char *const names[] = {"h1", "sse", "ws", "grip"};
     return (unsigned)p < M0_ARRAY_LEN(names) ? names[p] : "?";
 }
 
@@ -487,6 +487,7 @@ static int open_slot(struct m0_server *s, struct m0_conn *c, int fd, int lfd, co
     job->remote_port = job->peer_port;
     job->https = 0;
     job->metrics_conn = lfd == s->metrics_fd;
+    job->grip_conn = lfd == s->grip_fd;
     m0_mx_add(s->mx, M0_MX_ACCEPTED, 1);
     if (m0_loop_add_slot(s->loop, fd, slot, c->gen, c->events) == M0_ERR) {
         m0_log_errno("epoll_ctl(ADD)");

@@ -36,6 +36,8 @@
 #include "m0/broker_url.h"
 #include "m0/health.h"
 #include "m0/h1.h"
+#include "m0/grip_control.h"
+#include "m0/grip_hold.h"
 #include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/log.h"
@@ -191,7 +193,9 @@ static void after_run(struct m0_server *s, struct m0_conn *c, int rc)
     struct m0_job *job = c->job;
     struct m0_resp *rs = &job->resp;
     /* The hold's implementation: an SSE stream or a WebSocket (hold.h). */
-    enum m0_conn_proto p = job->head.hold == M0_HOLD_WEBSOCKET ? M0_CONN_PROTO_WS : M0_CONN_PROTO_SSE;
+    enum m0_conn_proto p = job->head.hold == M0_HOLD_WEBSOCKET ? M0_CONN_PROTO_WS
+                           : job->head.grip_hold            ? M0_CONN_PROTO_GRIP
+                                                            : M0_CONN_PROTO_SSE;
     const struct m0_hold_ops *kind = s->proto[p]->hold;
     if ((rs->flags & M0_RESP_HOLD) && m0_hold_subscribe(s, c, kind) != M0_OK) {
         if (rc == M0_AGAIN)
@@ -256,7 +260,9 @@ static void dispatch(struct m0_server *s, struct m0_conn *c, const struct m0_tar
      * do arrive (pipelining, a half-close), the event handler disarms then.
      * Inline, the runner reads and writes the socket itself (blocking). */
     s->inline_io = (struct m0_job_inline){.flush = inline_flush, .read_body = inline_read_body, .ctx = s};
-    uint64_t began = m0_clock_ms();
+    uint64_t began = s->request_ms ? m0_clock_ms() : 0;   /* only an inline run is timed here */
+    if (t->grip_key != NULL)
+        job->begin_id = m0_rt_newest(s->rt);             /* where a GRIP hold's journal replay starts */
     int rc = m0_dispatch(job, M0_RUN_START, &s->inline_io, m0_loop_now(s->loop));
     if (rc == M0_QUEUED) {
         c->flags |= C_RUNNER;
@@ -355,6 +361,11 @@ static void route(struct m0_server *s, struct m0_conn *c)
     const struct m0_req *r = &c->job->req;
     set_client(s, c->job);
     c->job->mx_mount = -1;
+    if (c->job->grip_conn) {            /* grip_control.h: EPCP in C, never the app */
+        begin_request(s, c);
+        m0_grip_control_answer(s, c);
+        return;
+    }
     if (m0_metrics_claims(s, c)) {       /* metrics.h: answered in C, never the app */
         begin_request(s, c);
         m0_metrics_answer(s, c);
@@ -491,7 +502,7 @@ static void h1_parse(struct m0_server *s, struct m0_conn *c)
                 const struct m0_target *t = m0_target_match(&m0_targets, job->req.path, job->req.path_len);
                 int health = s->health_len != 0 && job->req.path_len == s->health_len &&
                              memcmp(job->req.path, s->health_path, s->health_len) == 0;
-                if (t != NULL && t->runner != NULL && !health) {   /* a static mount wants no body */
+                if (t != NULL && t->runner != NULL && !health && !job->grip_conn) {   /* a static mount wants no body */
                     set_client(s, job);
                     c->flags |= C_LAZY_BODY;
                     job->ch.body_lazy = 1;

@@ -21,6 +21,7 @@
 
 #include "m0/config.h"
 #include "m0/conn.h"
+#include "m0/grip_item.h"
 #include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/log.h"
@@ -356,6 +357,8 @@ static struct m0_hold *sse_begin(struct m0_server *s, struct m0_conn *c)
 
 static void sse_deliver(struct m0_server *s, struct m0_conn *c, const char *frame, size_t n)
 {
+    if (m0_grip_is_item(frame, n))
+        return;              /* a GRIP item on the channel: for GRIP holds only (grip_hold.h) */
     m0_hold_send(s, c, frame, n);
 }
 

@@ -34,6 +34,7 @@
 #include "m0/accesslog.h"
 #include "m0/config.h"
 #include "m0/dispatch.h"
+#include "m0/grip_item.h"
 #include "m0/conn.h"
 #include "m0/hold.h"
 #include "m0/job.h"
@@ -300,8 +301,8 @@ static void fail_socket(struct m0_server *s, struct m0_conn *c, unsigned code, c
 static void ws_deliver(struct m0_server *s, struct m0_conn *c, const char *frame, size_t n)
 {
     struct m0_wshold *ws = ws_of(c);
-    if (ws->close_sent || ws->peer_gone)
-        return;
+    if (ws->close_sent || ws->peer_gone || m0_grip_is_item(frame, n))
+        return;              /* a GRIP item is for GRIP holds only (grip_hold.h) */
     struct scratch *cache = scratch_of(s);
     /* The bus frames every event with its id first ("id: N"). */
     uint64_t id = 0;

@@ -93,6 +93,8 @@ static const struct opt opts[] = {
     {"--umask", "M0_UMASK", T_UMASK, O(umask), 0, 0, "MODE", "octal file mode mask for the process, unix sockets included (e.g. 007)"},
     {"--pid", "M0_PID", T_STR, O(pid_file), 0, 0, "FILE", "write the master's pid to FILE (removed at exit)"},
     {"--reload", "M0_RELOAD", T_BOOL, O(reload), 0, 0, NULL, "development: replace the workers when a Python file of the app changes (inotify)"},
+    {"--grip-key-file", "M0_GRIP_KEY_FILE", T_STR, O(grip_key_file), 0, 0, "FILE", "GRIP: the shared key (the file's first line; not readable by other users); Grip-* instructions are honoured, requests carry Grip-Sig; implies --realtime"},
+    {"--grip-control", "M0_GRIP_CONTROL", T_STR, O(grip_control), 0, 0, "ADDR", "GRIP: HOST:PORT or unix:PATH answering EPCP POST /publish/ (Bearer key or JWT); needs --grip-key-file"},
     {"--grant-key-file", "M0_GRANT_KEY_FILE", T_STR, O(grant_key_file), 0, 0, "FILE", "signed stream grants: HMAC keys, one 'KID SECRET' a line, mode 600 (checked at start; exit 78 when refused) [grants: not served yet]"},
     {"--grant-path", "M0_GRANT_PATH", T_PREFIX, O(grant_path), 0, 0, "PREFIX", "signed stream grants: PREFIX/sse and PREFIX/ws hold a grant's channels, no Python call [grants: not served yet]"},
     {"--grant-cookie", "M0_GRANT_COOKIE", T_STR, O(grant_cookie), 0, 0, "NAME", "signed stream grants: the token may also come in cookie NAME [grants: not served yet]"},
@@ -198,6 +200,7 @@ void m0_config_defaults(struct m0_config *cfg)
     m0_proxy_parse(&cfg->forwarded_trust, M0_PROXY_DEFAULT, err, sizeof err);
     cfg->umask = -1;
     cfg->metrics_listener = -1;
+    cfg->grip_listener = -1;
 }
 
 void m0_config_resolve(struct m0_config *cfg)
@@ -709,6 +712,16 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
         return M0_ERR;
     if (m0_grant_check_flags(cfg, err, cap) != M0_OK)
         return M0_ERR;
+    if (cfg->grip_control != NULL && cfg->grip_key_file == NULL) {
+        snprintf(err, cap, "m0serve: error: --grip-control: needs --grip-key-file (publishes are authenticated with the key)");
+        return M0_ERR;
+    }
+    if (cfg->grip_control != NULL && cfg->broker != NULL) {
+        snprintf(err, cap, "m0serve: error: --grip-control: not supported with --broker yet (publishes go over the local bus)");
+        return M0_ERR;
+    }
+    if (cfg->grip_key_file != NULL)
+        cfg->realtime = 1;       /* GRIP holds are held streams */
     struct m0_bind_parts parts;
     if (m0_config_bind_parts(cfg, &parts, err, cap) != M0_OK)
         return M0_ERR;

@@ -202,44 +202,65 @@ void m0_listeners_drop_slot(struct m0_listeners *ls, int idx)
     }
 }
 
-int m0_metrics_listen(struct m0_listeners *ls, struct m0_config *cfg)
+/* A listener of its own for flag (spec HOST:PORT or unix:PATH; what names
+ * it in logs): one socket every worker accepts on (no SO_REUSEPORT:
+ * whichever worker is free answers, and each answers for all). Sets *idx
+ * to its index. M0_OK, or the exit status to return (logged). */
+static int side_listen(struct m0_listeners *ls, const char *spec, const char *flag, const char *what, int *idx)
 {
     char host[256], err[512];
     int port, bound = 0;
     const char *path;
-    if (cfg->metrics_bind == NULL)
-        return M0_OK;
-    if (m0_mx_addr_split(cfg->metrics_bind, host, sizeof host, &port, &path) != M0_OK) {
-        m0_error("--metrics-bind: invalid address '%s' (want HOST:PORT or unix:PATH)", cfg->metrics_bind);
+    if (m0_mx_addr_split(spec, host, sizeof host, &port, &path) != M0_OK) {
+        m0_error("%s: invalid address '%s' (want HOST:PORT or unix:PATH)", flag, spec);
         return M0_EXIT_USAGE;
     }
     if (ls->n == M0_MAX_LISTENERS) {
-        m0_error("--metrics-bind: more than %d listening sockets", M0_MAX_LISTENERS);
+        m0_error("%s: more than %d listening sockets", flag, M0_MAX_LISTENERS);
         return M0_EXIT_USAGE;
     }
     struct m0_listener *l = &ls->l[ls->n];
     memset(l, 0, sizeof *l);
     l->fds = calloc(1, sizeof *l->fds);
-    /* One socket every worker accepts on (no SO_REUSEPORT: whichever
-     * worker is free answers, and each answers for all). */
     if (path != NULL) {
         l->fds[0] = m0_listen_unix(path, 64, err, sizeof err);
         l->unix_path = strdup(path);
-        snprintf(l->where, sizeof l->where, "unix:%s (metrics)", path);
+        snprintf(l->where, sizeof l->where, "unix:%s (%s)", path, what);
     } else {
         l->fds[0] = m0_listen_tcp(host, port, 64, 0, &bound, err, sizeof err);
-        snprintf(l->where, sizeof l->where, strchr(host, ':') ? "http://[%s]:%d (metrics)" : "http://%s:%d (metrics)",
-                 host, bound);
+        snprintf(l->where, sizeof l->where, strchr(host, ':') ? "http://[%s]:%d (%s)" : "http://%s:%d (%s)",
+                 host, bound, what);
     }
     if (l->fds[0] == -1) {
-        m0_error("--metrics-bind: %s", err);
+        m0_error("%s: %s", flag, err);
         free(l->fds);
         free(l->unix_path);
         memset(l, 0, sizeof *l);
         return M0_EXIT_FAIL;
     }
-    cfg->metrics_listener = ls->n++;
-    m0_info("metrics at %.*s%s", (int)(strlen(l->where) - 10), l->where,
+    *idx = ls->n++;
+    return M0_OK;
+}
+
+int m0_metrics_listen(struct m0_listeners *ls, struct m0_config *cfg)
+{
+    if (cfg->metrics_bind == NULL)
+        return M0_OK;
+    int rc = side_listen(ls, cfg->metrics_bind, "--metrics-bind", "metrics", &cfg->metrics_listener);
+    if (rc != M0_OK)
+        return rc;
+    const char *where = ls->l[cfg->metrics_listener].where;
+    m0_info("metrics at %.*s%s", (int)(strlen(where) - 10), where,
             cfg->metrics_path != NULL && cfg->metrics_path[0] ? cfg->metrics_path : "/metrics");
     return M0_OK;
+}
+
+int m0_grip_listen(struct m0_listeners *ls, struct m0_config *cfg)
+{
+    if (cfg->grip_control == NULL)
+        return M0_OK;
+    int rc = side_listen(ls, cfg->grip_control, "--grip-control", "GRIP control", &cfg->grip_listener);
+    if (rc == M0_OK)
+        m0_info("GRIP control (EPCP POST /publish/) at %s", ls->l[cfg->grip_listener].where);
+    return rc;
 }

@@ -730,6 +730,8 @@ int m0_master_run(struct m0_config *cfg)
     int rc = m0_listeners_open(&m->ls, cfg, m->nworkers);
     if (rc == M0_OK)
         rc = m0_metrics_listen(&m->ls, cfg);
+    if (rc == M0_OK)
+        rc = m0_grip_listen(&m->ls, cfg);
     if (rc != M0_OK)
         return rc;
     m0_metrics_create(cfg);      /* before the first fork; without it: no metrics, logged */

@@ -30,6 +30,8 @@
 #include "m0/conn.h"
 #include "m0/fork.h"
 #include "m0/h1.h"
+#include "m0/grip_control.h"
+#include "m0/grip_hold.h"
 #include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/log.h"
@@ -309,6 +311,7 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
     s->proto[M0_CONN_PROTO_H1] = &m0_h1_conn_ops;
     s->proto[M0_CONN_PROTO_SSE] = &m0_sse_conn_ops;
     s->proto[M0_CONN_PROTO_WS] = &m0_ws_conn_ops;
+    s->proto[M0_CONN_PROTO_GRIP] = &m0_grip_conn_ops;
     m0_holds_init(s);
     if (m0_loop_add_fd(s->loop, sig_fd, EPOLLIN, on_signal, v) == M0_ERR ||
         (ctl_fd != -1 && m0_loop_add_fd(s->loop, ctl_fd, EPOLLIN, on_ctl, v) == M0_ERR)) {
@@ -317,6 +320,7 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
     }
     m0_loop_add_hook(s->loop, serve_hook, v);
     m0_metrics_attach(s);
+    m0_grip_control_attach(s);
     s->next_sweep = m0_loop_now(s->loop) + SWEEP_MS;
     s->env = (struct m0_runner_env){.loop = s->loop, .jobs = s->jobs, .njobs = s->nconns, .draining = &s->draining,
                                     .newest_id = m0_rt_newest, .newest_ctx = s->rt};

@@ -12,10 +12,15 @@
 #include <strings.h>
 
 #include "m0/body.h"
+#include "m0/grip.h"
 #include "m0/http.h"
 
 void m0_head_reset(struct m0_head *h)
 {
+    if (h->grip != NULL) {
+        m0_grip_free(h->grip);
+        free(h->grip);
+    }
     struct m0_buf lines = h->lines;
     m0_buf_reset(&lines);
     memset(h, 0, sizeof *h);
@@ -62,6 +67,18 @@ int m0_head_add(struct m0_head *h, const char *name, size_t nlen, const char *va
                 const char **why)
 {
     *why = NULL;
+    if (h->grip_on && m0_grip_is_field(name, nlen)) {
+        /* GRIP instructions (Pushpin strips every Grip-* field). */
+        if (h->grip == NULL) {
+            h->grip = m0_xmalloc(sizeof *h->grip);
+            memset(h->grip, 0, sizeof *h->grip);
+            m0_grip_init(h->grip);
+        }
+        const char *gw = NULL;
+        if (h->grip_err == NULL && m0_grip_field(h->grip, name, nlen, value, vlen, &gw) != M0_OK)
+            h->grip_err = gw != NULL ? gw : "invalid GRIP instruction";
+        return M0_OK;
+    }
     if (named(name, nlen, "content-length")) {
         char num[24];
         if (vlen == 0 || vlen >= sizeof num || value[0] < '0' || value[0] > '9') {
@@ -136,6 +153,42 @@ int m0_head_add(struct m0_head *h, const char *name, size_t nlen, const char *va
     return M0_OK;
 }
 
+int m0_head_grip_finish(struct m0_head *h)
+{
+    struct m0_grip *g = h->grip;
+    if (g == NULL)
+        return M0_OK;
+    const char *why = NULL;
+    if (h->grip_err == NULL && m0_grip_finish(g, &why) != M0_OK)
+        h->grip_err = why != NULL ? why : "invalid GRIP instructions";
+    if (h->grip_err != NULL)
+        return M0_ERR;
+    if (g->status != 0) {
+        /* Grip-Status: the client's status line instead of the view's. */
+        const char *p = h->lines.data, *eol = memchr(p, '\n', h->lines.len);
+        size_t rest_off = eol != NULL ? (size_t)(eol + 1 - p) : h->lines.len;
+        struct m0_buf rest = {0};
+        m0_buf_append(&rest, p + rest_off, h->lines.len - rest_off);
+        m0_buf_reset(&h->lines);
+        m0_head_status(h, g->status, m0_grip_str(g, g->reason), g->reason.len);
+        m0_buf_append(&h->lines, rest.data, rest.len);
+        m0_buf_free(&rest);
+    }
+    if (g->hold == M0_GRIP_HOLD_NONE || g->nchannels == 0)
+        return M0_OK;
+    const struct m0_grip_channel *ch = &g->channels[0];
+    if (ch->name.len > M0_CHANNEL_MAX || m0_sse_channel_error(m0_grip_str(g, ch->name), ch->name.len) != NULL) {
+        h->grip_err = "Grip-Channel: not a valid channel name";
+        return M0_ERR;
+    }
+    memcpy(h->channel, m0_grip_str(g, ch->name), ch->name.len);
+    h->channel[ch->name.len] = '\0';
+    h->channel_len = (uint16_t)ch->name.len;
+    h->hold = M0_HOLD_STREAM;
+    h->grip_hold = (uint8_t)g->hold;
+    return M0_OK;
+}
+
 void m0_body_reset(struct m0_body *b)
 {
     memset(b, 0, sizeof *b);
@@ -174,10 +227,15 @@ int m0_body_commit(struct m0_body *b, struct m0_buf *out, const struct m0_head *
     b->sent = 0;
     if (hold) {
         /* The head of a Server-Sent-Events stream: no length, no chunking
-         * (close-delimited), proxies told not to buffer. */
-        copy_lines_for_hold(out, h);
-        m0_buf_puts(out, "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-                         "X-Accel-Buffering: no\r\n");
+         * (close-delimited), proxies told not to buffer. A GRIP hold's
+         * media type is the view's (a stream may be anything). */
+        if (h->grip_hold) {
+            m0_buf_append(out, h->lines.data, h->lines.len);
+        } else {
+            copy_lines_for_hold(out, h);
+            m0_buf_puts(out, "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                             "X-Accel-Buffering: no\r\n");
+        }
         m0_head_server_fields(out, h->has_date, h->has_server);
         m0_buf_puts(out, "Connection: close\r\n\r\n");
         b->framing = M0_FRAME_CLOSE;

@@ -99,6 +99,8 @@ static void bind_runner(struct m0_target *t, const struct m0_config *cfg)
 {
     t->runner = t->kind == M0_TARGET_ASGI ? &m0_asgi_runner : &m0_wsgi_runner;
     t->realtime = cfg->realtime;
+    t->grip_key = cfg->grip_key;
+    t->grip_key_len = cfg->grip_key_len;
 }
 
 /* Load one application mount into the target table. Attached. */

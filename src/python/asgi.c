@@ -33,11 +33,14 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "m0/asgi.h"
 #include "m0/config.h"
 #include "m0/fork.h"
+#include "m0/grip.h"
+#include "m0/grip_item.h"
 #include "m0/job.h"
 #include "m0/lane.h"
 #include "m0/log.h"
@@ -190,8 +193,9 @@ static int set_bytes(PyObject *d, PyObject *key, const char *p, size_t n)
 /* scope["headers"]: the request's field lines as (name lower-cased, value)
  * byte pairs, in order; an absolute-form target's authority stands for
  * Host (RFC 9112 §3.2.2). M0_OK, or M0_ERR with an exception set. */
-static int scope_headers(PyObject *scope, const struct m0_req *r)
+static int scope_headers(PyObject *scope, const struct m0_req *r, const struct m0_target *t)
 {
+    int grip = t != NULL && t->grip_key != NULL;
     PyObject *headers = PyList_New(0);
     if (headers == NULL || PyDict_SetItem(scope, k_headers, headers) == -1) {
         Py_XDECREF(headers);
@@ -200,6 +204,8 @@ static int scope_headers(PyObject *scope, const struct m0_req *r)
     Py_DECREF(headers);          /* the scope holds it */
     for (unsigned i = 0; i < r->nhdrs; i++) {
         const struct m0_hdr *h = &r->hdrs[i];
+        if (grip && m0_grip_is_field(h->name, h->name_len))
+            continue;        /* a client's Grip-* never reach the app (as WSGI's environ) */
         char lower[256];
         char *name = h->name_len <= sizeof lower ? lower : m0_xmalloc(h->name_len);
         for (uint32_t k = 0; k < h->name_len; k++)
@@ -214,6 +220,16 @@ static int scope_headers(PyObject *scope, const struct m0_req *r)
             return M0_ERR;
         }
         Py_DECREF(pair);
+    }
+    if (grip) {
+        size_t n = 0;
+        const char *sig = m0_grip_sig_cached(t->grip_key, t->grip_key_len, (int64_t)time(NULL), &n);
+        PyObject *pair = sig != NULL ? Py_BuildValue("(yy#)", "grip-sig", sig, (Py_ssize_t)n) : NULL;
+        if (sig != NULL && (pair == NULL || PyList_Append(headers, pair) == -1)) {
+            Py_XDECREF(pair);
+            return M0_ERR;
+        }
+        Py_XDECREF(pair);
     }
     if (r->authority != NULL && m0_req_header(r, "host") == NULL) {
         PyObject *pair = Py_BuildValue("(yy#)", "host", r->authority, (Py_ssize_t)r->authority_len);
@@ -262,7 +278,7 @@ static PyObject *py_scope(PyObject *self, PyObject *arg)
     if (set_bytes(scope, k_raw_path, r->path, r->path_len) == -1 ||
         set_bytes(scope, k_query_string, r->query, r->query_len) == -1)
         goto fail;
-    if (scope_headers(scope, r) != M0_OK)
+    if (scope_headers(scope, r, job->target) != M0_OK)
         goto fail;
     if (job->https && PyDict_SetItemString(scope, "scheme", v_https) == -1)
         goto fail;                          /* a trusted proxy says the client used TLS (proxy.h) */
@@ -408,8 +424,10 @@ static PyObject *py_start(PyObject *self, PyObject *args)
     }
     m0_head_reset(&job->head);
     m0_head_status(&job->head, status, NULL, 0);
+    job->head.grip_on = job->target->grip_key != NULL;      /* Grip-* instruct this server (body.h) */
     if (m0_asgi_add_headers(job, headers) != M0_OK)
         return NULL;
+    m0_head_grip_finish(&job->head);     /* refused instructions: m0_job_commit answers 502 (grip_err) */
     if (job->head.hold == M0_HOLD_STREAM && job->head.channel_len == 0) {
         PyErr_SetString(PyExc_ValueError, "M0-Hold: stream needs an M0-Channel header");
         return NULL;

@@ -162,6 +162,8 @@ static int copy_head(struct m0_job *job, PyObject *status, PyObject *headers)
     m0_head_status(h, (st[0] - '0') * 100 + (st[1] - '0') * 10 + (st[2] - '0'), slen > 4 ? st + 4 : NULL,
                    slen > 4 ? (size_t)slen - 4 : 0);
     Py_XDECREF(own);
+    /* With a GRIP key, Grip-* fields instruct this server (body.h). */
+    h->grip_on = job->target->grip_key != NULL && !state_of(job)->message;
     /* Converting a str runs no Python code, so the list cannot change
      * under this loop; after it, the list is never read again. */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(headers); i++) {
@@ -196,6 +198,7 @@ static int copy_head(struct m0_job *job, PyObject *status, PyObject *headers)
             return -1;
         }
     }
+    m0_head_grip_finish(h);      /* refused instructions: m0_job_commit answers 502 (grip_err) */
     if ((h->hold == M0_HOLD_STREAM || h->hold == M0_HOLD_WEBSOCKET) && h->channel_len == 0) {
         PyErr_Format(PyExc_ValueError, "M0-Hold: %s needs an M0-Channel header",
                      h->hold == M0_HOLD_STREAM ? "stream" : "websocket");

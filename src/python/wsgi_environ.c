@@ -10,8 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "m0/config.h"
+#include "m0/grip.h"
+#include "m0/grip_item.h"
 #include "m0/percent.h"
 #include "m0/target.h"
 
@@ -89,10 +92,16 @@ static int set_str(PyObject *d, PyObject *key, const char *s, size_t n)
 /* The request's field lines as HTTP_* keys, CONTENT_TYPE and
  * CONTENT_LENGTH (PEP 3333, CGI 1.1 §4.1.18); *have_cl says whether the
  * request had a Content-Length. 0, or -1 with an exception set. */
-static int add_headers(PyObject *env, const struct m0_req *r, int *have_cl)
+static int add_headers(PyObject *env, const struct m0_req *r, const struct m0_target *t, int *have_cl)
 {
+    int grip = t != NULL && t->grip_key != NULL;
     for (unsigned i = 0; i < r->nhdrs; i++) {
         const struct m0_hdr *h = &r->hdrs[i];
+        /* GRIP: a client's Grip-* fields never reach the application (a
+         * forged Grip-Sig or Grip-Last would steer it), as Pushpin strips
+         * them from a client it does not trust. */
+        if (grip && m0_grip_is_field(h->name, h->name_len))
+            continue;
         if (h->name_len == 12 && strncasecmp(h->name, "content-type", 12) == 0) {
             if (set_str(env, s_CONTENT_TYPE, h->value, h->value_len) == -1)
                 return -1;
@@ -129,6 +138,17 @@ static int add_headers(PyObject *env, const struct m0_req *r, int *have_cl)
         int rc = val ? PyDict_SetItem(env, key, val) : -1;
         Py_XDECREF(val);
         Py_DECREF(key);
+        if (rc == -1)
+            return -1;
+    }
+    if (grip) {
+        /* The proxy's signature (grip_item.h): django-grip's middleware
+         * verifies it with the same key and knows a GRIP proxy is in front. */
+        size_t n = 0;
+        const char *sig = m0_grip_sig_cached(t->grip_key, t->grip_key_len, (int64_t)time(NULL), &n);
+        PyObject *v = sig != NULL ? PyUnicode_DecodeLatin1(sig, (Py_ssize_t)n, NULL) : NULL;
+        int rc = v != NULL ? PyDict_SetItemString(env, "HTTP_GRIP_SIG", v) : sig != NULL ? -1 : 0;
+        Py_XDECREF(v);
         if (rc == -1)
             return -1;
     }
@@ -172,7 +192,7 @@ PyObject *m0_environ_build(struct m0_job *job, PyObject *template, PyObject *inp
         goto fail;
 
     int have_cl = 0;
-    if (add_headers(env, r, &have_cl) == -1)
+    if (add_headers(env, r, job->target, &have_cl) == -1)
         goto fail;
     /* A chunked body has no Content-Length on the wire; it is fully received
      * and decoded by now, so tell frameworks (which read CONTENT_LENGTH

@@ -185,7 +185,9 @@ static int lock_briefly(pthread_mutex_t *lock)
     return rc == 0;
 }
 
-int m0_bus_publish(const char *channel, size_t clen, const char *event, const char *data, size_t dlen,
+/* The publish of m0_bus_publish and m0_bus_publish_frame: raw, data is
+ * the frame itself (a GRIP item); else it is framed as SSE with the id. */
+static int publish(const char *channel, size_t clen, const char *event, const char *data, size_t dlen, int raw,
                    uint64_t *id_out)
 {
     static __thread struct m0_buf frame, dgram;
@@ -199,7 +201,10 @@ int m0_bus_publish(const char *channel, size_t clen, const char *event, const ch
     int locked = lock_briefly(lock);
     uint64_t id = __atomic_add_fetch(m0_bus_current->counter, 1, __ATOMIC_SEQ_CST);
     m0_buf_reset(&frame);
-    m0_sse_frame(&frame, id, event, data, dlen);
+    if (raw)
+        m0_buf_append(&frame, data, dlen);
+    else
+        m0_sse_frame(&frame, id, event, data, dlen);
     if (frame.len > M0_BUS_MAX_PAYLOAD) {
         if (locked)
             pthread_mutex_unlock(lock);
@@ -223,4 +228,15 @@ int m0_bus_publish(const char *channel, size_t clen, const char *event, const ch
     }
     *id_out = id;
     return M0_OK;
+}
+
+int m0_bus_publish(const char *channel, size_t clen, const char *event, const char *data, size_t dlen,
+                   uint64_t *id_out)
+{
+    return publish(channel, clen, event, data, dlen, 0, id_out);
+}
+
+int m0_bus_publish_frame(const char *channel, size_t clen, const char *frame, size_t flen, uint64_t *id_out)
+{
+    return publish(channel, clen, NULL, frame, flen, 1, id_out);
 }

@@ -18,14 +18,13 @@
   /status-nonlatin      start_response with a status that is not latin-1
   /header-nonlatin      a header value that is not latin-1
   /pid                  the worker pid
-  /crash-at-gate?gate=P the worker kills itself with SIGSEGV once the file P exists
+  /crash-at-gate?gate=P the worker aborts (SIGABRT) once the file P exists
 
 Gates are files the test creates: the view polls for them (bounded) so the
 test decides when the view proceeds.
 """
 
 import os
-import signal
 import sys
 import time
 from urllib.parse import parse_qs
@@ -58,7 +57,7 @@ def application(environ, start_response):
         return [b"ok"]
     if path == "/crash-at-gate":
         _wait_for(q["gate"])
-        os.kill(os.getpid(), signal.SIGSEGV)
+        os.abort()
     if path == "/exit":
         sys.exit(int(q.get("code", "0")))
     if path == "/kbint":

@@ -42,6 +42,32 @@ static void test_bad_value_is_named(void **state)
     assert_non_null(strstr(err, "--max-body"));
 }
 
+/* GRIP (issue 19): the key implies --realtime; the control port needs the
+ * key and is refused with --broker (one line naming the flag). */
+static void test_grip_flags(void **state)
+{
+    (void)state;
+    struct m0_config cfg;
+    char err[256];
+    char *argv[] = {"m0serve", "app:app", "--grip-key-file", "/k", "--grip-control", "127.0.0.1:5561"};
+    assert_int_equal(parse(&cfg, err, 6, argv), M0_OK);
+    assert_int_equal(cfg.realtime, 1);
+    assert_string_equal(cfg.grip_control, "127.0.0.1:5561");
+    assert_int_equal(cfg.grip_listener, -1);
+    char *argv2[] = {"m0serve", "app:app", "--grip-control", "127.0.0.1:5561"};
+    assert_int_equal(parse(&cfg, err, 4, argv2), M0_ERR);
+    assert_non_null(strstr(err, "--grip-control"));
+    assert_null(strchr(err, '\n'));
+    char *argv3[] = {"m0serve", "app:app", "--grip-key-file", "/k", "--grip-control", "127.0.0.1:5561",
+                     "--broker", "redis://127.0.0.1:6379"};
+    assert_int_equal(parse(&cfg, err, 8, argv3), M0_ERR);
+    assert_non_null(strstr(err, "--grip-control"));
+    char *argv4[] = {"m0serve", "app:app"};
+    assert_int_equal(parse(&cfg, err, 2, argv4), M0_OK);
+    assert_int_equal(cfg.realtime, 0);
+    assert_null(cfg.grip_key_file);
+}
+
 static void test_environment_then_argv(void **state)
 {
     (void)state;
@@ -261,6 +287,7 @@ int main(void)
         cmocka_unit_test(test_mount_lists_in_the_environment),
         cmocka_unit_test(test_gunicorn_short_flags),
         cmocka_unit_test(test_unknown_flag_gets_the_nearest),
+        cmocka_unit_test(test_grip_flags),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

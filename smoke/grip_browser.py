@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""A django-eventstream page in a real browser, held by m0serve over GRIP
+(issue 19): headless Chromium opens the project's page (an EventSource on
+django-eventstream's `events` view) twice, against `m0serve gripproj.wsgi
+--workers 2 --grip-key-file KEY --grip-control ADDR` (tests/apps/gripproj);
+send_event runs in a view and in another process; both pages must show both
+events with django-eventstream's ids (`test:N`, rendered from %I by the
+server). Then one page's EventSource is closed and reopened: it resumes with
+Last-Event-ID from the project's storage and shows an event sent meanwhile.
+
+Driven over the DevTools protocol (smoke/chat_browser.py's helpers):
+
+    make smoke-grip-browser          # installs chromium, builds, runs this
+    python smoke/grip_browser.py [--screenshot FILE] [--chromium PATH]
+
+Run it with a Python that has the GRIP packages (requirements/test.txt).
+Exits 0 when every page showed every event, 1 otherwise. Every wait is
+bounded; the server and the browser are stopped on the way out.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import websockets
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from chat_browser import CDP, start_browser  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+APPS = REPO / "tests" / "apps"
+KEY = "smoke-grip-key-0123456789abcdef-0123456789"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(tmp):
+    key = Path(tmp) / "grip.key"
+    key.write_text(KEY + "\n")
+    key.chmod(0o600)
+    cport = free_port()
+    env = dict(os.environ, GRIPPROJ_DB=str(Path(tmp) / "db.sqlite3"),
+               GRIPPROJ_GRIP_URL="http://127.0.0.1:%d?iss=pushpin&key=%s" % (cport, KEY),
+               PYTHONPATH=str(APPS), DJANGO_SETTINGS_MODULE="gripproj.settings", PYTHONWARNINGS="ignore")
+    if sys.prefix != sys.base_prefix:
+        env["VIRTUAL_ENV"] = sys.prefix
+    subprocess.run([sys.executable, "-m", "django", "migrate", "-v0"], env=env, check=True, timeout=60)
+    proc = subprocess.Popen([str(REPO / "m0serve"), "gripproj.wsgi", "--app-dir", str(APPS), "--bind", "127.0.0.1:0",
+                             "--workers", "2", "--grip-key-file", str(key), "--grip-control",
+                             "127.0.0.1:%d" % cport],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True, env=env)
+    deadline = time.monotonic() + 20
+    banner = b""
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        banner += line
+        m = re.search(rb"listening on http://127\.0\.0\.1:(\d+)", line)
+        if m:
+            return proc, int(m.group(1)), env
+    os.killpg(proc.pid, signal.SIGKILL)
+    raise SystemExit("m0serve did not start:\n" + banner.decode(errors="replace"))
+
+
+def send_from_view(port, text):
+    urllib.request.urlopen("http://127.0.0.1:%d/send/?text=%s" % (port, text), timeout=10).read()
+
+
+def send_from_process(env, text):
+    code = ("import django; django.setup()\nfrom django_eventstream import send_event\n"
+            "send_event('test', 'message', {'text': %r}, async_publish=False)\n" % text)
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60)
+
+
+async def drive(browser_ws, port, env, screenshot):
+    base = "http://127.0.0.1:%d" % port
+    log = "document.getElementById('log').textContent"
+    async with websockets.connect(browser_ws, max_size=None, open_timeout=10) as ws:
+        cdp = CDP(ws)
+        pages = [await cdp.open(base + "/page/") for _ in range(2)]
+        for s in pages:
+            await cdp.until(s, "typeof es !== 'undefined' && es.readyState === 1", 15, "an EventSource did not open")
+        send_from_view(port, "from-view")
+        send_from_process(env, "from-process")
+        shown = {}
+        for i, s in enumerate(pages):
+            name = "page %d" % (i + 1)
+            try:
+                await cdp.until(s, "/test:\\d+ \\{\"text\": \"from-view\"\\}/.test(%s) && %s.includes('from-process')"
+                                % (log, log), 10, name)
+                shown[name] = True
+            except TimeoutError:
+                shown[name] = await cdp.js(s, log)
+        # Reconnect from the last event's id (its MessageEvent.lastEventId, as
+        # the page logged it), as django-eventstream's client does with
+        # ?lastEventId=: answered from the project's storage.
+        await cdp.js(pages[0], "window.lastId = %s.trim().split('\\n').pop().split(' ')[0]; es.close(); true" % log)
+        send_from_view(port, "while-away")
+        await cdp.js(pages[0], "es = new EventSource('/events/?lastEventId=' + encodeURIComponent(window.lastId));"
+                               "es.addEventListener('message', function (e) {"
+                               "document.getElementById('log').textContent += e.lastEventId + ' ' + e.data + '\\n'; });"
+                               "true")
+        try:
+            await cdp.until(pages[0], "%s.includes('while-away')" % log, 10, "resume")
+            shown["resume"] = True
+        except TimeoutError:
+            shown["resume"] = await cdp.js(pages[0], log)
+        if screenshot:
+            png = (await cdp.call("Page.captureScreenshot", pages[1]))["data"]
+            Path(screenshot).write_bytes(__import__("base64").b64decode(png))
+        return shown
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
+    ap.add_argument("--screenshot", default="", help="save the second page as PNG")
+    a = ap.parse_args()
+    if not os.access(a.chromium, os.X_OK):
+        raise SystemExit("no chromium at %s (apt-get install chromium, or make smoke-grip-browser)" % a.chromium)
+    tmp = tempfile.mkdtemp(prefix="m0grip.")
+    server, port, env = start_server(tmp)
+    profile = tempfile.mkdtemp(prefix="m0grip-profile.")
+    browser = None
+    try:
+        browser, browser_ws = start_browser(a.chromium, profile)
+        shown = asyncio.run(asyncio.wait_for(drive(browser_ws, port, env, a.screenshot), 90))
+    finally:
+        for p in (browser, server):
+            if p is not None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                    p.wait(10)
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    os.killpg(p.pid, signal.SIGKILL)
+        shutil.rmtree(profile, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+    ok = all(v is True for v in shown.values())
+    print("grip_browser: %s -> %s" % (", ".join("%s=%s" % (k, v is True) for k, v in shown.items()),
+                                      "ok" if ok else "FAILED"))
+    for k, v in shown.items():
+        if v is not True:
+            print("  %s showed: %r" % (k, v))
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+/*
+ * grip_control.c — the GRIP control port (see grip_control.h).
+ *
+ * Why C rather than a Python shim: the body's parse (epcp.c) and the
+ * publish (bus.c) are C already; the control port then needs no GIL, no
+ * runner and no application import, and a publish storm cannot take the
+ * application's threads.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "m0/body.h"
+#include "m0/bus.h"
+#include "m0/config.h"
+#include "m0/conn.h"
+#include "m0/epcp.h"
+#include "m0/grip_control.h"
+#include "m0/grip_item.h"
+#include "m0/http.h"
+#include "m0/job.h"
+#include "m0/log.h"
+
+void m0_grip_control_attach(struct m0_server *s)
+{
+    s->grip_fd = -1;
+    if (s->cfg->grip_listener >= 0 && s->cfg->grip_listener < s->nlisten)
+        s->grip_fd = s->listen_fds[s->cfg->grip_listener];
+}
+
+/* A small text answer with one extra field (name NULL: none). */
+static void reply(struct m0_server *s, struct m0_conn *c, int status, const char *ctype, const char *body,
+                  const char *name, const char *value)
+{
+    struct m0_job *job = c->job;
+    const char *why;
+    size_t len = strlen(body);
+    m0_head_reset(&job->head);
+    m0_head_status(&job->head, status, NULL, 0);
+    m0_head_add(&job->head, "Content-Type", 12, ctype, strlen(ctype), &why);
+    m0_head_add(&job->head, "Cache-Control", 13, "no-store", 8, &why);
+    if (name != NULL)
+        m0_head_add(&job->head, name, strlen(name), value, strlen(value), &why);
+    struct m0_body_req br = m0_job_framing(job);
+    m0_body_reset(&job->body);
+    m0_body_commit(&job->body, &c->out, &job->head, &br, (int64_t)len, 0);
+    m0_body_emit(&job->body, &c->out, body, len);
+    m0_conn_answer(s, c, status, len);
+}
+
+static int path_is(const struct m0_req *r, const char *p)
+{
+    size_t n = strlen(p);
+    return r->path_len == n && memcmp(r->path, p, n) == 0;
+}
+
+/* Publish every item, in order, after checking that each fits the bus
+ * (one too large refuses the whole request: nothing half-published).
+ * Returns the status to answer: 200, 413 or 503. */
+static int publish_all(const struct m0_epcp_publish *pub)
+{
+    struct m0_buf *frames = calloc(pub->nitems ? pub->nitems : 1, sizeof *frames);
+    int status = 200;
+    for (unsigned i = 0; i < pub->nitems && status == 200; i++) {
+        const struct m0_epcp_item *it = &pub->items[i];
+        if (m0_grip_item_encode(&frames[i], it) != M0_OK)
+            continue;        /* ws-message only, hint, refresh: nothing a hold here takes */
+        if (frames[i].len > M0_BUS_MAX_PAYLOAD || m0_sse_channel_error(it->channel.p, it->channel.len) != NULL)
+            status = 413;
+    }
+    for (unsigned i = 0; i < pub->nitems && status == 200; i++) {
+        const struct m0_epcp_item *it = &pub->items[i];
+        uint64_t id;
+        if (frames[i].len == 0)
+            continue;
+        int rc = m0_bus_publish_frame(it->channel.p, it->channel.len, frames[i].data, frames[i].len, &id);
+        if (rc == M0_AGAIN)
+            status = 503;
+        else if (rc != M0_OK)
+            status = 413;
+    }
+    for (unsigned i = 0; i < pub->nitems; i++)
+        m0_buf_free(&frames[i]);
+    free(frames);
+    return status;
+}
+
+/* The request body, whole (the loop read it before routing). NULL (and
+ * *n 0) when it cannot be read. */
+static char *body_of(const struct m0_req *r, size_t *n)
+{
+    char *b = m0_xmalloc(r->body_len + 1);
+    size_t got = 0;
+    while (got < r->body_len) {
+        ssize_t k = m0_req_body_read(r, got, b + got, r->body_len - got);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    if (got != r->body_len) {
+        free(b);
+        *n = 0;
+        return NULL;
+    }
+    b[got] = '\0';
+    *n = got;
+    return b;
+}
+
+void m0_grip_control_answer(struct m0_server *s, struct m0_conn *c)
+{
+    const struct m0_req *r = &c->job->req;
+    const char *tp = "text/plain";
+    if (path_is(r, "/")) {
+        reply(s, c, 200, tp, "m0serve GRIP control\n", NULL, NULL);
+        return;
+    }
+    if (!path_is(r, "/publish") && !path_is(r, "/publish/")) {
+        reply(s, c, 404, tp, "Not Found\n", NULL, NULL);
+        return;
+    }
+    if (strcmp(r->method, "POST") != 0) {
+        reply(s, c, 405, tp, "Method Not Allowed\n", "Allow", "POST");
+        return;
+    }
+    const struct m0_hdr *auth = m0_req_header(r, "authorization");
+    if (auth == NULL ||
+        !m0_grip_bearer_ok(auth->value, auth->value_len, s->cfg->grip_key, s->cfg->grip_key_len, (int64_t)time(NULL))) {
+        m0_warn("GRIP control: publish refused (%s credential) from %s", auth == NULL ? "no" : "a bad",
+                c->job->remote_addr[0] ? c->job->remote_addr : "a unix socket");
+        reply(s, c, 401, tp, "Unauthorized\n", "WWW-Authenticate", "Bearer");
+        return;
+    }
+    if (r->body_len > M0_EPCP_BODY_MAX) {
+        reply(s, c, 413, tp, "Request body too large.\n", NULL, NULL);
+        return;
+    }
+    size_t n;
+    char *body = body_of(r, &n);
+    if (body == NULL) {
+        reply(s, c, 500, tp, "Could not read the request body.\n", NULL, NULL);
+        return;
+    }
+    struct m0_epcp_publish pub;
+    int status = m0_epcp_parse(&pub, body, n);
+    free(body);
+    if (status != 200) {
+        char msg[M0_EPCP_ERR_MAX + 2];
+        snprintf(msg, sizeof msg, "%s\n", pub.err[0] ? pub.err : "Invalid request.");
+        m0_epcp_free(&pub);
+        reply(s, c, status, tp, msg, NULL, NULL);
+        return;
+    }
+    status = publish_all(&pub);
+    m0_epcp_free(&pub);
+    if (status == 413) {
+        reply(s, c, 413, tp, "Item too large.\n", NULL, NULL);
+    } else if (status == 503) {
+        reply(s, c, 503, tp, "No bus to publish on.\n", NULL, NULL);
+    } else {
+        const struct m0_hdr *acc = m0_req_header(r, "accept");
+        int json = acc != NULL && memmem(acc->value, acc->value_len, "application/json", 16) != NULL;
+        if (json)
+            reply(s, c, 200, "application/json", "{\"message\": \"Published\"}\n", NULL, NULL);
+        else
+            reply(s, c, 200, tp, "Published\n", NULL, NULL);
+    }
+}

@@ -1,0 +1,484 @@
+/*
+ * grip_hold.c — GRIP holds, Grip-Hold: stream and Grip-Hold: response (see
+ * grip_hold.h). Loop thread only.
+ *
+ * What a hold keeps of the view's instructions (struct m0_grip is freed
+ * with the head when the connection becomes HELD): the subscribed
+ * channel's last id, every channel's id for the id_format template, the
+ * first channel's filters, the keep-alive, and for a long-poll the view's
+ * response and its deadline.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include "m0/conn.h"
+#include "m0/grip.h"
+#include "m0/grip_hold.h"
+#include "m0/grip_item.h"
+#include "m0/hold.h"
+#include "m0/job.h"
+#include "m0/log.h"
+#include "m0/loop.h"
+#include "m0/response.h"
+
+#define CONTENT_FILTERS (M0_GRIP_F_BUILD_ID | M0_GRIP_F_VAR_SUBST)
+
+struct m0_griphold {
+    struct m0_hold base;            /* the outbox, the target (hold.h) */
+    uint8_t kind;                   /* M0_GRIP_HOLD_STREAM or M0_GRIP_HOLD_RESPONSE */
+    uint8_t finishing;              /* answered or closed: end once the outbox is out */
+    uint8_t has_last;               /* the subscribed channel has a last id */
+    uint8_t ka_mode;                /* enum m0_grip_ka_mode */
+    uint32_t filters;               /* the subscribed channel's M0_GRIP_F_* */
+    /* Every channel's name and id, for id_format: entries of
+     * (u16 name length, name, u16 id length, id); the first is the
+     * subscribed channel, its id the last one it saw. */
+    struct m0_buf ids;
+    struct m0_buf id_format;        /* the id_format meta (build-id), empty when none */
+    struct m0_buf user;             /* the user meta (skip-self, skip-users), empty when none */
+    struct m0_buf ka;               /* keep-alive bytes */
+    uint64_t ka_ms, last_ka;
+    struct m0_buf kept;             /* response hold: the view's response (head and body) */
+    uint64_t deadline;              /* response hold: loop clock of Grip-Timeout */
+};
+
+static struct m0_griphold *gh_of(struct m0_conn *c)
+{
+    return (struct m0_griphold *)c->hold;
+}
+
+/* ------------------------------------------------------------ the ids */
+
+static void put_entry(struct m0_buf *b, const char *name, size_t nlen, const char *id, size_t idlen)
+{
+    uint16_t n16 = (uint16_t)nlen, i16 = (uint16_t)idlen;
+    m0_buf_append(b, &n16, 2);
+    m0_buf_append(b, name, nlen);
+    m0_buf_append(b, &i16, 2);
+    m0_buf_append(b, id, idlen);
+}
+
+/* Entry k's name and id. Returns 0 past the last entry. */
+static int entry(const struct m0_buf *b, size_t *off, const char **name, size_t *nlen, const char **id, size_t *idlen)
+{
+    if (*off + 2 > b->len)
+        return 0;
+    uint16_t n16, i16;
+    memcpy(&n16, b->data + *off, 2);
+    *name = b->data + *off + 2;
+    *nlen = n16;
+    memcpy(&i16, b->data + *off + 2 + n16, 2);
+    *id = b->data + *off + 4 + n16;
+    *idlen = i16;
+    *off += 4u + n16 + i16;
+    return 1;
+}
+
+static const char *lookup_id(void *ctx, const char *name, size_t nlen, size_t *vlen)
+{
+    const struct m0_buf *b = ctx;
+    size_t off = 0, n, il;
+    const char *nm, *id;
+    while (entry(b, &off, &nm, &n, &id, &il)) {
+        if (n == nlen && memcmp(nm, name, n) == 0) {
+            *vlen = il;
+            return id;
+        }
+    }
+    return NULL;
+}
+
+/* The subscribed channel's last id is now id. */
+static void set_last(struct m0_griphold *gh, const char *id, size_t idlen)
+{
+    size_t off = 0, n, il;
+    const char *nm, *old;
+    if (!entry(&gh->ids, &off, &nm, &n, &old, &il))
+        return;
+    struct m0_buf b = {0};
+    put_entry(&b, nm, n, id, idlen);
+    m0_buf_append(&b, gh->ids.data + off, gh->ids.len - off);
+    m0_buf_free(&gh->ids);
+    gh->ids = b;
+    gh->has_last = 1;
+}
+
+static int last_is(const struct m0_griphold *gh, const char *id, size_t idlen)
+{
+    size_t off = 0, n, il;
+    const char *nm, *last;
+    return entry(&gh->ids, &off, &nm, &n, &last, &il) && il == idlen && memcmp(last, id, il) == 0;
+}
+
+/* content with %I rendered (build-id: the id from id_format over the
+ * channels' ids; "%%" is "%"), appended to out. M0_OK or M0_ERR. */
+static int render(struct m0_griphold *gh, struct m0_buf *out, const char *p, size_t n)
+{
+    struct m0_buf id = {0};
+    const char *why = NULL;
+    if (gh->id_format.len > 0 &&
+        m0_grip_render_id(&id, gh->id_format.data, gh->id_format.len, lookup_id, &gh->ids, &why) != M0_OK)
+        m0_buf_reset(&id);          /* a channel it names is not ours: no id rather than no event */
+    int rc = m0_grip_render_content(out, p, n, id.data != NULL ? id.data : "", id.len, &why);
+    m0_buf_free(&id);
+    return rc;
+}
+
+/* ------------------------------------------------------------ begin */
+
+static struct m0_hold *grip_begin(struct m0_server *s, struct m0_conn *c)
+{
+    (void)s;
+    struct m0_job *job = c->job;
+    const struct m0_grip *g = job->head.grip;
+    if (job->head.grip_hold == M0_GRIP_HOLD_RESPONSE && (c->flags & C_STREAMING)) {
+        /* The view's body was too long to hold back: its head is out, so
+         * it is the answer (as if Grip-Timeout had passed). */
+        m0_warn("%s %s: Grip-Hold: response with a body too long to keep: answered now", job->req.method,
+                job->req.target);
+        job->resp.flags &= ~M0_RESP_HOLD;
+        return NULL;
+    }
+    struct m0_griphold *gh = m0_xmalloc(sizeof *gh);
+    memset(gh, 0, sizeof *gh);
+    gh->kind = job->head.grip_hold;
+    gh->filters = g->channels[0].filters;
+    gh->has_last = g->channels[0].has_prev_id;
+    for (unsigned i = 0; i < g->nchannels; i++) {
+        const struct m0_grip_channel *ch = &g->channels[i];
+        put_entry(&gh->ids, m0_grip_str(g, ch->name), ch->name.len, m0_grip_str(g, ch->prev_id), ch->prev_id.len);
+    }
+    size_t flen = 0;
+    const char *fmt = m0_grip_meta_get(g, "id_format", 9, &flen);
+    if (fmt != NULL && (gh->filters & M0_GRIP_F_BUILD_ID))
+        m0_buf_append(&gh->id_format, fmt, flen);
+    size_t ulen = 0;
+    const char *user = m0_grip_meta_get(g, "user", 4, &ulen);
+    if (user != NULL)
+        m0_buf_append(&gh->user, user, ulen);
+    if (g->ka_mode != M0_GRIP_KA_NONE && gh->kind == M0_GRIP_HOLD_STREAM) {
+        gh->ka_mode = (uint8_t)g->ka_mode;
+        m0_buf_append(&gh->ka, m0_grip_str(g, g->ka_data), g->ka_data.len);
+        gh->ka_ms = (uint64_t)g->ka_timeout * 1000;
+    }
+    struct m0_buf *out = &job->resp.out;
+    if (gh->kind == M0_GRIP_HOLD_RESPONSE) {
+        /* Nothing goes out now: the view's response waits for its timeout. */
+        m0_buf_append(&gh->kept, out->data + out->off, m0_buf_unread(out));
+        m0_buf_reset(out);
+        gh->deadline = (uint64_t)g->timeout * 1000;      /* relative until enter */
+    } else if (!(c->flags & C_STREAMING) && (gh->filters & CONTENT_FILTERS) && m0_buf_unread(out) > 0) {
+        /* The view's body passes the channel's content filters too (Pushpin
+         * applies build-id to the first response: django-eventstream's
+         * "%%" comes back as "%"). */
+        const char *p = out->data + out->off;
+        const char *eoh = memmem(p, m0_buf_unread(out), "\r\n\r\n", 4);
+        if (eoh != NULL) {
+            size_t head = (size_t)(eoh + 4 - p);
+            struct m0_buf nb = {0};
+            m0_buf_append(&nb, p, head);
+            if (render(gh, &nb, p + head, m0_buf_unread(out) - head) == M0_OK) {
+                m0_buf_free(out);
+                *out = nb;
+            } else {
+                m0_buf_free(&nb);
+            }
+        }
+    }
+    return &gh->base;
+}
+
+/* --------------------------------------------------------- the end */
+
+/* Write what is queued, then close (the close-delimited stream's end, or
+ * the long-poll answer's Connection: close). Called while deliveries are
+ * being made (a registry pass may be iterating its subscribers), so the
+ * close itself is left to the sweep (grip_tick) or to the EPOLLOUT that
+ * writes the rest; a write error dooms it (closed after the batch). */
+static void finish(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_griphold *gh = gh_of(c);
+    gh->finishing = 1;
+    if (!s->holds->corking && c->state == M0_CONN_HELD && m0_hold_flush(s, c) == M0_ERR)
+        m0_conn_doom(s, c);
+}
+
+/* A long-poll's answer: bytes (a whole response), then the close. */
+static void answer(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
+{
+    struct m0_griphold *gh = gh_of(c);
+    if (gh->finishing)
+        return;
+    m0_hold_send(s, c, p, n);
+    finish(s, c);
+}
+
+/* The answer an http-response item gives: its code, reason, headers
+ * (without the ones the framing owns) and body, Content-Length framed. */
+static void answer_item(struct m0_server *s, struct m0_conn *c, const struct m0_grip_item *it)
+{
+    struct m0_buf r = {0};
+    int code = it->code >= 100 && it->code <= 599 ? it->code : 200;
+    m0_buf_printf(&r, "HTTP/1.1 %03d ", code);
+    if (it->reason.n > 0)
+        m0_buf_append(&r, it->reason.p, it->reason.n);
+    else
+        m0_buf_puts(&r, m0_status_reason(code));
+    m0_buf_puts(&r, "\r\n");
+    static const char *const owned[] = {"content-length", "connection", "transfer-encoding", "keep-alive",
+                                        "te", "trailer", "upgrade"};
+    for (unsigned i = 0; i < it->nheaders; i++) {
+        int skip = 0;
+        for (size_t k = 0; k < M0_ARRAY_LEN(owned); k++)
+            skip |= it->hname[i].n == strlen(owned[k]) && strncasecmp(it->hname[i].p, owned[k], it->hname[i].n) == 0;
+        if (skip)
+            continue;
+        m0_buf_append(&r, it->hname[i].p, it->hname[i].n);
+        m0_buf_puts(&r, ": ");
+        m0_buf_append(&r, it->hvalue[i].p, it->hvalue[i].n);
+        m0_buf_puts(&r, "\r\n");
+    }
+    m0_head_server_fields(&r, 0, 0);
+    m0_buf_printf(&r, "Content-Length: %zu\r\nConnection: close\r\n\r\n", it->body.n);
+    m0_buf_append(&r, it->body.p, it->body.n);
+    answer(s, c, r.data, r.len);
+    m0_buf_free(&r);
+}
+
+/* An item was missed (a gap notice, or an item that does not chain). */
+static void missed(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_griphold *gh = gh_of(c);
+    if (gh->kind == M0_GRIP_HOLD_RESPONSE)
+        answer(s, c, gh->kept.data, gh->kept.len);     /* the client asks again */
+    else
+        finish(s, c);        /* the client reconnects with Last-Event-ID */
+}
+
+/* ---------------------------------------------------------- delivery */
+
+/* The item's meta value for key, or NULL. */
+static const struct m0_grip_view *item_meta(const struct m0_grip_item *it, const char *key)
+{
+    size_t n = strlen(key);
+    for (unsigned i = 0; i < it->nmeta; i++) {
+        if (it->mkey[i].n == n && memcmp(it->mkey[i].p, key, n) == 0)
+            return &it->mvalue[i];
+    }
+    return NULL;
+}
+
+/* Does the comma-separated list v name s (n bytes)? */
+static int list_has(struct m0_grip_view v, const char *s, size_t n)
+{
+    const char *p = v.p, *end = v.p + v.n;
+    while (p <= end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *e = comma != NULL ? comma : end;
+        const char *a = p, *b = e;
+        while (a < b && (*a == ' ' || *a == '\t'))
+            a++;
+        while (b > a && (b[-1] == ' ' || b[-1] == '\t'))
+            b--;
+        if ((size_t)(b - a) == n && memcmp(a, s, n) == 0)
+            return 1;
+        if (comma == NULL)
+            break;
+        p = comma + 1;
+    }
+    return 0;
+}
+
+/* Pushpin's delivery filters on the subscribed channel: skip-self (the
+ * item's sender meta is this subscriber's user), skip-users (its
+ * skip_users list names the user), require-sub (its require_sub channel
+ * is not one this hold was given). 1: drop the item. */
+static int filtered(const struct m0_griphold *gh, const struct m0_grip_item *it)
+{
+    const struct m0_grip_view *v;
+    if ((gh->filters & M0_GRIP_F_SKIP_SELF) && gh->user.len > 0 && (v = item_meta(it, "sender")) != NULL &&
+        v->n == gh->user.len && memcmp(v->p, gh->user.data, v->n) == 0)
+        return 1;
+    if ((gh->filters & M0_GRIP_F_SKIP_USERS) && gh->user.len > 0 && (v = item_meta(it, "skip_users")) != NULL &&
+        list_has(*v, gh->user.data, gh->user.len))
+        return 1;
+    if ((gh->filters & M0_GRIP_F_REQUIRE_SUB) && (v = item_meta(it, "require_sub")) != NULL) {
+        size_t vlen;
+        if (lookup_id((void *)&gh->ids, v->p, v->n, &vlen) == NULL)
+            return 1;
+    }
+    return 0;
+}
+
+static void grip_deliver(struct m0_server *s, struct m0_conn *c, const char *frame, size_t n)
+{
+    struct m0_griphold *gh = gh_of(c);
+    if (gh->finishing)
+        return;
+    if (!m0_grip_is_item(frame, n)) {
+        /* An m0 SSE event on the same channel is not GRIP content; the
+         * worker's gap notice is a missed item. */
+        if (n >= 13 && memcmp(frame, "event: m0-gap", 13) == 0)
+            missed(s, c);
+        return;
+    }
+    struct m0_grip_item it;
+    if (m0_grip_item_decode(frame, n, &it) != M0_OK)
+        return;
+    if (gh->kind == M0_GRIP_HOLD_STREAM && !(it.flags & (M0_GRIP_IT_STREAM | M0_GRIP_IT_STREAM_CLOSE)))
+        return;
+    if (gh->kind == M0_GRIP_HOLD_RESPONSE && !(it.flags & M0_GRIP_IT_RESPONSE))
+        return;
+    if (gh->has_last && (it.flags & M0_GRIP_IT_PREV_ID) && !last_is(gh, it.prev_id.p, it.prev_id.n)) {
+        if (s->holds->replaying)
+            return;          /* published while the view ran: its body has it */
+        missed(s, c);
+        return;
+    }
+    if (it.flags & M0_GRIP_IT_ID)
+        set_last(gh, it.id.p, it.id.n);
+    if (filtered(gh, &it))
+        return;              /* not for this subscriber (its sequence still moves on) */
+    if (gh->kind == M0_GRIP_HOLD_RESPONSE) {
+        answer_item(s, c, &it);
+        return;
+    }
+    if (it.flags & M0_GRIP_IT_STREAM_CLOSE) {
+        finish(s, c);
+        return;
+    }
+    /* Content filters: an item that names its own must name the
+     * channel's (Pushpin drops it otherwise). */
+    uint32_t want = gh->filters & CONTENT_FILTERS;
+    if ((it.flags & M0_GRIP_IT_FILTERS) && (it.filters & CONTENT_FILTERS) != want)
+        return;
+    if (want & M0_GRIP_F_BUILD_ID) {
+        struct m0_buf out = {0};
+        if (render(gh, &out, it.content.p, it.content.n) == M0_OK)
+            m0_hold_send(s, c, out.data, out.len);
+        m0_buf_free(&out);
+    } else {
+        m0_hold_send(s, c, it.content.p, it.content.n);
+    }
+}
+
+/* ---------------------------------------------------------- lifecycle */
+
+static void grip_enter(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_griphold *gh = gh_of(c);
+    uint64_t now = m0_loop_now(s->loop);
+    gh->last_ka = now;
+    if (gh->kind == M0_GRIP_HOLD_RESPONSE)
+        gh->deadline += now;
+}
+
+static void grip_end(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_griphold *gh = gh_of(c);
+    if (gh->kind == M0_GRIP_HOLD_RESPONSE && !gh->finishing) {
+        answer(s, c, gh->kept.data, gh->kept.len);     /* drain: the view's answer now */
+        return;
+    }
+    m0_hold_flush(s, c);
+    shutdown(c->fd, SHUT_WR);
+    m0_conn_close(s, c);
+}
+
+static void grip_release(struct m0_server *s, struct m0_conn *c)
+{
+    (void)s;
+    struct m0_griphold *gh = gh_of(c);
+    m0_buf_free(&gh->ids);
+    m0_buf_free(&gh->id_format);
+    m0_buf_free(&gh->user);
+    m0_buf_free(&gh->ka);
+    m0_buf_free(&gh->kept);
+}
+
+/* The client's bytes are discarded (a held request has no more input);
+ * its EOF closes the hold. */
+static void held_read(struct m0_server *s, struct m0_conn *c)
+{
+    char sink[512];
+    for (;;) {
+        ssize_t n = recv(c->fd, sink, sizeof sink, MSG_DONTWAIT);
+        if (n > 0)
+            continue;
+        if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n == -1 && errno == EINTR)
+            continue;
+        m0_conn_close(s, c);
+        return;
+    }
+}
+
+static void grip_event(struct m0_server *s, struct m0_conn *c, uint32_t ev)
+{
+    if (c->state != M0_CONN_HELD)
+        return;
+    if (ev & EPOLLOUT) {
+        int rc = m0_hold_flush(s, c);
+        if (rc == M0_ERR || (rc == M0_OK && gh_of(c)->finishing)) {
+            if (rc == M0_OK)
+                shutdown(c->fd, SHUT_WR);
+            m0_conn_close(s, c);
+            return;
+        }
+    }
+    if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        held_read(s, c);
+}
+
+/* Periodic: a finished hold whose bytes are out closes; a long-poll past
+ * its Grip-Timeout is answered with the view's response; a stream gets
+ * its keep-alive (idle: after ka_ms without a write; interval: every
+ * ka_ms). */
+static void grip_tick(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->state != M0_CONN_HELD)
+        return;
+    struct m0_griphold *gh = gh_of(c);
+    uint64_t now = m0_loop_now(s->loop);
+    if (gh->finishing) {
+        if (m0_buf_unread(&gh->base.outbox) == 0) {
+            shutdown(c->fd, SHUT_WR);
+            m0_conn_close(s, c);
+        }
+        return;
+    }
+    if (gh->kind == M0_GRIP_HOLD_RESPONSE) {
+        if (now >= gh->deadline)
+            answer(s, c, gh->kept.data, gh->kept.len);
+        return;
+    }
+    if (gh->ka_ms == 0 || m0_buf_unread(&gh->base.outbox) != 0)
+        return;
+    uint64_t since = gh->ka_mode == M0_GRIP_KA_INTERVAL ? gh->last_ka : gh->base.last_write;
+    if (now - since >= gh->ka_ms) {
+        m0_hold_send(s, c, gh->ka.data, gh->ka.len);
+        gh->last_ka = now;
+    }
+}
+
+const struct m0_hold_ops m0_grip_hold_ops = {
+    .proto = M0_CONN_PROTO_GRIP,
+    .begin = grip_begin,
+    .deliver = grip_deliver,
+    .enter = grip_enter,
+    .end = grip_end,
+    .release = grip_release,
+};
+
+const struct m0_conn_ops m0_grip_conn_ops = {
+    .name = "grip",
+    .event = grip_event,
+    .tick = grip_tick,
+    .closing = m0_hold_release,
+    .hold = &m0_grip_hold_ops,
+};

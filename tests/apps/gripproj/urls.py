@@ -1,0 +1,15 @@
+from django.urls import include, path
+
+import django_eventstream
+
+from . import views
+
+urlpatterns = [
+    path("events/", include(django_eventstream.urls), {"channels": ["test"]}),
+    path("send/", views.send),
+    path("echo/", views.echo),
+    path("lp/", views.longpoll),
+    path("st/", views.stream),
+    path("page/", views.page),
+    path("bad/", views.bad),
+]

@@ -1,0 +1,51 @@
+import json
+
+import django_grip
+from django.http import HttpResponse
+from django_eventstream import send_event
+
+
+def send(request):
+    """send_event from a view, as django-eventstream documents it."""
+    text = request.GET.get("text", "hello")
+    skip = request.GET.getlist("skip")       # send_event's skip_user_ids (the skip-users filter)
+    send_event("test", "message", {"text": text}, skip_user_ids=skip or None, async_publish=False)
+    return HttpResponse("sent\n", content_type="text/plain")
+
+
+def echo(request):
+    """What reached the application: its Grip-* request fields and whether
+    django-grip believes a GRIP proxy is in front."""
+    meta = {k: v for k, v in request.META.items() if k.startswith("HTTP_GRIP")}
+    return HttpResponse(json.dumps({"meta": meta, "proxied": request.grip.proxied}),
+                        content_type="application/json")
+
+
+def longpoll(request):
+    django_grip.set_hold_longpoll(request, "lp", timeout=5)
+    return HttpResponse("timeout body\n", content_type="text/plain")
+
+
+def stream(request):
+    django_grip.set_hold_stream(request, "st", keep_alive_data="ka\n", keep_alive_timeout=1)
+    return HttpResponse("stream head\n", content_type="text/plain")
+
+
+PAGE = """<!doctype html><title>events</title><pre id="log"></pre>
+<script>
+var es = new EventSource("/events/");
+es.addEventListener("message", function (e) {
+  document.getElementById("log").textContent += e.lastEventId + " " + e.data + "\\n";
+});
+</script>"""
+
+
+def page(request):
+    return HttpResponse(PAGE, content_type="text/html")
+
+
+def bad(request):
+    """Instructions a GRIP proxy cannot follow: Pushpin answers 502."""
+    response = HttpResponse("the view's body\n", content_type="text/plain")
+    response["Grip-Hold"] = "forever"
+    return response

@@ -1,0 +1,380 @@
+"""GRIP (issue 19): django-eventstream, django-grip and gripcontrol run
+unchanged against m0serve with --grip-key-file and --grip-control, no
+Pushpin.
+
+The project is tests/apps/gripproj: django-eventstream's documented setup
+(GripMiddleware, GRIP_URL at the control port with the key, the model
+storage), served by two workers. Needs the GRIP packages (requirements/
+test.txt); skipped cleanly without them.
+"""
+
+import importlib.util
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from serverproc import APPS_DIR, free_port, run_to_exit
+
+# django_eventstream and django_grip need settings to import: only their
+# presence is checked here (the server and the helper processes import them).
+if importlib.util.find_spec("django_eventstream") is None or importlib.util.find_spec("django_grip") is None:
+    pytest.skip("the GRIP packages are not installed (requirements/test.txt)", allow_module_level=True)
+gripcontrol = pytest.importorskip("gripcontrol")
+jwt = pytest.importorskip("jwt")
+
+KEY = "test-grip-key-0123456789abcdef-0123456789"
+WAIT = 10.0
+
+
+@pytest.fixture(scope="module")
+def grip(tmp_path_factory, start_module_server):
+    d = tmp_path_factory.mktemp("grip")
+    key = d / "grip.key"
+    key.write_text(KEY + "\n")
+    key.chmod(0o600)
+    cport = free_port()
+    env = {
+        "GRIPPROJ_DB": str(d / "db.sqlite3"),
+        "GRIPPROJ_GRIP_URL": "http://127.0.0.1:%d?iss=pushpin&key=%s" % (cport, KEY),
+        "PYTHONPATH": str(APPS_DIR),
+        "DJANGO_SETTINGS_MODULE": "gripproj.settings",
+        "PYTHONWARNINGS": "ignore",
+    }
+    subprocess.run([sys.executable, "-m", "django", "migrate", "-v0"], env=dict(os.environ, **env), check=True,
+                   timeout=60)
+    server = start_module_server("gripproj.wsgi", "--grip-key-file", str(key), "--grip-control",
+                                 "127.0.0.1:%d" % cport, workers=2, env=env)
+    return {"port": server.port, "cport": cport, "env": env, "server": server}
+
+
+class Stream:
+    """A raw client connection: the request, then bytes as they come."""
+
+    def __init__(self, port, target, headers=()):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+        lines = ["GET %s HTTP/1.1" % target, "Host: 127.0.0.1"] + list(headers)
+        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        self.buf = b""
+        self.eof = False
+
+    def read_until(self, needle, timeout=WAIT):
+        needle = needle.encode() if isinstance(needle, str) else needle
+        deadline = time.monotonic() + timeout
+        while needle not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.eof:
+                raise AssertionError("%r not received; got %r" % (needle, self.buf[-600:]))
+            self.sock.settimeout(left)
+            try:
+                chunk = self.sock.recv(65536)
+            except socket.timeout:
+                continue
+            if not chunk:
+                self.eof = True
+            self.buf += chunk
+        return self.buf
+
+    def read_to_eof(self, timeout=WAIT):
+        deadline = time.monotonic() + timeout
+        while not self.eof:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError("no end of stream; got %r" % self.buf[-600:])
+            self.sock.settimeout(left)
+            try:
+                chunk = self.sock.recv(65536)
+            except socket.timeout:
+                continue
+            if not chunk:
+                self.eof = True
+            self.buf += chunk
+        return self.buf
+
+    def head(self):
+        self.read_until(b"\r\n\r\n")
+        return self.buf.split(b"\r\n\r\n", 1)[0].decode("latin-1")
+
+    def close(self):
+        self.sock.close()
+
+
+def get(port, target, headers=None):
+    import urllib.request
+
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, target), headers=headers or {})
+    with urllib.request.urlopen(req, timeout=WAIT) as r:
+        return r.status, dict(r.headers), r.read()
+
+
+def send_event_elsewhere(env, text):
+    """send_event from another process (a management command's way)."""
+    code = ("import django; django.setup()\n"
+            "from django_eventstream import send_event\n"
+            "send_event('test', 'message', {'text': %r}, async_publish=False)\n" % text)
+    subprocess.run([sys.executable, "-c", code], env=dict(os.environ, **env), check=True, timeout=60)
+
+
+def publisher(cport, **extra):
+    cfg = {"control_uri": "http://127.0.0.1:%d" % cport, "control_iss": "pushpin", "key": KEY}
+    cfg.update(extra)
+    return gripcontrol.GripPubControl(cfg)
+
+
+def grip_lines(head):
+    return [line for line in head.split("\r\n")[1:] if line.lower().startswith("grip-")]
+
+
+def test_eventstream_events_from_a_view_and_another_process(grip):
+    s = Stream(grip["port"], "/events/")
+    try:
+        head = s.head()
+        assert head.startswith("HTTP/1.1 200")
+        assert "text/event-stream" in head
+        assert grip_lines(head) == []
+        s.read_until("event: stream-open")
+        get(grip["port"], "/send/?text=from-view")
+        body = s.read_until('data: {"text": "from-view"}').decode()
+        send_event_elsewhere(grip["env"], "from-process")
+        body = s.read_until('data: {"text": "from-process"}').decode()
+        # %I rendered with the subscription's id_format: the browser's lastEventId.
+        ids = re.findall(r"^id: (\S+)$", body, re.M)
+        assert len(ids) == 2 and all(i.startswith("test:") for i in ids), body
+        assert "%I" not in body and "%%" not in body
+    finally:
+        s.close()
+
+
+def test_reconnect_with_last_event_id_replays_from_the_storage(grip):
+    s = Stream(grip["port"], "/events/")
+    try:
+        s.read_until("event: stream-open")
+        get(grip["port"], "/send/?text=first")
+        get(grip["port"], "/send/?text=second")
+        body = s.read_until('data: {"text": "second"}').decode()
+    finally:
+        s.close()
+    first_id = re.search(r'id: (test:\d+)\ndata: \{"text": "first"\}', body).group(1)
+    r = Stream(grip["port"], "/events/", ["Last-Event-ID: " + first_id])
+    try:
+        again = r.read_until('data: {"text": "second"}').decode()
+        assert '"first"' not in again.split("stream-open")[-1]
+        get(grip["port"], "/send/?text=third")
+        r.read_until('data: {"text": "third"}')
+    finally:
+        r.close()
+
+
+def test_a_forged_grip_sig_never_reaches_the_app(grip):
+    status, _, body = get(grip["port"], "/echo/", {"Grip-Sig": "forged.token.x", "Grip-Last": "events-test; last-id=1"})
+    seen = json.loads(body)
+    assert status == 200
+    assert "HTTP_GRIP_LAST" not in seen["meta"]
+    sig = seen["meta"]["HTTP_GRIP_SIG"]
+    assert sig != "forged.token.x"
+    claims = jwt.decode(sig, KEY, algorithms=["HS256"])
+    assert claims["iss"] == "pushpin" and claims["exp"] > time.time() + 3000
+    assert seen["proxied"] is True
+
+
+def test_gripcontrol_publish_http_stream_and_close(grip):
+    s = Stream(grip["port"], "/st/")
+    try:
+        head = s.head()
+        assert "Content-Type: text/plain" in head
+        assert grip_lines(head) == []
+        s.read_until("stream head\n")
+        pub = publisher(grip["cport"])
+        pub.publish_http_stream("st", "data: one\n\n", blocking=True)
+        s.read_until("data: one\n\n")
+        pub.publish_http_stream("st", gripcontrol.HttpStreamFormat(b"\xff\x00bin"), blocking=True)
+        s.read_until(b"\xff\x00bin")
+        pub.publish_http_stream("st", gripcontrol.HttpStreamFormat(close=True), blocking=True)
+        body = s.read_to_eof()
+        assert body.endswith(b"\xff\x00bin")
+    finally:
+        s.close()
+
+
+def test_grip_keep_alive_is_written_on_an_idle_stream(grip):
+    s = Stream(grip["port"], "/st/")
+    try:
+        s.read_until("stream head\n")
+        s.read_until("stream head\nka\n", timeout=4)
+    finally:
+        s.close()
+
+
+def test_gripcontrol_publish_http_response_answers_a_long_poll(grip):
+    s = Stream(grip["port"], "/lp/")
+    pub = publisher(grip["cport"])
+    fmt = gripcontrol.HttpResponseFormat(code=201, reason="Made", headers={"X-A": "1"}, body="made\n")
+    try:
+        # Nothing is written while it is held: publish until the hold takes one.
+        deadline = time.monotonic() + 4
+        while b"\r\n\r\n" not in s.buf:
+            assert time.monotonic() < deadline, "the long-poll was not answered by the publish"
+            pub.publish_http_response("lp", fmt, blocking=True)
+            try:
+                s.read_until(b"\r\n\r\n", timeout=0.2)
+            except AssertionError:
+                pass
+        body = s.read_to_eof()
+    finally:
+        s.close()
+    head, _, rest = body.partition(b"\r\n\r\n")
+    head = head.decode("latin-1")
+    assert head.startswith("HTTP/1.1 201 Made")
+    assert "X-A: 1" in head and "Content-Length: 5" in head
+    assert grip_lines(head) == []
+    assert rest == b"made\n"
+
+
+def test_a_long_poll_is_answered_by_its_timeout(grip):
+    t0 = time.monotonic()
+    s = Stream(grip["port"], "/lp/")
+    try:
+        body = s.read_to_eof(timeout=15)
+    finally:
+        s.close()
+    elapsed = time.monotonic() - t0
+    head, _, rest = body.partition(b"\r\n\r\n")
+    head = head.decode("latin-1")
+    assert head.startswith("HTTP/1.1 200")
+    assert grip_lines(head) == []
+    assert rest == b"timeout body\n"
+    assert 4.5 <= elapsed < 12, elapsed
+
+
+def _post(cport, body, headers):
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request("http://127.0.0.1:%d/publish/" % cport, data=body, method="POST",
+                                 headers=dict({"Content-Type": "application/json"}, **headers))
+    try:
+        with urllib.request.urlopen(req, timeout=WAIT) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def test_an_unauthenticated_publish_is_refused(grip):
+    item = json.dumps({"items": [{"channel": "st", "http-stream": {"content": "x"}}]}).encode()
+    assert _post(grip["cport"], item, {})[0] == 401
+    assert _post(grip["cport"], item, {"Authorization": "Bearer wrong"})[0] == 401
+    forged = jwt.encode({"iss": "pushpin", "exp": int(time.time()) + 60}, "another-key-" * 4, algorithm="HS256")
+    assert _post(grip["cport"], item, {"Authorization": "Bearer " + forged})[0] == 401
+    expired = jwt.encode({"iss": "pushpin", "exp": int(time.time()) - 600}, KEY, algorithm="HS256")
+    assert _post(grip["cport"], item, {"Authorization": "Bearer " + expired})[0] == 401
+    # The key itself (GRIP_URL ?key= without iss) and a JWT signed with it pass.
+    assert _post(grip["cport"], item, {"Authorization": "Bearer " + KEY}) == (200, b"Published\n")
+    good = jwt.encode({"iss": "x", "exp": int(time.time()) + 60}, KEY, algorithm="HS256")
+    assert _post(grip["cport"], item, {"Authorization": "Bearer " + good})[0] == 200
+    assert _post(grip["cport"], b"{not json", {"Authorization": "Bearer " + KEY}) == (400, b"Body is not valid JSON.\n")
+    with pytest.raises(Exception, match="401"):
+        gripcontrol.GripPubControl({"control_uri": "http://127.0.0.1:%d" % grip["cport"]}).publish_http_stream(
+            "st", "x", blocking=True)
+
+
+def test_the_control_port_never_serves_the_app(grip):
+    import urllib.error
+
+    with pytest.raises(urllib.error.HTTPError) as e:
+        get(grip["cport"], "/echo/")
+    assert e.value.code == 404
+
+
+def test_a_key_file_other_users_can_read_is_refused(tmp_path):
+    key = tmp_path / "grip.key"
+    key.write_text(KEY + "\n")
+    key.chmod(0o644)
+    rc, err = run_to_exit(["gripproj.wsgi", "--app-dir", str(APPS_DIR), "--bind", "127.0.0.1:0",
+                           "--grip-key-file", str(key)])
+    assert rc == 2
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "--grip-key-file" in lines[0] and "readable" in lines[0], err
+
+
+def test_asgi_gets_grip_sig_and_holds_a_grip_stream(tmp_path, start_server):
+    key = tmp_path / "grip.key"
+    key.write_text(KEY + "\n")
+    key.chmod(0o600)
+    cport = free_port()
+    server = start_server("grip_asgi:app", "--grip-key-file", str(key), "--grip-control", "127.0.0.1:%d" % cport)
+    _, _, body = get(server.port, "/echo", {"Grip-Sig": "forged", "Grip-Last": "x; last-id=1"})
+    names = [k for k, _ in json.loads(body)]
+    sigs = [v for k, v in json.loads(body) if k == "grip-sig"]
+    assert "grip-last" not in names and len(sigs) == 1
+    assert jwt.decode(sigs[0], KEY, algorithms=["HS256"])["iss"] == "pushpin"
+    s = Stream(server.port, "/st")
+    try:
+        head = s.head()
+        assert grip_lines(head) == [] and "content-type: text/plain" in head.lower()
+        s.read_until("asgi head\n")
+        publisher(cport).publish_http_stream("ast", "data: asgi\n\n", blocking=True)
+        s.read_until("asgi head\ndata: asgi\n\n")
+    finally:
+        s.close()
+
+
+def test_an_item_that_does_not_chain_on_prev_id_ends_the_stream(grip):
+    """django-eventstream holds with prev-id = its storage's last id: an item
+    whose prev-id is another means one was missed; the stream ends so the
+    browser reconnects with Last-Event-ID and the storage answers."""
+    s = Stream(grip["port"], "/events/")
+    try:
+        head = s.head()
+        s.read_until("event: stream-open")
+        pub = publisher(grip["cport"])
+        pub.publish_http_stream("events-test", "event: message\nid: %I\ndata: skipped\n\n", id="100000",
+                                prev_id="99999", blocking=True)
+        body = s.read_to_eof()
+        assert b"skipped" not in body
+    finally:
+        s.close()
+    assert head.startswith("HTTP/1.1 200")
+    # A chained one is delivered: the next send_event's prev-id is the last id.
+    s = Stream(grip["port"], "/events/")
+    try:
+        s.read_until("event: stream-open")
+        get(grip["port"], "/send/?text=chained")
+        s.read_until('data: {"text": "chained"}')
+    finally:
+        s.close()
+
+
+def test_instructions_that_cannot_be_followed_are_a_502(grip):
+    """Pushpin's answer to a view whose Grip-* it cannot follow; the view's
+    own body never reaches the client."""
+    s = Stream(grip["port"], "/bad/")
+    try:
+        head = s.head()
+        s.read_until(b"origin.\n")
+    finally:
+        s.close()
+    assert head.startswith("HTTP/1.1 502 Bad Gateway")
+    assert "Content-Length: 32" in head
+    assert grip_lines(head) == []
+    assert s.buf.split(b"\r\n\r\n", 1)[1] == b"Error while proxying to origin.\n"
+    assert grip["server"].stderr.wait_for(re.compile(r"GRIP instructions not followed.*Grip-Hold"), 5)
+
+
+def test_send_event_skip_user_ids_skips_that_user_only(grip):
+    """skip_user_ids becomes the item's skip_users meta; the hold's
+    skip-users filter drops it for the user its Grip-Set-Meta names
+    ("anonymous" here), and the sequence moves on for the next event."""
+    s = Stream(grip["port"], "/events/")
+    try:
+        s.read_until("event: stream-open")
+        get(grip["port"], "/send/?text=not-for-anonymous&skip=anonymous")
+        get(grip["port"], "/send/?text=for-everyone&skip=someone-else")
+        body = s.read_until('data: {"text": "for-everyone"}')
+        assert b"not-for-anonymous" not in body
+    finally:
+        s.close()
