@@ -251,6 +251,10 @@ void m0_conn_on_complete(struct m0_loop *l, const struct m0_completion *done, vo
 void m0_conn_sweep(struct m0_server *s);
 /* Accept what is pending on the listener. */
 void m0_conn_accept(struct m0_loop *l, int fd, uint32_t events, void *ctx);
+/* A HELD connection's next tick at due (loop clock ms; at or before now:
+ * the next sweep), moved in the wheel. Outside a tick, where setting
+ * c->deadline would lose it in the wheel. */
+void m0_conn_tick_at(struct m0_server *s, struct m0_conn *c, uint64_t due);
 /* Close every open connection (the loop ends). */
 void m0_conn_close_all(struct m0_server *s);
 /* Call fn for every HELD connection (a drain ends the holds); fn may

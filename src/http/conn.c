@@ -209,6 +209,17 @@ void m0_conn_set_state(struct m0_server *s, struct m0_conn *c, enum m0_conn_stat
         list_link(s, c);                 /* out of a hold (LINGER): swept again */
 }
 
+void m0_conn_tick_at(struct m0_server *s, struct m0_conn *c, uint64_t due)
+{
+    if (!(c->flags & C_WHEEL)) {
+        c->deadline = due;               /* being ticked, or not held: taken as it is */
+        return;
+    }
+    wheel_del(s, c);
+    c->deadline = due;
+    wheel_add(s, c);
+}
+
 void m0_conn_close_all(struct m0_server *s)
 {
     struct m0_conn *c = s->active.next;

@@ -84,17 +84,10 @@ struct m0_wshold {
     uint64_t ping_at;               /* loop clock of our unanswered ping; 0: none */
     uint64_t last_pong;             /* loop clock of the last pong */
     uint16_t channel_len;
-    uint16_t remote_port;           /* the client the handshake spoke for (the job goes back */
-    uint8_t https;                  /*   to the loop's cache while the socket is idle) */
-    char channel[];                 /* M0-Channel of the approval, for the messages' requests;
-                                       then the client's address (NUL-terminated each) */
+    uint16_t remote_port;           /* the handshake's client, for the messages' requests */
+    uint8_t https;                  /*   (an idle socket has no job to keep it in) */
+    char channel[];                 /* M0-Channel of the approval, NUL, the client's address, NUL */
 };
-
-/* The client's address, kept after the channel's NUL. */
-static const char *remote_of(const struct m0_wshold *ws)
-{
-    return ws->channel + ws->channel_len + 1;
-}
 
 /* Per loop (s->ws, made with the first socket): the read buffer, what an
  * owning runner queued, and the last event turned into frames (a fan-out
@@ -215,8 +208,7 @@ static struct m0_hold *ws_begin(struct m0_server *s, struct m0_conn *c)
     size_t alen = strnlen(job->remote_addr, sizeof job->remote_addr - 1);
     struct m0_wshold *ws = m0_xmalloc(sizeof *ws + h->channel_len + 1 + alen + 1);
     memset(ws, 0, sizeof *ws);
-    memcpy(ws->channel + h->channel_len + 1, job->remote_addr, alen);
-    ws->channel[h->channel_len + 1 + alen] = '\0';
+    memcpy(ws->channel + h->channel_len + 1, job->remote_addr, alen + 1);   /* NUL included */
     ws->remote_port = job->remote_port;
     ws->https = job->https;
     m0_ws_parser_init(&ws->parser, s->cfg->ws_max_message);
@@ -414,14 +406,10 @@ static void reply(struct m0_server *s, struct m0_conn *c)
     m0_hold_send(s, c, p, n);
 }
 
-/* A message's request speaks for the client the handshake spoke for. */
-static void restore_client(const struct m0_wshold *ws, struct m0_job *job)
+static void restore_client(const struct m0_wshold *ws, struct m0_job *job)    /* the handshake's client */
 {
-    const char *a = remote_of(ws);
-    size_t n = strnlen(a, sizeof job->remote_addr - 1);
-    memcpy(job->remote_addr, a, n);
-    job->remote_addr[n] = '\0';
-    memcpy(job->peer_addr, job->remote_addr, n + 1);
+    snprintf(job->remote_addr, sizeof job->remote_addr, "%s", ws->channel + ws->channel_len + 1);
+    memcpy(job->peer_addr, job->remote_addr, sizeof job->peer_addr);
     job->remote_port = ws->remote_port;
     job->https = ws->https;
 }
@@ -535,8 +523,7 @@ static void on_message_done(struct m0_server *s, struct m0_conn *c)
         reply(s, c);
     }
     job_done(job);
-    if (c->state == M0_CONN_HELD)
-        m0_conn_job_put(s, c);       /* idle again: no job (CLOSING puts it at the release) */
+    m0_conn_job_put(s, c);           /* idle again: no job (ORPHAN: a no-op, the release puts it) */
     if (c->state == M0_CONN_HELD && c->hold != NULL) {
         drive(s, c);
         maybe_finish(s, c);
@@ -722,13 +709,12 @@ static void ws_sweep(struct m0_server *s, struct m0_conn *c)
         /* A peer that leaves a ping unanswered for two intervals is gone
          * (a half-open TCP connection, a laptop lid closed). While its
          * socket is not read (queue full) its pong cannot be seen. */
+        c->deadline = ws->paused ? now + heartbeat_ms : ws->ping_at + 2 * heartbeat_ms;
         if (!ws->paused && now - ws->ping_at >= 2 * heartbeat_ms) {
             m0_info("closing a WebSocket that did not answer a ping in %.1f s",
                     (double)(2 * heartbeat_ms) / 1000);
             m0_conn_close(s, c);
-            return;
         }
-        c->deadline = ws->paused ? now + heartbeat_ms : ws->ping_at + 2 * heartbeat_ms;
         return;
     }
     c->deadline = c->hold->last_write + heartbeat_ms;
