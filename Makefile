@@ -10,6 +10,7 @@
 #   make smoke-metrics the Prometheus endpoint: promtool, a real Prometheus scraping two workers (part of make test)
 #   make smoke-grip    django-eventstream/gripcontrol over GRIP, no Pushpin (part of make test)
 #   make smoke-deploy pip install . in a fresh venv, the systemd unit, nginx in front
+#   make smoke-threads the free-threaded build: Python in parallel in one worker (make python-ft once; part of make test)
 #   make e2e-debian  the e2e suite against Debian's python3-django/-flask instead
 #   make fuzz        libFuzzer drivers build/fuzz/fuzz_* (clang, ASan+UBSan)
 #   make fuzz-smoke  each driver FUZZ_SECONDS (30) over its corpus; fails on a crash
@@ -90,8 +91,8 @@ endif
 
 .SECONDARY:
 .PHONY: FORCE all deps venv bench-venv bench-tools test layers unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
-        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics smoke-grip smoke-grip-browser \
-        python-ft python-gil
+        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics smoke-grip smoke-grip-browser smoke-grants smoke-grants-browser \
+        python-ft python-gil tsan smoke-threads smoke-threads-run
 
 all: m0serve
 
@@ -128,6 +129,17 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-po
 sanitize:
 	$(Q)$(MAKE) --no-print-directory BUILD=build/sanitize OPT="-O1 -g" \
 	    M0_CFLAGS="$(SAN)" LDFLAGS="$(SAN)" build/sanitize/m0serve
+
+# ThreadSanitizer, for the free-threaded build above all (make tsan
+# PYTHON=$$(cat build/python/ft.python)): a build directory of its own;
+# run the e2e harness with M0SERVE=<it> and
+# TSAN_OPTIONS="suppressions=$(CURDIR)/tools/tsan.supp" (what CPython's own
+# uninstrumented synchronization makes TSAN report; the file says why).
+TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
+TSAN_BUILD  = build/tsan$(if $(filter-out $(PYTHON_DEFAULT),$(PYTHON)),-$(word 6,$(PY_QUERY)))
+tsan:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(TSAN_BUILD) OPT="-O1 -g" \
+	    M0_CFLAGS="$(TSAN_FLAGS)" LDFLAGS="$(TSAN_FLAGS)" $(TSAN_BUILD)/m0serve
 
 # ------------------------------------------------------------------- tests
 UNIT_TESTS := $(patsubst tests/unit/%.c,build/unit/%,$(wildcard tests/unit/test_*.c))
@@ -194,6 +206,20 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory fuzz-smoke
 	$(Q)$(MAKE) --no-print-directory e2e E2E_ARGS="$(E2E_ARGS) $(SMOKE_DEPLOY_E2E:%=--ignore=%)"
 	$(Q)$(MAKE) --no-print-directory smoke-deploy
+	$(Q)$(MAKE) --no-print-directory smoke-threads
+
+# The free-threaded smoke (issue 17): make python-ft once per clone (cached
+# by the tarball's hash), m0serve built for it in its own build directory,
+# a virtualenv of it with requirements/threads.txt (only what the test
+# needs, all installable on a free-threaded CPython), tests/e2e/test_threads.py.
+THREADS_VENV := build/venv-threads
+smoke-threads:
+	$(Q)$(MAKE) --no-print-directory python-ft
+	$(Q)$(MAKE) --no-print-directory PYTHON="$$(cat build/python/ft.python)" smoke-threads-run
+
+smoke-threads-run: $(BUILD)/m0serve
+	$(call mkvenv,$(THREADS_VENV),requirements/threads.txt)
+	$(Q)M0SERVE=$(CURDIR)/$(BUILD)/m0serve $(THREADS_VENV)/bin/python -m pytest tests/e2e/test_threads.py -q
 
 smoke-core: m0serve venv
 	$(Q)$(VPY) -m pytest tests/e2e -q -k "conformance or malformed or django or flask"
@@ -349,6 +375,18 @@ smoke-fastapi-browser: deps
 # WebSocket holds (issue 10); part of `make test` through e2e.
 smoke-django-realtime-ws: m0serve venv
 	$(Q)$(VPY) -m pytest tests/e2e/test_realtime_ws.py -q
+# Signed stream grants (issue 18); part of `make test` through e2e.
+smoke-grants: m0serve venv
+	$(Q)$(VPY) -m pytest tests/e2e/test_grants.py tests/e2e/test_grant_mint.py -q
+
+# A cross-origin EventSource with a grant in headless Chromium
+# (smoke/grants_browser.py); not part of `make test`, like the other browser
+# smokes: it installs Debian's chromium first.
+smoke-grants-browser: deps
+	$(Q)$(MAKE) --no-print-directory deps DEB_PKGS="chromium"
+	$(Q)$(MAKE) --no-print-directory m0serve venv
+	$(Q)$(VPY) smoke/grants_browser.py
+
 # Production (docs/deploy.md): pip install . into a fresh virtualenv by the
 # README's own line (pip's cache is reused; skipped, saying so, only when PyPI
 # is unreachable), deploy/'s unit and socket under systemd-socket-activate

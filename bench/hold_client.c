@@ -98,6 +98,7 @@ static struct {
     int port;
     long n;
     const char *path;
+    const char *header;  /* --header "Name: value": one more request field (sse/ws), e.g. Last-Event-ID */
     enum proto proto;
     int sources;
     int batch;
@@ -706,16 +707,21 @@ static void on_connected(long i)
         became_open(i);
         return;
     }
-    char req[768];
+    char req[8192];
     int n;
+    const char *hx = A.header ? A.header : "", *hend = A.header ? "\r\n" : "";
     if (A.proto == P_WS)
         n = snprintf(req, sizeof req,
                      "GET %s HTTP/1.1\r\nHost: %s:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
-                     A.path, A.host, A.port);
+                     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n%s%s\r\n",
+                     A.path, A.host, A.port, hx, hend);
     else
-        n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\nAccept: text/event-stream\r\n\r\n", A.path,
-                     A.host, A.port);
+        n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\nAccept: text/event-stream\r\n%s%s\r\n",
+                     A.path, A.host, A.port, hx, hend);
+    if (n <= 0 || (size_t)n >= sizeof req) {
+        conn_fail(i, "request_too_long");
+        return;
+    }
     if (send(c->fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
         conn_fail(i, "send_request");
         return;
@@ -923,7 +929,7 @@ static void json_long(const char *k, long v)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: hold_client --port P [-n N] [--proto sse|ws|raw] [--path /events] [--host 127.0.0.1]\n"
+            "usage: hold_client --port P [-n N] [--proto sse|ws|raw] [--path /events] [--header NAME:VALUE] [--host 127.0.0.1]\n"
             "       [--sources K] [--batch B] [--rss-pid PID] [--health-path /health]\n"
             "       [--publish-path /publish | --no-publish] [--events E] [--interval S] [--settle S]\n"
             "       [--drain S] [--wait S] [--churn RATE] [--churn-seconds S] [--abrupt FRACTION]\n"
@@ -941,7 +947,7 @@ int main(int argc, char **argv)
         {"interval", 1, 0, 'i'},      {"settle", 1, 0, 'S'},        {"drain", 1, 0, 'd'},
         {"wait", 1, 0, 'w'},          {"churn", 1, 0, 'c'},         {"churn-seconds", 1, 0, 'C'},
         {"abrupt", 1, 0, 'a'},        {"hold-seconds", 1, 0, 'o'},  {"no-kernel-timestamps", 0, 0, 'K'},
-        {"verbose", 0, 0, 'v'},       {"help", 0, 0, '?'},          {0, 0, 0, 0},
+        {"verbose", 0, 0, 'v'},       {"header", 1, 0, 'X'},       {"help", 0, 0, '?'},          {0, 0, 0, 0},
     };
     int o;
     while ((o = getopt_long(argc, argv, "n:v", opts, NULL)) != -1) {
@@ -950,6 +956,7 @@ int main(int argc, char **argv)
         case 'p': A.port = atoi(optarg); break;
         case 'n': A.n = atol(optarg); break;
         case 'P': A.path = optarg; break;
+        case 'X': A.header = optarg; break;
         case 'x':
             if (strcmp(optarg, "sse") == 0) A.proto = P_SSE;
             else if (strcmp(optarg, "ws") == 0) A.proto = P_WS;

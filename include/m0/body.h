@@ -54,7 +54,10 @@ struct m0_head {
     int64_t content_length;     /* the app's Content-Length, or -1 */
     unsigned has_date : 1, has_server : 1, app_close : 1;
     enum m0_hold_kind hold;     /* M0-Hold */
-    uint16_t channel_len;       /* M0-Channel, validated (m0_sse_channel_error) */
+    /* M0-Channel: one channel, or a list (names joined by '\n'), each
+     * validated (m0_sse_channel_error); read it with m0_head_channel (a
+     * list longer than channel[] is on the heap). */
+    uint16_t channel_len;
     char channel[M0_CHANNEL_MAX + 1];
     /* M0-WebSocket-Protocol: the subprotocol a view approving a socket
      * chose (a token, checked against what the client offered). */
@@ -72,6 +75,17 @@ struct m0_head {
     const char *grip_err;
     struct m0_grip *grip;
 };
+
+#define M0_HEAD_MAX_CHANNELS 32      /* channels of one hold (= M0_GRANT_MAX_CHANNELS) */
+
+/* The hold's channels, NUL-terminated: one name, or names joined by '\n'
+ * (channel_len bytes). Valid until the head is reset. */
+const char *m0_head_channel(const struct m0_head *h);
+
+/* Set the hold's channels to names name[i] (len[i] bytes), 1..32 of them,
+ * each passing m0_sse_channel_error (repeats are the caller's to drop).
+ * M0_OK, or M0_ERR with the head unchanged. */
+int m0_head_set_channels(struct m0_head *h, const char *const *name, const size_t *len, size_t n);
 
 /* Reset h for a new response; keeps the lines buffer's allocation. */
 void m0_head_reset(struct m0_head *h);

@@ -101,8 +101,8 @@ struct m0_config {
     const char *metrics_bind;   /* --metrics-bind HOST:PORT or unix:PATH; NULL: none */
     const char *metrics_path;   /* --metrics-path; NULL: /metrics on metrics_bind only; "": none on the main listener */
     int metrics_listener;       /* set by the master: the workers' listener index of metrics_bind, -1 */
-    /* Signed stream grants (issue 18, grant.h): parsed and checked; the
-     * loop does not answer --grant-path yet. */
+    /* Signed stream grants (issue 18, grant.h): answered by the loop
+     * (grant_hold.c); the keys re-read on SIGHUP (master.c). */
     const char *grant_key_file; /* --grant-key-file PATH */
     const char *grant_path;     /* normalised like a mount prefix: "" (root) or "/seg..."; NULL: off */
     const char *grant_cookie;   /* --grant-cookie NAME: a token may come in this cookie */

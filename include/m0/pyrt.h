@@ -66,6 +66,13 @@ int m0_py_free_threaded(void);
  * whether the GIL is still off, and cause (a static string) the first time
  * it is found on. Attached. No-op on a GIL build. */
 void m0_py_note_gil(const char *cause);
+/* Declare that module m (made by PyModule_Create: single-phase init, so
+ * no Py_mod_gil slot) runs without the GIL: on a free-threaded build
+ * (Py_GIL_DISABLED, CPython 3.13 or later) importing it then leaves the
+ * GIL off. Only for modules whose C state is safe from two threads at once
+ * (locks, atomics, per-thread or read-only after boot: docs/architecture.md).
+ * Returns 0, or -1 with an exception set; nothing on a GIL build. */
+int m0_py_module_nogil(void *m);
 /* On a free-threaded build, after m0_apps_load: whether the GIL is off in
  * this worker, and if it is on, what turned it on ("GIL disabled", "GIL
  * enabled (by ...)"); a static string. NULL on a GIL build or before. */

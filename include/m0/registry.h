@@ -30,7 +30,11 @@ struct m0_registry *m0_registry_new(uint32_t nslots, unsigned replay_events, siz
 void m0_registry_free(struct m0_registry *r);
 
 /*
- * Subscribe slot (not already subscribed) to channel with filter last_id:
+ * Subscribe slot (not already subscribed) to channel with filter last_id.
+ * channel may be a list: up to 32 names separated by '\n' (repeats and
+ * empty names dropped; more are ignored); the slot then receives the events
+ * of each, once, in id order, and a resume merges their journals in id
+ * order (the gap marker when any of them cannot prove it whole). Before:
  * only events with a greater id reach it. When last_id != 0, first deliver
  * the journaled events after it; if the journal cannot prove it holds all of
  * them, an "event: m0-gap" comes first, telling the client to resync —
@@ -51,7 +55,7 @@ size_t m0_registry_notice_all(struct m0_registry *r, const char *frame, size_t f
 void m0_registry_raise_floor(struct m0_registry *r, uint64_t id);
 
 /* Would m0_registry_subscribe(.., last_id, quiet = 0, ..) replay every
- * event of channel after last_id from the journal, without a gap marker?
+ * event of channel (or of each channel of a list) after last_id from the journal, without a gap marker?
  * (With a broker, a resume the journal cannot prove whole is asked of the
  * broker instead.) */
 int m0_registry_resumable(const struct m0_registry *r, const char *channel, size_t len, uint64_t last_id);

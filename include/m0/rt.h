@@ -131,7 +131,9 @@ void m0_rt_source_stats(const struct m0_rt *rt, struct m0_rt_source_stats *out);
 /* ------------------------------------------------------------ the sink */
 
 /*
- * Subscribe slot (generation gen) to channel for a hold decided when the
+ * Subscribe slot (generation gen) to channel (or a '\n'-separated list of
+ * up to 32 channels, registry.h; a list is resumed from this loop's
+ * journals, never the source) for a hold decided when the
  * newest id was start, with the client's Last-Event-ID last (0: none).
  * What the journal holds after it is delivered now (a resume), or, when
  * last is ahead of this loop or behind its journal and a source can

@@ -36,6 +36,7 @@ enum m0_ws_opcode {
 #define M0_WS_CLOSE_PROTOCOL    1002
 #define M0_WS_CLOSE_NO_STATUS   1005   /* reported for a close frame without a code; never sent */
 #define M0_WS_CLOSE_INVALID     1007   /* text that is not UTF-8 */
+#define M0_WS_CLOSE_POLICY      1008   /* policy violation (a granted socket only listens) */
 #define M0_WS_CLOSE_TOO_BIG     1009
 #define M0_WS_CLOSE_INTERNAL    1011
 

@@ -35,6 +35,7 @@
 #include "m0/conn.h"
 #include "m0/broker_url.h"
 #include "m0/health.h"
+#include "m0/grant_hold.h"
 #include "m0/h1.h"
 #include "m0/grip_control.h"
 #include "m0/grip_hold.h"
@@ -205,7 +206,7 @@ static void after_run(struct m0_server *s, struct m0_conn *c, int rc)
             /* Its head is already out (a body too long to hold back): one
              * head per response, so the stream is cut, never followed by a
              * second status line. */
-            m0_warn("hold on %s not taken (worker draining): closing the stream", job->head.channel);
+            m0_warn("hold on %s not taken (worker draining): closing the stream", m0_head_channel(&job->head));
             m0_resp_reset(rs);
             rs->flags = M0_RESP_ABORT;
         } else {
@@ -213,7 +214,7 @@ static void after_run(struct m0_server *s, struct m0_conn *c, int rc)
                 m0_warn("WebSocket %s %s not accepted (worker draining): answering 503", job->req.method,
                         job->req.target);
             else
-                m0_warn("hold on %s not taken (worker draining): answering 503", job->head.channel);
+                m0_warn("hold on %s not taken (worker draining): answering 503", m0_head_channel(&job->head));
             m0_resp_reset(rs);
             m0_error_response(&rs->out, 503, "The stream could not be held; retry", 1, 0);
             rs->status = 503;
@@ -373,6 +374,13 @@ static void route(struct m0_server *s, struct m0_conn *c)
     }
     if (s->health_len != 0 && r->path_len == s->health_len && memcmp(r->path, s->health_path, s->health_len) == 0) {
         answer_health(s, c);
+        return;
+    }
+    if (m0_grant_claims(s, c)) {         /* grant_hold.h: verified and held in C, never the app */
+        begin_request(s, c);
+        m0_conn_set_state(s, c, M0_CONN_RUN);
+        m0_grant_answer(s, c);
+        after_run(s, c, M0_DONE);
         return;
     }
     const struct m0_target *t = m0_target_match(&m0_targets, r->path, r->path_len);

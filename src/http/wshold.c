@@ -45,6 +45,7 @@
 #include "m0/target.h"
 #include "m0/timer.h"
 #include "m0/ws.h"
+#include "m0/wsframes.h"
 #include "m0/wshold.h"
 
 /* Messages waiting behind the one in flight before the socket stops being
@@ -89,18 +90,6 @@ struct m0_wshold {
     char channel[];                 /* M0-Channel of the approval, NUL, the client's address, NUL */
 };
 
-/* Per loop (s->ws, made with the first socket): the read buffer, what an
- * owning runner queued, and the last event turned into frames (a fan-out
- * hands every subscriber the same event: it is converted once, recognised
- * by its id, which the bus makes unique). */
-struct scratch {
-    char rbuf[64 * 1024];
-    struct m0_buf taken;
-    uint64_t id;                     /* 0: nothing cached */
-    struct m0_buf frames;            /* the event's text (or binary) frames */
-    struct m0_buf data;              /* scratch */
-};
-
 static void ws_free(struct m0_wshold *ws);
 static void pull(struct m0_server *s, struct m0_conn *c);
 static void on_part(struct m0_server *s, struct m0_conn *c);
@@ -109,28 +98,6 @@ static void on_done(struct m0_server *s, struct m0_conn *c);
 static struct m0_wshold *ws_of(const struct m0_conn *c)
 {
     return (struct m0_wshold *)c->hold;
-}
-
-static struct scratch *scratch_of(struct m0_server *s)
-{
-    if (s->ws == NULL) {
-        struct scratch *sc = m0_xmalloc(sizeof *sc);
-        memset(sc, 0, sizeof *sc);
-        s->ws = sc;
-    }
-    return s->ws;
-}
-
-static void ws_fini(struct m0_server *s)
-{
-    struct scratch *sc = s->ws;
-    if (sc == NULL)
-        return;
-    m0_buf_free(&sc->taken);
-    m0_buf_free(&sc->frames);
-    m0_buf_free(&sc->data);
-    free(sc);
-    s->ws = NULL;
 }
 
 static uint64_t now_ms(struct m0_server *s)
@@ -189,8 +156,10 @@ static struct m0_hold *ws_begin(struct m0_server *s, struct m0_conn *c)
                  job->req.method, job->req.target, h->ws_protocol);
         return refuse(job, 500, "the application chose a subprotocol the client did not offer");
     }
-    const struct m0_runner *r = job->target->runner;
-    if (r->message == NULL && r->submit == NULL) {
+    /* A granted socket (grant_hold.c) has no target unless --grant-inbound
+     * names one: it only listens. */
+    const struct m0_runner *r = job->target != NULL ? job->target->runner : NULL;
+    if (r != NULL && r->message == NULL && r->submit == NULL) {
         m0_error("%s %s: a %s target cannot take WebSocket messages: 500", job->req.method, job->req.target,
                  job->target->runner->name);
         return refuse(job, 500, "this application cannot hold WebSockets");
@@ -215,12 +184,15 @@ static struct m0_hold *ws_begin(struct m0_server *s, struct m0_conn *c)
     ws->target = job->target;
     /* An asynchronous runner keeps the job and takes messages as they are;
      * a synchronous one gets each as a request made from the handshake's. */
-    ws->owned = r->submit != NULL;
-    if (!ws->owned)
+    ws->owned = r != NULL && r->submit != NULL;
+    if (!ws->owned && r != NULL)
         ws->req = m0_ws_snapshot_new(&job->req);
+    /* The messages' M0-Channel: a list as the field lists it (commas). */
     ws->channel_len = h->channel_len;
-    memcpy(ws->channel, h->channel, h->channel_len);
+    memcpy(ws->channel, m0_head_channel(h), h->channel_len);
     ws->channel[h->channel_len] = '\0';
+    for (char *p = ws->channel; (p = strchr(p, '\n')) != NULL;)
+        *p = ',';
     return &ws->base;
 }
 
@@ -295,42 +267,9 @@ static void ws_deliver(struct m0_server *s, struct m0_conn *c, const char *frame
     struct m0_wshold *ws = ws_of(c);
     if (ws->close_sent || ws->peer_gone || m0_grip_is_item(frame, n))
         return;              /* a GRIP item is for GRIP holds only (grip_hold.h) */
-    struct scratch *cache = scratch_of(s);
-    /* The bus frames every event with its id first ("id: N"). */
-    uint64_t id = 0;
-    if (n > 4 && memcmp(frame, "id: ", 4) == 0) {
-        const char *eol = memchr(frame + 4, '\n', n - 4);
-        if (eol != NULL)
-            id = m0_sse_parse_last_id(frame + 4, (size_t)(eol - frame - 4));
-        if (id == UINT64_MAX)
-            id = 0;
-    }
-    if (id == 0 || id != cache->id) {
-        cache->id = 0;
-        m0_buf_reset(&cache->frames);
-        size_t off = 0;
-        while (off < n) {
-            int fire;
-            const char *ev;
-            size_t evl;
-            m0_buf_reset(&cache->data);
-            size_t took = m0_sse_event_data(frame + off, n - off, &cache->data, &fire, &ev, &evl);
-            if (took == 0)
-                break;
-            off += took;
-            /* m0-gap notices are for resuming EventSources: a socket has no
-             * Last-Event-ID to resume from, so they are not its messages. */
-            if (!fire || (evl == 6 && memcmp(ev, "m0-gap", 6) == 0))
-                continue;
-            int op = m0_ws_utf8_valid(cache->data.data, cache->data.len) ? M0_WS_TEXT : M0_WS_BINARY;
-            m0_ws_frame(&cache->frames, op, cache->data.data, cache->data.len);
-        }
-        cache->id = id;
-        if (cache->data.cap > 256 * 1024)
-            m0_buf_free(&cache->data);
-    }
-    if (cache->frames.len > 0)
-        m0_hold_send(s, c, cache->frames.data, cache->frames.len);
+    const struct m0_buf *frames = m0_ws_event_frames(m0_ws_scratch_of(s), frame, n);
+    if (frames->len > 0)
+        m0_hold_send(s, c, frames->data, frames->len);
 }
 
 /* ------------------------------------------------------------ messages */
@@ -556,6 +495,11 @@ static void process_input(struct m0_server *s, struct m0_conn *c, const char *p,
         case M0_WS_EV_NONE:
             break;
         case M0_WS_EV_MESSAGE:
+            if (ws->target == NULL) {
+                /* A grant is for listening (issue 18): 1008, policy violation. */
+                fail_socket(s, c, M0_WS_CLOSE_POLICY, "this socket only listens");
+                break;
+            }
             queue_push(ws, ev.opcode, &ws->parser);
             drive(s, c);
             break;
@@ -587,20 +531,20 @@ static void process_input(struct m0_server *s, struct m0_conn *c, const char *p,
 
 static void read_frames(struct m0_server *s, struct m0_conn *c)
 {
-    char *rbuf = scratch_of(s)->rbuf;
+    char *rbuf = m0_ws_scratch_of(s)->rbuf;
     size_t total = 0;
     int gone = 0;
     while (total < READ_BUDGET) {
         struct m0_wshold *ws = ws_of(c);
         if (ws->paused || ws->close_sent || ws->close_received)
             break;
-        ssize_t r = recv(c->fd, rbuf, sizeof scratch_of(s)->rbuf, MSG_DONTWAIT);
+        ssize_t r = recv(c->fd, rbuf, sizeof m0_ws_scratch_of(s)->rbuf, MSG_DONTWAIT);
         if (r > 0) {
             total += (size_t)r;
             process_input(s, c, rbuf, (size_t)r);
             if (c->state != M0_CONN_HELD || c->hold == NULL)
                 return;
-            if ((size_t)r < sizeof scratch_of(s)->rbuf)
+            if ((size_t)r < sizeof m0_ws_scratch_of(s)->rbuf)
                 break;
             continue;
         }
@@ -750,7 +694,7 @@ static void ws_end(struct m0_server *s, struct m0_conn *c)
 /* Move what the runner queued (frames, then its close) to the socket. */
 static void pull(struct m0_server *s, struct m0_conn *c)
 {
-    struct m0_buf *taken = &scratch_of(s)->taken;
+    struct m0_buf *taken = &m0_ws_scratch_of(s)->taken;
     struct m0_wshold *ws = ws_of(c);
     struct m0_job *job = c->job;
     m0_job_take(job, taken);
@@ -894,6 +838,6 @@ const struct m0_conn_ops m0_ws_conn_ops = {
     .tick = ws_sweep,
     .closing = m0_hold_release,
     .complete = ws_complete,
-    .fini = ws_fini,
+    .fini = m0_ws_scratch_free,
     .hold = &m0_ws_hold_ops,
 };

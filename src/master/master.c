@@ -67,6 +67,7 @@
 #include "m0/banner.h"
 #include "m0/bus.h"
 #include "m0/config.h"
+#include "m0/grant.h"
 #include "m0/conn.h"
 #include "m0/listeners.h"
 #include "m0/log.h"
@@ -401,6 +402,17 @@ void m0_master_reload(struct m0_master *m)
     if (m->reloading) {
         m0_warn("SIGHUP: a reload is already in progress");
         return;
+    }
+    if (m->cfg->grant_keys != NULL) {
+        /* Key rotation (issue 18): the new generation verifies with the
+         * file as it is now; a bad file keeps the keys that serve. The
+         * master verifies nothing: the keys are only read after fork. */
+        char err[256];
+        struct m0_config *cfg = (struct m0_config *)m->cfg;
+        if (m0_grant_keys_reload(&cfg->grant_keys, cfg->grant_key_file, err, sizeof err) != M0_OK)
+            m0_warn("SIGHUP: %s: the grant keys already loaded stay", err);
+        else
+            m0_info("SIGHUP: grant keys re-read from %s", cfg->grant_key_file);
     }
     m0_info("SIGHUP: booting %d new worker(s)", m->nworkers);
     m0_notify("RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading: booting %d new worker(s)",

@@ -15,8 +15,93 @@
 #include "m0/grip.h"
 #include "m0/http.h"
 
+/* A list longer than channel[] keeps a heap copy whose pointer sits in
+ * channel[] (channel_len > M0_CHANNEL_MAX says so): the common single
+ * channel costs no more than before. */
+static char *heap_list(const struct m0_head *h)
+{
+    char *p;
+    memcpy(&p, h->channel, sizeof p);
+    return p;
+}
+
+const char *m0_head_channel(const struct m0_head *h)
+{
+    return h->channel_len > M0_CHANNEL_MAX ? heap_list(h) : h->channel;
+}
+
+int m0_head_set_channels(struct m0_head *h, const char *const *name, const size_t *len, size_t n)
+{
+    if (n == 0 || n > M0_HEAD_MAX_CHANNELS)
+        return M0_ERR;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m0_sse_channel_error(name[i], len[i]) != NULL)
+            return M0_ERR;
+        total += len[i] + (i > 0);
+    }
+    if (h->channel_len > M0_CHANNEL_MAX)
+        free(heap_list(h));
+    char *dst = h->channel;
+    if (total > M0_CHANNEL_MAX) {
+        dst = m0_xmalloc(total + 1);
+        memcpy(h->channel, &dst, sizeof dst);
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            dst[at++] = '\n';
+        memcpy(dst + at, name[i], len[i]);
+        at += len[i];
+    }
+    dst[at] = '\0';
+    h->channel_len = (uint16_t)total;
+    return M0_OK;
+}
+
+/* M0-Channel: one name, or a comma-separated list of them (RFC 9110 §5.6.1:
+ * OWS around each; empty elements skipped; a repeat dropped). */
+static const char *parse_channels(struct m0_head *h, const char *v, size_t vlen)
+{
+    const char *name[M0_HEAD_MAX_CHANNELS];
+    size_t len[M0_HEAD_MAX_CHANNELS], n = 0;
+    const char *p = v, *end = v + vlen;
+    while (p < end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *e = comma != NULL ? comma : end;
+        const char *b = p;
+        while (b < e && (*b == ' ' || *b == '\t'))
+            b++;
+        while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
+            e--;
+        if (e > b) {
+            const char *why = m0_sse_channel_error(b, (size_t)(e - b));
+            if (why != NULL)
+                return why;
+            int dup = 0;
+            for (size_t i = 0; i < n && !dup; i++)
+                dup = len[i] == (size_t)(e - b) && memcmp(name[i], b, len[i]) == 0;
+            if (!dup) {
+                if (n == M0_HEAD_MAX_CHANNELS)
+                    return "M0-Channel lists at most 32 channels";
+                name[n] = b;
+                len[n++] = (size_t)(e - b);
+            }
+        }
+        if (comma == NULL)
+            break;
+        p = comma + 1;
+    }
+    if (n == 0)
+        return "empty channel name";
+    m0_head_set_channels(h, name, len, n);
+    return NULL;
+}
+
 void m0_head_reset(struct m0_head *h)
 {
+    if (h->channel_len > M0_CHANNEL_MAX)
+        free(heap_list(h));
     if (h->grip != NULL) {
         m0_grip_free(h->grip);
         free(h->grip);
@@ -128,11 +213,8 @@ int m0_head_add(struct m0_head *h, const char *name, size_t nlen, const char *va
                 return M0_ERR;
             }
         } else if (named(name, nlen, "m0-channel")) {
-            if ((*why = m0_sse_channel_error(value, vlen)) != NULL)
+            if ((*why = parse_channels(h, value, vlen)) != NULL)
                 return M0_ERR;
-            memcpy(h->channel, value, vlen);
-            h->channel[vlen] = '\0';
-            h->channel_len = (uint16_t)vlen;
         }
         return M0_OK;        /* M0-* never reach the client */
     }
@@ -181,9 +263,9 @@ int m0_head_grip_finish(struct m0_head *h)
         h->grip_err = "Grip-Channel: not a valid channel name";
         return M0_ERR;
     }
-    memcpy(h->channel, m0_grip_str(g, ch->name), ch->name.len);
-    h->channel[ch->name.len] = '\0';
-    h->channel_len = (uint16_t)ch->name.len;
+    const char *name = m0_grip_str(g, ch->name);
+    size_t nlen = ch->name.len;
+    m0_head_set_channels(h, &name, &nlen, 1);
     h->hold = M0_HOLD_STREAM;
     h->grip_hold = (uint8_t)g->hold;
     return M0_OK;

@@ -526,6 +526,10 @@ static int handshake_field(const char *n, size_t len)
 {
     static const char *const drop[] = {"upgrade", "connection", "content-length", "transfer-encoding",
                                        "expect", "keep-alive", "te", "trailer"};
+    /* M0-Grant-* are the loop's own (grant_hold.c: a client's M0-* never
+     * pass the parser); other M0-* fields are the message request's to set. */
+    if (len >= 9 && strncasecmp(n, "m0-grant-", 9) == 0)
+        return 0;
     if ((len >= 14 && strncasecmp(n, "sec-websocket-", 14) == 0) || (len >= 3 && strncasecmp(n, "m0-", 3) == 0))
         return 1;
     for (size_t i = 0; i < M0_ARRAY_LEN(drop); i++) {

@@ -170,8 +170,7 @@ int m0_apps_load(const struct m0_config *cfg, const struct m0_runner_env *env)
         m0_py_print_exception();
         goto out;
     }
-    m0_py_note_gil("GIL enabled by importing m0serve's module 'm0', which does not declare yet that it runs "
-                   "without the GIL");
+    m0_py_note_gil("GIL enabled by registering the fork hook (importing 'os' or m0serve's module 'm0')");
     boot = PyImport_ImportModule("m0serve._boot");
     if (boot == NULL) {
         m0_py_print_exception();

@@ -491,7 +491,7 @@ static PyObject *py_send(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_RuntimeError, "http.response.body before http.response.start");
         return NULL;
     }
-    if (job->ch.gone) {
+    if (m0_job_client_gone(job)) {   /* under the channel lock: the loop sets it */
         PyBuffer_Release(&body);
         PyErr_SetString(PyExc_OSError, "the client disconnected");
         return NULL;
@@ -675,8 +675,10 @@ static struct PyModuleDef module = {
 PyObject *m0_asgi_module_init(void)
 {
     PyObject *m = PyModule_Create(&module);
-    if (m == NULL)
+    if (m == NULL || m0_py_module_nogil(m) != 0) {
+        Py_XDECREF(m);
         return NULL;
+    }
     if (PyModule_AddFunctions(m, m0_asgi_ws_methods) == -1 || PyModule_AddIntConstant(m, "START", REC_START) || PyModule_AddIntConstant(m, "WAKE", REC_WAKE) ||
         PyModule_AddIntConstant(m, "WAIT_CREDIT", M0_WAIT_CREDIT) ||
         PyModule_AddIntConstant(m, "WAIT_BODY", M0_WAIT_BODY) || PyModule_AddIntConstant(m, "WAIT_GONE", M0_WAIT_GONE) ||

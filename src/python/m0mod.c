@@ -10,6 +10,7 @@
 #include "m0/metrics.h"
 #include "m0/reload.h"
 #include "m0/fork.h"
+#include "m0/pyrt.h"
 
 /* This process's metrics block (metrics.h), for any thread; NULL: none. */
 static struct m0_mx_block *mx_block(void)
@@ -130,8 +131,10 @@ PyObject *m0_module_init(void)
     if (m0_wsgi_io_ready() == -1)
         return NULL;
     PyObject *m = PyModule_Create(&m0_module);
-    if (m == NULL)
+    if (m == NULL || m0_py_module_nogil(m) != 0) {
+        Py_XDECREF(m);
         return NULL;
+    }
     /* AddObjectRef, never AddObject: errors stays ours whether it was added
      * or not, so one release fits every path (AddObject steals only on
      * success — the next failure would have released it a second time). */

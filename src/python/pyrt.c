@@ -363,6 +363,16 @@ void m0_py_note_gil(const char *cause)
 #endif
 }
 
+int m0_py_module_nogil(void *m)
+{
+#if defined(Py_GIL_DISABLED) && PY_VERSION_HEX >= 0x030D0000
+    return PyUnstable_Module_SetGIL((PyObject *)m, Py_MOD_GIL_NOT_USED);
+#else
+    (void)m;
+    return 0;
+#endif
+}
+
 const char *m0_py_gil_state(void)
 {
     return gil_state;

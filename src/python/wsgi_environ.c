@@ -7,6 +7,8 @@
 #include "m0/wsgi.h"
 
 #include <ctype.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -37,25 +39,59 @@ static const struct {
 
 /* Environ keys for header names seen before: "user-agent" → HTTP_USER_AGENT.
  * Bounded, filled first come first served; misses build the key. Per
- * process (per interpreter, like the keys themselves): shared by the
- * threads of the pool, which all hold the GIL while using it (a build
- * without the GIL would need a lock here). */
+ * process (per interpreter, like the keys themselves), shared by every
+ * thread that builds an environ: on a free-threaded build they run at
+ * once. An entry is written whole before the count that covers it is
+ * published (release), so a reader (acquire) scans only complete entries
+ * without a lock; writers append under key_cache_lock, checking again
+ * for a twin another thread added meanwhile. An entry is never changed
+ * or removed, and its key is immortal (interned, with the cache's own
+ * reference). */
 #define KEY_CACHE 64
 static struct {
     char name[40];
     uint32_t len;
     PyObject *key;
 } key_cache[KEY_CACHE];
-static unsigned key_cache_n;
+static _Atomic unsigned key_cache_n;
+static pthread_mutex_t key_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The cached key of h's name among the first n entries (a new
+ * reference), or NULL. */
+static PyObject *key_cached(const struct m0_hdr *h, unsigned from, unsigned n)
+{
+    for (unsigned i = from; i < n; i++) {
+        if (key_cache[i].len == h->name_len && strncasecmp(key_cache[i].name, h->name, h->name_len) == 0)
+            return Py_NewRef(key_cache[i].key);
+    }
+    return NULL;
+}
+
+/* Remember k for h's name when there is room (and no twin was added by
+ * another thread since this one looked). */
+static void key_remember(const struct m0_hdr *h, PyObject *k, unsigned seen)
+{
+    if (h->name_len >= sizeof key_cache[0].name)
+        return;
+    pthread_mutex_lock(&key_cache_lock);
+    unsigned n = atomic_load_explicit(&key_cache_n, memory_order_relaxed);
+    PyObject *twin = key_cached(h, seen, n);
+    if (twin == NULL && n < KEY_CACHE) {
+        memcpy(key_cache[n].name, h->name, h->name_len);
+        key_cache[n].len = h->name_len;
+        key_cache[n].key = Py_NewRef(k);
+        atomic_store_explicit(&key_cache_n, n + 1, memory_order_release);
+    }
+    Py_XDECREF(twin);
+    pthread_mutex_unlock(&key_cache_lock);
+}
 
 static PyObject *header_key(const struct m0_hdr *h)
 {
-    for (unsigned i = 0; i < key_cache_n; i++) {
-        if (key_cache[i].len == h->name_len && strncasecmp(key_cache[i].name, h->name, h->name_len) == 0) {
-            Py_INCREF(key_cache[i].key);
-            return key_cache[i].key;
-        }
-    }
+    unsigned n = atomic_load_explicit(&key_cache_n, memory_order_acquire);
+    PyObject *hit = key_cached(h, 0, n);
+    if (hit != NULL)
+        return hit;
     char small[5 + 256];
     char *key = h->name_len <= 256 ? small : m0_xmalloc(5 + h->name_len);
     memcpy(key, "HTTP_", 5);
@@ -69,13 +105,8 @@ static PyObject *header_key(const struct m0_hdr *h)
     if (k == NULL)
         return NULL;
     PyUnicode_InternInPlace(&k);
-    if (key_cache_n < KEY_CACHE && h->name_len < sizeof key_cache[0].name) {
-        memcpy(key_cache[key_cache_n].name, h->name, h->name_len);
-        key_cache[key_cache_n].len = h->name_len;
-        Py_INCREF(k);
-        key_cache[key_cache_n].key = k;
-        key_cache_n++;
-    }
+    if (n < KEY_CACHE)
+        key_remember(h, k, n);
     return k;
 }
 

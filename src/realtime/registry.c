@@ -3,6 +3,13 @@
  *
  * Subscribers are slots linked through per-slot arrays (next/prev by slot
  * number), so a held stream costs the registry 24 bytes, not an allocation.
+ * A slot subscribed to several channels (a list: names separated by '\n',
+ * which no channel name contains) is linked into its first channel as
+ * itself and into each other one through an extra node: node ids from
+ * nslots up, their links in the same next/prev arrays (grown on demand),
+ * chained per slot from xfirst[slot] (allocated with the first list). The
+ * delivery filter last[slot] is per slot, so an event reaches a slot once,
+ * and in id order, whichever of its channels carried it.
  * Channels are hashed by name (FNV-1a, chained) and kept on an activity
  * list; past a global cap the least recently active channel without
  * subscribers is forgotten, and its newest id raises the floor below which
@@ -52,10 +59,20 @@ struct fanout {
     char frame[];
 };
 
+/* An extra node: one more channel of a slot's list. */
+struct xnode {
+    struct chan *chan;               /* NULL: on the free list */
+    uint32_t slot;                   /* its slot; on the free list: the next free node */
+    uint32_t chain;                  /* the slot's next extra node, or NONE */
+};
+
 struct m0_registry {
     uint32_t nslots;
     struct chan **of;                /* slot → channel or NULL */
-    uint32_t *next, *prev;           /* subscriber links by slot */
+    uint32_t *next, *prev;           /* subscriber links by node (a slot, or nslots + extra) */
+    uint32_t *xfirst;                /* slot → its first extra node, or NONE; NULL until a list */
+    struct xnode *x;                 /* extra nodes */
+    uint32_t nx, capx, xfree;        /* extra nodes made, room, the free list (NONE: empty) */
     uint64_t *last;                  /* slot → last event id it has */
     struct chan **buckets;
     size_t nbuckets, nchans;
@@ -97,7 +114,37 @@ struct m0_registry *m0_registry_new(uint32_t nslots, unsigned replay_events, siz
     r->replay_events = replay_events;
     r->replay_bytes = replay_bytes;
     r->floor = floor;
+    r->xfree = NONE;
     return r;
+}
+
+/* The slot a list node belongs to. */
+static uint32_t owner(const struct m0_registry *r, uint32_t node)
+{
+    return node < r->nslots ? node : r->x[node - r->nslots].slot;
+}
+
+/* A new extra node of slot on chan (its links unset). */
+static uint32_t xnode_new(struct m0_registry *r, uint32_t slot, struct chan *c)
+{
+    uint32_t k;
+    if (r->xfree != NONE) {
+        k = r->xfree;
+        r->xfree = r->x[k].slot;
+    } else {
+        if (r->nx == r->capx) {
+            uint32_t cap = r->capx ? r->capx * 2 : 64;
+            r->x = realloc(r->x, cap * sizeof *r->x);
+            r->next = realloc(r->next, ((size_t)r->nslots + cap) * sizeof *r->next);
+            r->prev = realloc(r->prev, ((size_t)r->nslots + cap) * sizeof *r->prev);
+            if (r->x == NULL || r->next == NULL || r->prev == NULL)
+                abort();
+            r->capx = cap;
+        }
+        k = r->nx++;
+    }
+    r->x[k] = (struct xnode){.chan = c, .slot = slot, .chain = NONE};
+    return k;
 }
 
 static void journal_drop_head(struct m0_registry *r, struct chan *c)
@@ -144,6 +191,8 @@ void m0_registry_free(struct m0_registry *r)
     free(r->next);
     free(r->prev);
     free(r->last);
+    free(r->xfirst);
+    free(r->x);
     free(r);
 }
 
@@ -276,43 +325,118 @@ static void deliver_gap(uint32_t slot, uint64_t last_id, uint64_t floor, m0_deli
     cb(ctx, slot, gap, (size_t)n);
 }
 
+/* Link node into c's subscribers, first. */
+static void link_node(struct m0_registry *r, struct chan *c, uint32_t node)
+{
+    touch(r, c);
+    r->prev[node] = NONE;
+    r->next[node] = c->first;
+    if (c->first != NONE)
+        r->prev[c->first] = node;
+    c->first = node;
+    c->nsubs++;
+}
+
+/* Split a channel list (names separated by '\n') into at most max names:
+ * returns how many (repeats dropped, the first kept). */
+static size_t split(const char *list, size_t len, const char **name, size_t *nlen, size_t max)
+{
+    size_t n = 0;
+    const char *p = list, *end = list + len;
+    while (p <= end && n < max) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t l = (size_t)((nl != NULL ? nl : end) - p);
+        int dup = l == 0;
+        for (size_t i = 0; i < n && !dup; i++)
+            dup = nlen[i] == l && memcmp(name[i], p, l) == 0;
+        if (!dup) {
+            name[n] = p;
+            nlen[n++] = l;
+        }
+        if (nl == NULL)
+            break;
+        p = nl + 1;
+    }
+    return n;
+}
+
+#define LIST_MAX 32
+
 void m0_registry_subscribe(struct m0_registry *r, uint32_t slot, const char *channel, size_t len,
                            uint64_t last_id, int quiet, m0_deliver_cb cb, void *ctx)
 {
     if (slot >= r->nslots || r->of[slot] != NULL)
         return;
-    struct chan *c = find_or_add(r, channel, len);
-    touch(r, c);
-    r->of[slot] = c;
-    r->prev[slot] = NONE;
-    r->next[slot] = c->first;
-    if (c->first != NONE)
-        r->prev[c->first] = slot;
-    c->first = slot;
-    c->nsubs++;
+    const char *name[LIST_MAX];
+    size_t nlen[LIST_MAX];
+    size_t n = split(channel, len, name, nlen, LIST_MAX);
+    if (n == 0)
+        return;
+    struct chan *cs[LIST_MAX];
+    for (size_t i = 0; i < n; i++)
+        cs[i] = find_or_add(r, name[i], nlen[i]);
+    r->of[slot] = cs[0];
+    link_node(r, cs[0], slot);
+    if (n > 1) {
+        if (r->xfirst == NULL) {
+            r->xfirst = m0_xmalloc(r->nslots * sizeof *r->xfirst);
+            memset(r->xfirst, 0xff, r->nslots * sizeof *r->xfirst);
+        }
+        for (size_t i = n - 1; i >= 1; i--) {
+            uint32_t k = xnode_new(r, slot, cs[i]);
+            r->x[k].chain = r->xfirst[slot];
+            r->xfirst[slot] = k;
+            link_node(r, cs[i], r->nslots + k);
+        }
+    } else if (r->xfirst != NULL) {
+        r->xfirst[slot] = NONE;
+    }
     r->held++;
     r->last[slot] = last_id;
     if (last_id == 0 && !quiet)
         return;
     /* Resume: everything after last_id that we still have, and a gap marker
-     * when something after it may be gone. */
-    uint64_t proven = r->floor > c->evicted_max ? r->floor : c->evicted_max;
+     * when something after it may be gone (in any of the channels). */
+    uint64_t proven = r->floor;
+    for (size_t i = 0; i < n; i++)
+        if (cs[i]->evicted_max > proven)
+            proven = cs[i]->evicted_max;
     if (last_id < proven && !quiet)
         deliver_gap(slot, last_id, proven, cb, ctx);
-    for (struct jentry *e = c->jhead; e != NULL; e = e->next) {
-        if (e->id > last_id) {
-            cb(ctx, slot, e->data, e->len);
-            r->last[slot] = e->id;
-        }
+    /* The journals merged in id order (ids are unique across channels). */
+    struct jentry *at[LIST_MAX];
+    for (size_t i = 0; i < n; i++) {
+        at[i] = cs[i]->jhead;
+        while (at[i] != NULL && at[i]->id <= last_id)
+            at[i] = at[i]->next;
+    }
+    for (;;) {
+        size_t best = n;
+        for (size_t i = 0; i < n; i++)
+            if (at[i] != NULL && (best == n || at[i]->id < at[best]->id))
+                best = i;
+        if (best == n)
+            break;
+        struct jentry *e = at[best];
+        at[best] = e->next;
+        if (e->id <= r->last[slot])
+            continue;
+        cb(ctx, slot, e->data, e->len);
+        r->last[slot] = e->id;
     }
 }
 
 int m0_registry_resumable(const struct m0_registry *r, const char *channel, size_t len, uint64_t last_id)
 {
-    const struct chan *c = find(r, channel, len);
+    const char *name[LIST_MAX];
+    size_t nlen[LIST_MAX];
+    size_t n = split(channel, len, name, nlen, LIST_MAX);
     uint64_t proven = r->floor;
-    if (c != NULL && c->evicted_max > proven)
-        proven = c->evicted_max;
+    for (size_t i = 0; i < n; i++) {
+        const struct chan *c = find(r, name[i], nlen[i]);
+        if (c != NULL && c->evicted_max > proven)
+            proven = c->evicted_max;
+    }
     return last_id >= proven;
 }
 
@@ -322,16 +446,13 @@ void m0_registry_raise_floor(struct m0_registry *r, uint64_t id)
         r->floor = id;
 }
 
-void m0_registry_unsubscribe(struct m0_registry *r, uint32_t slot)
+/* Unlink node from c's subscribers (a fan-out about to visit it moves on). */
+static void unlink_node(struct m0_registry *r, struct chan *c, uint32_t node)
 {
-    if (slot >= r->nslots || r->of[slot] == NULL)
-        return;
-    struct chan *c = r->of[slot];
-    uint32_t p = r->prev[slot], n = r->next[slot];
+    uint32_t p = r->prev[node], n = r->next[node];
     if (c->pending > 0) {
-        /* A fan-out about to visit this slot moves on to its successor. */
         for (struct fanout *f = r->fhead; f != NULL; f = f->next) {
-            if (f->chan == c && f->cursor == slot)
+            if (f->chan == c && f->cursor == node)
                 f->cursor = n;
         }
     }
@@ -342,6 +463,25 @@ void m0_registry_unsubscribe(struct m0_registry *r, uint32_t slot)
     if (n != NONE)
         r->prev[n] = p;
     c->nsubs--;
+}
+
+void m0_registry_unsubscribe(struct m0_registry *r, uint32_t slot)
+{
+    if (slot >= r->nslots || r->of[slot] == NULL)
+        return;
+    unlink_node(r, r->of[slot], slot);
+    if (r->xfirst != NULL) {
+        uint32_t k = r->xfirst[slot];
+        while (k != NONE) {
+            uint32_t next = r->x[k].chain;
+            unlink_node(r, r->x[k].chan, r->nslots + k);
+            r->x[k].chan = NULL;
+            r->x[k].slot = r->xfree;
+            r->xfree = k;
+            k = next;
+        }
+        r->xfirst[slot] = NONE;
+    }
     r->held--;
     r->of[slot] = NULL;
 }
@@ -352,6 +492,8 @@ size_t m0_registry_notice_all(struct m0_registry *r, const char *frame, size_t f
     size_t n = 0;
     for (struct chan *c = r->active_head; c != NULL; c = c->anext) {
         for (uint32_t s = c->first; s != NONE; s = r->next[s]) {
+            if (s >= r->nslots)
+                continue;             /* a list's other channels: the slot is reached once */
             cb(ctx, s, frame, flen);
             n++;
         }
@@ -423,8 +565,9 @@ size_t m0_registry_fanout(struct m0_registry *r, m0_deliver_cb cb, void *ctx)
         while (f->cursor != NONE) {
             if (r->budget != 0 && visited >= r->budget)
                 return delivered;          /* the rest on the next pass */
-            uint32_t s = f->cursor;
-            f->cursor = r->next[s];
+            uint32_t node = f->cursor;
+            f->cursor = r->next[node];
+            uint32_t s = owner(r, node);
             visited++;
             if (f->id <= r->last[s])
                 continue;                  /* it has this one already (resume filter) */

@@ -141,12 +141,19 @@ def test_serves_and_the_boot_line_tells_the_gil_as_the_view_sees_it(ft, python_g
         seen = json.loads(body)
         assert status == 200 and seen["version"] == ft["version"] and seen["free_threaded"], body
         assert "free-threaded build" in s.err.text().splitlines()[0]      # the master's banner
-        if seen["gil_enabled"]:
-            # Today: importing m0 turns it on (no Py_mod_gil declared yet).
-            assert python_gil is None and s.boot.endswith("GIL enabled by importing m0serve's module 'm0', "
-                                                          "which does not declare yet that it runs without the GIL")
-        else:
-            assert s.boot.endswith("free-threaded build, GIL disabled"), s.boot
+        # m0 declares that it runs without the GIL: off without PYTHON_GIL=0.
+        assert seen["gil_enabled"] is False, body
+        assert s.boot.endswith("free-threaded build, GIL disabled"), s.boot
+        assert "has not declared that it can run safely without the GIL" not in s.err.text()
+
+
+def test_the_gil_stays_off_in_an_asgi_view(ft):
+    """_m0asgi (imported for an ASGI mount) declares Py_MOD_GIL_NOT_USED too."""
+    with Running(ft["binary"], "ft_hello_asgi:app", APPS_DIR, _env()) as s:
+        status, body = s.get()
+        seen = json.loads(body)
+        assert status == 200 and seen == {"gil_enabled": False, "modules": ["_m0asgi", "m0"]}, body
+        assert s.boot.endswith("free-threaded build, GIL disabled"), s.boot
 
 
 def test_refuses_a_virtualenv_of_the_same_version_with_the_gil(ft, tmp_path):

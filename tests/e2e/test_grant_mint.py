@@ -252,8 +252,8 @@ def test_workers_mint_with_the_servers_key_file_and_no_token_is_logged(start_ser
     tok = url.split("token=")[1]
     claims = jwt.decode(tok, K2, algorithms=["HS256"])
     assert claims["channels"] == ["news", "chat"] and claims["sub"] == "alice"
-    # The grant path is not served by the loop yet: the app answers. The
-    # access log has the request, never the token.
+    # A path outside the grant path goes to the app as ever; the access log
+    # has the request, never the token (test_grants.py: the grant path's own).
     conn.request("GET", "/anything?a=1&token=%s&b=2" % tok)
     conn.getresponse().read()
     line = server.stdout.wait_for(re.compile(r'"GET /anything\?.*'), 5)

@@ -217,10 +217,44 @@ static void test_status_line_reason(void **state)
     m0_head_free(&h);
 }
 
+/* M0-Channel as a list (issue 18): OWS trimmed, empty elements and repeats
+ * dropped, names joined by '\n'; a list longer than channel[] kept on the
+ * heap (freed by reset); a bad name or a 33rd channel refused. */
+static void test_channel_list(void **state)
+{
+    (void)state;
+    struct m0_head h;
+    memset(&h, 0, sizeof h);
+    m0_head_reset(&h);
+    const char *why = NULL;
+    assert_int_equal(m0_head_add(&h, "M0-Channel", 10, "a, b ,a,,\tc", 11, &why), M0_OK);
+    assert_string_equal(m0_head_channel(&h), "a\nb\nc");
+    assert_int_equal(h.channel_len, 5);
+    char list[32 * 21 + 8], want[32 * 21 + 8];
+    size_t n = 0, w = 0;
+    for (int i = 0; i < 32; i++) {
+        n += (size_t)sprintf(list + n, "%schannel-number-%05d", i ? "," : "", i);
+        w += (size_t)sprintf(want + w, "%schannel-number-%05d", i ? "\n" : "", i);
+    }
+    assert_int_equal(m0_head_add(&h, "M0-Channel", 10, list, n, &why), M0_OK);
+    assert_string_equal(m0_head_channel(&h), want);
+    assert_int_equal(h.channel_len, w);
+    m0_head_reset(&h);
+    assert_int_equal(h.channel_len, 0);
+    n += (size_t)sprintf(list + n, ",x");
+    why = NULL;
+    assert_int_equal(m0_head_add(&h, "M0-Channel", 10, list, n, &why), M0_ERR);
+    assert_non_null(why);
+    assert_int_equal(m0_head_add(&h, "M0-Channel", 10, "ok, m0.reserved", 15, &why), M0_ERR);
+    assert_int_equal(m0_head_add(&h, "M0-Channel", 10, " , ", 3, &why), M0_ERR);
+    m0_head_free(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_head_records_what_the_server_owns),
+        cmocka_unit_test(test_channel_list),
         cmocka_unit_test(test_one_head_per_response),
         cmocka_unit_test(test_framing_choices),
         cmocka_unit_test(test_never_past_a_promised_length),

@@ -164,10 +164,51 @@ static void test_journal_cap_across_channels(void **state)
     m0_registry_free(r);
 }
 
+/* A slot on a list of channels: each event once, in id order, live and on
+ * a resume (journals merged); the notice reaches it once; unsubscribing
+ * unlinks every node (their ids are reused). Issue 18. */
+static void test_several_channels_per_slot(void **state)
+{
+    (void)state;
+    memset(delivered, 0, sizeof delivered);
+    struct m0_registry *r = m0_registry_new(8, 100, 1 << 20, 0);
+    m0_registry_subscribe(r, 1, "a\nb\na\nc", 7, 0, 0, collect, NULL);
+    m0_registry_subscribe(r, 2, "b", 1, 0, 0, collect, NULL);
+    assert_int_equal(m0_registry_subscribers(r), 2);
+    publish(r, "a", 1);
+    publish(r, "b", 2);
+    publish(r, "d", 3);
+    publish(r, "c", 4);
+    assert_string_equal(delivered[1], "id: 1\ndata: e1\n\nid: 2\ndata: e2\n\nid: 4\ndata: e4\n\n");
+    assert_string_equal(delivered[2], "id: 2\ndata: e2\n\n");
+    memset(delivered, 0, sizeof delivered);
+    assert_int_equal(m0_registry_notice_all(r, "N", 1, collect, NULL), 2);
+    assert_string_equal(delivered[1], "N");
+    /* A resume after 1 on c, b: the journals of both, merged in id order. */
+    memset(delivered, 0, sizeof delivered);
+    m0_registry_subscribe(r, 3, "c\nb", 3, 1, 0, collect, NULL);
+    assert_string_equal(delivered[3], "id: 2\ndata: e2\n\nid: 4\ndata: e4\n\n");
+    assert_true(m0_registry_resumable(r, "a\nc", 3, 0));
+    m0_registry_unsubscribe(r, 1);
+    m0_registry_unsubscribe(r, 3);
+    memset(delivered, 0, sizeof delivered);
+    publish(r, "a", 5);
+    publish(r, "b", 6);
+    assert_string_equal(delivered[1], "");
+    assert_string_equal(delivered[3], "");
+    assert_string_equal(delivered[2], "id: 6\ndata: e6\n\n");
+    m0_registry_subscribe(r, 4, "a\nc", 3, 0, 0, collect, NULL);
+    publish(r, "c", 7);
+    assert_string_equal(delivered[4], "id: 7\ndata: e7\n\n");
+    assert_int_equal(m0_registry_subscribers(r), 2);
+    m0_registry_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_registry_fans_out_per_channel),
+        cmocka_unit_test(test_several_channels_per_slot),
         cmocka_unit_test(test_resume_replays_then_filters_duplicates),
         cmocka_unit_test(test_gap_marker_when_journal_is_short),
         cmocka_unit_test(test_journal_byte_cap),

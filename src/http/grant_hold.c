@@ -1,0 +1,306 @@
+/*
+ * grant_hold.c — signed stream grants on the loop (issue 18, grant.h):
+ * GET PREFIX/sse and a WebSocket handshake to PREFIX/ws under --grant-path
+ * are answered here, before any target is matched, with no Python call.
+ * The grant (an HS256 JWT) is verified in C at the wall clock's second;
+ * the request becomes the same hold a view's M0-Hold would have made (the
+ * job's head and response filled as m0_job_commit fills them for a view),
+ * on the grant's channels — all of them, or the ones the "channel" query
+ * parameter picks among them — so Last-Event-ID resume, the journal, the
+ * outbox and the m0-gap notices are the view holds' own.
+ *
+ * Refusals (RFC 6750 §3): 401 with WWW-Authenticate: Bearer
+ * error="invalid_token" and a one-line public reason (the same for a bad
+ * signature and an unknown kid: jwt.h), 400 invalid_request for a token
+ * sent twice, 403 for a valid grant that does not cover the channel asked
+ * or a cross-origin request from an origin not listed. Never a hold. The
+ * operator's reason (the jwt code's name, the kid, sub) is logged at debug.
+ *
+ * CORS (Fetch §3.2): an Origin listed by --grant-cors-origin gets
+ * Access-Control-Allow-Origin: ORIGIN, Access-Control-Allow-Credentials:
+ * true and Vary: Origin (EventSource withCredentials sends cookies); an
+ * OPTIONS preflight to PREFIX/sse is answered too (an EventSource sends
+ * none, a fetch() reader with Authorization does). An Origin neither
+ * listed nor the request's own (its Host) is refused with 403, for the
+ * stream as for the WebSocket (RFC 6455 §10.2: the server checks Origin).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "m0/body.h"
+#include "m0/config.h"
+#include "m0/conn.h"
+#include "m0/grant.h"
+#include "m0/grant_hold.h"
+#include "m0/http.h"
+#include "m0/job.h"
+#include "m0/log.h"
+#include "m0/percent.h"
+#include "m0/response.h"
+#include "m0/rt.h"
+#include "m0/runner.h"
+#include "m0/sse.h"
+#include "m0/target.h"
+
+enum which { NONE_, SSE, WS };
+
+/* Which grant endpoint r's path names (PREFIX/sse, PREFIX/ws), if any. */
+static enum which endpoint(const struct m0_config *cfg, const struct m0_req *r)
+{
+    size_t pl = strlen(cfg->grant_path);
+    if (r->path_len < pl + 3 || memcmp(r->path, cfg->grant_path, pl) != 0)
+        return NONE_;
+    const char *rest = r->path + pl;
+    size_t rl = r->path_len - pl;
+    if (rl == 4 && memcmp(rest, "/sse", 4) == 0)
+        return SSE;
+    if (rl == 3 && memcmp(rest, "/ws", 3) == 0)
+        return WS;
+    return NONE_;
+}
+
+int m0_grant_claims(const struct m0_server *s, const struct m0_conn *c)
+{
+    return s->cfg->grant_path != NULL && endpoint(s->cfg, &c->job->req) != NONE_;
+}
+
+/* The request's Origin when it is listed, else NULL; *cross: it is neither
+ * listed nor the request's own origin (its Host). */
+static const char *allowed_origin(const struct m0_config *cfg, const struct m0_req *r, int *cross)
+{
+    *cross = 0;
+    const struct m0_hdr *o = m0_req_header(r, "origin");
+    if (o == NULL)
+        return NULL;
+    for (unsigned i = 0; i < cfg->ngrant_cors_origins; i++) {
+        const char *a = cfg->grant_cors_origins[i];
+        if (strlen(a) == o->value_len && memcmp(a, o->value, o->value_len) == 0)
+            return a;
+    }
+    const struct m0_hdr *host = m0_req_header(r, "host");
+    const char *sep = memmem(o->value, o->value_len, "://", 3);
+    if (host != NULL && sep != NULL) {
+        const char *h = sep + 3;
+        size_t hl = o->value_len - (size_t)(h - o->value);
+        if (hl == host->value_len && strncasecmp(h, host->value, hl) == 0)
+            return NULL;                /* same origin: no CORS needed */
+    }
+    *cross = 1;
+    return NULL;
+}
+
+static void cors_lines(struct m0_head *h, const char *origin)
+{
+    const char *why;
+    if (origin == NULL)
+        return;
+    m0_head_add(h, "Access-Control-Allow-Origin", 27, origin, strlen(origin), &why);
+    m0_head_add(h, "Access-Control-Allow-Credentials", 32, "true", 4, &why);
+    m0_head_add(h, "Vary", 4, "Origin", 6, &why);
+}
+
+/* A refusal with a one-line body (and a challenge for 401/400). */
+static void refuse(struct m0_server *s, struct m0_conn *c, int status, const char *challenge, const char *origin,
+                   const char *reason)
+{
+    struct m0_job *job = c->job;
+    struct m0_head *h = &job->head;
+    const char *why;
+    char line[160];
+    int n = snprintf(line, sizeof line, "%s\n", reason);
+    m0_head_reset(h);
+    m0_head_status(h, status, NULL, 0);
+    m0_head_add(h, "Content-Type", 12, "text/plain; charset=utf-8", 25, &why);
+    m0_head_add(h, "Cache-Control", 13, "no-store", 8, &why);
+    if (challenge != NULL)
+        m0_head_add(h, "WWW-Authenticate", 16, challenge, strlen(challenge), &why);
+    if (status == 405)
+        m0_head_add(h, "Allow", 5, "GET", 3, &why);
+    cors_lines(h, origin);
+    if (endpoint(s->cfg, &job->req) == WS)
+        h->app_close = 1;               /* a refused upgrade: Connection: close, as ws.c's refusals */
+    m0_job_commit(job, n, 0);
+    if (!(job->req.flags & M0_REQ_HEAD)) {
+        m0_buf_append(&job->resp.out, line, (size_t)n);
+        job->resp.body_bytes = (uint64_t)n;     /* the access log's bytes */
+    }
+}
+
+/* Answer a CORS preflight for PREFIX/sse (Fetch §3.2.3). */
+static void preflight(struct m0_server *s, struct m0_conn *c, const char *origin)
+{
+    struct m0_job *job = c->job;
+    struct m0_head *h = &job->head;
+    const char *why;
+    m0_head_reset(h);
+    m0_head_status(h, 204, NULL, 0);
+    cors_lines(h, origin);
+    m0_head_add(h, "Access-Control-Allow-Methods", 28, "GET", 3, &why);
+    m0_head_add(h, "Access-Control-Allow-Headers", 28, "Authorization, Last-Event-ID", 28, &why);
+    m0_head_add(h, "Access-Control-Max-Age", 22, "600", 3, &why);
+    m0_job_commit(job, 0, 0);
+    (void)s;
+}
+
+/* The channels asked for ("channel", comma-separated, percent-decoded into
+ * buf) among the grant's: into name/len. 0 when all are granted (n set),
+ * else -1 (not covered: 403) or -2 (malformed: 400). */
+static int pick(const struct m0_req *r, const struct m0_grant *g, char *buf, size_t cap, const char **name,
+                size_t *len, size_t *n)
+{
+    const char *v;
+    size_t vl;
+    *n = 0;
+    if (r->query == NULL || m0_http_query_param(r->query, r->query_len, "channel", &v, &vl) == 0) {
+        for (unsigned i = 0; i < g->nchannels; i++) {
+            name[*n] = g->channels[i];
+            len[(*n)++] = g->channel_len[i];
+        }
+        return 0;
+    }
+    if (vl >= cap)
+        return -2;
+    for (size_t i = 0; i < vl; i++)
+        if (v[i] == '+')
+            return -2;                  /* a channel name has no space to spell */
+    size_t dl = m0_percent_decode(v, vl, buf);
+    const char *p = buf, *end = buf + dl;
+    while (p < end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        size_t l = (size_t)((comma ? comma : end) - p);
+        if (l > 0) {
+            if (!m0_grant_covers(g, p, l))
+                return -1;
+            int dup = 0;
+            for (size_t i = 0; i < *n && !dup; i++)
+                dup = len[i] == l && memcmp(name[i], p, l) == 0;
+            if (!dup) {
+                name[*n] = p;
+                len[(*n)++] = l;
+            }
+        }
+        if (comma == NULL)
+            break;
+        p = comma + 1;
+    }
+    return *n > 0 ? 0 : -2;
+}
+
+/* Headers a message POST of a granted socket carries (--grant-inbound):
+ * M0-Grant-Sub and M0-Grant-Channels, and the inbound view's path as its
+ * target; the token's places (Authorization, the query) are not kept. */
+static void inbound_request(struct m0_job *job, const struct m0_grant *g, const char *path)
+{
+    struct m0_req *r = &job->req;
+    struct m0_hdr *hd = m0_arena_alloc(&r->arena, (r->nhdrs + 2) * sizeof *hd);
+    unsigned n = 0;
+    for (unsigned i = 0; i < r->nhdrs; i++) {
+        if (r->hdrs[i].name_len == 13 && strncasecmp(r->hdrs[i].name, "authorization", 13) == 0)
+            continue;
+        hd[n++] = r->hdrs[i];
+    }
+    char list[M0_GRANT_MAX_CHANNELS * (M0_CHANNEL_MAX + 1)];
+    size_t ll = 0;
+    for (unsigned i = 0; i < g->nchannels; i++) {
+        if (i > 0)
+            list[ll++] = ',';
+        memcpy(list + ll, g->channels[i], g->channel_len[i]);
+        ll += g->channel_len[i];
+    }
+    hd[n++] = (struct m0_hdr){.name = "M0-Grant-Channels", .name_len = 17,
+                              .value = m0_arena_strndup(&r->arena, list, ll), .value_len = (uint32_t)ll};
+    if (g->jwt.sub != NULL && m0_http_is_field_value(g->jwt.sub, g->jwt.sub_len))
+        hd[n++] = (struct m0_hdr){.name = "M0-Grant-Sub", .name_len = 12,
+                                  .value = m0_arena_strndup(&r->arena, g->jwt.sub, g->jwt.sub_len),
+                                  .value_len = (uint32_t)g->jwt.sub_len};
+    r->hdrs = hd;
+    r->nhdrs = r->hdrs_cap = n;
+    size_t pl = strlen(path);
+    r->target = r->path = m0_arena_strndup(&r->arena, path, pl);
+    r->target_len = r->path_len = (uint32_t)pl;
+    r->query = "";
+    r->query_len = 0;
+}
+
+int m0_grant_answer(struct m0_server *s, struct m0_conn *c)
+{
+    const struct m0_config *cfg = s->cfg;
+    struct m0_job *job = c->job;
+    const struct m0_req *r = &job->req;
+    enum which w = endpoint(cfg, r);
+    int cross;
+    const char *origin = allowed_origin(cfg, r, &cross);
+    if (w == SSE && strcmp(r->method, "OPTIONS") == 0 && origin != NULL) {
+        preflight(s, c, origin);
+        return M0_GRANT_ANSWERED;
+    }
+    if (strcmp(r->method, "GET") != 0) {
+        refuse(s, c, 405, NULL, origin, "Method Not Allowed");       /* Allow: GET */
+        return M0_GRANT_ANSWERED;
+    }
+    if (cross) {
+        m0_debug("grant %.*s refused: Origin not allowed (--grant-cors-origin)", (int)r->path_len, r->path);
+        refuse(s, c, 403, NULL, NULL, "this origin may not subscribe");
+        return M0_GRANT_ANSWERED;
+    }
+    const char *tok;
+    size_t tlen;
+    char challenge[256];
+    int code = m0_grant_token(r, cfg->grant_cookie, &tok, &tlen);
+    struct m0_grant g;
+    memset(&g, 0, sizeof g);
+    if (code == M0_OK)
+        code = m0_grant_verify(tok, tlen, cfg->grant_keys, (int64_t)time(NULL), &g);
+    if (code != M0_JWT_OK) {
+        m0_debug("grant %.*s refused: %s (%zu bytes)", (int)r->path_len, r->path,
+                 code >= M0_GRANT_NO_TOKEN ? "grant" : m0_jwt_error_name(code), code == M0_OK ? 0 : tlen);
+        m0_grant_challenge(code, challenge, sizeof challenge);
+        refuse(s, c, m0_grant_http_status(code), challenge, origin, m0_grant_error_reason(code));
+        return M0_GRANT_ANSWERED;
+    }
+    const char *name[M0_GRANT_MAX_CHANNELS];
+    size_t len[M0_GRANT_MAX_CHANNELS], n;
+    char asked[M0_GRANT_MAX_CHANNELS * (M0_CHANNEL_MAX + 1)];
+    int p = pick(r, &g, asked, sizeof asked, name, len, &n);
+    if (p != 0) {
+        m0_debug("grant %.*s (kid %s, sub %s) refused: %s", (int)r->path_len, r->path, g.jwt.kid,
+                 g.jwt.sub ? g.jwt.sub : "-", p == -1 ? "a channel the grant lacks" : "bad channel parameter");
+        if (p == -1)
+            refuse(s, c, 403, "Bearer error=\"insufficient_scope\"", origin, "the grant does not cover this channel");
+        else
+            refuse(s, c, 400, NULL, origin, "bad channel parameter");
+        m0_grant_clear(&g);
+        return M0_GRANT_ANSWERED;
+    }
+    if (w == WS && cfg->grant_inbound != NULL) {
+        job->target = m0_target_match(&m0_targets, cfg->grant_inbound, strlen(cfg->grant_inbound));
+        if (job->target == NULL || job->target->runner == NULL || job->target->runner->message == NULL) {
+            m0_error("--grant-inbound %s: no mount there takes WebSocket messages: 500", cfg->grant_inbound);
+            refuse(s, c, 500, NULL, origin, "this socket cannot take messages");
+            m0_grant_clear(&g);
+            return M0_GRANT_ANSWERED;
+        }
+        inbound_request(job, &g, cfg->grant_inbound);
+    }
+    struct m0_head *h = &job->head;
+    m0_head_reset(h);
+    m0_head_status(h, 200, NULL, 0);
+    cors_lines(h, origin);
+    m0_head_set_channels(h, name, len, n);
+    m0_debug("grant %.*s held: kid %s, sub %s, %zu channel(s)", (int)r->path_len, r->path, g.jwt.kid,
+             g.jwt.sub ? g.jwt.sub : "-", n);
+    m0_grant_clear(&g);
+    if (w == WS) {
+        h->hold = M0_HOLD_WEBSOCKET;
+        job->resp.status = 200;
+        job->hold_last_id = 0;              /* a socket does not resume */
+        job->resp.flags |= M0_RESP_HOLD;
+    } else {
+        h->hold = M0_HOLD_STREAM;
+        m0_job_commit(job, -1, 1);        /* the view holds' head; Last-Event-ID read */
+    }
+    job->hold_start = m0_rt_newest(s->rt);
+    return M0_GRANT_HOLD;
+}

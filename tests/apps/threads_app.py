@@ -1,0 +1,82 @@
+"""Views that show whether Python runs on two threads of one worker at once
+(tests/e2e/test_threads.py).
+
+/gil          sys._is_gil_enabled() inside the view, its thread and process
+/barrier?n=N  meets N-1 other views at a threading.Barrier (timeout: 503); the
+              request's X-* headers as the environ has them
+/spin?n=N     arrives, then spins in pure Python (never releasing anything)
+              until N views have arrived or 3 s pass: "met" or "alone". With
+              a GIL and a switch interval longer than the spin, the second
+              view cannot even start while the first spins; without it,
+              both spin at once.
+/cpu?ms=M     about M ms of pure-Python work (the benchmark's CPU-bound view)
+"""
+
+import json
+import os
+import sys
+import threading
+import time
+
+sys.setswitchinterval(60.0)
+
+_lock = threading.Lock()
+_barriers = {}
+_arrived = [0]
+
+
+def _barrier(n):
+    with _lock:
+        b = _barriers.get(n)
+        if b is None or b.broken:
+            b = _barriers[n] = threading.Barrier(n, timeout=10)
+        return b
+
+
+def _json(start_response, obj, status="200 OK"):
+    body = json.dumps(obj).encode()
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+    return [body]
+
+
+def _arg(environ, name, default):
+    for part in environ.get("QUERY_STRING", "").split("&"):
+        k, _, v = part.partition("=")
+        if k == name and v:
+            return int(v)
+    return default
+
+
+def app(environ, start_response):
+    path = environ["PATH_INFO"]
+    me = {"pid": os.getpid(), "thread": threading.get_ident()}
+    if path == "/gil":
+        gil = sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else True
+        return _json(start_response, dict(me, gil_enabled=gil))
+    if path == "/barrier":
+        try:
+            _barrier(_arg(environ, "n", 2)).wait()
+        except threading.BrokenBarrierError:
+            return _json(start_response, dict(me, met=False), "503 Service Unavailable")
+        xs = {k: v for k, v in environ.items() if k.startswith("HTTP_X_")}
+        return _json(start_response, dict(me, met=True, headers=xs))
+    if path == "/spin":
+        n = _arg(environ, "n", 2)
+        with _lock:
+            _arrived[0] += 1
+        deadline = time.monotonic() + 3.0
+        spins = 0
+        while _arrived[0] < n and time.monotonic() < deadline:
+            spins += 1
+        return _json(start_response, dict(me, met=_arrived[0] >= n, spins=spins))
+    if path == "/spin-reset":
+        _arrived[0] = 0
+        return _json(start_response, me)
+    if path == "/cpu":
+        end = time.thread_time() + _arg(environ, "ms", 5) / 1000.0
+        x = 0
+        while time.thread_time() < end:
+            for i in range(200):
+                x += i * i
+        return _json(start_response, dict(me, x=x % 7))
+    return _json(start_response, me)
