@@ -375,6 +375,7 @@ static void grip_enter(struct m0_server *s, struct m0_conn *c)
     gh->last_ka = now;
     if (gh->kind == M0_GRIP_HOLD_RESPONSE)
         gh->deadline += now;
+    m0_conn_tick_at(s, c, now);          /* looked at every sweep (grip_tick), from the next */
 }
 
 static void grip_end(struct m0_server *s, struct m0_conn *c)
@@ -445,6 +446,7 @@ static void grip_tick(struct m0_server *s, struct m0_conn *c)
         return;
     struct m0_griphold *gh = gh_of(c);
     uint64_t now = m0_loop_now(s->loop);
+    c->deadline = now;                   /* the next sweep again (conn.h: tick) */
     if (gh->finishing) {
         if (m0_buf_unread(&gh->base.outbox) == 0) {
             shutdown(c->fd, SHUT_WR);
