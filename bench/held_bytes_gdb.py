@@ -65,7 +65,21 @@ def find_server():
 def main():
     server = find_server().dereference()
     n = int(server["nconns"])
-    conns = server["conns"]
+    chunks = get(server, "chunks")
+    if chunks is not None:
+        # The slot table in chunks made on demand (conn.h): slot i is
+        # chunks[i >> 12][i & 4095]; only the chunks made so far exist.
+        shift = 12
+        made = int(server["nchunks"])
+        n = min(n, made << shift)
+
+        def slot(i):
+            return chunks[i >> shift][i & ((1 << shift) - 1)]
+    else:
+        conns = server["conns"]
+
+        def slot(i):
+            return conns[i]
     totals = {}
     held = ws_held = 0
 
@@ -85,6 +99,8 @@ def main():
         ("conn.out", ("out", "data")),
         ("conn.http.field", ("http", "field", "data")),
         ("conn.http.value", ("http", "value", "data")),
+        ("job.http.field", ("job", "http", "field", "data")),
+        ("job.http.value", ("job", "http", "value", "data")),
         ("hold (a WebSocket: struct m0_wshold)", ("hold",)),
         ("hold.outbox", ("hold", "outbox", "data")),
     ]
@@ -96,7 +112,7 @@ def main():
         ("hold.parser.msg (a WebSocket's message)", ("parser", "msg", "data")),
     ]
     for i in range(n):
-        c = conns[i]
+        c = slot(i)
         if int(c["state"]) != HELD:
             continue
         held += 1
@@ -125,7 +141,8 @@ def main():
                     break
             if ok and v.type.code == gdb.TYPE_CODE_PTR:
                 add(name, chunk(v))
-    print("held connections: %d (%d WebSockets) of %d slots" % (held, ws_held, n))
+    print("held connections: %d (%d WebSockets) of %d slots made; the slot itself: %d B each (not a malloc of its own)"
+          % (held, ws_held, n, gdb.lookup_type("struct m0_conn").sizeof))
     for name, _ in fields + ws_fields:
         if name in totals:
             print("  %-42s %12d B  %8.1f B per held" % (name, totals[name], totals[name] / max(held, 1)))

@@ -59,8 +59,12 @@ struct m0_conn_ops {
     /* WRITE: c->out and the file range are written (a streaming runner
      * that still owns the job has been credited): what comes next. */
     void (*drained)(struct m0_server *s, struct m0_conn *c);
-    /* The periodic sweep, every active connection (before its deadline
-     * is checked). */
+    /* The periodic check. A connection that is not HELD: every sweep
+     * (200 ms), before its deadline is checked. A HELD one sits in the
+     * loop's timer wheel instead and is ticked when c->deadline comes (the
+     * first: a heartbeat interval after the hold began); the tick sets
+     * c->deadline to when it wants the next (loop clock ms; left at or
+     * before now: the next sweep). */
     void (*tick)(struct m0_server *s, struct m0_conn *c);
     /* m0_conn_close, before the descriptor closes: release the
      * protocol's state. */
@@ -71,9 +75,10 @@ struct m0_conn_ops {
     /* The loop ends (serve.c): free the protocol's per-loop state. */
     void (*fini)(struct m0_server *s);
     /* H1: a hold hands c back (a long-poll answered on a connection its
-     * request let persist, RFC 9112 §9.3); its hold is released already.
-     * Bytes in c->in are the next request, parsed now. */
-    void (*resume)(struct m0_server *s, struct m0_conn *c);
+     * request let persist, RFC 9112 §9.3); its hold is released already,
+     * its job perhaps given back: peer/peer_port are the client's address
+     * the hold kept. Bytes in c->in are the next request, parsed now. */
+    void (*resume)(struct m0_server *s, struct m0_conn *c, const char *peer, uint16_t peer_port);
     /* SSE, WS: the hold implementation (hold.h) an M0-Hold response of
      * this kind takes. */
     const struct m0_hold_ops *hold;
@@ -112,17 +117,19 @@ const char *m0_conn_state_name(enum m0_conn_state st);
 #define C_LAZY_BODY   0x080u  /* the body is being read while the runner runs */
 #define C_STREAMING   0x100u  /* a runner on another thread streams this response (credit, disconnect) */
 #define C_WS_MSG      0x200u  /* the runner has an inbound WebSocket message of this held socket */
+#define C_WHEEL       0x800u  /* HELD, in the timer wheel (s->wheel) rather than the active list */
 #define C_UPGRADED    0x400u  /* an asynchronous runner accepted this WebSocket: the loop answered
                                  (101, or a refusal); the runner's DONE only returns the job */
 
 struct m0_conn {
     int fd;
     uint32_t gen;
+    uint32_t slot;           /* its index: chunk << M0_CONN_CHUNK_SHIFT | place in the chunk */
     uint8_t state;           /* enum m0_conn_state: change it with m0_conn_set_state only */
     uint8_t proto;           /* enum m0_conn_proto: s->proto[c->proto] are its operations */
     unsigned flags;          /* C_* */
     uint32_t events;         /* epoll interest currently registered */
-    uint64_t deadline;       /* loop clock ms; 0 = none */
+    uint64_t deadline;       /* loop clock ms; 0 = none (HELD: the next tick, the wheel's key) */
     uint64_t started_us;     /* request start, for the access log */
     struct m0_buf in;        /* bytes read, not yet parsed */
     struct m0_buf out;       /* bytes to write, then the file range */
@@ -130,10 +137,9 @@ struct m0_conn {
     off_t file_off;
     uint64_t file_left;
     unsigned resp_flags;     /* M0_RESP_* of the response being written (DONE, ABORT, HOLD) */
-    struct m0_http http;
-    struct m0_job *job;      /* allocated on first use, kept for the slot */
+    struct m0_job *job;      /* while a request runs (m0_conn_job); NULL while held, FREE */
     struct m0_hold *hold;    /* a hold taken (subscribed, its head maybe still going out) or HELD */
-    struct m0_conn *prev, *next;   /* active list, for timeout sweeps */
+    struct m0_conn *prev, *next;   /* active list (timeout sweeps), or a wheel bucket (HELD) */
     struct m0_conn *next_free;     /* free list / release list */
     struct m0_conn *next_doomed;   /* doomed list */
 };
@@ -141,14 +147,29 @@ struct m0_conn {
 struct m0_server {
     const struct m0_config *cfg;
     struct m0_loop *loop;
-    struct m0_conn *conns;
-    struct m0_job **jobs;          /* slot → job (read by pool threads; entries never move) */
+    /* The slot table, in chunks of M0_CONN_CHUNK made as the free list runs
+     * dry (none before the first connection; the last may be shorter), up
+     * to nconns (--max-connections) slots. A chunk never moves. */
+    struct m0_conn **chunks;
+    uint32_t nchunks;              /* made so far */
+    struct m0_job **jobs;          /* slot → job (read by pool threads; an entry changes only
+                                      while no runner has the slot's job) */
+    struct m0_job *job_cache;      /* jobs no connection has, for the next request */
+    uint32_t njob_cache;
     uint32_t nconns;
     struct m0_conn *free_list;
     struct m0_conn *release_list;
     struct m0_conn *doomed;        /* closed after the current fan-out */
-    struct m0_conn active;         /* sentinel of the active list */
-    uint32_t nactive;
+    struct m0_conn active;         /* sentinel of the active list: every open connection not HELD */
+    uint32_t nactive;              /* open connections (the active list and the wheel) */
+    /* HELD connections by the time of their next tick (heartbeats, pings):
+     * M0_CONN_WHEEL buckets of M0_CONN_WHEEL_MS, each a NULL-ended list
+     * (made with the first hold); the sweep runs only the buckets whose
+     * time has come, so an idle held connection costs nothing per sweep. */
+    struct m0_conn **wheel;
+    uint64_t wheel_tick;           /* the next bucket's time, in M0_CONN_WHEEL_MS units */
+    uint32_t jobs_released;        /* jobs given back (holds begun, slots closed) since the last trim */
+    uint64_t next_trim;            /* loop clock: the earliest next malloc_trim */
     uint32_t norphans;       /* closed slots whose job a runner still has (ORPHAN) */
     int listen_fds[M0_MAX_LISTENERS];   /* the sockets this worker accepts on */
     int nlisten;
@@ -175,10 +196,38 @@ struct m0_server {
     int grip_fd;                   /* the --grip-control listener, -1 */
 };
 
+#define M0_CONN_CHUNK_SHIFT 12
+#define M0_CONN_CHUNK (1u << M0_CONN_CHUNK_SHIFT)
+
 static inline uint32_t m0_conn_slot(const struct m0_server *s, const struct m0_conn *c)
 {
-    return (uint32_t)(c - s->conns);
+    (void)s;
+    return c->slot;
 }
+
+/* The connection of slot, or NULL when the slot was never made (or is
+ * beyond --max-connections). */
+static inline struct m0_conn *m0_conn_at(const struct m0_server *s, uint32_t slot)
+{
+    if (slot >= s->nconns || (slot >> M0_CONN_CHUNK_SHIFT) >= s->nchunks)
+        return NULL;
+    return &s->chunks[slot >> M0_CONN_CHUNK_SHIFT][slot & (M0_CONN_CHUNK - 1)];
+}
+
+/* The connection of a slot known to be made (a job's, a subscriber's). */
+static inline struct m0_conn *m0_conn_of(const struct m0_server *s, uint32_t slot)
+{
+    return &s->chunks[slot >> M0_CONN_CHUNK_SHIFT][slot & (M0_CONN_CHUNK - 1)];
+}
+
+#define M0_CONN_WHEEL 1024
+#define M0_CONN_WHEEL_MS 200
+
+/* Make the next chunk of slots and put them on the free list. M0_OK, or
+ * M0_ERR: every slot is made already, or out of memory (logged). */
+int m0_conn_grow(struct m0_server *s);
+/* Every slot made so far (serve.c: at a fork, at the end), through fn. */
+void m0_conn_each(struct m0_server *s, void (*fn)(struct m0_conn *c, void *ctx), void *ctx);
 
 /* Enter st and the deadline it implies (READ_HEAD: keep-alive or head
  * timeout; READ_BODY: body timeout; WRITE: write timeout; LINGER: 2 s;
@@ -207,8 +256,32 @@ void m0_conn_on_complete(struct m0_loop *l, const struct m0_completion *done, vo
 void m0_conn_sweep(struct m0_server *s);
 /* Accept what is pending on the listener. */
 void m0_conn_accept(struct m0_loop *l, int fd, uint32_t events, void *ctx);
+/* A HELD connection's next tick at due (loop clock ms; at or before now:
+ * the next sweep), moved in the wheel. Outside a tick, where setting
+ * c->deadline would lose it in the wheel. */
+void m0_conn_tick_at(struct m0_server *s, struct m0_conn *c, uint64_t due);
+/* Close every open connection (the loop ends). */
+void m0_conn_close_all(struct m0_server *s);
+/* Call fn for every HELD connection (a drain ends the holds); fn may
+ * change the connection's state. */
+void m0_conn_each_held(struct m0_server *s, void (*fn)(struct m0_server *s, struct m0_conn *c));
 /* Return closed slots to the free list (a before-sleep hook). */
 void m0_conn_release_closed(struct m0_server *s);
+/* The job c's request uses: its own, or one from the loop's cache (at most
+ * M0_JOB_CACHE kept), or a new one; set in s->jobs for the slot and the
+ * parser pointed at its request. Never NULL. */
+struct m0_job *m0_conn_job(struct m0_server *s, struct m0_conn *c);
+/* The connection is done with its job (a hold began, the slot closed, a
+ * WebSocket message answered): back to the cache (beyond M0_JOB_CACHE:
+ * freed), c->job NULL. No-op while a runner has it (C_RUNNER, C_MORE) or
+ * when it is pinned (job.h). The per-connection client address goes with
+ * it: a hold that needs it later keeps its own copy. */
+void m0_conn_job_put(struct m0_server *s, struct m0_conn *c);
+/* Jobs the cache keeps (1.3 KB each); about a pool's threads and the
+ * requests in flight beside them. */
+#define M0_JOB_CACHE 256
+/* Free the cache (serve.c, at the end; the pool stopped). */
+void m0_conn_job_cache_free(struct m0_server *s);
 /* Read what is available into c->in (bounded per wakeup). */
 void m0_conn_read(struct m0_conn *c);
 /* Send an answer the loop made itself (/health, a static file, a 404 no

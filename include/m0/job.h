@@ -131,6 +131,9 @@ struct m0_jobchan {
 
 struct m0_job {
     struct m0_req req;          /* parsed request */
+    /* The connection's request parser (loop only), here rather than in the
+     * slot: a held connection has no request to parse, and no job. */
+    struct m0_http http;
     struct m0_head head;        /* the application's head, as the runner built it */
     struct m0_body body;        /* the body encoder's state */
     struct m0_resp resp;        /* runner → loop: framed bytes, file range, flags */
@@ -165,6 +168,11 @@ struct m0_job {
     char remote_addr[INET6_ADDRSTRLEN];
     uint16_t remote_port;
     uint8_t https;              /* a trusted proxy says the client used https */
+    /* An asynchronous runner has had this job: it may look it up by slot
+     * at any moment (asgi.c), so it stays with its slot for good instead of
+     * going back to the loop's cache (conn.h: m0_conn_job_put). */
+    uint8_t pinned;
+    struct m0_job *next_free;   /* the loop's job cache (conn.c) */
 };
 
 /* Allocate a job for slot (zeroed, channel initialised). Never NULL. */

@@ -16,6 +16,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
@@ -53,12 +56,124 @@ const char *m0_conn_proto_name(enum m0_conn_proto p)
     return (unsigned)p < M0_ARRAY_LEN(names) ? names[p] : "?";
 }
 
+static void list_link(struct m0_server *s, struct m0_conn *c)
+{
+    c->next = s->active.next;
+    c->prev = &s->active;
+    s->active.next->prev = c;
+    s->active.next = c;
+}
+
+static void list_unlink(struct m0_conn *c)
+{
+    c->prev->next = c->next;
+    c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+}
+
+/* ---------------------------------------------------------- the wheel */
+
+static struct m0_conn **bucket_of(struct m0_server *s, uint64_t due)
+{
+    uint64_t t = due / M0_CONN_WHEEL_MS;
+    if (t < s->wheel_tick)
+        t = s->wheel_tick;               /* already due: the next sweep */
+    return &s->wheel[t % M0_CONN_WHEEL];
+}
+
+/* c (HELD) into the bucket of c->deadline. */
+static void wheel_add(struct m0_server *s, struct m0_conn *c)
+{
+    if (s->wheel == NULL) {
+        s->wheel = m0_xmalloc(M0_CONN_WHEEL * sizeof *s->wheel);
+        memset(s->wheel, 0, M0_CONN_WHEEL * sizeof *s->wheel);
+        s->wheel_tick = m0_loop_now(s->loop) / M0_CONN_WHEEL_MS;
+    }
+    struct m0_conn **b = bucket_of(s, c->deadline);
+    c->prev = NULL;
+    c->next = *b;
+    if (*b != NULL)
+        (*b)->prev = c;
+    *b = c;
+    c->flags |= C_WHEEL;
+}
+
+static void wheel_del(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else
+        *bucket_of(s, c->deadline) = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+    c->flags &= ~C_WHEEL;
+}
+
+/* The buckets whose time has come (at most one round of them): each HELD
+ * connection in them whose deadline has come is ticked and goes back in
+ * at the deadline its tick set; one whose time is a later round goes back
+ * as it is. */
+static void wheel_run(struct m0_server *s, uint64_t now)
+{
+    if (s->wheel == NULL)
+        return;
+    uint64_t until = now / M0_CONN_WHEEL_MS;
+    for (unsigned n = 0; s->wheel_tick <= until && n < M0_CONN_WHEEL; n++) {
+        struct m0_conn **b = &s->wheel[s->wheel_tick % M0_CONN_WHEEL];
+        struct m0_conn *c = *b;
+        *b = NULL;
+        s->wheel_tick++;
+        while (c != NULL) {
+            struct m0_conn *next = c->next;
+            c->prev = c->next = NULL;
+            c->flags &= ~C_WHEEL;
+            if (c->deadline > now) {
+                wheel_add(s, c);
+            } else {
+                const struct m0_conn_ops *ops = s->proto[c->proto];
+                if (ops->tick != NULL)
+                    ops->tick(s, c);     /* heartbeats, pings; sets the next deadline */
+                if (c->state == M0_CONN_HELD && !(c->flags & C_WHEEL)) {
+                    if (c->deadline <= now)
+                        c->deadline = now + M0_CONN_WHEEL_MS;
+                    wheel_add(s, c);
+                }
+            }
+            c = next;
+        }
+    }
+    if (s->wheel_tick <= until)
+        s->wheel_tick = until + 1;       /* a stall longer than a round: every bucket ran */
+}
+
+static void active_add(struct m0_server *s, struct m0_conn *c)
+{
+    list_link(s, c);
+    s->nactive++;
+}
+
+static void active_del(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->flags & C_WHEEL)
+        wheel_del(s, c);
+    else if (c->prev != NULL)
+        list_unlink(c);                  /* (neither: a held one being ticked) */
+    s->nactive--;
+}
+
 void m0_conn_set_state(struct m0_server *s, struct m0_conn *c, enum m0_conn_state st)
 {
     uint64_t now = m0_loop_now(s->loop);
     if (m0_log_threshold <= M0_LOG_DEBUG && c->state != st)
         m0_debug("slot %u (%s): %s -> %s", m0_conn_slot(s, c), m0_conn_proto_name(c->proto),
                  m0_conn_state_name(c->state), m0_conn_state_name(st));
+    /* HELD connections are in the wheel, keyed by their deadline; every
+     * other open one is on the active list; a closed one is on neither. */
+    if (c->flags & C_WHEEL)
+        wheel_del(s, c);
+    else if (st == M0_CONN_HELD && c->prev != NULL)
+        list_unlink(c);
     c->state = (uint8_t)st;
     switch (st) {
     case M0_CONN_READ_HEAD:
@@ -77,10 +192,66 @@ void m0_conn_set_state(struct m0_server *s, struct m0_conn *c, enum m0_conn_stat
     case M0_CONN_LINGER:
         c->deadline = now + LINGER_MS;
         break;
+    case M0_CONN_HELD:
+        /* The first tick a heartbeat interval from now (none: a minute;
+         * the tick only re-arms then). */
+        c->deadline = now + (s->cfg->heartbeat > 0 ? (uint64_t)(s->cfg->heartbeat * 1000) : 60000);
+        break;
     default:
         c->deadline = 0;
         break;
     }
+    if (c->fd == -1)
+        return;
+    if (st == M0_CONN_HELD)
+        wheel_add(s, c);
+    else if (c->prev == NULL && st != M0_CONN_CLOSING && st != M0_CONN_ORPHAN && st != M0_CONN_FREE)
+        list_link(s, c);                 /* out of a hold (LINGER): swept again */
+}
+
+void m0_conn_tick_at(struct m0_server *s, struct m0_conn *c, uint64_t due)
+{
+    if (!(c->flags & C_WHEEL)) {
+        c->deadline = due;               /* being ticked, or not held: taken as it is */
+        return;
+    }
+    wheel_del(s, c);
+    c->deadline = due;
+    wheel_add(s, c);
+}
+
+void m0_conn_close_all(struct m0_server *s)
+{
+    struct m0_conn *c = s->active.next;
+    while (c != &s->active) {
+        struct m0_conn *next = c->next;
+        m0_conn_close(s, c);
+        c = next;
+    }
+    if (s->wheel == NULL)
+        return;
+    for (unsigned i = 0; i < M0_CONN_WHEEL; i++) {
+        while (s->wheel[i] != NULL)
+            m0_conn_close(s, s->wheel[i]);
+    }
+}
+
+struct held_visit {
+    struct m0_server *s;
+    void (*fn)(struct m0_server *s, struct m0_conn *c);
+};
+
+static void each_held(struct m0_conn *c, void *ctx)
+{
+    const struct held_visit *v = ctx;
+    if (c->state == M0_CONN_HELD)
+        v->fn(v->s, c);
+}
+
+void m0_conn_each_held(struct m0_server *s, void (*fn)(struct m0_server *s, struct m0_conn *c))
+{
+    struct held_visit v = {s, fn};
+    m0_conn_each(s, each_held, &v);
 }
 
 void m0_conn_interest(struct m0_server *s, struct m0_conn *c, uint32_t events)
@@ -92,22 +263,6 @@ void m0_conn_interest(struct m0_server *s, struct m0_conn *c, uint32_t events)
     c->events = events;
 }
 
-static void active_add(struct m0_server *s, struct m0_conn *c)
-{
-    c->next = s->active.next;
-    c->prev = &s->active;
-    s->active.next->prev = c;
-    s->active.next = c;
-    s->nactive++;
-}
-
-static void active_del(struct m0_server *s, struct m0_conn *c)
-{
-    c->prev->next = c->next;
-    c->next->prev = c->prev;
-    c->prev = c->next = NULL;
-    s->nactive--;
-}
 
 /* ------------------------------------------------------------ lifecycle */
 
@@ -155,8 +310,11 @@ void m0_conn_release_closed(struct m0_server *s)
             close(c->file_fd);
         c->file_fd = -1;
         c->file_left = 0;
-        m0_http_next(&c->http);          /* resets the request too */
-        m0_job_reset(c->job);
+        if (c->job != NULL) {
+            m0_http_next(&c->job->http);      /* resets the request too */
+            m0_job_reset(c->job);
+            m0_conn_job_put(s, c);       /* a closed slot keeps no job (but a pinned one) */
+        }
         c->state = M0_CONN_FREE;
         c->proto = M0_CONN_PROTO_H1;
         c->flags = 0;
@@ -224,20 +382,98 @@ static void accept_failed(struct m0_server *s, int lfd)
     m0_log_errno("accept4");
 }
 
+int m0_conn_grow(struct m0_server *s)
+{
+    uint32_t first = s->nchunks << M0_CONN_CHUNK_SHIFT;
+    if (first >= s->nconns)
+        return M0_ERR;
+    uint32_t n = s->nconns - first < M0_CONN_CHUNK ? s->nconns - first : M0_CONN_CHUNK;
+    struct m0_conn *chunk = calloc(n, sizeof *chunk);
+    if (chunk == NULL) {
+        m0_log_errno("cannot make %u more connection slots", n);
+        return M0_ERR;
+    }
+    for (uint32_t i = n; i-- > 0;) {
+        chunk[i].fd = -1;
+        chunk[i].file_fd = -1;
+        chunk[i].slot = first + i;
+        chunk[i].next_free = s->free_list;
+        s->free_list = &chunk[i];
+    }
+    s->chunks[s->nchunks++] = chunk;
+    return M0_OK;
+}
+
+void m0_conn_each(struct m0_server *s, void (*fn)(struct m0_conn *c, void *ctx), void *ctx)
+{
+    for (uint32_t k = 0; k < s->nchunks; k++) {
+        uint32_t first = k << M0_CONN_CHUNK_SHIFT;
+        uint32_t n = s->nconns - first < M0_CONN_CHUNK ? s->nconns - first : M0_CONN_CHUNK;
+        for (uint32_t i = 0; i < n; i++)
+            fn(&s->chunks[k][i], ctx);
+    }
+}
+
+struct m0_job *m0_conn_job(struct m0_server *s, struct m0_conn *c)
+{
+    if (c->job != NULL)
+        return c->job;
+    uint32_t slot = m0_conn_slot(s, c);
+    struct m0_job *job = s->job_cache;
+    if (job != NULL) {
+        s->job_cache = job->next_free;
+        s->njob_cache--;
+        job->next_free = NULL;
+    } else {
+        job = m0_job_new(slot);
+        job->loop = s->loop;
+        job->env = &s->env;
+    }
+    job->slot = slot;
+    m0_http_init(&job->http, &job->req, &s->cfg->limits);
+    s->jobs[slot] = job;     /* before any dispatch: the lane's submit orders it for the pool */
+    c->job = job;
+    return job;
+}
+
+void m0_conn_job_put(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    if (job == NULL || job->pinned || (c->flags & (C_RUNNER | C_MORE)))
+        return;
+    s->jobs[m0_conn_slot(s, c)] = NULL;
+    c->job = NULL;
+    s->jobs_released++;
+    m0_http_free(&job->http);
+    m0_job_reset(job);
+    m0_req_reset(&job->req);
+    if (s->njob_cache >= M0_JOB_CACHE) {
+        m0_job_free(job);
+        return;
+    }
+    job->next_free = s->job_cache;
+    s->job_cache = job;
+    s->njob_cache++;
+}
+
+void m0_conn_job_cache_free(struct m0_server *s)
+{
+    while (s->job_cache != NULL) {
+        struct m0_job *job = s->job_cache;
+        s->job_cache = job->next_free;
+        m0_http_free(&job->http);
+        m0_job_free(job);
+    }
+    s->njob_cache = 0;
+}
+
 /* A free slot takes the accepted descriptor fd from listener lfd: its job
- * (made on first use), the peer, the slot's registration. M0_OK, or M0_ERR
+ * (m0_conn_job), the peer, the slot's registration. M0_OK, or M0_ERR
  * (fd closed, the slot free again). */
 static int open_slot(struct m0_server *s, struct m0_conn *c, int fd, int lfd, const union peer *addr)
 {
     uint32_t slot = m0_conn_slot(s, c);
-    struct m0_job *job = c->job;
-    if (job == NULL) {
-        job = c->job = m0_job_new(slot);
-        job->loop = s->loop;
-        job->env = &s->env;
-        m0_http_init(&c->http, &job->req, &s->cfg->limits);
-        s->jobs[slot] = job;
-    }
+    struct m0_job *job = m0_conn_job(s, c);
     c->fd = fd;
     c->proto = M0_CONN_PROTO_H1;
     c->flags = C_HEAD_TIMER;        /* a new connection owes a head at once */
@@ -289,6 +525,8 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
             accept_failed(s, lfd);
             return;
         }
+        if (s->free_list == NULL)
+            m0_conn_grow(s);             /* the next chunk of slots, if --max-connections allows */
         struct m0_conn *c = s->free_list;
         if (c == NULL) {
             close(fd);
@@ -493,9 +731,9 @@ void m0_conn_on_event(struct m0_loop *l, uint32_t slot, uint32_t gen, uint32_t e
 {
     struct m0_server *s = ctx;
     (void)l;
-    if (slot >= s->nconns)
+    struct m0_conn *c = m0_conn_at(s, slot);
+    if (c == NULL)
         return;
-    struct m0_conn *c = &s->conns[slot];
     if ((c->gen & 0x7fffffffu) != gen || c->state == M0_CONN_FREE || c->state == M0_CONN_CLOSING ||
         c->state == M0_CONN_ORPHAN)
         return;   /* stale: the slot was closed (and maybe reused) */
@@ -535,6 +773,28 @@ void m0_conn_on_event(struct m0_loop *l, uint32_t slot, uint32_t gen, uint32_t e
 
 /* ------------------------------------------------------------- timeouts */
 
+/* After a burst of requests that became holds (or closed), give the heap's
+ * free pages back: each of those requests had a 16 KiB read buffer, a 4 KiB
+ * arena block and its head for a moment, and the small, long-lived holds
+ * allocated among them keep the heap from shrinking at its top, so without
+ * this the burst's high-water mark stays resident (~900 B per stream for
+ * 10,000 opened 512 at a time). At most once a second, and only after
+ * TRIM_AFTER jobs were given back; a few ms for a heap of tens of MB. */
+#define TRIM_AFTER 1024
+static void trim(struct m0_server *s, uint64_t now)
+{
+#ifdef __GLIBC__
+    if (s->jobs_released < TRIM_AFTER || now < s->next_trim)
+        return;
+    s->jobs_released = 0;
+    s->next_trim = now + 1000;
+    malloc_trim(0);
+#else
+    (void)s;
+    (void)now;
+#endif
+}
+
 void m0_conn_sweep(struct m0_server *s)
 {
     uint64_t now = m0_loop_now(s->loop);
@@ -547,7 +807,7 @@ void m0_conn_sweep(struct m0_server *s)
         if (c->deadline != 0 && c->deadline <= now) {
             switch (c->state) {
             case M0_CONN_READ_HEAD:
-                if (c->http.in_message || m0_buf_unread(&c->in) > 0)
+                if (c->job->http.in_message || m0_buf_unread(&c->in) > 0)
                     m0_conn_error(s, c, 408, "Request head not received in time");
                 else
                     m0_conn_close(s, c);      /* idle keep-alive expired */
@@ -577,7 +837,9 @@ void m0_conn_sweep(struct m0_server *s)
         }
         c = next;
     }
+    wheel_run(s, now);
     m0_conn_close_doomed(s);
+    trim(s, now);
 }
 
 /* ---------------------------------------------------------- completions */
@@ -586,9 +848,9 @@ void m0_conn_on_complete(struct m0_loop *l, const struct m0_completion *done, vo
 {
     struct m0_server *s = ctx;
     (void)l;
-    if (done->slot >= s->nconns)
+    struct m0_conn *c = m0_conn_at(s, done->slot);
+    if (c == NULL)
         return;
-    struct m0_conn *c = &s->conns[done->slot];
     struct m0_job *job = c->job;
     if (job == NULL || !(c->flags & C_RUNNER))
         return;

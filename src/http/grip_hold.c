@@ -35,6 +35,8 @@ struct m0_griphold {
     uint8_t ka_mode;                /* enum m0_grip_ka_mode */
     uint8_t keep;                   /* response hold: the request lets the connection persist */
     uint8_t http10;                 /* response hold: an HTTP/1.0 request (keep-alive is said) */
+    uint16_t peer_port;             /* keep: the client's port */
+    char *peer;                     /* keep: the client's address (the job goes back while held) */
     uint32_t filters;               /* the first channel's M0_GRIP_F_* (for the view's body) */
     /* Every channel, each subscribed: entries of (u8 has a last id, u32
      * filters, u16 name length, name, u16 id length, id), the id its
@@ -222,6 +224,10 @@ static struct m0_hold *grip_begin(struct m0_server *s, struct m0_conn *c)
         struct m0_body_req fr = m0_job_framing(job);
         gh->keep = (uint8_t)(fr.keepalive != 0);
         gh->http10 = (uint8_t)(fr.http_minor == 0);
+        if (gh->keep) {
+            gh->peer = m0_xstrndup(job->peer_addr, strlen(job->peer_addr));
+            gh->peer_port = job->peer_port;
+        }
         keep_response(gh, out->data + out->off, m0_buf_unread(out));
         m0_buf_reset(out);
         gh->deadline = (uint64_t)g->timeout * 1000;      /* relative until enter */
@@ -294,9 +300,14 @@ static void answer_kept(struct m0_server *s, struct m0_conn *c)
  * closes. Not while a registry pass runs (finish). */
 static void done(struct m0_server *s, struct m0_conn *c)
 {
-    if (gh_of(c)->keep) {
+    struct m0_griphold *gh = gh_of(c);
+    if (gh->keep) {
+        char *peer = gh->peer;
+        uint16_t port = gh->peer_port;
+        gh->peer = NULL;
         m0_hold_release(s, c);
-        s->proto[M0_CONN_PROTO_H1]->resume(s, c);
+        s->proto[M0_CONN_PROTO_H1]->resume(s, c, peer, port);
+        free(peer);
         return;
     }
     shutdown(c->fd, SHUT_WR);
@@ -467,6 +478,7 @@ static void grip_enter(struct m0_server *s, struct m0_conn *c)
     gh->last_ka = now;
     if (gh->kind == M0_GRIP_HOLD_RESPONSE)
         gh->deadline += now;
+    m0_conn_tick_at(s, c, now);          /* looked at every sweep (grip_tick), from the next */
 }
 
 static void grip_end(struct m0_server *s, struct m0_conn *c)
@@ -491,6 +503,7 @@ static void grip_release(struct m0_server *s, struct m0_conn *c)
     m0_buf_free(&gh->ka);
     m0_buf_free(&gh->kept);
     m0_buf_free(&gh->kept_body);
+    free(gh->peer);
 }
 
 /* A stream's client bytes are discarded (a held request has no more
@@ -554,6 +567,7 @@ static void grip_tick(struct m0_server *s, struct m0_conn *c)
         return;
     struct m0_griphold *gh = gh_of(c);
     uint64_t now = m0_loop_now(s->loop);
+    c->deadline = now;                   /* the next sweep again (conn.h: tick) */
     if (gh->finishing) {
         if (m0_buf_unread(&gh->base.outbox) == 0)
             done(s, c);

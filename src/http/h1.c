@@ -22,6 +22,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -88,7 +89,7 @@ static int send_all(struct m0_server *s, struct m0_conn *c, const char *p, size_
 static int inline_flush(struct m0_job *job, void *ctx)
 {
     struct m0_server *s = ctx;
-    struct m0_conn *c = &s->conns[job->slot];
+    struct m0_conn *c = m0_conn_of(s, job->slot);
     if (c->flags & C_PEER_GONE)
         return M0_ERR;
     m0_buf_append(&c->out, job->resp.out.data + job->resp.out.off, m0_buf_unread(&job->resp.out));
@@ -103,7 +104,7 @@ static int feed_body(struct m0_server *s, struct m0_conn *c);
 static int inline_read_body(struct m0_job *job, uint64_t want, void *ctx)
 {
     struct m0_server *s = ctx;
-    struct m0_conn *c = &s->conns[job->slot];
+    struct m0_conn *c = m0_conn_of(s, job->slot);
     if (!(c->flags & C_SENT_100)) {
         c->flags |= C_SENT_100;
         if (send_all(s, c, continue_100, sizeof continue_100 - 1) != M0_OK)
@@ -139,7 +140,7 @@ static void begin_request(struct m0_server *s, struct m0_conn *c)
 static void finish(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_job *job = c->job;
-    int keep = job->body.keep && !(c->resp_flags & M0_RESP_ABORT) && c->http.status == 0;
+    int keep = job->body.keep && !(c->resp_flags & M0_RESP_ABORT) && c->job->http.status == 0;
     if (c->flags & C_LAZY_BODY)
         keep = 0;       /* the body never came in whole: its end cannot be found */
 
@@ -167,7 +168,7 @@ static void finish(struct m0_server *s, struct m0_conn *c)
     }
     /* Keep-alive — also while draining when the head promised it: the next
      * request on it is answered with Connection: close. */
-    m0_http_next(&c->http);
+    m0_http_next(&c->job->http);
     m0_job_reset(job);
     job->gen = c->gen;
     /* Until the next head is complete, the client is the peer (an error
@@ -406,7 +407,7 @@ static int feed_body(struct m0_server *s, struct m0_conn *c)
     m0_job_lock(job);
     while (m0_buf_unread(&c->in) > 0 && !done && !error) {
         size_t used = 0;
-        int rc = m0_http_feed(&c->http, c->in.data + c->in.off, m0_buf_unread(&c->in), &used);
+        int rc = m0_http_feed(&c->job->http, c->in.data + c->in.off, m0_buf_unread(&c->in), &used);
         m0_buf_consume(&c->in, used);
         if (rc == M0_ERR)
             error = 1;
@@ -431,7 +432,7 @@ static int feed_body(struct m0_server *s, struct m0_conn *c)
         c->flags &= ~C_LAZY_BODY;
         if (error)
             m0_debug("slot %u: lazy request body failed: %s", m0_conn_slot(s, c),
-                     c->http.reason ? c->http.reason : "client left");
+                     c->job->http.reason ? c->job->http.reason : "client left");
         m0_buf_compact(&c->in);
     }
     return error ? M0_ERR : M0_OK;
@@ -486,13 +487,13 @@ static void h1_parse(struct m0_server *s, struct m0_conn *c)
         size_t used = 0;
         const char *p = c->in.data ? c->in.data + c->in.off : "";
         head_paused = 0;
-        int rc = m0_http_feed(&c->http, p, m0_buf_unread(&c->in), &used);
+        int rc = m0_http_feed(&c->job->http, p, m0_buf_unread(&c->in), &used);
         m0_buf_consume(&c->in, used);
         if (rc == M0_AGAIN)
             break;
         if (rc == M0_ERR) {
             begin_request(s, c);
-            m0_conn_error(s, c, c->http.status, c->http.reason);
+            m0_conn_error(s, c, c->job->http.status, c->job->http.reason);
             return;
         }
         if (rc == M0_OK) {
@@ -533,12 +534,12 @@ static void h1_parse(struct m0_server *s, struct m0_conn *c)
             return;     /* still writing, lingering or closed */
     }
     if (c->flags & C_PEER_GONE) {
-        if (c->state == M0_CONN_READ_BODY || c->http.in_message)
+        if (c->state == M0_CONN_READ_BODY || c->job->http.in_message)
             m0_debug("slot %u: peer closed mid-request", m0_conn_slot(s, c));   /* nobody to answer */
         m0_conn_close(s, c);
         return;
     }
-    if (c->state == M0_CONN_READ_HEAD && c->http.in_message && !(c->flags & C_HEAD_TIMER)) {
+    if (c->state == M0_CONN_READ_HEAD && c->job->http.in_message && !(c->flags & C_HEAD_TIMER)) {
         /* The first bytes of a request: from now on the head timeout, not
          * what was left of the keep-alive idle time, bounds it. */
         c->flags |= C_HEAD_TIMER;
@@ -626,16 +627,23 @@ static void h1_complete(struct m0_server *s, struct m0_conn *c, const struct m0_
 }
 
 /* The resume operation (conn.h). */
-static void h1_resume(struct m0_server *s, struct m0_conn *c)
+static void h1_resume(struct m0_server *s, struct m0_conn *c, const char *peer, uint16_t peer_port)
 {
-    struct m0_job *job = c->job;
+    int had = c->job != NULL;           /* kept (pinned, or a runner's), its parser freed by the hold */
+    struct m0_job *job = m0_conn_job(s, c);
+    if (had) {
+        m0_job_reset(job);
+        m0_http_init(&job->http, &job->req, &s->cfg->limits);
+    }
     c->proto = M0_CONN_PROTO_H1;
-    m0_job_reset(job);
     job->gen = c->gen;
+    snprintf(job->peer_addr, sizeof job->peer_addr, "%s", peer);
+    job->peer_port = peer_port;
     memcpy(job->remote_addr, job->peer_addr, sizeof job->remote_addr);
     job->remote_port = job->peer_port;
     job->https = 0;
-    m0_http_init(&c->http, &job->req, &s->cfg->limits);
+    job->metrics_conn = 0;              /* a GRIP hold is on the public listener */
+    job->grip_conn = 0;
     c->flags &= ~(C_STREAMING | C_SENT_100 | C_LAZY_BODY | C_MORE | C_HEAD_TIMER);
     c->resp_flags = 0;
     if (m0_buf_unread(&c->in) == 0)

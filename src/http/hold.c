@@ -147,7 +147,7 @@ void m0_hold_send_owed(struct m0_server *s, struct m0_conn *c, const char *p, si
 static void sink_deliver(void *ctx, uint32_t slot, const char *p, size_t n, int replay)
 {
     struct m0_server *s = ctx;
-    struct m0_conn *c = &s->conns[slot];
+    struct m0_conn *c = m0_conn_of(s, slot);
     if (c->hold == NULL)
         return;
     int was = s->holds->replaying;
@@ -177,7 +177,7 @@ static void sink_flush(void *ctx)
     if (hs->corking) {
         hs->corking = 0;
         for (uint32_t i = 0; i < hs->ncorked; i++) {
-            struct m0_conn *c = &s->conns[hs->corked[i]];
+            struct m0_conn *c = m0_conn_of(s, hs->corked[i]);
             struct m0_hold *h = c->hold;
             if (h == NULL || !h->corked)
                 continue;
@@ -200,10 +200,8 @@ static void sink_flush(void *ctx)
 static int sink_awaiting(void *ctx, uint32_t slot, uint32_t gen)
 {
     struct m0_server *s = ctx;
-    if (slot >= s->nconns)
-        return 0;
-    const struct m0_conn *c = &s->conns[slot];
-    if (c->gen != gen || c->hold == NULL || (c->flags & C_DOOMED))
+    const struct m0_conn *c = m0_conn_at(s, slot);
+    if (c == NULL || c->gen != gen || c->hold == NULL || (c->flags & C_DOOMED))
         return 0;
     return c->state == M0_CONN_HELD || c->state == M0_CONN_WRITE || c->state == M0_CONN_RUN;
 }
@@ -288,10 +286,11 @@ void m0_hold_enter(struct m0_server *s, struct m0_conn *c)
     if (inbound)
         st->websockets++;
     /* Everything per-request is released: a held stream costs the slot,
-     * its job struct, a registry link and its outbox, and no Python object. */
+     * its hold, a registry link and no Python object; the job goes back to
+     * the loop's cache at the end (a WebSocket's message takes one again). */
     m0_req_free(&job->req);
     m0_req_init(&job->req);
-    m0_http_free(&c->http);
+    m0_http_free(&c->job->http);
     /* A socket's early frames stay (they are read next), and so do a
      * GRIP hold's pipelined bytes (a long-poll's next request). */
     if (!(inbound || h->ops->proto == M0_CONN_PROTO_GRIP) || m0_buf_unread(&c->in) == 0)
@@ -300,10 +299,14 @@ void m0_hold_enter(struct m0_server *s, struct m0_conn *c)
     m0_resp_reset(&job->resp);
     m0_buf_free(&job->resp.out);
     m0_head_free(&job->head);
-    if (m0_hold_flush(s, c) == M0_ERR)
+    if (m0_hold_flush(s, c) == M0_ERR) {
         m0_conn_close(s, c);
-    else if (h->ops->enter != NULL)
+        return;
+    }
+    if (h->ops->enter != NULL)
         h->ops->enter(s, c);
+    if (c->state == M0_CONN_HELD)
+        m0_conn_job_put(s, c);       /* unless a message took it to a runner, or it is pinned */
 }
 
 void m0_hold_complete(struct m0_server *s, struct m0_conn *c, const struct m0_completion *done)
@@ -333,15 +336,14 @@ void m0_hold_release(struct m0_server *s, struct m0_conn *c)
     c->hold = NULL;
 }
 
+static void end_one(struct m0_server *s, struct m0_conn *c)
+{
+    c->hold->ops->end(s, c);
+}
+
 void m0_hold_end_all(struct m0_server *s)
 {
-    struct m0_conn *c = s->active.next;
-    while (c != &s->active) {
-        struct m0_conn *next = c->next;
-        if (c->state == M0_CONN_HELD)
-            c->hold->ops->end(s, c);
-        c = next;
-    }
+    m0_conn_each_held(s, end_one);
 }
 
 /* ------------------------------------------------------------ SSE */
@@ -405,13 +407,19 @@ static void sse_tick(struct m0_server *s, struct m0_conn *c)
     uint64_t now = m0_loop_now(s->loop);
     if (c->state != M0_CONN_HELD)
         return;
-    if (hs->heartbeat_ms != 0 && now - c->hold->last_write >= hs->heartbeat_ms &&
-        m0_buf_unread(&c->hold->outbox) == 0) {
+    if (hs->heartbeat_ms == 0) {
+        c->deadline = now + 60000;        /* nothing to send: the wheel just keeps it */
+        return;
+    }
+    if (now - c->hold->last_write >= hs->heartbeat_ms && m0_buf_unread(&c->hold->outbox) == 0) {
         /* A comment line: ignored by EventSource, keeps proxies from timing
          * out an idle stream (WHATWG SSE §9.2.7). */
         m0_hold_send(s, c, M0_SSE_HEARTBEAT, sizeof M0_SSE_HEARTBEAT - 1);
         c->hold->last_write = now;
     }
+    /* A heartbeat interval after the last write (a stream written to
+     * meanwhile is looked at again then, not moved on every write). */
+    c->deadline = c->hold->last_write + hs->heartbeat_ms;
 }
 
 const struct m0_hold_ops m0_sse_hold_ops = {

@@ -45,6 +45,7 @@
 #include "m0/target.h"
 #include "m0/timer.h"
 #include "m0/ws.h"
+#include "m0/wsframes.h"
 #include "m0/wshold.h"
 
 /* Messages waiting behind the one in flight before the socket stops being
@@ -84,19 +85,9 @@ struct m0_wshold {
     uint64_t ping_at;               /* loop clock of our unanswered ping; 0: none */
     uint64_t last_pong;             /* loop clock of the last pong */
     uint16_t channel_len;
-    char channel[];                 /* M0-Channel of the approval, for the messages' requests */
-};
-
-/* Per loop (s->ws, made with the first socket): the read buffer, what an
- * owning runner queued, and the last event turned into frames (a fan-out
- * hands every subscriber the same event: it is converted once, recognised
- * by its id, which the bus makes unique). */
-struct scratch {
-    char rbuf[64 * 1024];
-    struct m0_buf taken;
-    uint64_t id;                     /* 0: nothing cached */
-    struct m0_buf frames;            /* the event's text (or binary) frames */
-    struct m0_buf data;              /* scratch */
+    uint16_t remote_port;           /* the handshake's client, for the messages' requests */
+    uint8_t https;                  /*   (an idle socket has no job to keep it in) */
+    char channel[];                 /* M0-Channel of the approval, NUL, the client's address, NUL */
 };
 
 static void ws_free(struct m0_wshold *ws);
@@ -107,28 +98,6 @@ static void on_done(struct m0_server *s, struct m0_conn *c);
 static struct m0_wshold *ws_of(const struct m0_conn *c)
 {
     return (struct m0_wshold *)c->hold;
-}
-
-static struct scratch *scratch_of(struct m0_server *s)
-{
-    if (s->ws == NULL) {
-        struct scratch *sc = m0_xmalloc(sizeof *sc);
-        memset(sc, 0, sizeof *sc);
-        s->ws = sc;
-    }
-    return s->ws;
-}
-
-static void ws_fini(struct m0_server *s)
-{
-    struct scratch *sc = s->ws;
-    if (sc == NULL)
-        return;
-    m0_buf_free(&sc->taken);
-    m0_buf_free(&sc->frames);
-    m0_buf_free(&sc->data);
-    free(sc);
-    s->ws = NULL;
 }
 
 static uint64_t now_ms(struct m0_server *s)
@@ -205,8 +174,12 @@ static struct m0_hold *ws_begin(struct m0_server *s, struct m0_conn *c)
     m0_buf_free(&extra);
     job->resp.status = 101;
 
-    struct m0_wshold *ws = m0_xmalloc(sizeof *ws + h->channel_len + 1);
+    size_t alen = strnlen(job->remote_addr, sizeof job->remote_addr - 1);
+    struct m0_wshold *ws = m0_xmalloc(sizeof *ws + h->channel_len + 1 + alen + 1);
     memset(ws, 0, sizeof *ws);
+    memcpy(ws->channel + h->channel_len + 1, job->remote_addr, alen + 1);   /* NUL included */
+    ws->remote_port = job->remote_port;
+    ws->https = job->https;
     m0_ws_parser_init(&ws->parser, s->cfg->ws_max_message);
     ws->target = job->target;
     /* An asynchronous runner keeps the job and takes messages as they are;
@@ -294,42 +267,9 @@ static void ws_deliver(struct m0_server *s, struct m0_conn *c, const char *frame
     struct m0_wshold *ws = ws_of(c);
     if (ws->close_sent || ws->peer_gone || m0_grip_is_item(frame, n))
         return;              /* a GRIP item is for GRIP holds only (grip_hold.h) */
-    struct scratch *cache = scratch_of(s);
-    /* The bus frames every event with its id first ("id: N"). */
-    uint64_t id = 0;
-    if (n > 4 && memcmp(frame, "id: ", 4) == 0) {
-        const char *eol = memchr(frame + 4, '\n', n - 4);
-        if (eol != NULL)
-            id = m0_sse_parse_last_id(frame + 4, (size_t)(eol - frame - 4));
-        if (id == UINT64_MAX)
-            id = 0;
-    }
-    if (id == 0 || id != cache->id) {
-        cache->id = 0;
-        m0_buf_reset(&cache->frames);
-        size_t off = 0;
-        while (off < n) {
-            int fire;
-            const char *ev;
-            size_t evl;
-            m0_buf_reset(&cache->data);
-            size_t took = m0_sse_event_data(frame + off, n - off, &cache->data, &fire, &ev, &evl);
-            if (took == 0)
-                break;
-            off += took;
-            /* m0-gap notices are for resuming EventSources: a socket has no
-             * Last-Event-ID to resume from, so they are not its messages. */
-            if (!fire || (evl == 6 && memcmp(ev, "m0-gap", 6) == 0))
-                continue;
-            int op = m0_ws_utf8_valid(cache->data.data, cache->data.len) ? M0_WS_TEXT : M0_WS_BINARY;
-            m0_ws_frame(&cache->frames, op, cache->data.data, cache->data.len);
-        }
-        cache->id = id;
-        if (cache->data.cap > 256 * 1024)
-            m0_buf_free(&cache->data);
-    }
-    if (cache->frames.len > 0)
-        m0_hold_send(s, c, cache->frames.data, cache->frames.len);
+    const struct m0_buf *frames = m0_ws_event_frames(m0_ws_scratch_of(s), frame, n);
+    if (frames->len > 0)
+        m0_hold_send(s, c, frames->data, frames->len);
 }
 
 /* ------------------------------------------------------------ messages */
@@ -403,6 +343,14 @@ static void reply(struct m0_server *s, struct m0_conn *c)
     /* The head, then the body in place (no copy of a large reply). */
     m0_hold_send(s, c, (const char *)head, hl);
     m0_hold_send(s, c, p, n);
+}
+
+static void restore_client(const struct m0_wshold *ws, struct m0_job *job)    /* the handshake's client */
+{
+    snprintf(job->remote_addr, sizeof job->remote_addr, "%s", ws->channel + ws->channel_len + 1);
+    memcpy(job->peer_addr, job->remote_addr, sizeof job->peer_addr);
+    job->remote_port = ws->remote_port;
+    job->https = ws->https;
 }
 
 /* The job is the loop's again: drop the message's request and answer. */
@@ -479,10 +427,11 @@ static void drive(struct m0_server *s, struct m0_conn *c)
             ws->q_tail = NULL;
         ws->q_len--;
         ws->q_bytes -= m->payload.len;
-        struct m0_job *job = c->job;
+        struct m0_job *job = m0_conn_job(s, c);      /* an idle socket has none */
         uint32_t slot = m0_conn_slot(s, c);
         m0_job_reset(job);
         job->gen = c->gen;
+        restore_client(ws, job);
         job->target = ws->target;
         job->msg_opcode = m->opcode;
         m0_ws_message_request(&job->req, ws->req, ws->channel, ws->channel_len, slot, m->opcode, &m->payload);
@@ -499,6 +448,7 @@ static void drive(struct m0_server *s, struct m0_conn *c)
         ws->in_flight = 0;
         reply(s, c);
         job_done(job);
+        m0_conn_job_put(s, c);
         maybe_finish(s, c);
     }
 }
@@ -512,6 +462,7 @@ static void on_message_done(struct m0_server *s, struct m0_conn *c)
         reply(s, c);
     }
     job_done(job);
+    m0_conn_job_put(s, c);           /* idle again: no job (ORPHAN: a no-op, the release puts it) */
     if (c->state == M0_CONN_HELD && c->hold != NULL) {
         drive(s, c);
         maybe_finish(s, c);
@@ -580,20 +531,20 @@ static void process_input(struct m0_server *s, struct m0_conn *c, const char *p,
 
 static void read_frames(struct m0_server *s, struct m0_conn *c)
 {
-    char *rbuf = scratch_of(s)->rbuf;
+    char *rbuf = m0_ws_scratch_of(s)->rbuf;
     size_t total = 0;
     int gone = 0;
     while (total < READ_BUDGET) {
         struct m0_wshold *ws = ws_of(c);
         if (ws->paused || ws->close_sent || ws->close_received)
             break;
-        ssize_t r = recv(c->fd, rbuf, sizeof scratch_of(s)->rbuf, MSG_DONTWAIT);
+        ssize_t r = recv(c->fd, rbuf, sizeof m0_ws_scratch_of(s)->rbuf, MSG_DONTWAIT);
         if (r > 0) {
             total += (size_t)r;
             process_input(s, c, rbuf, (size_t)r);
             if (c->state != M0_CONN_HELD || c->hold == NULL)
                 return;
-            if ((size_t)r < sizeof scratch_of(s)->rbuf)
+            if ((size_t)r < sizeof m0_ws_scratch_of(s)->rbuf)
                 break;
             continue;
         }
@@ -695,12 +646,14 @@ static void ws_sweep(struct m0_server *s, struct m0_conn *c)
     struct m0_wshold *ws = ws_of(c);
     uint64_t heartbeat_ms = s->holds->heartbeat_ms;
     uint64_t now = now_ms(s);
+    c->deadline = now + (heartbeat_ms != 0 ? heartbeat_ms : 60000);     /* the next look (conn.h: tick) */
     if (heartbeat_ms == 0 || ws->close_sent || ws->peer_gone)
         return;
     if (ws->ping_at != 0) {
         /* A peer that leaves a ping unanswered for two intervals is gone
          * (a half-open TCP connection, a laptop lid closed). While its
          * socket is not read (queue full) its pong cannot be seen. */
+        c->deadline = ws->paused ? now + heartbeat_ms : ws->ping_at + 2 * heartbeat_ms;
         if (!ws->paused && now - ws->ping_at >= 2 * heartbeat_ms) {
             m0_info("closing a WebSocket that did not answer a ping in %.1f s",
                     (double)(2 * heartbeat_ms) / 1000);
@@ -708,6 +661,7 @@ static void ws_sweep(struct m0_server *s, struct m0_conn *c)
         }
         return;
     }
+    c->deadline = c->hold->last_write + heartbeat_ms;
     if (now - c->hold->last_write >= heartbeat_ms) {
         char frame[2 + 8];
         struct m0_buf b = {.data = frame, .cap = sizeof frame};
@@ -715,6 +669,7 @@ static void ws_sweep(struct m0_server *s, struct m0_conn *c)
         m0_hold_send(s, c, b.data, b.len);
         c->hold->last_write = now;
         ws->ping_at = now;
+        c->deadline = now + 2 * heartbeat_ms;      /* the pong's deadline */
     }
 }
 
@@ -739,7 +694,7 @@ static void ws_end(struct m0_server *s, struct m0_conn *c)
 /* Move what the runner queued (frames, then its close) to the socket. */
 static void pull(struct m0_server *s, struct m0_conn *c)
 {
-    struct m0_buf *taken = &scratch_of(s)->taken;
+    struct m0_buf *taken = &m0_ws_scratch_of(s)->taken;
     struct m0_wshold *ws = ws_of(c);
     struct m0_job *job = c->job;
     m0_job_take(job, taken);
@@ -883,6 +838,6 @@ const struct m0_conn_ops m0_ws_conn_ops = {
     .tick = ws_sweep,
     .closing = m0_hold_release,
     .complete = ws_complete,
-    .fini = ws_fini,
+    .fini = m0_ws_scratch_free,
     .hold = &m0_ws_hold_ops,
 };

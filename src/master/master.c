@@ -75,6 +75,7 @@
 #include "m0/master.h"
 #include "master_int.h"
 #include "m0/notify.h"
+#include "m0/nofile.h"
 #include "m0/pidfile.h"
 #include "m0/privs.h"
 #include "m0/timer.h"
@@ -737,6 +738,7 @@ int m0_master_run(struct m0_config *cfg)
     m->nworkers = (int)cfg->workers;
     if (m0_notify_init(err, sizeof err) != M0_OK)
         m0_warn("%s: not notifying the service manager", err);
+    m0_nofile_raise(cfg->max_connections);      /* the workers inherit it */
     int rc = m0_listeners_open(&m->ls, cfg, m->nworkers);
     if (rc == M0_OK)
         rc = m0_metrics_listen(&m->ls, cfg);

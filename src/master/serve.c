@@ -94,7 +94,7 @@ static void start_drain(struct serve *v)
     m0_hold_end_all(s);
     /* Idle keep-alive connections: a last moment to send a request. */
     for (struct m0_conn *c = s->active.next; c != &s->active; c = c->next) {
-        if (c->state == M0_CONN_READ_HEAD && !c->http.in_message && m0_buf_unread(&c->in) == 0 &&
+        if (c->state == M0_CONN_READ_HEAD && !c->job->http.in_message && m0_buf_unread(&c->in) == 0 &&
             c->deadline > now + M0_DRAIN_IDLE_MS)
             c->deadline = now + M0_DRAIN_IDLE_MS;
     }
@@ -229,18 +229,32 @@ static void serve_hook(struct m0_loop *l, void *ctx)
     m0_loop_wake_at(l, s->next_sweep);
 }
 
+static void close_conn_fds(struct m0_conn *c, void *ctx)
+{
+    (void)ctx;
+    if (c->fd != -1)
+        close(c->fd);
+    if (c->file_fd != -1)
+        close(c->file_fd);
+}
+
+static void free_conn(struct m0_conn *c, void *ctx)
+{
+    (void)ctx;
+    if (c->job != NULL)
+        m0_http_free(&c->job->http);
+    m0_buf_free(&c->in);
+    m0_buf_free(&c->out);
+    m0_job_free(c->job);
+}
+
 /* In a child forked by the application (fork.h): every descriptor the
  * server owns. */
 static void close_in_child(void *ctx)
 {
     struct serve *v = ctx;
     struct m0_server *s = &v->s;
-    for (uint32_t i = 0; i < s->nconns; i++) {
-        if (s->conns[i].fd != -1)
-            close(s->conns[i].fd);
-        if (s->conns[i].file_fd != -1)
-            close(s->conns[i].file_fd);
-    }
+    m0_conn_each(s, close_conn_fds, NULL);
     for (int i = 0; i < s->nlisten; i++)
         close(s->listen_fds[i]);
     if (s->reserve_fd != -1)
@@ -279,18 +293,15 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
     s->health_path = cfg->health_path;
     s->health_len = cfg->health_path ? strlen(cfg->health_path) : 0;
     s->nconns = (uint32_t)cfg->max_connections;
-    s->conns = calloc(s->nconns, sizeof *s->conns);
+    /* Nothing per slot is touched before it is used: the chunks come as
+     * connections do, and the job table's pages (calloc: fresh zero pages)
+     * as their slots serve. */
+    s->chunks = calloc((s->nconns + M0_CONN_CHUNK - 1) / M0_CONN_CHUNK, sizeof *s->chunks);
     s->jobs = calloc(s->nconns, sizeof *s->jobs);
     s->loop = m0_loop_new();
-    if (s->conns == NULL || s->jobs == NULL || s->loop == NULL) {
+    if (s->chunks == NULL || s->jobs == NULL || s->loop == NULL) {
         m0_log_errno("cannot set up the event loop (%u connection slots)", s->nconns);
         return NULL;
-    }
-    for (uint32_t i = s->nconns; i-- > 0;) {
-        s->conns[i].fd = -1;
-        s->conns[i].file_fd = -1;
-        s->conns[i].next_free = s->free_list;
-        s->free_list = &s->conns[i];
     }
     s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     m0_loop_on_slot(s->loop, m0_conn_on_event, s);
@@ -342,12 +353,7 @@ int m0_serve_run(struct m0_server *s)
         v->rc = M0_EXIT_FAIL;
     /* Whatever is still queued will not be started: its client is about
      * to be disconnected. */
-    struct m0_conn *c = s->active.next;
-    while (c != &s->active) {
-        struct m0_conn *next = c->next;
-        m0_conn_close(s, c);
-        c = next;
-    }
+    m0_conn_close_all(s);
     m0_conn_release_closed(s);
     unsigned threads, busy, max, queued;
     m0_pool_stats(s->pool, &threads, &busy, &max, &queued);
@@ -369,20 +375,16 @@ void m0_serve_free(struct m0_server *s)
      * freed. */
     m0_pool_stop(s->pool);
     s->pool = NULL;
-    for (uint32_t i = 0; i < s->nconns; i++) {
-        if (s->conns[i].job != NULL) {
-            m0_http_free(&s->conns[i].http);
-            m0_buf_free(&s->conns[i].in);
-            m0_buf_free(&s->conns[i].out);
-            m0_job_free(s->conns[i].job);
-        }
-    }
+    m0_conn_each(s, free_conn, NULL);
+    m0_conn_job_cache_free(s);
     m0_holds_free(s);
     for (int p = 0; p < M0_CONN_PROTOS; p++) {
         if (s->proto[p]->fini != NULL)
             s->proto[p]->fini(s);
     }
-    free(s->conns);
+    for (uint32_t k = 0; k < s->nchunks; k++)
+        free(s->chunks[k]);
+    free(s->chunks);
     free(s->jobs);
     m0_loop_free(s->loop);
     if (s->reserve_fd != -1)

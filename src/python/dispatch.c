@@ -26,6 +26,7 @@ int m0_dispatch(struct m0_job *job, enum m0_run_kind kind, const struct m0_job_i
         job->queued_ms = now;
         atomic_store(&job->run_state, M0_JOB_QUEUED);
         if (r->submit != NULL) {
+            job->pinned = 1;           /* found by slot from now on (job.h) */
             job->wake = r->wake;       /* it polls (m0_job_poll): woken through its executor */
             r->submit(t, job);
         } else {

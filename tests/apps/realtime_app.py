@@ -6,6 +6,8 @@
                               answers the ids as "1,2,3"
   /ws?channel=C                approves a WebSocket on C for any method, body
                               "ws approved" (what a degraded answer shows)
+  /wsclient                   approves a WebSocket on "clients"; each message is
+                              answered with "METHOD REMOTE_ADDR scheme"
   /pid                        the worker pid
 """
 
@@ -30,6 +32,13 @@ def application(environ, start_response):
         start_response("200 OK", [("Content-Type", "text/plain"), ("M0-Hold", "websocket"),
                                   ("M0-Channel", q.get("channel", "news"))])
         return [b"ws approved"]
+    if path == "/wsclient":
+        # A message's request (POST to the socket's path) answers with the
+        # client it speaks for: the handshake's, once the socket was idle.
+        start_response("200 OK", [("Content-Type", "text/plain"), ("M0-Hold", "websocket"),
+                                  ("M0-Channel", "clients")])
+        return [("%s %s %s" % (environ["REQUEST_METHOD"], environ.get("REMOTE_ADDR"),
+                               environ["wsgi.url_scheme"])).encode()]
     if path == "/publish":
         size = int(q.get("size", "0"))
         ids = []

@@ -1,12 +1,14 @@
-"""Memory per held stream (issue 20): 5,000 SSE streams held by one worker
-must not cost more than a bound of worker RSS each.
+"""Memory per held connection (issue 20): 5,000 SSE streams (and, apart,
+5,000 idle WebSockets) held by one worker must not cost more than a bound of
+worker RSS each.
 
 The streams are opened with Python's selectors, at most BATCH connecting or
 waiting for their head at a time (how many requests are in flight at once
 decides how much transient request memory the allocator is left holding,
 so it is fixed here to keep the figure reproducible), then held idle while
-the worker's VmRSS is read. Bytes per stream = (RSS held - RSS before the
-first stream) / streams. Latency is not asserted here: it lives in
+the worker's VmRSS is read (once the burst's transient memory has gone back:
+settled_rss_kb). Bytes per stream = (RSS held - RSS before the first stream)
+/ streams. Latency is not asserted here: it lives in
 bench/realtime.sh.
 """
 
@@ -27,18 +29,22 @@ pytestmark = pytest.mark.skipif(binary_is_sanitized(), reason="ASan's quarantine
 STREAMS = 5000
 BATCH = 64
 OPEN_TIMEOUT = 20.0
+SETTLE_TIMEOUT = 2.5
 
-# Today's code (before issue 20's memory work): 1,440 B of live heap per held
-# SSE stream (the request's struct m0_job, 1,232 B, kept for the slot; the
-# WSGI runner's state, 112 B; struct m0_hold, 96 B), plus allocator
-# fragmentation and the pages of the per-slot tables: 1,559-1,578 B measured
-# here (3 runs; issue 20's per-connection budget has the breakdown). The bound is
-# that x 1.25 for allocator noise; keeping the 16 KiB read buffer past the
-# hold start, for one, measures 6,590 B. The issue's target is <= 512 B per
-# held SSE stream: once the job, the runner's state and the request-time
-# connection state are released when the hold begins, tighten this bound to
-# what the code then reaches, x 1.25.
-BYTES_PER_STREAM_BOUND = 1970
+# Before issue 20's memory work a held SSE stream kept the request's struct
+# m0_job (1,232 B) with the WSGI runner's state (112 B) and its struct m0_hold
+# (96 B): 1,510-1,688 B measured here, 1,982 B per idle WebSocket. Now the job
+# goes back to the loop's cache when the hold begins, the slot keeps only what
+# a held connection needs (184 B, in a chunk made on demand), and the heap is
+# trimmed after a burst of holds: 148-365 B per SSE stream and 428-851 B per
+# idle WebSocket measured here (the low figures when the trim also gives back
+# pages the warm-up left, the high ones when it runs before the burst ends;
+# the live heap per held stream is the slot, the 96 B hold and 24 B of
+# registry links, ~320 B: docs/performance.md has the budget). The bounds are
+# the issue's targets (512 B, 1 KiB), 1.2-1.4x the high figures; keeping the
+# job for the hold, for one, measures 1,510 B.
+BYTES_PER_STREAM_BOUND = 512
+BYTES_PER_WEBSOCKET_BOUND = 1024
 
 
 def raise_nofile(needed):
@@ -58,6 +64,8 @@ class Holder:
     """Open n SSE streams to /events, at most batch in flight; keep them."""
 
     REQUEST = b"GET /events?channel=rss HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n"
+
+    STATUS = b" 200 "
 
     def __init__(self, port):
         self.port = port
@@ -90,9 +98,12 @@ class Holder:
             self.pending[s] = head
             return
         status = head.split(b"\r\n", 1)[0]
-        assert b" 200 " in status and b"text/event-stream" in head.lower(), head[:300]
+        assert self.STATUS in status and self.accept(head), head[:300]
         del self.pending[s]
         self.sel.unregister(s)     # held: nothing more is read (no event is published)
+
+    def accept(self, head):
+        return b"text/event-stream" in head.lower()
 
     def open(self, n, batch, timeout):
         deadline = time.monotonic() + timeout
@@ -112,6 +123,19 @@ class Holder:
         self.sel.close()
 
 
+class WsHolder(Holder):
+    """The same for idle WebSockets approved by a WSGI view (wshold.c): the
+    handshake a minimal client sends, the 101, nothing more."""
+
+    REQUEST = (b"GET /ws?channel=rss HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+               b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+               b"Sec-WebSocket-Version: 13\r\n\r\n")
+    STATUS = b" 101 "
+
+    def accept(self, head):
+        return b"upgrade: websocket" in head.lower()
+
+
 def health(port):
     response = request(port, "GET", "/health")
     assert response.status == 200
@@ -129,7 +153,22 @@ def wait_held(port, n, timeout=10.0):
         time.sleep(0.05)
 
 
-def test_worker_rss_per_held_sse_stream(start_server):
+def settled_rss_kb(pid, timeout=SETTLE_TIMEOUT):
+    """The worker's RSS once the opening burst's transient memory has gone
+    back (the loop trims the heap at most once a second after a burst of
+    holds began, so within about a second of the last): the lowest VmRSS
+    seen while polling for timeout seconds."""
+    deadline = time.monotonic() + timeout
+    low = rss_kb(pid)
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        low = min(low, rss_kb(pid))
+    return low
+
+
+def measure(start_server, holder_cls, what, bound):
+    """Worker RSS per connection for STREAMS held by holder_cls, asserted
+    against bound; every one is let go once its client leaves."""
     old_soft = raise_nofile(STREAMS + 512)
     try:
         # One worker; the pool stays at its default. A heartbeat far beyond the
@@ -141,19 +180,19 @@ def test_worker_rss_per_held_sse_stream(start_server):
         for _ in range(20):
             assert request(server.port, "GET", "/publish?channel=warm").status == 200
         before = rss_kb(worker)
-        holder = Holder(server.port)
+        holder = holder_cls(server.port)
         try:
             t0 = time.monotonic()
             holder.open(STREAMS, BATCH, OPEN_TIMEOUT)
             opened = time.monotonic() - t0
             assert wait_held(server.port, STREAMS) == STREAMS
-            held = rss_kb(worker)
+            held = settled_rss_kb(worker)
             per_stream = (held - before) * 1024 / STREAMS
-            print("worker RSS %d kB -> %d kB with %d held SSE streams (opened in %.2f s): %.0f B per stream (bound %d)"
-                  % (before, held, STREAMS, opened, per_stream, BYTES_PER_STREAM_BOUND))
-            assert per_stream <= BYTES_PER_STREAM_BOUND, (
-                "%.0f B of worker RSS per held SSE stream exceeds the bound of %d B (RSS %d kB -> %d kB, %d streams)"
-                % (per_stream, BYTES_PER_STREAM_BOUND, before, held, STREAMS))
+            print("worker RSS %d kB -> %d kB with %d held %s (opened in %.2f s): %.0f B each (bound %d)"
+                  % (before, held, STREAMS, what, opened, per_stream, bound))
+            assert per_stream <= bound, (
+                "%.0f B of worker RSS per held %s exceeds the bound of %d B (RSS %d kB -> %d kB, %d held)"
+                % (per_stream, what, bound, before, held, STREAMS))
             assert server.worker_pids() == {worker}
         finally:
             holder.close()
@@ -162,3 +201,11 @@ def test_worker_rss_per_held_sse_stream(start_server):
     finally:
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         resource.setrlimit(resource.RLIMIT_NOFILE, (old_soft, hard))
+
+
+def test_worker_rss_per_held_sse_stream(start_server):
+    measure(start_server, Holder, "SSE streams", BYTES_PER_STREAM_BOUND)
+
+
+def test_worker_rss_per_idle_held_websocket(start_server):
+    measure(start_server, WsHolder, "WebSockets", BYTES_PER_WEBSOCKET_BOUND)
