@@ -74,6 +74,11 @@ struct m0_conn_ops {
     void (*complete)(struct m0_server *s, struct m0_conn *c, const struct m0_completion *done);
     /* The loop ends (serve.c): free the protocol's per-loop state. */
     void (*fini)(struct m0_server *s);
+    /* H1: a hold hands c back (a long-poll answered on a connection its
+     * request let persist, RFC 9112 §9.3); its hold is released already,
+     * its job perhaps given back: peer/peer_port are the client's address
+     * the hold kept. Bytes in c->in are the next request, parsed now. */
+    void (*resume)(struct m0_server *s, struct m0_conn *c, const char *peer, uint16_t peer_port);
     /* SSE, WS: the hold implementation (hold.h) an M0-Hold response of
      * this kind takes. */
     const struct m0_hold_ops *hold;

@@ -12,7 +12,8 @@
  *   u8 flags (M0_GRIP_IT_*), u32 stream filters,
  *   u16+bytes id, u16+bytes prev-id, u32+bytes stream content,
  *   u16 code, u16+bytes reason, u16 nheaders, (u16+name, u16+value)...,
- *   u32+bytes body, u8 nmeta, (u16+key, u16+value)...
+ *   u32+bytes body, u8 nmeta, (u16+key, u16+value)..., u16+bytes channel
+ *   (a hold on several channels checks prev-id against that channel's id)
  *
  * Pure: no sockets, no Python.
  */
@@ -50,6 +51,7 @@ struct m0_grip_item {
     struct m0_grip_view hname[M0_GRIP_ITEM_HEADERS_MAX], hvalue[M0_GRIP_ITEM_HEADERS_MAX];
     unsigned nmeta;
     struct m0_grip_view mkey[M0_GRIP_ITEM_META_MAX], mvalue[M0_GRIP_ITEM_META_MAX];
+    struct m0_grip_view channel;      /* the channel it was published on */
 };
 
 /* Is frame (n bytes) a GRIP item (rather than an SSE frame)? */

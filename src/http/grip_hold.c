@@ -3,10 +3,10 @@
  * grip_hold.h). Loop thread only.
  *
  * What a hold keeps of the view's instructions (struct m0_grip is freed
- * with the head when the connection becomes HELD): the subscribed
- * channel's last id, every channel's id for the id_format template, the
- * first channel's filters, the keep-alive, and for a long-poll the view's
- * response and its deadline.
+ * with the head when the connection becomes HELD): every channel's last
+ * id and filters (all Grip-Channels are subscribed; an item's prev-id
+ * chains on its own channel's id), the keep-alive, and for a long-poll
+ * the view's response and its deadline.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,6 +15,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
+#include "m0/config.h"
 #include "m0/conn.h"
 #include "m0/grip.h"
 #include "m0/grip_hold.h"
@@ -31,18 +32,23 @@ struct m0_griphold {
     struct m0_hold base;            /* the outbox, the target (hold.h) */
     uint8_t kind;                   /* M0_GRIP_HOLD_STREAM or M0_GRIP_HOLD_RESPONSE */
     uint8_t finishing;              /* answered or closed: end once the outbox is out */
-    uint8_t has_last;               /* the subscribed channel has a last id */
     uint8_t ka_mode;                /* enum m0_grip_ka_mode */
-    uint32_t filters;               /* the subscribed channel's M0_GRIP_F_* */
-    /* Every channel's name and id, for id_format: entries of
-     * (u16 name length, name, u16 id length, id); the first is the
-     * subscribed channel, its id the last one it saw. */
+    uint8_t keep;                   /* response hold: the request lets the connection persist */
+    uint8_t http10;                 /* response hold: an HTTP/1.0 request (keep-alive is said) */
+    uint16_t peer_port;             /* keep: the client's port */
+    char *peer;                     /* keep: the client's address (the job goes back while held) */
+    uint32_t filters;               /* the first channel's M0_GRIP_F_* (for the view's body) */
+    /* Every channel, each subscribed: entries of (u8 has a last id, u32
+     * filters, u16 name length, name, u16 id length, id), the id its
+     * prev-id and then the last item's id it saw (for prev-id chaining
+     * and id_format). */
     struct m0_buf ids;
     struct m0_buf id_format;        /* the id_format meta (build-id), empty when none */
     struct m0_buf user;             /* the user meta (skip-self, skip-users), empty when none */
     struct m0_buf ka;               /* keep-alive bytes */
     uint64_t ka_ms, last_ka;
-    struct m0_buf kept;             /* response hold: the view's response (head and body) */
+    struct m0_buf kept;             /* response hold: the view's status line and fields */
+    struct m0_buf kept_body;        /* response hold: the view's body */
     uint64_t deadline;              /* response hold: loop clock of Grip-Timeout */
 };
 
@@ -53,65 +59,78 @@ static struct m0_griphold *gh_of(struct m0_conn *c)
 
 /* ------------------------------------------------------------ the ids */
 
-static void put_entry(struct m0_buf *b, const char *name, size_t nlen, const char *id, size_t idlen)
+/* One channel of the hold, as read from gh->ids. */
+struct ent {
+    const char *name, *id;
+    size_t nlen, idlen;
+    uint8_t has_last;               /* the channel has a last id (its prev-id, then items' ids) */
+    uint32_t filters;               /* its M0_GRIP_F_* */
+    size_t at, end;                 /* its bytes in gh->ids */
+};
+
+static void put_entry(struct m0_buf *b, const char *name, size_t nlen, const char *id, size_t idlen, int has_last,
+                      uint32_t filters)
 {
     uint16_t n16 = (uint16_t)nlen, i16 = (uint16_t)idlen;
+    uint8_t h8 = (uint8_t)has_last;
+    m0_buf_append(b, &h8, 1);
+    m0_buf_append(b, &filters, 4);
     m0_buf_append(b, &n16, 2);
     m0_buf_append(b, name, nlen);
     m0_buf_append(b, &i16, 2);
     m0_buf_append(b, id, idlen);
 }
 
-/* Entry k's name and id. Returns 0 past the last entry. */
-static int entry(const struct m0_buf *b, size_t *off, const char **name, size_t *nlen, const char **id, size_t *idlen)
+/* The entry at *off into e; *off moves past it. Returns 0 past the last. */
+static int entry(const struct m0_buf *b, size_t *off, struct ent *e)
 {
-    if (*off + 2 > b->len)
+    if (*off + 7 > b->len)
         return 0;
+    const char *p = b->data + *off;
     uint16_t n16, i16;
-    memcpy(&n16, b->data + *off, 2);
-    *name = b->data + *off + 2;
-    *nlen = n16;
-    memcpy(&i16, b->data + *off + 2 + n16, 2);
-    *id = b->data + *off + 4 + n16;
-    *idlen = i16;
-    *off += 4u + n16 + i16;
+    e->at = *off;
+    e->has_last = (uint8_t)p[0];
+    memcpy(&e->filters, p + 1, 4);
+    memcpy(&n16, p + 5, 2);
+    e->name = p + 7;
+    e->nlen = n16;
+    memcpy(&i16, p + 7 + n16, 2);
+    e->id = p + 9 + n16;
+    e->idlen = i16;
+    *off += 9u + n16 + i16;
+    e->end = *off;
     return 1;
+}
+
+/* The hold's channel named name (nlen bytes) into e. 0: not one of them. */
+static int find(const struct m0_buf *b, const char *name, size_t nlen, struct ent *e)
+{
+    size_t off = 0;
+    while (entry(b, &off, e)) {
+        if (e->nlen == nlen && memcmp(e->name, name, nlen) == 0)
+            return 1;
+    }
+    return 0;
 }
 
 static const char *lookup_id(void *ctx, const char *name, size_t nlen, size_t *vlen)
 {
-    const struct m0_buf *b = ctx;
-    size_t off = 0, n, il;
-    const char *nm, *id;
-    while (entry(b, &off, &nm, &n, &id, &il)) {
-        if (n == nlen && memcmp(nm, name, n) == 0) {
-            *vlen = il;
-            return id;
-        }
-    }
-    return NULL;
+    struct ent e;
+    if (!find(ctx, name, nlen, &e))
+        return NULL;
+    *vlen = e.idlen;
+    return e.id;
 }
 
-/* The subscribed channel's last id is now id. */
-static void set_last(struct m0_griphold *gh, const char *id, size_t idlen)
+/* The channel e's last id is now id (e is stale afterwards). */
+static void set_last(struct m0_griphold *gh, const struct ent *e, const char *id, size_t idlen)
 {
-    size_t off = 0, n, il;
-    const char *nm, *old;
-    if (!entry(&gh->ids, &off, &nm, &n, &old, &il))
-        return;
     struct m0_buf b = {0};
-    put_entry(&b, nm, n, id, idlen);
-    m0_buf_append(&b, gh->ids.data + off, gh->ids.len - off);
+    m0_buf_append(&b, gh->ids.data, e->at);
+    put_entry(&b, e->name, e->nlen, id, idlen, 1, e->filters);
+    m0_buf_append(&b, gh->ids.data + e->end, gh->ids.len - e->end);
     m0_buf_free(&gh->ids);
     gh->ids = b;
-    gh->has_last = 1;
-}
-
-static int last_is(const struct m0_griphold *gh, const char *id, size_t idlen)
-{
-    size_t off = 0, n, il;
-    const char *nm, *last;
-    return entry(&gh->ids, &off, &nm, &n, &last, &il) && il == idlen && memcmp(last, id, il) == 0;
 }
 
 /* content with %I rendered (build-id: the id from id_format over the
@@ -130,6 +149,35 @@ static int render(struct m0_griphold *gh, struct m0_buf *out, const char *p, siz
 
 /* ------------------------------------------------------------ begin */
 
+/* Is the field line p (n bytes, without CRLF) one the answer's framing owns? */
+static int framing_field(const char *p, size_t n)
+{
+    static const char *const owned[] = {"content-length:", "connection:", "transfer-encoding:", "keep-alive:"};
+    for (size_t k = 0; k < M0_ARRAY_LEN(owned); k++) {
+        size_t l = strlen(owned[k]);
+        if (n >= l && strncasecmp(p, owned[k], l) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The view's response (p, n bytes: head and body) into gh->kept (its
+ * status line and fields but the framing ones) and gh->kept_body. */
+static void keep_response(struct m0_griphold *gh, const char *p, size_t n)
+{
+    const char *eoh = memmem(p, n, "\r\n\r\n", 4);
+    const char *end = eoh != NULL ? eoh + 2 : p + n;
+    for (const char *l = p; l < end;) {
+        const char *eol = memmem(l, (size_t)(end - l), "\r\n", 2);
+        const char *next = eol != NULL ? eol + 2 : end;
+        if (l == p || !framing_field(l, (size_t)(next - l)))
+            m0_buf_append(&gh->kept, l, (size_t)(next - l));
+        l = next;
+    }
+    if (eoh != NULL)
+        m0_buf_append(&gh->kept_body, eoh + 4, n - (size_t)(eoh + 4 - p));
+}
+
 static struct m0_hold *grip_begin(struct m0_server *s, struct m0_conn *c)
 {
     (void)s;
@@ -147,10 +195,13 @@ static struct m0_hold *grip_begin(struct m0_server *s, struct m0_conn *c)
     memset(gh, 0, sizeof *gh);
     gh->kind = job->head.grip_hold;
     gh->filters = g->channels[0].filters;
-    gh->has_last = g->channels[0].has_prev_id;
     for (unsigned i = 0; i < g->nchannels; i++) {
         const struct m0_grip_channel *ch = &g->channels[i];
-        put_entry(&gh->ids, m0_grip_str(g, ch->name), ch->name.len, m0_grip_str(g, ch->prev_id), ch->prev_id.len);
+        struct ent e;
+        if (find(&gh->ids, m0_grip_str(g, ch->name), ch->name.len, &e))
+            continue;                   /* a repeat: its first mention counts */
+        put_entry(&gh->ids, m0_grip_str(g, ch->name), ch->name.len, m0_grip_str(g, ch->prev_id), ch->prev_id.len,
+                  ch->has_prev_id, ch->filters);
     }
     size_t flen = 0;
     const char *fmt = m0_grip_meta_get(g, "id_format", 9, &flen);
@@ -167,8 +218,17 @@ static struct m0_hold *grip_begin(struct m0_server *s, struct m0_conn *c)
     }
     struct m0_buf *out = &job->resp.out;
     if (gh->kind == M0_GRIP_HOLD_RESPONSE) {
-        /* Nothing goes out now: the view's response waits for its timeout. */
-        m0_buf_append(&gh->kept, out->data + out->off, m0_buf_unread(out));
+        /* Nothing goes out now: the view's response waits for its timeout,
+         * kept without the framing fields of a held head (its answer is
+         * Content-Length framed, so the connection may persist). */
+        struct m0_body_req fr = m0_job_framing(job);
+        gh->keep = (uint8_t)(fr.keepalive != 0);
+        gh->http10 = (uint8_t)(fr.http_minor == 0);
+        if (gh->keep) {
+            gh->peer = m0_xstrndup(job->peer_addr, strlen(job->peer_addr));
+            gh->peer_port = job->peer_port;
+        }
+        keep_response(gh, out->data + out->off, m0_buf_unread(out));
         m0_buf_reset(out);
         gh->deadline = (uint64_t)g->timeout * 1000;      /* relative until enter */
     } else if (!(c->flags & C_STREAMING) && (gh->filters & CONTENT_FILTERS) && m0_buf_unread(out) > 0) {
@@ -207,14 +267,51 @@ static void finish(struct m0_server *s, struct m0_conn *c)
         m0_conn_doom(s, c);
 }
 
-/* A long-poll's answer: bytes (a whole response), then the close. */
-static void answer(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
+/* A long-poll's answer: head (status line and fields, without the framing
+ * ones) and body, Content-Length framed; then the connection persists
+ * when the request allowed it and the worker is not draining (RFC 9112
+ * §9.3), or closes. */
+static void answer(struct m0_server *s, struct m0_conn *c, const char *head, size_t hn, const char *body,
+                   size_t bn)
 {
     struct m0_griphold *gh = gh_of(c);
     if (gh->finishing)
         return;
-    m0_hold_send(s, c, p, n);
+    if (atomic_load(&s->draining))
+        gh->keep = 0;
+    struct m0_buf r = {0};
+    m0_buf_append(&r, head, hn);
+    m0_buf_printf(&r, "Content-Length: %zu\r\n%s\r\n", bn,
+                  !gh->keep ? "Connection: close\r\n" : gh->http10 ? "Connection: keep-alive\r\n" : "");
+    m0_buf_append(&r, body, bn);
+    m0_hold_send(s, c, r.data, r.len);
+    m0_buf_free(&r);
     finish(s, c);
+}
+
+static void answer_kept(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_griphold *gh = gh_of(c);
+    answer(s, c, gh->kept.data, gh->kept.len, gh->kept_body.data, gh->kept_body.len);
+}
+
+/* The answer (or the stream's end) is out: a long-poll whose connection
+ * persists goes back to HTTP/1.1 for the next request; anything else
+ * closes. Not while a registry pass runs (finish). */
+static void done(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_griphold *gh = gh_of(c);
+    if (gh->keep) {
+        char *peer = gh->peer;
+        uint16_t port = gh->peer_port;
+        gh->peer = NULL;
+        m0_hold_release(s, c);
+        s->proto[M0_CONN_PROTO_H1]->resume(s, c, peer, port);
+        free(peer);
+        return;
+    }
+    shutdown(c->fd, SHUT_WR);
+    m0_conn_close(s, c);
 }
 
 /* The answer an http-response item gives: its code, reason, headers
@@ -243,9 +340,7 @@ static void answer_item(struct m0_server *s, struct m0_conn *c, const struct m0_
         m0_buf_puts(&r, "\r\n");
     }
     m0_head_server_fields(&r, 0, 0);
-    m0_buf_printf(&r, "Content-Length: %zu\r\nConnection: close\r\n\r\n", it->body.n);
-    m0_buf_append(&r, it->body.p, it->body.n);
-    answer(s, c, r.data, r.len);
+    answer(s, c, r.data, r.len, it->body.p, it->body.n);
     m0_buf_free(&r);
 }
 
@@ -254,7 +349,7 @@ static void missed(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_griphold *gh = gh_of(c);
     if (gh->kind == M0_GRIP_HOLD_RESPONSE)
-        answer(s, c, gh->kept.data, gh->kept.len);     /* the client asks again */
+        answer_kept(s, c);     /* the client asks again */
     else
         finish(s, c);        /* the client reconnects with Last-Event-ID */
 }
@@ -297,16 +392,16 @@ static int list_has(struct m0_grip_view v, const char *s, size_t n)
  * item's sender meta is this subscriber's user), skip-users (its
  * skip_users list names the user), require-sub (its require_sub channel
  * is not one this hold was given). 1: drop the item. */
-static int filtered(const struct m0_griphold *gh, const struct m0_grip_item *it)
+static int filtered(const struct m0_griphold *gh, uint32_t filters, const struct m0_grip_item *it)
 {
     const struct m0_grip_view *v;
-    if ((gh->filters & M0_GRIP_F_SKIP_SELF) && gh->user.len > 0 && (v = item_meta(it, "sender")) != NULL &&
+    if ((filters & M0_GRIP_F_SKIP_SELF) && gh->user.len > 0 && (v = item_meta(it, "sender")) != NULL &&
         v->n == gh->user.len && memcmp(v->p, gh->user.data, v->n) == 0)
         return 1;
-    if ((gh->filters & M0_GRIP_F_SKIP_USERS) && gh->user.len > 0 && (v = item_meta(it, "skip_users")) != NULL &&
+    if ((filters & M0_GRIP_F_SKIP_USERS) && gh->user.len > 0 && (v = item_meta(it, "skip_users")) != NULL &&
         list_has(*v, gh->user.data, gh->user.len))
         return 1;
-    if ((gh->filters & M0_GRIP_F_REQUIRE_SUB) && (v = item_meta(it, "require_sub")) != NULL) {
+    if ((filters & M0_GRIP_F_REQUIRE_SUB) && (v = item_meta(it, "require_sub")) != NULL) {
         size_t vlen;
         if (lookup_id((void *)&gh->ids, v->p, v->n, &vlen) == NULL)
             return 1;
@@ -333,15 +428,23 @@ static void grip_deliver(struct m0_server *s, struct m0_conn *c, const char *fra
         return;
     if (gh->kind == M0_GRIP_HOLD_RESPONSE && !(it.flags & M0_GRIP_IT_RESPONSE))
         return;
-    if (gh->has_last && (it.flags & M0_GRIP_IT_PREV_ID) && !last_is(gh, it.prev_id.p, it.prev_id.n)) {
+    /* The item's channel: its prev-id chains on that channel's last id
+     * (each Grip-Channel has its own sequence). */
+    struct ent e;
+    size_t off = 0;
+    if (it.channel.n > 0 ? !find(&gh->ids, it.channel.p, it.channel.n, &e) : !entry(&gh->ids, &off, &e))
+        return;
+    uint32_t filters = e.filters;
+    if (e.has_last && (it.flags & M0_GRIP_IT_PREV_ID) &&
+        (e.idlen != it.prev_id.n || memcmp(e.id, it.prev_id.p, e.idlen) != 0)) {
         if (s->holds->replaying)
             return;          /* published while the view ran: its body has it */
         missed(s, c);
         return;
     }
     if (it.flags & M0_GRIP_IT_ID)
-        set_last(gh, it.id.p, it.id.n);
-    if (filtered(gh, &it))
+        set_last(gh, &e, it.id.p, it.id.n);
+    if (filtered(gh, filters, &it))
         return;              /* not for this subscriber (its sequence still moves on) */
     if (gh->kind == M0_GRIP_HOLD_RESPONSE) {
         answer_item(s, c, &it);
@@ -353,7 +456,7 @@ static void grip_deliver(struct m0_server *s, struct m0_conn *c, const char *fra
     }
     /* Content filters: an item that names its own must name the
      * channel's (Pushpin drops it otherwise). */
-    uint32_t want = gh->filters & CONTENT_FILTERS;
+    uint32_t want = filters & CONTENT_FILTERS;
     if ((it.flags & M0_GRIP_IT_FILTERS) && (it.filters & CONTENT_FILTERS) != want)
         return;
     if (want & M0_GRIP_F_BUILD_ID) {
@@ -382,7 +485,7 @@ static void grip_end(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_griphold *gh = gh_of(c);
     if (gh->kind == M0_GRIP_HOLD_RESPONSE && !gh->finishing) {
-        answer(s, c, gh->kept.data, gh->kept.len);     /* drain: the view's answer now */
+        answer_kept(s, c);     /* drain: the view's answer now */
         return;
     }
     m0_hold_flush(s, c);
@@ -399,15 +502,27 @@ static void grip_release(struct m0_server *s, struct m0_conn *c)
     m0_buf_free(&gh->user);
     m0_buf_free(&gh->ka);
     m0_buf_free(&gh->kept);
+    m0_buf_free(&gh->kept_body);
+    free(gh->peer);
 }
 
-/* The client's bytes are discarded (a held request has no more input);
- * its EOF closes the hold. */
+/* A stream's client bytes are discarded (a held request has no more
+ * input); a long-poll whose connection persists keeps them, up to a
+ * head's worth, as its next request. The client's EOF closes the hold. */
 static void held_read(struct m0_server *s, struct m0_conn *c)
 {
+    struct m0_griphold *gh = gh_of(c);
     char sink[512];
     for (;;) {
         ssize_t n = recv(c->fd, sink, sizeof sink, MSG_DONTWAIT);
+        if (n > 0 && gh->keep) {
+            if (m0_buf_unread(&c->in) + (size_t)n > s->cfg->limits.max_header_bytes) {
+                m0_conn_close(s, c);      /* more than a request head while held */
+                return;
+            }
+            m0_buf_append(&c->in, sink, (size_t)n);
+            continue;
+        }
         if (n > 0)
             continue;
         if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -425,15 +540,21 @@ static void grip_event(struct m0_server *s, struct m0_conn *c, uint32_t ev)
         return;
     if (ev & EPOLLOUT) {
         int rc = m0_hold_flush(s, c);
-        if (rc == M0_ERR || (rc == M0_OK && gh_of(c)->finishing)) {
-            if (rc == M0_OK)
-                shutdown(c->fd, SHUT_WR);
+        if (rc == M0_ERR) {
             m0_conn_close(s, c);
             return;
         }
+        if (rc == M0_OK && gh_of(c)->finishing) {
+            done(s, c);
+            return;
+        }
     }
-    if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+    if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
         held_read(s, c);
+        /* The next request came after the answer went out: serve it now. */
+        if (c->state == M0_CONN_HELD && gh_of(c)->finishing && m0_buf_unread(&gh_of(c)->base.outbox) == 0)
+            done(s, c);
+    }
 }
 
 /* Periodic: a finished hold whose bytes are out closes; a long-poll past
@@ -448,15 +569,13 @@ static void grip_tick(struct m0_server *s, struct m0_conn *c)
     uint64_t now = m0_loop_now(s->loop);
     c->deadline = now;                   /* the next sweep again (conn.h: tick) */
     if (gh->finishing) {
-        if (m0_buf_unread(&gh->base.outbox) == 0) {
-            shutdown(c->fd, SHUT_WR);
-            m0_conn_close(s, c);
-        }
+        if (m0_buf_unread(&gh->base.outbox) == 0)
+            done(s, c);
         return;
     }
     if (gh->kind == M0_GRIP_HOLD_RESPONSE) {
         if (now >= gh->deadline)
-            answer(s, c, gh->kept.data, gh->kept.len);
+            answer_kept(s, c);
         return;
     }
     if (gh->ka_ms == 0 || m0_buf_unread(&gh->base.outbox) != 0)

@@ -22,6 +22,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -625,6 +626,36 @@ static void h1_complete(struct m0_server *s, struct m0_conn *c, const struct m0_
         h1_parse(s, c);   /* pipelined requests waited their turn */
 }
 
+/* The resume operation (conn.h). */
+static void h1_resume(struct m0_server *s, struct m0_conn *c, const char *peer, uint16_t peer_port)
+{
+    int had = c->job != NULL;           /* kept (pinned, or a runner's), its parser freed by the hold */
+    struct m0_job *job = m0_conn_job(s, c);
+    if (had) {
+        m0_job_reset(job);
+        m0_http_init(&job->http, &job->req, &s->cfg->limits);
+    }
+    c->proto = M0_CONN_PROTO_H1;
+    job->gen = c->gen;
+    snprintf(job->peer_addr, sizeof job->peer_addr, "%s", peer);
+    job->peer_port = peer_port;
+    memcpy(job->remote_addr, job->peer_addr, sizeof job->remote_addr);
+    job->remote_port = job->peer_port;
+    job->https = 0;
+    job->metrics_conn = 0;              /* a GRIP hold is on the public listener */
+    job->grip_conn = 0;
+    c->flags &= ~(C_STREAMING | C_SENT_100 | C_LAZY_BODY | C_MORE | C_HEAD_TIMER);
+    c->resp_flags = 0;
+    if (m0_buf_unread(&c->in) == 0)
+        m0_buf_free(&c->in);
+    else
+        c->flags |= C_HEAD_TIMER;  /* the next request's bytes came while it was held */
+    m0_conn_set_state(s, c, M0_CONN_READ_HEAD);
+    m0_conn_interest(s, c, EPOLLIN | EPOLLRDHUP);
+    if (m0_buf_unread(&c->in) > 0)
+        h1_parse(s, c);
+}
+
 /* ------------------------------------------------------ the protocol */
 
 /* Epoll events while a runner has the request (RUN). */
@@ -688,4 +719,5 @@ const struct m0_conn_ops m0_h1_conn_ops = {
     .tick = h1_tick,
     .closing = m0_hold_release,        /* a hold taken, its head not yet out */
     .complete = h1_complete,
+    .resume = h1_resume,
 };

@@ -291,8 +291,10 @@ void m0_hold_enter(struct m0_server *s, struct m0_conn *c)
     m0_req_free(&job->req);
     m0_req_init(&job->req);
     m0_http_free(&c->job->http);
-    if (!inbound || m0_buf_unread(&c->in) == 0)
-        m0_buf_free(&c->in);         /* a socket's early frames stay: they are read next */
+    /* A socket's early frames stay (they are read next), and so do a
+     * GRIP hold's pipelined bytes (a long-poll's next request). */
+    if (!(inbound || h->ops->proto == M0_CONN_PROTO_GRIP) || m0_buf_unread(&c->in) == 0)
+        m0_buf_free(&c->in);
     m0_buf_free(&c->out);
     m0_resp_reset(&job->resp);
     m0_buf_free(&job->resp.out);

@@ -258,14 +258,33 @@ int m0_head_grip_finish(struct m0_head *h)
     }
     if (g->hold == M0_GRIP_HOLD_NONE || g->nchannels == 0)
         return M0_OK;
-    const struct m0_grip_channel *ch = &g->channels[0];
-    if (ch->name.len > M0_CHANNEL_MAX || m0_sse_channel_error(m0_grip_str(g, ch->name), ch->name.len) != NULL) {
-        h->grip_err = "Grip-Channel: not a valid channel name";
+    /* Every Grip-Channel is subscribed (a repeat once): the hold checks
+     * each channel's prev-id on its own (grip_hold.c). */
+    const char *name[M0_HEAD_MAX_CHANNELS];
+    size_t nlen[M0_HEAD_MAX_CHANNELS], n = 0;
+    for (unsigned i = 0; i < g->nchannels; i++) {
+        const struct m0_grip_channel *ch = &g->channels[i];
+        const char *nm = m0_grip_str(g, ch->name);
+        if (ch->name.len > M0_CHANNEL_MAX || m0_sse_channel_error(nm, ch->name.len) != NULL) {
+            h->grip_err = "Grip-Channel: not a valid channel name";
+            return M0_ERR;
+        }
+        int dup = 0;
+        for (size_t k = 0; k < n && !dup; k++)
+            dup = nlen[k] == ch->name.len && memcmp(name[k], nm, nlen[k]) == 0;
+        if (dup)
+            continue;
+        if (n == M0_HEAD_MAX_CHANNELS) {
+            h->grip_err = "Grip-Channel: too many channels";
+            return M0_ERR;
+        }
+        name[n] = nm;
+        nlen[n++] = ch->name.len;
+    }
+    if (m0_head_set_channels(h, name, nlen, n) != M0_OK) {
+        h->grip_err = "Grip-Channel: the channels are too long together";
         return M0_ERR;
     }
-    const char *name = m0_grip_str(g, ch->name);
-    size_t nlen = ch->name.len;
-    m0_head_set_channels(h, &name, &nlen, 1);
     h->hold = M0_HOLD_STREAM;
     h->grip_hold = (uint8_t)g->hold;
     return M0_OK;

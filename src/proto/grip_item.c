@@ -81,6 +81,7 @@ int m0_grip_item_encode(struct m0_buf *out, const struct m0_epcp_item *it)
         bytes16(out, it->meta[i].name.p, it->meta[i].name.len);
         bytes16(out, it->meta[i].value.p, it->meta[i].value.len);
     }
+    bytes16(out, it->channel.p, it->channel.len);
     return M0_OK;
 }
 
@@ -152,6 +153,7 @@ int m0_grip_item_decode(const char *frame, size_t n, struct m0_grip_item *it)
         it->mkey[i] = get_bytes(&r, 2);
         it->mvalue[i] = get_bytes(&r, 2);
     }
+    it->channel = get_bytes(&r, 2);
     return r.bad || r.p != r.end ? M0_ERR : M0_OK;
 }
 

@@ -26,6 +26,7 @@ from serverproc import APPS_DIR, free_port, run_to_exit
 if importlib.util.find_spec("django_eventstream") is None or importlib.util.find_spec("django_grip") is None:
     pytest.skip("the GRIP packages are not installed (requirements/test.txt)", allow_module_level=True)
 gripcontrol = pytest.importorskip("gripcontrol")
+pubcontrol = pytest.importorskip("pubcontrol")
 jwt = pytest.importorskip("jwt")
 
 KEY = "test-grip-key-0123456789abcdef-0123456789"
@@ -211,7 +212,7 @@ def test_grip_keep_alive_is_written_on_an_idle_stream(grip):
 
 
 def test_gripcontrol_publish_http_response_answers_a_long_poll(grip):
-    s = Stream(grip["port"], "/lp/")
+    s = Stream(grip["port"], "/lp/", ["Connection: close"])
     pub = publisher(grip["cport"])
     fmt = gripcontrol.HttpResponseFormat(code=201, reason="Made", headers={"X-A": "1"}, body="made\n")
     try:
@@ -233,11 +234,76 @@ def test_gripcontrol_publish_http_response_answers_a_long_poll(grip):
     assert "X-A: 1" in head and "Content-Length: 5" in head
     assert grip_lines(head) == []
     assert rest == b"made\n"
+    assert "Connection: close" in head
+
+
+def answer_long_poll(s, pub, fmt):
+    """Publish until the held long-poll on s is answered; its head and body
+    (Content-Length framed) are taken off s.buf, what follows stays."""
+    deadline = time.monotonic() + 4
+    while b"\r\n\r\n" not in s.buf:
+        assert time.monotonic() < deadline, "the long-poll was not answered by the publish"
+        pub.publish_http_response("lp", fmt, blocking=True)
+        try:
+            s.read_until(b"\r\n\r\n", timeout=0.2)
+        except AssertionError:
+            pass
+    return take_response(s)
+
+
+def take_response(s):
+    s.read_until(b"\r\n\r\n")
+    head, _, rest = s.buf.partition(b"\r\n\r\n")
+    head = head.decode("latin-1")
+    n = int(re.search(r"(?im)^content-length: *(\d+)", head).group(1))
+    s.buf = rest
+    while len(s.buf) < n:
+        _more(s)
+    body, s.buf = s.buf[:n], s.buf[n:]
+    return head, body
+
+
+def _more(s):
+    s.sock.settimeout(WAIT)
+    chunk = s.sock.recv(65536)
+    if not chunk:
+        raise AssertionError("EOF inside a response; got %r" % s.buf[-600:])
+    s.buf += chunk
+
+
+def test_a_long_poll_answer_keeps_the_connection_for_the_next_request(grip):
+    """RFC 9112 §9.3: a long-poll answered on an HTTP/1.1 connection whose
+    request did not ask to close persists; the next request on it (sent
+    after the answer, or pipelined behind the held one) is served."""
+    pub = publisher(grip["cport"])
+    fmt = gripcontrol.HttpResponseFormat(code=200, headers={"X-A": "1"}, body="made\n")
+    s = Stream(grip["port"], "/lp/")
+    try:
+        head, body = answer_long_poll(s, pub, fmt)
+        assert head.startswith("HTTP/1.1 200") and "X-A: 1" in head
+        assert "connection: close" not in head.lower()
+        assert body == b"made\n"
+        s.sock.sendall(b"GET /echo/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        head, body = take_response(s)
+        assert head.startswith("HTTP/1.1 200")
+        assert json.loads(body)["proxied"] is True
+        # Held again on the same connection, with the next request pipelined
+        # behind it: answered in order.
+        s.sock.sendall(b"GET /lp/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                       b"GET /echo/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        head, body = answer_long_poll(s, pub, fmt)
+        assert body == b"made\n"
+        head, body = take_response(s)
+        assert head.startswith("HTTP/1.1 200") and "Connection: close" in head
+        assert json.loads(body)["proxied"] is True
+        s.read_to_eof()
+    finally:
+        s.close()
 
 
 def test_a_long_poll_is_answered_by_its_timeout(grip):
     t0 = time.monotonic()
-    s = Stream(grip["port"], "/lp/")
+    s = Stream(grip["port"], "/lp/", ["Connection: close"])
     try:
         body = s.read_to_eof(timeout=15)
     finally:
@@ -345,6 +411,44 @@ def test_an_item_that_does_not_chain_on_prev_id_ends_the_stream(grip):
         s.read_until("event: stream-open")
         get(grip["port"], "/send/?text=chained")
         s.read_until('data: {"text": "chained"}')
+    finally:
+        s.close()
+
+
+def test_a_hold_on_several_channels_gets_each_and_chains_each_prev_id(grip):
+    """django-eventstream's events view on two channels holds three GRIP
+    channels (events-test, events-two, user-anonymous), each with its own
+    prev-id: a send_event on either reaches the stream, ids per channel."""
+    s = Stream(grip["port"], "/events2/")
+    try:
+        head = s.head()
+        assert head.startswith("HTTP/1.1 200")
+        s.read_until("event: stream-open")
+        get(grip["port"], "/send/?text=on-test")
+        s.read_until('data: {"text": "on-test"}')
+        # events-two's counter is not events-test's: its prev-id chains on
+        # its own channel's id.
+        get(grip["port"], "/send/?channel=two&text=on-two")
+        s.read_until('data: {"text": "on-two"}')
+        get(grip["port"], "/send/?channel=two&text=on-two-again")
+        s.read_until('data: {"text": "on-two-again"}')
+        get(grip["port"], "/send/?text=on-test-again")
+        s.read_until('data: {"text": "on-test-again"}')
+        # The user channel (require-sub): an item for a channel this hold has
+        # is delivered, one for another is not.
+        pub = publisher(grip["cport"])
+        pub.publish("user-anonymous", pubcontrol.Item(gripcontrol.HttpStreamFormat("event: x\ndata: nope\n\n"),
+                                                     meta={"require_sub": "events-other"}), blocking=True)
+        pub.publish("user-anonymous", pubcontrol.Item(gripcontrol.HttpStreamFormat("event: x\ndata: kick\n\n"),
+                                                     meta={"require_sub": "events-two"}), blocking=True)
+        s.read_until("data: kick")
+        assert b"data: nope" not in s.buf
+        # An item on events-two that does not chain on events-two's id is a
+        # missed one: the stream ends (the browser reconnects).
+        pub.publish_http_stream("events-two", "event: message\ndata: skipped\n\n", id="900", prev_id="899",
+                                blocking=True)
+        body = s.read_to_eof()
+        assert b"skipped" not in body
     finally:
         s.close()
 

@@ -56,6 +56,7 @@ static void test_round_trip(void **state)
     assert_true(view_is(it.content, "event: message\nid: %I\ndata: {}\n\n", 32));
     assert_int_equal(it.nmeta, 1);
     assert_true(view_is(it.mkey[0], "skip_users", 10) && view_is(it.mvalue[0], "u1", 2));
+    assert_true(view_is(it.channel, "events-test", 11));
     /* Every shorter prefix of the frame is refused, never read past. */
     for (size_t n = 0; n < f.len; n++)
         assert_int_equal(m0_grip_item_decode(f.data, n, &it), M0_ERR);
@@ -153,7 +154,7 @@ static void test_head_instructions(void **state)
     assert_int_equal(rc, M0_OK);
     assert_int_equal(h.hold, M0_HOLD_STREAM);
     assert_int_equal(h.grip_hold, M0_GRIP_HOLD_STREAM);
-    assert_string_equal(h.channel, "events-test");
+    assert_string_equal(m0_head_channel(&h), "events-test\nuser-anonymous");   /* every channel is held */
     assert_int_equal(h.status, 203);
     assert_memory_equal(h.lines.data, "HTTP/1.1 203 Fine\r\nContent-Type: text/event-stream\r\n", h.lines.len);
     m0_head_free(&h);

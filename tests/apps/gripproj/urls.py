@@ -6,6 +6,7 @@ from . import views
 
 urlpatterns = [
     path("events/", include(django_eventstream.urls), {"channels": ["test"]}),
+    path("events2/", include(django_eventstream.urls), {"channels": ["test", "two"]}),
     path("send/", views.send),
     path("echo/", views.echo),
     path("lp/", views.longpoll),

@@ -9,7 +9,8 @@ def send(request):
     """send_event from a view, as django-eventstream documents it."""
     text = request.GET.get("text", "hello")
     skip = request.GET.getlist("skip")       # send_event's skip_user_ids (the skip-users filter)
-    send_event("test", "message", {"text": text}, skip_user_ids=skip or None, async_publish=False)
+    channel = request.GET.get("channel", "test")
+    send_event(channel, "message", {"text": text}, skip_user_ids=skip or None, async_publish=False)
     return HttpResponse("sent\n", content_type="text/plain")
 
 
