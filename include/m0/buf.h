@@ -32,6 +32,11 @@ void m0_buf_append(struct m0_buf *b, const void *p, size_t n);
 void m0_buf_puts(struct m0_buf *b, const char *s);
 /* Append printf-formatted text. */
 void m0_buf_printf(struct m0_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Append s[0..n) as a JSON string (RFC 8259 §7): quotes around, '"' and '\\'
+ * escaped, control bytes as \u00XX, other bytes as they are (the caller's
+ * text is UTF-8 or ASCII). */
+void m0_buf_json_str(struct m0_buf *b, const char *s, size_t n);
 /* Unread bytes. */
 static inline size_t m0_buf_unread(const struct m0_buf *b) { return b->len - b->off; }
 /* Mark n unread bytes consumed; resets to empty when all are consumed. */

@@ -203,3 +203,18 @@ void m0_arena_free(struct m0_arena *a)
     a->head = NULL;
     a->used = 0;
 }
+
+void m0_buf_json_str(struct m0_buf *b, const char *s, size_t n)
+{
+    m0_buf_puts(b, "\"");
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            m0_buf_printf(b, "\\%c", c);
+        else if (c < 0x20)
+            m0_buf_printf(b, "\\u%04x", c);
+        else
+            m0_buf_append(b, &s[i], 1);
+    }
+    m0_buf_puts(b, "\"");
+}

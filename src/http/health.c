@@ -7,21 +7,6 @@
 #include "m0/static.h"
 #include "m0/target.h"
 
-static void json_string(struct m0_buf *b, const char *s, size_t n)
-{
-    m0_buf_puts(b, "\"");
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\')
-            m0_buf_printf(b, "\\%c", c);
-        else if (c < 0x20)
-            m0_buf_printf(b, "\\u%04x", c);
-        else
-            m0_buf_append(b, &s[i], 1);
-    }
-    m0_buf_puts(b, "\"");
-}
-
 void m0_health_render(struct m0_buf *b, const struct m0_health *h, const struct m0_channel_stat *top,
                       size_t ntop)
 {
@@ -39,7 +24,7 @@ void m0_health_render(struct m0_buf *b, const struct m0_health *h, const struct 
                   h->pool_max, h->pool_queued);
     for (size_t i = 0; i < ntop; i++) {
         m0_buf_puts(b, i ? ", {\"channel\": " : "{\"channel\": ");
-        json_string(b, top[i].name, top[i].len);
+        m0_buf_json_str(b, top[i].name, top[i].len);
         m0_buf_printf(b, ", \"subscribers\": %u}", top[i].subscribers);
     }
     m0_buf_puts(b, "]");
@@ -52,11 +37,11 @@ void m0_health_render(struct m0_buf *b, const struct m0_health *h, const struct 
             const struct m0_target *t = &ts->t[i];
             const struct m0_target_stats *st = &h->counters->t[i];
             m0_buf_puts(b, i ? ", {\"prefix\": " : "{\"prefix\": ");
-            json_string(b, t->prefix_len ? t->prefix : "/", t->prefix_len ? t->prefix_len : 1);
+            m0_buf_json_str(b, t->prefix_len ? t->prefix : "/", t->prefix_len ? t->prefix_len : 1);
             m0_buf_printf(b, ", \"kind\": \"%s\", \"mode\": \"%s\", \"%s\": ", m0_target_kind_name(t->kind),
                           m0_target_mode(t), t->kind == M0_TARGET_STATIC ? "dir" : "app");
             const char *what = t->resolved != NULL ? t->resolved : t->spec != NULL ? t->spec : "";
-            json_string(b, what, strlen(what));
+            m0_buf_json_str(b, what, strlen(what));
             m0_buf_printf(b, ", \"requests\": %llu", (unsigned long long)st->requests);
             if (t->kind == M0_TARGET_STATIC && t->files != NULL)
                 m0_buf_printf(b, ", \"resolver\": \"%s\"}", m0_static_resolver_name(t->files->resolver));

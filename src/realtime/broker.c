@@ -78,8 +78,6 @@ struct bconn {
     int logged_down;                /* this outage was reported */
 };
 
-struct broker;
-
 /* A resume waiting for (or in flight to) the broker. */
 struct resume {
     struct resume *next;
@@ -140,9 +138,14 @@ static uint64_t position(const struct broker *b)
     return __atomic_load_n(&b->position, __ATOMIC_SEQ_CST);
 }
 
+/* The error /health shows: printable ASCII only (a broker's reply text is
+ * whatever the peer sent). */
 static void note_error(struct broker *b, const char *what)
 {
-    snprintf(b->last_error, sizeof b->last_error, "%s", what);
+    size_t n = 0;
+    for (; *what && n + 1 < sizeof b->last_error; what++)
+        b->last_error[n++] = *what >= 0x20 && *what < 0x7f ? *what : '?';
+    b->last_error[n] = '\0';
 }
 
 static void fail_conn(struct bconn *bc, const char *why, int always);
@@ -852,20 +855,6 @@ static void broker_free(void *ctx)
      * must not run again (the loop has stopped). */
 }
 
-/* A JSON string of printable ASCII (anything else is dropped). */
-static void json_str(struct m0_buf *out, const char *p)
-{
-    m0_buf_puts(out, "\"");
-    for (; *p; p++) {
-        unsigned char ch = (unsigned char)*p;
-        if (ch == '"' || ch == '\\')
-            m0_buf_printf(out, "\\%c", ch);
-        else if (ch >= 0x20 && ch < 0x7f)
-            m0_buf_append(out, p, 1);
-    }
-    m0_buf_puts(out, "\"");
-}
-
 /* The /health "broker" object (rt.h, health); 1 when both connections are
  * up (else /health says "degraded"). */
 static int broker_health(const void *ctx, struct m0_buf *out)
@@ -874,7 +863,7 @@ static int broker_health(const void *ctx, struct m0_buf *out)
     int connected = b->rd.state == UP && b->cmd.state == UP;
     uint64_t at = position(b);
     m0_buf_puts(out, "{\"url\": ");
-    json_str(out, b->cfg->shown);
+    m0_buf_json_str(out, b->cfg->shown, strlen(b->cfg->shown));
     m0_buf_printf(out,
                   ", \"connected\": %s, \"reader\": \"%s\", \"commands\": \"%s\", "
                   "\"last_id\": %llu, \"newest_id\": %llu, \"lag\": %llu, \"events\": %llu, \"gaps\": %llu, "
@@ -886,7 +875,7 @@ static int broker_health(const void *ctx, struct m0_buf *out)
                   (unsigned long long)(b->newest > at ? b->newest - at : 0), (unsigned long long)b->events,
                   (unsigned long long)b->gaps, (unsigned long long)b->reconnects, (unsigned long long)b->resumes,
                   (unsigned long long)b->resume_gaps, b->inflight, b->nwait, MAX_WAITING, b->wait_bytes);
-    json_str(out, b->last_error);
+    m0_buf_json_str(out, b->last_error, strlen(b->last_error));
     m0_buf_puts(out, "}");
     return connected;
 }
