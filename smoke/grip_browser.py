@@ -25,7 +25,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,17 +35,13 @@ from pathlib import Path
 import websockets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))
 from chat_browser import CDP, start_browser  # noqa: E402
+from serverproc import free_port  # noqa: E402  (the one copy, shared with the tests and bench)
 
 REPO = Path(__file__).resolve().parents[1]
 APPS = REPO / "tests" / "apps"
 KEY = "smoke-grip-key-0123456789abcdef-0123456789"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_server(tmp):
