@@ -41,15 +41,17 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--remote-debugging-port=0", "--remote-allow-origins=*"]
 
 
-def start_server(app="rtsite.wsgi:application", app_dir=SITE):
-    """m0serve APP from app_dir on an ephemeral port, --workers 2 --realtime,
-    under the project's .venv when there is one: (process, port)."""
-    env = dict(os.environ)
+def start_server(app="rtsite.wsgi:application", app_dir=SITE, args=("--workers", "2", "--realtime"),
+                 env=None, bind="127.0.0.1:0"):
+    """m0serve APP from app_dir on bind (an ephemeral port by default) with
+    args, in env (default: this process's, with the project's .venv when
+    there is one and no VIRTUAL_ENV was given); waits for the banner (20 s):
+    (process, port). Exits with the server's stderr when it does not start."""
+    env = dict(os.environ if env is None else env)
     venv = REPO / ".venv"
-    if venv.is_dir():
+    if "VIRTUAL_ENV" not in env and venv.is_dir():
         env["VIRTUAL_ENV"] = str(venv)
-    proc = subprocess.Popen([str(REPO / "m0serve"), app, "--app-dir", str(app_dir),
-                             "--bind", "127.0.0.1:0", "--workers", "2", "--realtime"],
+    proc = subprocess.Popen([str(REPO / "m0serve"), app, "--app-dir", str(app_dir), "--bind", bind, *args],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True, env=env)
     deadline = time.monotonic() + 20

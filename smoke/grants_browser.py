@@ -24,7 +24,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -33,7 +32,7 @@ import websockets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))
-from chat_browser import CDP, start_browser  # noqa: E402
+from chat_browser import CDP, start_browser, start_server as start_m0serve  # noqa: E402
 from serverproc import free_port  # noqa: E402  (the one copy, shared with the tests and bench)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,21 +41,10 @@ import m0pub  # noqa: E402
 
 
 def start_server(port, key_file):
-    env = dict(os.environ)
-    if (REPO / ".venv").is_dir():
-        env["VIRTUAL_ENV"] = str(REPO / ".venv")
-    proc = subprocess.Popen([str(REPO / "m0serve"), "grants_app:application", "--app-dir", str(REPO / "tests" / "apps"),
-                             "--bind", "127.0.0.1:%d" % port, "--workers", "1", "--realtime",
-                             "--grant-key-file", str(key_file), "--grant-path", "/rt",
-                             "--grant-cors-origin", "http://localhost:%d" % port],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True, env=env)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line or b"worker booted" in line:
-            break
-    return proc
+    return start_m0serve("grants_app:application", REPO / "tests" / "apps",
+                         ("--workers", "1", "--realtime", "--grant-key-file", str(key_file), "--grant-path", "/rt",
+                          "--grant-cors-origin", "http://localhost:%d" % port),
+                         bind="127.0.0.1:%d" % port)[0]
 
 
 def publish(port, channel, data):

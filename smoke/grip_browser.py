@@ -20,15 +20,12 @@ bounded; the server and the browser are stopped on the way out.
 
 import argparse
 import asyncio
-import json
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from pathlib import Path
 
@@ -36,7 +33,7 @@ import websockets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))
-from chat_browser import CDP, start_browser  # noqa: E402
+from chat_browser import CDP, start_browser, start_server as start_m0serve  # noqa: E402
 from serverproc import free_port  # noqa: E402  (the one copy, shared with the tests and bench)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,23 +52,9 @@ def start_server(tmp):
     if sys.prefix != sys.base_prefix:
         env["VIRTUAL_ENV"] = sys.prefix
     subprocess.run([sys.executable, "-m", "django", "migrate", "-v0"], env=env, check=True, timeout=60)
-    proc = subprocess.Popen([str(REPO / "m0serve"), "gripproj.wsgi", "--app-dir", str(APPS), "--bind", "127.0.0.1:0",
-                             "--workers", "2", "--grip-key-file", str(key), "--grip-control",
-                             "127.0.0.1:%d" % cport],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True, env=env)
-    deadline = time.monotonic() + 20
-    banner = b""
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            break
-        banner += line
-        m = re.search(rb"listening on http://127\.0\.0\.1:(\d+)", line)
-        if m:
-            return proc, int(m.group(1)), env
-    os.killpg(proc.pid, signal.SIGKILL)
-    raise SystemExit("m0serve did not start:\n" + banner.decode(errors="replace"))
+    proc, port = start_m0serve("gripproj.wsgi", APPS, ("--workers", "2", "--grip-key-file", str(key),
+                                                      "--grip-control", "127.0.0.1:%d" % cport), env)
+    return proc, port, env
 
 
 def send_from_view(port, text):
