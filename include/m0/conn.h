@@ -147,6 +147,10 @@ struct m0_conn {
 struct m0_server {
     const struct m0_config *cfg;
     struct m0_loop *loop;
+    /* The worker's loops (--threads; loops.h), this one at loop_index;
+     * NULL: a lone loop that no other sees. Set before serving. */
+    struct m0_loops *loops;
+    unsigned loop_index;
     /* The slot table, in chunks of M0_CONN_CHUNK made as the free list runs
      * dry (none before the first connection; the last may be shorter), up
      * to nconns (--max-connections) slots. A chunk never moves. */

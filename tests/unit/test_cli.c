@@ -256,7 +256,7 @@ static void test_unknown_flag_gets_the_nearest(void **state)
         {"--graceful", "did you mean '--graceful-timeout'?"},
         {"--verison", "did you mean '--version'?"},
         {"--chdir", "did you mean '--app-dir'?"},
-        {"--threads", "did you mean '--blocking-threads'?"},
+        {"--thread", "did you mean '--threads'?"},
         {"--keep-alive", "did you mean '--timeout-keep-alive'?"},
         {"-t", "unrecognized option '-t'; m0serve has no worker timeout"},
         {"-k", "unrecognized option '-k'; m0serve has one kind of worker"},
