@@ -207,9 +207,9 @@ void m0_master_spawn(struct m0_master *m, int idx)
                 close(m->w[i].ctl);
         }
         for (int l = 0; l < m->ls.n; l++) {
-            for (int i = 0; i < (m->ls.l[l].per_slot ? m->nworkers * loops : 1); i++) {
-                if (m->ls.l[l].fds[i] != -1 && (!m->ls.l[l].per_slot || i / loops != idx))
-                    close(m->ls.l[l].fds[i]);
+            for (int i = 0; m->ls.l[l].per_slot && i < m->nworkers * loops; i++) {
+                if (m->ls.l[l].fds[i] != -1 && i / loops != idx)
+                    close(m->ls.l[l].fds[i]);     /* another slot's (a shared socket stays) */
             }
         }
         if (m->cfg->realtime) {
