@@ -504,8 +504,9 @@ def broker_host(start_server, tmp_path, redis, workers=2):
     return server
 
 
-def item(channel, content):
-    return json.dumps({"items": [{"channel": channel, "http-stream": {"content": content}}]}).encode()
+def item(channel, *contents):
+    """An EPCP body: one http-stream item per content, in order."""
+    return json.dumps({"items": [{"channel": channel, "http-stream": {"content": c}} for c in contents]}).encode()
 
 
 BEARER = {"Authorization": "Bearer " + KEY}
@@ -518,7 +519,7 @@ def test_with_a_broker_a_publish_to_one_host_reaches_the_holds_of_another(tmp_pa
     in order, with prev-id chaining kept."""
     a = broker_host(start_server, tmp_path, redis)
     b = broker_host(start_server, tmp_path, redis)
-    streams = [Stream(b.port, "/st?ch=bst") for _ in range(4)]      # spread over B's two workers
+    streams = [Stream(b.port, "/st?ch=bst") for _ in range(4)] + [Stream(a.port, "/st?ch=bst")]   # B's workers, and A
     chained = Stream(b.port, "/st?ch=pst&prev=p0")
     try:
         for s in streams + [chained]:
@@ -529,6 +530,10 @@ def test_with_a_broker_a_publish_to_one_host_reaches_the_holds_of_another(tmp_pa
         for s in streams:
             s.read_until(b"asgi head\ndata: one\n\n\x00G\xff\r\n\x00bin")
         assert redis.command("XLEN", "m0:log") == b"2"       # through the broker, one entry each
+        # The items of one request keep their order.
+        assert _post(a.cport, item("bst", "i1\n", "i2\n", "i3\n"), BEARER) == (200, b"Published\n")
+        for s in streams:
+            s.read_until(b"\x00bini1\ni2\ni3\n")
         # id/prev-id across hosts: the item that chains on p0 is taken, one
         # that does not (p2 was never seen) ends the stream.
         pub.publish_http_stream("pst", "first\n", id="p1", prev_id="p0", blocking=True)
