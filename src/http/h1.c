@@ -605,6 +605,15 @@ static void check_request_timeout(struct m0_server *s, struct m0_conn *c)
 static void h1_complete(struct m0_server *s, struct m0_conn *c, const struct m0_completion *done)
 {
     struct m0_job *job = c->job;
+    if (job->grip_conn) {
+        /* An EPCP publish through the broker (grip_control.h): answered now. */
+        if (done->kind == M0_CPL_DONE) {
+            m0_grip_control_complete(s, c);
+            if (c->state == M0_CONN_READ_HEAD && m0_buf_unread(&c->in) > 0)
+                h1_parse(s, c);   /* pipelined requests waited their turn */
+        }
+        return;
+    }
     if ((c->flags & C_UPGRADED) &&
         (done->kind == M0_CPL_PART || done->kind == M0_CPL_TAKEN || done->kind == M0_CPL_DONE)) {
         /* The socket an asynchronous runner accepted, its 101 still going

@@ -718,10 +718,6 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
         snprintf(err, cap, "m0serve: error: --grip-control: needs --grip-key-file (publishes are authenticated with the key)");
         return M0_ERR;
     }
-    if (cfg->grip_control != NULL && cfg->broker != NULL) {
-        snprintf(err, cap, "m0serve: error: --grip-control: not supported with --broker yet (publishes go over the local bus)");
-        return M0_ERR;
-    }
     if (cfg->grip_key_file != NULL)
         cfg->realtime = 1;       /* GRIP holds are held streams */
     struct m0_bind_parts parts;

@@ -519,6 +519,7 @@ void m0_serve_free(struct m0_server *s)
      * freed. */
     m0_pool_stop(s->pool);
     s->pool = NULL;
+    m0_grip_control_free(s);           /* its thread posts to the loop: joined before the loop goes */
     m0_conn_each(s, free_conn, NULL);
     m0_conn_job_cache_free(s);
     m0_holds_free(s);
