@@ -2,6 +2,7 @@
 # bench/threads.sh — Python in parallel in one worker (issue 17): a CPU-bound
 # pure-Python view (fixed work, ≈5 ms on the GIL build: bench/cpu_view.py) and a Django view
 # (bench/django_hello.py) served by one loop with --blocking-threads 1 and 2
+# and by two loops (--threads 2, one handler thread each)
 # on the free-threaded build, and by --workers 1 and --workers 2 on the GIL
 # build of the same CPython (make python-ft, make python-gil). wrk, -c 4, for
 # --duration seconds per row; RSS is the sum over the master and its workers
@@ -42,6 +43,11 @@ FTVENV=$REPO/build/venv-threads GILVENV=$REPO/build/venv-threads-gil
 if [[ ! -x $GILVENV/bin/python ]]; then
     "$GILPY" -m venv "$GILVENV" && "$GILVENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements/threads.txt
 fi
+GRVENV=$REPO/build/venv-threads-granian
+if [[ ! -x $GRVENV/bin/granian ]]; then
+    "$FTPY" -m venv "$GRVENV" && "$GRVENV/bin/python" -m pip install -q --disable-pip-version-check \
+        -r requirements/threads-bench.txt || echo "$PROG: Granian does not install for $FTPY: its row is left out" >&2
+fi
 TMP=$(mktemp -d)
 SID=
 cleanup() { [[ -z $SID ]] || { kill -TERM -- "-$SID" 2>/dev/null; wait "$SID" 2>/dev/null; }; rm -rf "$TMP"; }
@@ -61,6 +67,20 @@ start() {
     done
     echo "$PROG: server did not start: $(cat "$TMP/err")" >&2; exit 1
 }
+# start_granian APP ARGS...: Granian (WSGI) on the free-threaded build; sets SID, PORT.
+start_granian() {
+    local app=$1; shift
+    PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    (cd "$REPO/bench" && exec setsid "$GRVENV/bin/granian" --interface wsgi --host 127.0.0.1 --port "$PORT" \
+        --no-ws "$@" "$app" >"$TMP/out" 2>"$TMP/err" </dev/null) &
+    SID=$!
+    local i
+    for ((i = 0; i < 300; i++)); do
+        curl -s -o /dev/null -m 2 "http://127.0.0.1:$PORT/" && return 0
+        sleep 0.1
+    done
+    echo "$PROG: granian did not start: $(cat "$TMP/err")" >&2; exit 1
+}
 stop() { kill -TERM -- "-$SID" 2>/dev/null || true; wait "$SID" 2>/dev/null || true; SID=; }
 rss_kb() {   # the master and every process of the session
     ps -e -o sid=,rss= | awk -v s="$SID" '$1 == s {t += $2} END {print t + 0}'
@@ -76,16 +96,16 @@ cpu_ticks() {   # utime + stime of every process of the session (clock ticks)
 rps() { wrk -t1 -c4 -d"${DURATION}s" "http://127.0.0.1:$PORT$1" | awk '/Requests\/sec/ {print $2}'; }
 
 rows=()
-row() {   # row LABEL BIN VENV ARGS...
+row() {   # row LABEL BIN VENV ARGS... (BIN "granian": Granian with ARGS)
     local label=$1 bin=$2 venv=$3; shift 3
-    start "$bin" "$venv" cpu_view:application "$@"
+    if [[ $bin == granian ]]; then start_granian cpu_view:application "$@"; else start "$bin" "$venv" cpu_view:application "$@"; fi
     wrk -t1 -c4 -d2s "http://127.0.0.1:$PORT/?n=100000" >/dev/null
     local c0; c0=$(cpu_ticks)
     local cpu; cpu=$(rps "/?n=100000")
     local t1; t1=$(( $(cpu_ticks) - c0 ))
     local r1; r1=$(rss_kb)
     stop
-    start "$bin" "$venv" django_hello:application "$@"
+    if [[ $bin == granian ]]; then start_granian django_hello:application "$@"; else start "$bin" "$venv" django_hello:application "$@"; fi
     wrk -t1 -c4 -d2s "http://127.0.0.1:$PORT/" >/dev/null
     c0=$(cpu_ticks)
     local dj; dj=$(rps "/")
@@ -106,6 +126,8 @@ echo "| server | CPU view (req/s) | server CPU: % of a core, per request | Djang
 echo "|---|---|---|---|---|---|---|"
 row "free-threaded, 1 worker, --blocking-threads 1" "$FTBIN" "$FTVENV" --workers 1 --blocking-threads 1
 row "free-threaded, 1 worker, --blocking-threads 2" "$FTBIN" "$FTVENV" --workers 1 --blocking-threads 2
+row "free-threaded, 1 worker, --threads 2 --blocking-threads 1" "$FTBIN" "$FTVENV" --workers 1 --threads 2 --blocking-threads 1
+[[ -x $GRVENV/bin/granian ]] && row "Granian 2.7.9 free-threaded, --workers 2 (threads) --blocking-threads 1" granian "" --workers 2 --blocking-threads 1
 row "GIL (same version), --workers 1 --blocking-threads 1" "$GILBIN" "$GILVENV" --workers 1 --blocking-threads 1
 row "GIL (same version), --workers 1 --blocking-threads 2" "$GILBIN" "$GILVENV" --workers 1 --blocking-threads 2
 row "GIL (same version), --workers 2 --blocking-threads 1" "$GILBIN" "$GILVENV" --workers 2 --blocking-threads 1

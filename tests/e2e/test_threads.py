@@ -211,29 +211,75 @@ def _read_until(sock, needle, timeout):
     return buf
 
 
-def test_a_publish_reaches_the_holds_of_every_loop_with_one_id(start_server):
-    """Held streams on both loops of one worker: one m0pub.publish from a
-    view reaches them all, numbered once (one bus endpoint per loop)."""
+def _streams_on_every_loop(port, channel="news", last_id=None):
+    """Held SSE streams (threads_app's /stream) until both loops hold some:
+    [(loop, socket, bytes read so far)]."""
     import socket
-    s = start_server("threads_app:app", "--threads", "2", "--realtime")
     streams, loops = [], set()
+    extra = b"Last-Event-ID: %d\r\n" % last_id if last_id is not None else b""
     for _ in range(64):
-        sock = socket.create_connection(("127.0.0.1", s.port), timeout=10)
-        sock.sendall(b"GET /stream?channel=news HTTP/1.1\r\nHost: x\r\n\r\n")
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        sock.sendall(b"GET /stream?channel=%s HTTP/1.1\r\nHost: x\r\n%s\r\n" % (channel.encode(), extra))
         head = _read_until(sock, b"\n\n", 10)
         while re.search(rb": loop (\d+)\n\n", head) is None:
             head += _read_until(sock, b"\n\n", 10)
-        loops.add(int(re.search(rb": loop (\d+)\n\n", head).group(1)))
-        streams.append(sock)
+        loop = int(re.search(rb": loop (\d+)\n\n", head).group(1))
+        loops.add(loop)
+        streams.append((loop, sock, head))
         if loops == {0, 1} and len(streams) >= 4:
             break
     assert loops == {0, 1}, loops
+    return streams
+
+
+@pytest.mark.parametrize("broker", [False, True], ids=["bus", "broker"])
+def test_a_publish_reaches_the_holds_of_every_loop_with_one_id(start_server, request, broker):
+    """Held streams on both loops of one worker: one m0pub.publish from a
+    view reaches them all, numbered once (one bus endpoint per loop; with
+    --broker, one reader of the Redis log per loop)."""
+    args = ["--realtime"] + (["--broker", request.getfixturevalue("redis").url] if broker else [])
+    s = start_server("threads_app:app", "--threads", "2", *args)
+    streams = _streams_on_every_loop(s.port)
     status, seen = _get_json(s.port, "/publish?channel=news")
     assert status == 200 and seen["id"] > 0, seen
     want = b"id: %d\ndata: hello\n\n" % seen["id"]
-    for sock in streams:
+    for _, sock, _ in streams:
         assert want in _read_until(sock, want, 10)
         sock.close()
+
+
+def test_last_event_id_resumes_on_either_loop(start_server):
+    """Each loop journals every event: a client that reconnects with
+    Last-Event-ID gets what it missed whichever loop it lands on."""
+    s = start_server("threads_app:app", "--threads", "2", "--realtime")
+    ids = [_get_json(s.port, "/publish?channel=log")[1]["id"] for _ in range(3)]
+    streams = _streams_on_every_loop(s.port, "log", last_id=ids[0])
+    for loop, sock, got in streams:
+        want = b"id: %d\ndata: hello\n\nid: %d\ndata: hello\n\n" % (ids[1], ids[2])
+        if want not in got:
+            got += _read_until(sock, want, 10)
+        assert want in got and b"id: %d\n" % ids[0] not in got, (loop, got)
+        sock.close()
+
+
+def test_sighup_replaces_the_process_whole(start_server):
+    """SIGHUP: a new worker process with both its loops, the old one drained."""
+    import signal
+    s = start_server("threads_app:app", "--threads", "2")
+    first = {_get_json(s.port, "/gil")[1]["pid"]}
+    s.signal(signal.SIGHUP)
+    deadline = time.monotonic() + 30
+    pids = set()
+    while time.monotonic() < deadline:
+        pid = _get_json(s.port, "/gil")[1]["pid"]
+        if pid not in first:
+            pids.add(pid)
+            break
+    assert pids, s.stderr.text()
+    conns = _conns_on_every_loop(s.port, 2)
+    assert {_loop_of(c)["pid"] for c in conns.values()} == pids
+    for c in conns.values():
+        c.close()
 
 
 def test_health_sums_the_loops_and_lists_each(start_server):

@@ -42,6 +42,28 @@ static void test_bad_value_is_named(void **state)
     assert_non_null(strstr(err, "--max-body"));
 }
 
+/* --threads N: event loops per worker, 1..M0_MAX_LOOPS (default 1); the
+ * GIL build's refusal is main.c's (exit 78, tests/e2e/test_habits.py). */
+static void test_threads_flag(void **state)
+{
+    (void)state;
+    struct m0_config cfg;
+    char err[256];
+    char *argv[] = {"m0serve", "app:app"};
+    assert_int_equal(parse(&cfg, err, 2, argv), M0_OK);
+    assert_int_equal(cfg.loops, 1);
+    char *argv2[] = {"m0serve", "app:app", "--threads", "4", "--workers", "2"};
+    assert_int_equal(parse(&cfg, err, 6, argv2), M0_OK);
+    assert_int_equal(cfg.loops, 4);
+    assert_int_equal(cfg.workers, 2);
+    char *argv3[] = {"m0serve", "app:app", "--threads", "65"};
+    assert_int_equal(parse(&cfg, err, 4, argv3), M0_ERR);
+    assert_non_null(strstr(err, "--threads"));
+    char *argv4[] = {"m0serve", "app:app", "--threads=0"};
+    assert_int_equal(parse(&cfg, err, 3, argv4), M0_ERR);
+    assert_non_null(strstr(err, "--threads"));
+}
+
 /* GRIP (issue 19): the key implies --realtime; the control port needs the
  * key and is refused with --broker (one line naming the flag). */
 static void test_grip_flags(void **state)
@@ -281,6 +303,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unknown_flag_is_named),
         cmocka_unit_test(test_bad_value_is_named),
+        cmocka_unit_test(test_threads_flag),
         cmocka_unit_test(test_environment_then_argv),
         cmocka_unit_test(test_bind_forms),
         cmocka_unit_test(test_mounts),
