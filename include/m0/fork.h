@@ -16,11 +16,14 @@
 #ifndef M0_FORK_H
 #define M0_FORK_H
 
+#include "m0/target.h"
 #include "m0/types.h"
 
-/* At most this many hooks (the server, the pool, each ASGI executor, the
- * broker, the worker's own descriptors). */
-#define M0_FORK_MAX_HOOKS 32
+/* At most this many hooks: the worker's own descriptors, and for each of
+ * its event loops (--threads) the server, the pool, the broker and each
+ * ASGI executor. (A static table: a fork copies it whole, and the pages
+ * never used are never touched.) */
+#define M0_FORK_MAX_HOOKS (8 + M0_MAX_LOOPS * (4 + M0_MAX_TARGETS))
 
 typedef void (*m0_fork_fn)(void *ctx);
 

@@ -2,9 +2,11 @@
  * fork.c — the child-after-fork registry (see fork.h).
  *
  * Per process: the worker's pid and the hooks, written at boot and
- * teardown on the loop thread; a hook is filled in before the count that
- * publishes it, so a fork on another thread meanwhile copies a registry
- * that is whole. in_forked_child is set by pthread_atfork in the child.
+ * teardown, and when a loop starts reading its broker (go, on each loop's
+ * thread with --threads: so under a lock); a hook is filled in before the
+ * count that publishes it, so a fork on another thread meanwhile copies a
+ * registry that is whole. in_forked_child is set by pthread_atfork in the
+ * child.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -20,6 +22,7 @@ static struct {
     void *ctx;
 } hooks[M0_FORK_MAX_HOOKS];
 static unsigned nhooks;
+static pthread_mutex_t hooks_lock = PTHREAD_MUTEX_INITIALIZER;   /* writers only */
 static pid_t worker_pid;
 static volatile sig_atomic_t in_forked_child;
 
@@ -41,6 +44,7 @@ int m0_fork_in_worker(void)
 
 void m0_fork_on_child(m0_fork_fn fn, void *ctx)
 {
+    pthread_mutex_lock(&hooks_lock);
     unsigned n = __atomic_load_n(&nhooks, __ATOMIC_RELAXED);
     if (n == M0_FORK_MAX_HOOKS) {
         m0_error("BUG: too many fork hooks");
@@ -49,16 +53,19 @@ void m0_fork_on_child(m0_fork_fn fn, void *ctx)
     hooks[n].fn = fn;
     hooks[n].ctx = ctx;
     __atomic_store_n(&nhooks, n + 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&hooks_lock);
 }
 
 void m0_fork_forget(void *ctx)
 {
-    unsigned n = nhooks, kept = 0;
+    pthread_mutex_lock(&hooks_lock);
+    unsigned n = __atomic_load_n(&nhooks, __ATOMIC_RELAXED), kept = 0;
     for (unsigned i = 0; i < n; i++) {
         if (hooks[i].ctx != ctx)
             hooks[kept++] = hooks[i];
     }
     __atomic_store_n(&nhooks, kept, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&hooks_lock);
 }
 
 void m0_fork_after_child(void)
