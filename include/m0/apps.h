@@ -19,18 +19,19 @@ int m0_apps_register_modules(void);
  * mount; --mount adds the others), each with its own discovery (MODULE[:
  * ATTR], bare MODULE tried as in DESIGN capability 2) and protocol
  * detection (m0serve._boot.load; --protocol forces one for all), and add
- * each to the target table with its runner set up for the jobs of env's
- * loop: an ASGI mount starts its executor and lifespan here; WSGI mounts
- * get the pool afterwards (m0_apps_start_pool). On failure the reason (one line, or the
+ * each to the target table with its runner set up for the jobs of each of
+ * the nenvs loops (envs[i] is loop i's; --threads): an ASGI mount starts
+ * one executor and lifespan per loop here; WSGI mounts get their pools
+ * afterwards (m0_apps_start_pool). On failure the reason (one line, or the
  * application's traceback) is printed and M0_ERR returned. Leaves the
  * thread detached. */
-int m0_apps_load(const struct m0_config *cfg, const struct m0_runner_env *env);
+int m0_apps_load(const struct m0_config *cfg, const struct m0_runner_env *const *envs, unsigned nenvs);
 
 /* After the applications are loaded: the handler pool serving env's loop
- * for the WSGI targets (when any, and --blocking-threads > 0), assigned to
- * them; *out is the pool (NULL: none, they run inline on the loop thread),
- * which the caller stops (m0_pool_stop). Returns M0_OK or M0_ERR (logged).
- * Detached. */
+ * for the WSGI targets (when any, and --blocking-threads > 0), which then
+ * run on it; *out is the pool (NULL: none, they run inline on the loop
+ * thread), which the caller puts in env->pool and stops (m0_pool_stop).
+ * Once per loop. Returns M0_OK or M0_ERR (logged). Detached. */
 int m0_apps_start_pool(const struct m0_config *cfg, const struct m0_runner_env *env, struct m0_pool **out);
 
 /* After the drain: every runner's teardown (ASGI lifespan shutdown).

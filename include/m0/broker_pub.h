@@ -9,6 +9,7 @@
 
 #include "m0/types.h"
 #include "m0/broker_url.h"
+#include "m0/bus.h"
 
 /* m0_broker_publish: the command was sent and no reply came (a timeout, a
  * dropped connection): the event may or may not have been published. */
@@ -36,6 +37,21 @@
  */
 int m0_broker_publish(const char *channel, size_t clen, const char *event, const char *data, size_t dlen,
                       const char *key, size_t klen, uint64_t *id_out, char *err, size_t cap);
+
+/* The largest frame m0_broker_publish_frame takes: what a worker's
+ * reader passes on with room for the id line it adds to SSE frames. */
+#define M0_BROKER_FRAME_MAX (M0_BUS_MAX_PAYLOAD - 32)
+
+/*
+ * Publish a frame the caller made (a GRIP item, grip_item.h: its first
+ * bytes tell the readers to pass it on as it is, without an id line) on
+ * channel, as m0_broker_publish publishes an event: the next global id in
+ * *id_out, the same log, the same blocking, outcomes and errors (no key).
+ * frame is binary (flen bytes, at most M0_BROKER_FRAME_MAX). Any thread
+ * that may block for a round trip; never a busy loop's.
+ */
+int m0_broker_publish_frame(const char *channel, size_t clen, const char *frame, size_t flen, uint64_t *id_out,
+                            char *err, size_t cap);
 
 /* The broker's counter (the newest id issued; 0 when none yet), read with
  * a blocking connection of its own (at most about 2 s). Returns M0_OK or

@@ -3,9 +3,10 @@
  * the master before it forks, and a MAP_SHARED page holding the global
  * event-id counter (DESIGN capability 5).
  *
- * The worker serving listener slot k reads pair k (one reader at a time:
- * during a SIGHUP the new worker starts reading only after the old one has
- * stopped, master.c). Every process holds every write end, so
+ * The worker serving listener slot k reads the pairs of its loops (one per
+ * event loop, --threads): endpoint k * loops + i is loop i's (one reader at
+ * a time: during a SIGHUP the new worker starts reading only after every
+ * loop of the old one has stopped, master.c). Every process holds every write end, so
  * m0pub.publish() (through the built-in m0.publish) on any thread of any
  * worker writes one datagram per worker.
  *
@@ -66,9 +67,9 @@ struct m0_bus_shared {
 /* The bus, set up by the master (m0_bus_create) and inherited by the
  * workers. */
 struct m0_bus {
-    int nworkers;
-    int *read_fds;             /* one per worker: its loop reads it */
-    int *write_fds;            /* one per worker: anyone publishes to it */
+    int nworkers;              /* endpoints: workers × loops per worker */
+    int *read_fds;             /* one per endpoint: its loop reads it */
+    int *write_fds;            /* one per endpoint: anyone publishes to it */
     struct m0_bus_shared *shared;
     uint64_t *counter;         /* &shared->counter */
     uint64_t *lost;            /* shared->lost */
@@ -107,7 +108,13 @@ uint64_t m0_bus_lost(int worker);
 
 /* The process-wide bus this worker uses (NULL without --realtime). */
 extern struct m0_bus *m0_bus_current;
-/* This worker's index in the bus. */
+/* This worker's index (its listener slot), -1 outside a worker. */
 extern int m0_bus_index;
+/* Event loops per worker (--threads): the endpoints each worker owns. */
+extern int m0_bus_loops;
+
+/* The endpoint loop (0..m0_bus_loops-1) of this worker reads, or -1
+ * without a bus. */
+int m0_bus_endpoint(int loop);
 
 #endif

@@ -47,6 +47,7 @@ struct m0_config {
     const char *host;           /* --host, default 127.0.0.1 */
     long port;                  /* --port, default 8000 */
     long workers;               /* processes, >= 1 */
+    long loops;                 /* --threads: event loops per worker process, >= 1 (> 1: free-threaded only) */
     long blocking_threads;      /* handler threads per loop (the elastic pool's floor); -1 until resolved */
     long blocking_threads_max;  /* the elastic pool's ceiling */
     double blocking_threads_idle; /* seconds an extra thread may idle before it retires */

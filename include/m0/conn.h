@@ -31,6 +31,7 @@
 #include "m0/loop.h"
 #include "m0/target.h"
 
+struct m0_broker_grip;
 struct m0_config;
 struct m0_hold;
 struct m0_holds;
@@ -147,6 +148,10 @@ struct m0_conn {
 struct m0_server {
     const struct m0_config *cfg;
     struct m0_loop *loop;
+    /* The worker's loops (--threads; loops.h), this one at loop_index;
+     * NULL: a lone loop that no other sees. Set before serving. */
+    struct m0_loops *loops;
+    unsigned loop_index;
     /* The slot table, in chunks of M0_CONN_CHUNK made as the free list runs
      * dry (none before the first connection; the last may be shorter), up
      * to nconns (--max-connections) slots. A chunk never moves. */
@@ -194,6 +199,7 @@ struct m0_server {
     struct m0_mx_block *mx;        /* this process's metrics block (metrics.h); NULL: none */
     int metrics_fd;                /* the --metrics-bind listener, -1 */
     int grip_fd;                   /* the --grip-control listener, -1 */
+    struct m0_broker_grip *grip_pub;   /* --grip-control with --broker: the publisher thread (grip_control.c); NULL until used */
 };
 
 #define M0_CONN_CHUNK_SHIFT 12

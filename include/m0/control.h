@@ -18,6 +18,14 @@
  *   master → worker  'G'  go: accept and read the bus;
  *                    'D'  drain (as SIGTERM);
  *                    'P'  ping: answer 'A' (the watchdog and STATUS=).
+ *
+ * With --threads N the worker's first loop speaks for the process: it
+ * alone has the master's socket and the signals, and talks to each other
+ * loop over a SOCK_SEQPACKET pair of their own, with the same letters, one
+ * byte each: 'G', 'D', 'P' and 'S' (stop now: SIGQUIT) to a loop; 'R',
+ * 'Q', 'A' (no count: the first loop sums every loop's connections) and
+ * 'X' (the loop stopped) back. The first loop tells the master 'R' when
+ * every loop has retired, and 'A' when every loop has answered its ping.
  */
 #ifndef M0_CONTROL_H
 #define M0_CONTROL_H
@@ -30,5 +38,7 @@
 #define M0_CTL_RELOAD  'H'
 #define M0_CTL_PING    'P'
 #define M0_CTL_PONG    'A'
+#define M0_CTL_STOP    'S'     /* between loops: stop now (SIGQUIT) */
+#define M0_CTL_EXITED  'X'     /* between loops: the loop has stopped */
 
 #endif

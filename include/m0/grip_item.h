@@ -7,8 +7,8 @@
  * A GRIP frame starts with the two bytes "\0G", which no SSE frame can
  * (SSE frames begin with their "id:" line, gap notices with "event:"), so
  * a hold tells the two apart by the first byte and each kind skips the
- * other's. Layout after the magic (host byte order: the bus never leaves
- * the machine):
+ * other's. Layout after the magic (little-endian: with --broker a frame
+ * crosses hosts, binary in the Redis log):
  *   u8 flags (M0_GRIP_IT_*), u32 stream filters,
  *   u16+bytes id, u16+bytes prev-id, u32+bytes stream content,
  *   u16 code, u16+bytes reason, u16 nheaders, (u16+name, u16+value)...,

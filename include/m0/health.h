@@ -12,9 +12,23 @@
 struct m0_targets;
 struct m0_target_counters;
 
+/* One event loop of the worker (--threads), as it last showed itself. */
+struct m0_health_loop {
+    uint32_t connections;
+    uint32_t held_streams;
+    uint32_t websockets;
+    uint64_t requests;
+    unsigned pool_busy;
+};
+
+/* The worker's numbers: with --threads, every loop's summed (loops.h),
+ * each loop's in "loops", the busiest channels the answering loop's. */
 struct m0_health {
     int pid;
     int worker;                    /* bus index, -1 without --realtime */
+    unsigned loop;                 /* the loop answering */
+    unsigned nloops;               /* loops listed in "loops" when more than one */
+    const struct m0_health_loop *loops;
     uint32_t connections;          /* open client connections */
     uint32_t held_streams;         /* connections held (SSE streams and WebSockets) */
     uint32_t websockets;           /* of which WebSockets */
@@ -35,7 +49,8 @@ struct m0_health {
 };
 
 /* Append the JSON body: "status" ("draining" while the worker drains, else
- * "degraded" when h->degraded, else "ok"), the fields above, "mounts" (each mount's prefix,
+ * "degraded" when h->degraded, else "ok"), the fields above ("loops": each
+ * event loop's numbers, when nloops > 1), "mounts" (each mount's prefix,
  * kind, what it serves, mode and counters: requests, and for application
  * mounts in_flight — jobs on the pool now — and held streams; "unmounted"
  * counts the 404s no mount claimed), plus "channels", the busiest channels

@@ -67,6 +67,8 @@ enum m0_job_state { M0_JOB_IDLE, M0_JOB_QUEUED, M0_JOB_RUNNING, M0_JOB_CANCELLED
  */
 struct m0_runner_env {
     struct m0_loop *loop;             /* completions and before-sleep hooks go here */
+    unsigned loop_index;              /* which of the worker's loops (--threads), 0.. */
+    struct m0_pool *pool;             /* the loop's handler pool (pool.h); NULL: none */
     struct m0_job *const *jobs;       /* slot → job (an entry is set once, before its first
                                          dispatch; entries never move) */
     uint32_t njobs;

@@ -12,8 +12,9 @@
 #define M0_MAX_SLOTS 1024
 
 struct m0_listener {
-    int per_slot;        /* TCP: one SO_REUSEPORT socket per worker slot */
-    int *fds;            /* per_slot: M0_MAX_SLOTS entries, -1 where no slot; else 1 */
+    int per_slot;        /* TCP: one SO_REUSEPORT socket per worker slot and event loop */
+    int *fds;            /* per_slot: M0_MAX_SLOTS × loops entries (slot k's loop i at
+                            k * loops + i), -1 where no slot; else 1 */
     char *host;          /* per_slot: the address the slots' sockets bind */
     int port;            /* per_slot: the port they share */
     long backlog;        /* per_slot: listen(2) backlog of each */
@@ -23,8 +24,14 @@ struct m0_listener {
 
 struct m0_listeners {
     int n;
+    int loops;           /* event loops per worker (--threads): sockets per slot */
     struct m0_listener l[M0_MAX_LISTENERS];
 };
+
+/* Slot idx's sockets for loop i of its worker (0 <= i < ls->loops), one
+ * per listener, into out (ls->n entries): a per-slot listener's own
+ * socket for that loop, a shared listener's one socket. */
+void m0_listeners_of(const struct m0_listeners *ls, int idx, int i, int *out);
 
 /*
  * Open the listeners: the sockets systemd passed (socket activation,
@@ -50,14 +57,16 @@ void m0_listeners_close(struct m0_listeners *ls, int nworkers);
  * Worker slots added and removed while serving (SIGTTIN/SIGTTOU, master.c).
  * Only per-slot (TCP --bind) listeners change; shared ones serve any slot.
  *
- * m0_listeners_add_slot: a new SO_REUSEPORT socket for slot idx (the
- * current slot count, < M0_MAX_SLOTS) on every per-slot listener, joining
- * its group. M0_OK, or M0_ERR (logged; nothing added).
+ * m0_listeners_add_slot: new SO_REUSEPORT sockets for slot idx (the
+ * current slot count, < M0_MAX_SLOTS), one per event loop, on every
+ * per-slot listener, joining its group. M0_OK, or M0_ERR (logged; nothing
+ * added).
  *
  * m0_listeners_steer: the kernel hands new connections only to the
  * per-slot sockets of slots 0..n-1 (a classic BPF program on each
- * SO_REUSEPORT group picks one at random; the group's sockets are in slot
- * order because slots are added and removed only at the end). A socket
+ * SO_REUSEPORT group picks one at random, so the loops of the workers
+ * share them evenly; the group's sockets are in slot order because slots
+ * are added and removed only at the end). A socket
  * left out keeps what is already queued on it for its worker to accept.
  * M0_OK, or M0_ERR (logged).
  *

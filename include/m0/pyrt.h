@@ -34,6 +34,17 @@ void m0_py_flush_std(void);
  * order. */
 void m0_py_attach(void);
 void m0_py_detach(void);
+/* Give the calling thread (an event loop of --threads other than the
+ * first, which has the interpreter's own) a thread state of its own,
+ * detached, for m0_py_attach/m0_py_detach. Aborts when CPython cannot
+ * make one. m0_py_release_thread, detached, before the thread ends. */
+void m0_py_adopt_thread(void);
+void m0_py_release_thread(void);
+/* The event loop (--threads: 0..N-1) the calling thread works for: set by
+ * each loop thread, handler thread and ASGI executor thread when it
+ * starts; read by m0.loop_index(). 0 on any other thread. */
+void m0_py_set_loop(unsigned loop_index);
+unsigned m0_py_loop(void);
 
 /* A pool thread's own Python thread state, created once for the thread's
  * life (detached), attached only around Python work. Opaque to callers. */

@@ -102,6 +102,10 @@ struct m0_rt_source_ops {
  * --replay-bytes, --replay-total), delivering to sink (copied). Nothing
  * is read yet. Never NULL. */
 struct m0_rt *m0_rt_new(struct m0_loop *l, const struct m0_config *cfg, uint32_t nslots, const struct m0_rt_sink *sink);
+/* Which of its worker's event loops (--threads) this engine serves,
+ * 0..m0_bus_loops-1 (default 0): it reads that loop's bus endpoint. Before
+ * m0_rt_start. */
+void m0_rt_set_loop(struct m0_rt *rt, int loop_index);
 /* --realtime, before the worker reports booted: the fan-out hook. M0_OK,
  * or M0_ERR without a bus (the master made none). Idempotent. */
 int m0_rt_prepare(struct m0_rt *rt);

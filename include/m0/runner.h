@@ -48,9 +48,10 @@ struct m0_target;
 struct m0_runner {
     const char *name;                               /* "wsgi", "asgi" */
     int id;                                         /* its index in job->rstate[] (< M0_RUNNER_MAX) */
-    /* Prepare t (its app is set) for the jobs of env's loop: per-target
-     * state such as the environ template (WSGI), or the target's executor
-     * with its lifespan startup (ASGI). Attached. M0_OK; or M0_ERR with a
+    /* Prepare t (its app is set) for the jobs of env's loop, called once
+     * per event loop of the worker (--threads), loop 0 first: per-target
+     * state such as the environ template (WSGI, made by the first call), or
+     * the loop's executor with its lifespan startup (ASGI). Attached. M0_OK; or M0_ERR with a
      * Python exception set, or with none when the runner has logged why
      * itself (an ASGI lifespan startup failure: the application's message,
      * one line). */

@@ -17,8 +17,19 @@ struct m0_server;
 struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fds, int nlisten, int sig_fd,
                                int ctl_fd);
 
-/* Send the master one control byte (worker.h: M0_CTL_REPLACE, M0_CTL_RELOAD).
- * A no-op without a master. Loop thread. */
+/* Join the n loops of one worker process (--threads; 1..M0_MAX_LOOPS,
+ * each made by m0_serve_new, loops[0] with the signals and the master's
+ * socket, the others with -1 for both): their loops.h table, their
+ * indexes (the runner env's, the realtime engine's bus endpoint) and a
+ * control pair between the first and each other (control.h). Before the
+ * applications load (n == 1: nothing to join, no table). M0_OK or M0_ERR
+ * (logged). The table is freed with m0_loops_free after every
+ * m0_serve_free. */
+int m0_serve_group(struct m0_server **loops, unsigned n);
+
+/* Send the master one control byte (worker.h: M0_CTL_REPLACE, M0_CTL_RELOAD;
+ * from a loop other than the first: to the first, which relays what is
+ * the master's). A no-op without a master. Loop thread. */
 void m0_serve_tell_master(struct m0_server *s, char what);
 
 /* The last of a worker's setup, before it reports booted: what go needs

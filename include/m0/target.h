@@ -4,8 +4,10 @@
  * empty prefix).
  *
  * A target names its application, the runner for its protocol, the
- * runner's per-target state (the WSGI environ template) and the pool its
- * jobs run on (NULL: inline on the loop thread). A STATIC target has no
+ * runner's per-target state (the WSGI environ template; an ASGI target's
+ * executors, one per event loop) and whether its jobs run on a handler
+ * pool (each loop has its own: the runner env's) or inline on the loop
+ * thread. A STATIC target has no
  * runner: the loop answers it from the directory in `files` (static.h).
  * Nothing else in the server keeps a "current app": a job carries its
  * target from dispatch on, and a hold keeps the target that gated it.
@@ -35,7 +37,8 @@ struct m0_target {
     const struct m0_runner *runner;  /* NULL for STATIC */
     void *app;                       /* the callable (a strong PyObject reference) */
     void *rstate;                    /* the runner's per-target state */
-    struct m0_pool *pool;            /* where its jobs run; NULL: the loop thread */
+    int on_pool;                     /* its jobs run on their loop's handler pool (the
+                                        runner env's); 0: on the loop thread */
     struct m0_static *files;         /* STATIC: the directory served (static.h) */
     int realtime;                    /* M0-Hold responses become held streams */
     const unsigned char *grip_key;   /* GRIP (--grip-key-file): Grip-* instruct, Grip-Sig signed; NULL: off */

@@ -25,6 +25,9 @@
 #define M0_EXIT_ABANDONED 4   /* the graceful timeout ended requests still in flight */
 #define M0_EXIT_CONFIG   78   /* EX_CONFIG: a configuration conflict */
 
+/* The most event loops one worker process runs (--threads). */
+#define M0_MAX_LOOPS 64
+
 #define M0_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define M0_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define M0_UNUSED      __attribute__((unused))

@@ -15,8 +15,10 @@ struct m0_config;
  * graceful drain, M0_EXIT_ABANDONED when the graceful timeout left requests
  * unfinished, M0_EXIT_BOOT when Python or the application could not be
  * loaded (the master then keeps the old workers, or stops at first start).
- * listen_fds are the nlisten sockets it accepts on; ctl_fd is the worker's
- * end of its control socket. */
+ * listen_fds are the sockets it accepts on, nlisten for each of its
+ * cfg->loops event loops (loop i's at listen_fds + i * nlisten; a shared
+ * listener's socket repeats); ctl_fd is the worker's end of its control
+ * socket. */
 void m0_worker_main(const struct m0_config *cfg, const int *listen_fds, int nlisten, int ctl_fd)
     __attribute__((noreturn));
 

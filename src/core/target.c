@@ -60,5 +60,5 @@ const char *m0_target_mode(const struct m0_target *t)
     case M0_TARGET_ASGI: return "executor";
     case M0_TARGET_WSGI: break;
     }
-    return t->pool != NULL ? "pool" : "loop";
+    return t->on_pool ? "pool" : "loop";
 }

@@ -5,6 +5,13 @@
  * publish (bus.c) are C already; the control port then needs no GIL, no
  * runner and no application import, and a publish storm cannot take the
  * application's threads.
+ *
+ * With --broker the items go through Redis, a round trip the loop must
+ * not wait for: they are handed to the loop's publisher thread
+ * (broker_grip.h), the connection waits in RUN as for a runner (C_RUNNER:
+ * a client that leaves meanwhile is an ORPHAN until the completion, and
+ * the worker's drain waits for it), and m0_grip_control_complete answers
+ * at the DONE completion.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +19,8 @@
 #include <time.h>
 
 #include "m0/body.h"
+#include "m0/broker_grip.h"
+#include "m0/broker_pub.h"
 #include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/conn.h"
@@ -21,6 +30,7 @@
 #include "m0/http.h"
 #include "m0/job.h"
 #include "m0/log.h"
+#include "m0/loop.h"
 
 void m0_grip_control_attach(struct m0_server *s)
 {
@@ -55,35 +65,120 @@ static int path_is(const struct m0_req *r, const char *p)
     return r->path_len == n && memcmp(r->path, p, n) == 0;
 }
 
+#define PENDING 1   /* publish_all: handed to the broker publisher, answered at its completion */
+
+/* With --broker: the frames, in order, to the loop's publisher thread
+ * (made at the first publish); the connection waits for its completion as
+ * for a runner's. Returns PENDING, or 503 when no thread can be had. */
+static int hand_over(struct m0_server *s, struct m0_conn *c, const struct m0_epcp_publish *pub,
+                     const struct m0_buf *frames)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < pub->nitems; i++)
+        n += frames[i].len != 0;
+    if (s->grip_pub == NULL)
+        s->grip_pub = m0_broker_grip_new(s->loop, s->nconns);
+    if (s->grip_pub == NULL)
+        return 503;
+    struct m0_broker_batch *b = m0_broker_batch_new(m0_conn_slot(s, c), c->gen, n);
+    for (unsigned i = 0; i < pub->nitems; i++) {
+        const struct m0_epcp_item *it = &pub->items[i];
+        if (frames[i].len != 0)
+            m0_broker_batch_add(b, it->channel.p, it->channel.len, frames[i].data, frames[i].len);
+    }
+    c->job->queued_ms = m0_loop_now(s->loop);      /* --request-timeout's view-still-running note counts from here */
+    c->flags |= C_RUNNER;
+    m0_conn_set_state(s, c, M0_CONN_RUN);
+    m0_broker_grip_submit(s->grip_pub, b);
+    return PENDING;
+}
+
 /* Publish every item, in order, after checking that each fits the bus
  * (one too large refuses the whole request: nothing half-published).
- * Returns the status to answer: 200, 413 or 503. */
-static int publish_all(const struct m0_epcp_publish *pub)
+ * Returns the status to answer: 200, 413 or 503 — or PENDING, with
+ * --broker, when the publisher thread has them (answered later). */
+static int publish_all(struct m0_server *s, struct m0_conn *c, const struct m0_epcp_publish *pub)
 {
     struct m0_buf *frames = calloc(pub->nitems ? pub->nitems : 1, sizeof *frames);
-    int status = 200;
+    size_t limit = m0_broker != NULL ? M0_BROKER_FRAME_MAX : M0_BUS_MAX_PAYLOAD;
+    int status = 200, any = 0;
     for (unsigned i = 0; i < pub->nitems && status == 200; i++) {
         const struct m0_epcp_item *it = &pub->items[i];
         if (m0_grip_item_encode(&frames[i], it) != M0_OK)
             continue;        /* ws-message only, hint, refresh: nothing a hold here takes */
-        if (frames[i].len > M0_BUS_MAX_PAYLOAD || m0_sse_channel_error(it->channel.p, it->channel.len) != NULL)
+        any = 1;
+        if (frames[i].len > limit || m0_sse_channel_error(it->channel.p, it->channel.len) != NULL)
             status = 413;
     }
-    for (unsigned i = 0; i < pub->nitems && status == 200; i++) {
-        const struct m0_epcp_item *it = &pub->items[i];
-        uint64_t id;
-        if (frames[i].len == 0)
-            continue;
-        int rc = m0_bus_publish_frame(it->channel.p, it->channel.len, frames[i].data, frames[i].len, &id);
-        if (rc == M0_AGAIN)
-            status = 503;
-        else if (rc != M0_OK)
-            status = 413;
+    if (status == 200 && any && m0_broker != NULL) {
+        status = hand_over(s, c, pub, frames);
+    } else {
+        for (unsigned i = 0; i < pub->nitems && status == 200; i++) {
+            const struct m0_epcp_item *it = &pub->items[i];
+            uint64_t id;
+            if (frames[i].len == 0)
+                continue;
+            int rc = m0_bus_publish_frame(it->channel.p, it->channel.len, frames[i].data, frames[i].len, &id);
+            if (rc == M0_AGAIN)
+                status = 503;
+            else if (rc != M0_OK)
+                status = 413;
+        }
     }
     for (unsigned i = 0; i < pub->nitems; i++)
         m0_buf_free(&frames[i]);
     free(frames);
     return status;
+}
+
+/* 200 "Published" (JSON when the client accepts it, as Pushpin answers). */
+static void published(struct m0_server *s, struct m0_conn *c)
+{
+    const struct m0_hdr *acc = m0_req_header(&c->job->req, "accept");
+    int json = acc != NULL && memmem(acc->value, acc->value_len, "application/json", 16) != NULL;
+    if (json)
+        reply(s, c, 200, "application/json", "{\"message\": \"Published\"}\n", NULL, NULL);
+    else
+        reply(s, c, 200, "text/plain", "Published\n", NULL, NULL);
+}
+
+void m0_grip_control_complete(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_broker_batch *b = m0_broker_grip_take(s->grip_pub, m0_conn_slot(s, c));
+    if (c->state != M0_CONN_RUN || !c->job->grip_conn) {
+        m0_broker_batch_free(b);
+        return;
+    }
+    if (b == NULL || b->gen != c->gen) {
+        m0_broker_batch_free(b);
+        reply(s, c, 500, "text/plain", "The publish's outcome was not recorded.\n", NULL, NULL);
+        return;
+    }
+    if (b->rc == M0_OK) {
+        m0_broker_batch_free(b);
+        published(s, c);
+        return;
+    }
+    /* Never a silent drop: what was published, and what may have been. */
+    char msg[sizeof b->err + 200];
+    if (b->rc == M0_BROKER_UNKNOWN)
+        snprintf(msg, sizeof msg, "Broker error: %s. Item %u of %u: outcome unknown; %u before it published, none "
+                 "after it.\n", b->err, b->published + 1, b->nitems, b->published);
+    else if (b->published == 0)
+        snprintf(msg, sizeof msg, "Broker unavailable: %s. Nothing was published.\n", b->err);
+    else
+        snprintf(msg, sizeof msg, "Broker unavailable: %s. The first %u of %u items were published, the rest "
+                 "not.\n", b->err, b->published, b->nitems);
+    m0_warn("GRIP control: publish through the broker failed after %u of %u items: %s", b->published, b->nitems,
+            b->err);
+    m0_broker_batch_free(b);
+    reply(s, c, 503, "text/plain", msg, NULL, NULL);
+}
+
+void m0_grip_control_free(struct m0_server *s)
+{
+    m0_broker_grip_free(s->grip_pub);
+    s->grip_pub = NULL;
 }
 
 /* The request body, whole (the loop read it before routing). NULL (and
@@ -152,18 +247,15 @@ void m0_grip_control_answer(struct m0_server *s, struct m0_conn *c)
         reply(s, c, status, tp, msg, NULL, NULL);
         return;
     }
-    status = publish_all(&pub);
+    status = publish_all(s, c, &pub);
     m0_epcp_free(&pub);
-    if (status == 413) {
+    if (status == PENDING)
+        return;              /* m0_grip_control_complete answers */
+    if (status == 413)
         reply(s, c, 413, tp, "Item too large.\n", NULL, NULL);
-    } else if (status == 503) {
-        reply(s, c, 503, tp, "No bus to publish on.\n", NULL, NULL);
-    } else {
-        const struct m0_hdr *acc = m0_req_header(r, "accept");
-        int json = acc != NULL && memmem(acc->value, acc->value_len, "application/json", 16) != NULL;
-        if (json)
-            reply(s, c, 200, "application/json", "{\"message\": \"Published\"}\n", NULL, NULL);
-        else
-            reply(s, c, 200, tp, "Published\n", NULL, NULL);
-    }
+    else if (status == 503)
+        reply(s, c, 503, tp, m0_broker != NULL ? "The broker publisher could not be started.\n"
+                                               : "No bus to publish on.\n", NULL, NULL);
+    else
+        published(s, c);
 }

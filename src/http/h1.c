@@ -43,6 +43,7 @@
 #include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/log.h"
+#include "m0/loops.h"
 #include "m0/metrics.h"
 #include "m0/pool.h"
 #include "m0/proxy.h"
@@ -313,25 +314,50 @@ static void answer_unmounted(struct m0_server *s, struct m0_conn *c)
 static void answer_health(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_channel_stat top[20];
-    struct m0_rt_stats rt;
-    m0_rt_stats(s->rt, &rt);
     begin_request(s, c);
+    /* The worker's numbers: every loop's summed (--threads; loops.h). */
+    struct m0_loop_sum sum;
+    m0_loops_sum(s, &sum);
+    const uint64_t *v = sum.v;
     struct m0_health h = {
         .pid = (int)getpid(),
         .worker = m0_bus_index,
-        .connections = s->nactive,
-        .held_streams = rt.held,
-        .websockets = rt.websockets,
-        .events_published = rt.published,
-        .events_delivered = rt.delivered,
-        .events_lost = rt.lost,
-        .slow_closed = rt.slow_closed,
-        .requests = s->requests,
+        .loop = s->loop_index,
+        .connections = (uint32_t)v[M0_LS_CONNS],
+        .held_streams = (uint32_t)v[M0_LS_HELD],
+        .websockets = (uint32_t)v[M0_LS_WEBSOCKETS],
+        .events_published = v[M0_LS_PUBLISHED],
+        .events_delivered = v[M0_LS_DELIVERED],
+        .events_lost = v[M0_LS_LOST],
+        .slow_closed = v[M0_LS_SLOW_CLOSED],
+        .requests = v[M0_LS_REQUESTS],
         .draining = atomic_load(&s->draining),
+        .pool_threads = (unsigned)v[M0_LS_POOL_THREADS],
+        .pool_busy = (unsigned)v[M0_LS_POOL_BUSY],
+        .pool_max = (unsigned)v[M0_LS_POOL_MAX],
+        .pool_queued = (unsigned)v[M0_LS_POOL_QUEUED],
     };
-    m0_pool_stats(s->pool, &h.pool_threads, &h.pool_busy, &h.pool_max, &h.pool_queued);
+    struct m0_health_loop each[M0_MAX_LOOPS];
+    if (s->loops != NULL && s->loops->n > 1) {
+        for (unsigned i = 0; i < s->loops->n; i++) {
+            struct m0_loop_sum one;
+            m0_loops_read(s, i, &one);
+            each[i] = (struct m0_health_loop){.connections = (uint32_t)one.v[M0_LS_CONNS],
+                                              .held_streams = (uint32_t)one.v[M0_LS_HELD],
+                                              .websockets = (uint32_t)one.v[M0_LS_WEBSOCKETS],
+                                              .requests = one.v[M0_LS_REQUESTS],
+                                              .pool_busy = (unsigned)one.v[M0_LS_POOL_BUSY]};
+        }
+        h.loops = each;
+        h.nloops = s->loops->n;
+    }
+    struct m0_target_counters counters = {.unmatched = v[M0_LS_UNMATCHED]};
+    for (unsigned i = 0; i < m0_targets.n && i < M0_MAX_TARGETS; i++)
+        counters.t[i] = (struct m0_target_stats){.requests = v[M0_LS_T_REQUESTS + i],
+                                                 .in_flight = (uint32_t)v[M0_LS_T_INFLIGHT + i],
+                                                 .held = (uint32_t)v[M0_LS_T_HELD + i]};
     h.targets = &m0_targets;
-    h.counters = &s->tstats;
+    h.counters = &counters;
     struct m0_buf body = {0}, broker = {0};
     if (m0_broker != NULL) {
         h.degraded = !m0_rt_source_health(s->rt, &broker);
@@ -579,6 +605,15 @@ static void check_request_timeout(struct m0_server *s, struct m0_conn *c)
 static void h1_complete(struct m0_server *s, struct m0_conn *c, const struct m0_completion *done)
 {
     struct m0_job *job = c->job;
+    if (job->grip_conn) {
+        /* An EPCP publish through the broker (grip_control.h): answered now. */
+        if (done->kind == M0_CPL_DONE) {
+            m0_grip_control_complete(s, c);
+            if (c->state == M0_CONN_READ_HEAD && m0_buf_unread(&c->in) > 0)
+                h1_parse(s, c);   /* pipelined requests waited their turn */
+        }
+        return;
+    }
     if ((c->flags & C_UPGRADED) &&
         (done->kind == M0_CPL_PART || done->kind == M0_CPL_TAKEN || done->kind == M0_CPL_DONE)) {
         /* The socket an asynchronous runner accepted, its 101 still going

@@ -28,6 +28,17 @@ void m0_health_render(struct m0_buf *b, const struct m0_health *h, const struct 
         m0_buf_printf(b, ", \"subscribers\": %u}", top[i].subscribers);
     }
     m0_buf_puts(b, "]");
+    m0_buf_printf(b, ", \"loop\": %u", h->loop);
+    if (h->nloops > 1 && h->loops != NULL) {
+        m0_buf_puts(b, ", \"loops\": [");
+        for (unsigned i = 0; i < h->nloops; i++) {
+            const struct m0_health_loop *l = &h->loops[i];
+            m0_buf_printf(b, "%s{\"loop\": %u, \"connections\": %u, \"requests\": %llu, \"held_streams\": %u, "
+                          "\"websockets\": %u, \"pool_busy\": %u}", i ? ", " : "", i, l->connections,
+                          (unsigned long long)l->requests, l->held_streams, l->websockets, l->pool_busy);
+        }
+        m0_buf_puts(b, "]");
+    }
     if (h->broker != NULL)
         m0_buf_printf(b, ", \"broker\": %s", h->broker);
     if (h->targets != NULL) {

@@ -27,6 +27,7 @@
 #include "m0/conn.h"
 #include "m0/rt.h"
 #include "m0/job.h"
+#include "m0/loops.h"
 #include "m0/metrics.h"
 #include "m0/metrics_text.h"
 #include "m0/pool.h"
@@ -142,48 +143,52 @@ static void respond(struct m0_server *s, struct m0_conn *c, int status, const ch
                                    status == 405 ? "Method Not Allowed" : "Not Found"));
 }
 
-/* Before every sleep: the worker's own totals and gauges into its block
- * (plain stores; this loop is the block's one writer for these cells).
- * Handler threads change the pool's numbers without waking the loop: while
- * any request is in flight the loop wakes once a second to sample again, so
- * another worker's scrape sees them at most that old. */
+/* Before every sleep: the worker's totals and gauges into its block —
+ * with --threads, every loop's summed (loops.h), the sum and its stores
+ * one step under the table's lock, so that a counter two loops sample one
+ * after the other never goes backwards. Handler threads change the pool's
+ * numbers without waking the loop: while any request is in flight the
+ * loop wakes once a second to sample again, so another worker's scrape
+ * sees them at most that old. */
 static void sample(struct m0_loop *l, void *ctx)
 {
     struct m0_server *s = ctx;
     struct m0_mx_block *b = s->mx;
-    unsigned threads, busy, max, queued;
-    m0_pool_stats(s->pool, &threads, &busy, &max, &queued);
-    m0_mx_set(b, M0_MX_CONN_OPEN, s->nactive);
-    m0_mx_set(b, M0_MX_POOL_THREADS, threads);
-    m0_mx_set(b, M0_MX_POOL_BUSY, busy);
-    m0_mx_set(b, M0_MX_POOL_MAX, max);
-    m0_mx_set(b, M0_MX_POOL_QUEUED, queued);
-    m0_mx_set(b, M0_MX_POOL_STARTED, m0_pool_started(s->pool));
-    struct m0_rt_stats rt;
-    m0_rt_stats(s->rt, &rt);
-    m0_mx_set(b, M0_MX_HELD_SSE, rt.held - (rt.websockets < rt.held ? rt.websockets : rt.held));
-    m0_mx_set(b, M0_MX_HELD_WS, rt.websockets);
-    m0_mx_set(b, M0_MX_BUS_RECEIVED, rt.published);
-    m0_mx_set(b, M0_MX_DELIVERED, rt.delivered);
-    m0_mx_set(b, M0_MX_SLOW_CLOSED, rt.slow_closed);
-    m0_mx_set(b, M0_MX_GAPS, rt.lost);
-    m0_mx_set(b, M0_MX_LATE, rt.late);
+    if (s->loops != NULL)
+        pthread_mutex_lock(&s->loops->sample_lock);
+    struct m0_loop_sum sum;
+    m0_loops_sum(s, &sum);
+    const uint64_t *v = sum.v;
+    m0_mx_set(b, M0_MX_CONN_OPEN, v[M0_LS_CONNS]);
+    m0_mx_set(b, M0_MX_POOL_THREADS, v[M0_LS_POOL_THREADS]);
+    m0_mx_set(b, M0_MX_POOL_BUSY, v[M0_LS_POOL_BUSY]);
+    m0_mx_set(b, M0_MX_POOL_MAX, v[M0_LS_POOL_MAX]);
+    m0_mx_set(b, M0_MX_POOL_QUEUED, v[M0_LS_POOL_QUEUED]);
+    m0_mx_set(b, M0_MX_POOL_STARTED, v[M0_LS_POOL_STARTED]);
+    uint64_t held = v[M0_LS_HELD], ws = v[M0_LS_WEBSOCKETS];
+    m0_mx_set(b, M0_MX_HELD_SSE, held - (ws < held ? ws : held));
+    m0_mx_set(b, M0_MX_HELD_WS, ws);
+    m0_mx_set(b, M0_MX_BUS_RECEIVED, v[M0_LS_PUBLISHED]);
+    m0_mx_set(b, M0_MX_DELIVERED, v[M0_LS_DELIVERED]);
+    m0_mx_set(b, M0_MX_SLOW_CLOSED, v[M0_LS_SLOW_CLOSED]);
+    m0_mx_set(b, M0_MX_GAPS, v[M0_LS_LOST]);
+    m0_mx_set(b, M0_MX_LATE, v[M0_LS_LATE]);
     uint64_t asgi = 0;
     for (unsigned i = 0; i < m0_targets.n && i < M0_MX_MOUNTS - 1; i++) {
-        m0_mx_set(b, M0_MX_INFLIGHT0 + i, s->tstats.t[i].in_flight);
+        m0_mx_set(b, M0_MX_INFLIGHT0 + i, v[M0_LS_T_INFLIGHT + i]);
         if (m0_targets.t[i].kind == M0_TARGET_ASGI)
-            asgi += s->tstats.t[i].in_flight;
+            asgi += v[M0_LS_T_INFLIGHT + i];
     }
     m0_mx_set(b, M0_MX_ASGI_TASKS, asgi);
-    if (l != NULL && (busy != 0 || queued != 0 || asgi != 0 || s->norphans != 0))
-        m0_loop_wake_at(l, m0_loop_now(l) + 1000);
     if (m0_broker != NULL) {
-        struct m0_rt_source_stats bs;
-        m0_rt_source_stats(s->rt, &bs);
-        m0_mx_set(b, M0_MX_BROKER_UP, (uint64_t)bs.up);
-        m0_mx_set(b, M0_MX_BROKER_LAG, bs.lag);
-        m0_mx_set(b, M0_MX_BROKER_RECONNECTS, bs.reconnects);
+        m0_mx_set(b, M0_MX_BROKER_UP, v[M0_LS_BROKER_UP]);
+        m0_mx_set(b, M0_MX_BROKER_LAG, v[M0_LS_BROKER_LAG]);
+        m0_mx_set(b, M0_MX_BROKER_RECONNECTS, v[M0_LS_BROKER_RECONNECTS]);
     }
+    if (s->loops != NULL)
+        pthread_mutex_unlock(&s->loops->sample_lock);
+    if (l != NULL && (v[M0_LS_POOL_BUSY] != 0 || v[M0_LS_POOL_QUEUED] != 0 || asgi != 0 || v[M0_LS_ORPHANS] != 0))
+        m0_loop_wake_at(l, m0_loop_now(l) + 1000);
 }
 
 void m0_metrics_attach(struct m0_server *s)

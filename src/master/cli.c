@@ -46,6 +46,7 @@ static const struct opt opts[] = {
     {"--host", "M0_HOST", T_STR, O(host), 0, 0, "HOST", "interface to bind (default 127.0.0.1)"},
     {"--port", "M0_PORT", T_LONG, O(port), 0, 65535, "PORT", "TCP port to bind (default 8000; 0 picks a free one)"},
     {"--workers", "M0_WORKERS", T_LONG, O(workers), 1, 1024, "N", "worker processes (default 1)"},
+    {"--threads", "M0_THREADS", T_LONG, O(loops), 1, M0_MAX_LOOPS, "N", "event loops per worker process, each on its own thread with its own connections, pool and executors (free-threaded CPython only; default 1)"},
     {"--blocking-threads", "M0_BLOCKING_THREADS", T_LONG, O(blocking_threads), 0, 1024, "N", "handler threads per worker so slow views never stall the loop (default min(cores, 8); 0 runs views on the loop thread)"},
     {"--blocking-threads-max", "M0_BLOCKING_THREADS_MAX", T_LONG, O(blocking_threads_max), 1, 1024, "N", "the most handler threads the elastic pool grows to (default 40; ignored when --blocking-threads pins the size)"},
     {"--blocking-threads-idle-timeout", "M0_BLOCKING_THREADS_IDLE_TIMEOUT", T_SECONDS, O(blocking_threads_idle), 0, 0, "S", "an extra handler thread idle for S seconds retires (default 30)"},
@@ -166,6 +167,7 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->host = "127.0.0.1";
     cfg->port = 8000;
     cfg->workers = 1;
+    cfg->loops = 1;
     cfg->blocking_threads = -1;
     cfg->blocking_threads_max = 40;
     cfg->blocking_threads_idle = 30;
@@ -714,10 +716,6 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
         return M0_ERR;
     if (cfg->grip_control != NULL && cfg->grip_key_file == NULL) {
         snprintf(err, cap, "m0serve: error: --grip-control: needs --grip-key-file (publishes are authenticated with the key)");
-        return M0_ERR;
-    }
-    if (cfg->grip_control != NULL && cfg->broker != NULL) {
-        snprintf(err, cap, "m0serve: error: --grip-control: not supported with --broker yet (publishes go over the local bus)");
         return M0_ERR;
     }
     if (cfg->grip_key_file != NULL)

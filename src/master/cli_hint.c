@@ -73,7 +73,6 @@ static const struct {
 } gunicorn[] = {
     {"--chdir", "did you mean '--app-dir'? (it puts DIR first on sys.path; m0serve does not change directory)"},
     {"--pythonpath", "did you mean '--app-dir'? (or set PYTHONPATH)"},
-    {"--threads", "did you mean '--blocking-threads'?"},
     {"--keep-alive", "did you mean '--timeout-keep-alive'?"},
     {"--access-logfile", "did you mean '--access-log'? (it logs to stdout)"},
     {"--access-logformat", "did you mean '--access-log-format'?"},

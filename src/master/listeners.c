@@ -1,7 +1,13 @@
 /*
  * listeners.c — the sockets a server listens on (see listeners.h): those
- * systemd passed, else --bind, one SO_REUSEPORT socket per worker slot for
- * TCP and one shared socket for a unix path.
+ * systemd passed, else --bind, one SO_REUSEPORT socket per worker slot and
+ * event loop for TCP and one shared socket for a unix path.
+ *
+ * A socket per loop rather than one per worker that its loops share: a
+ * loop waits for connections while its handler threads run Python, so
+ * with a shared socket (EPOLLEXCLUSIVE wakes the first waiter) the first
+ * loop would take every connection and its pool all the work while the
+ * others sat idle. The kernel's random pick spreads them evenly.
  */
 #include <errno.h>
 #include <linux/filter.h>
@@ -18,9 +24,16 @@
 #include "m0/log.h"
 #include "m0/metrics_text.h"
 
+void m0_listeners_of(const struct m0_listeners *ls, int idx, int i, int *out)
+{
+    for (int l = 0; l < ls->n; l++)
+        out[l] = ls->l[l].fds[ls->l[l].per_slot ? idx * ls->loops + i : 0];
+}
+
 int m0_listeners_open(struct m0_listeners *ls, struct m0_config *cfg, int nworkers)
 {
     char err[512];
+    ls->loops = cfg->loops > 0 ? (int)cfg->loops : 1;
     struct m0_bind_parts b;
     struct m0_inherited inh[M0_MAX_LISTENERS];
     int ninh = m0_listen_inherited(inh, M0_MAX_LISTENERS, err, sizeof err);
@@ -90,15 +103,15 @@ int m0_listeners_open(struct m0_listeners *ls, struct m0_config *cfg, int nworke
         close(probe);
     }
     l->per_slot = 1;
-    l->fds = malloc(M0_MAX_SLOTS * sizeof *l->fds);
+    l->fds = malloc((size_t)M0_MAX_SLOTS * (size_t)ls->loops * sizeof *l->fds);
     l->host = strdup(host);
     if (l->fds == NULL || l->host == NULL) {
         m0_error("out of memory for the listeners");
         return M0_EXIT_FAIL;
     }
-    for (int i = 0; i < M0_MAX_SLOTS; i++)
+    for (int i = 0; i < M0_MAX_SLOTS * ls->loops; i++)
         l->fds[i] = -1;
-    for (int i = 0; i < nworkers; i++) {
+    for (int i = 0; i < nworkers * ls->loops; i++) {
         /* Port 0: the first socket picks the port, the rest join it. */
         l->fds[i] = m0_listen_tcp(host, bound, (int)cfg->backlog, 1, &bound, err, sizeof err);
         if (l->fds[i] == -1) {
@@ -116,7 +129,7 @@ int m0_listeners_open(struct m0_listeners *ls, struct m0_config *cfg, int nworke
 void m0_listeners_close(struct m0_listeners *ls, int nworkers)
 {
     for (int l = 0; l < ls->n; l++) {
-        for (int i = 0; i < (ls->l[l].per_slot ? nworkers : 1); i++) {
+        for (int i = 0; i < (ls->l[l].per_slot ? nworkers * ls->loops : 1); i++) {
             if (ls->l[l].fds[i] != -1)
                 close(ls->l[l].fds[i]);
         }
@@ -139,17 +152,14 @@ int m0_listeners_add_slot(struct m0_listeners *ls, int idx)
         struct m0_listener *li = &ls->l[l];
         if (!li->per_slot)
             continue;
-        int bound;
-        li->fds[idx] = m0_listen_tcp(li->host, li->port, (int)li->backlog, 1, &bound, err, sizeof err);
-        if (li->fds[idx] == -1) {
-            m0_error("%s", err);
-            for (int k = 0; k < l; k++) {
-                if (ls->l[k].per_slot && ls->l[k].fds[idx] != -1) {
-                    close(ls->l[k].fds[idx]);
-                    ls->l[k].fds[idx] = -1;
-                }
+        for (int i = 0; i < ls->loops; i++) {
+            int bound, at = idx * ls->loops + i;
+            li->fds[at] = m0_listen_tcp(li->host, li->port, (int)li->backlog, 1, &bound, err, sizeof err);
+            if (li->fds[at] == -1) {
+                m0_error("%s", err);
+                m0_listeners_drop_slot(ls, idx);     /* what was added so far */
+                return M0_ERR;
             }
-            return M0_ERR;
         }
     }
     return M0_OK;
@@ -161,7 +171,7 @@ int m0_listeners_steer(struct m0_listeners *ls, int n)
      * group (bpf(4)'s SO_ATTACH_REUSEPORT_CBPF, in socket(7)). */
     struct sock_filter code[] = {
         {BPF_LD | BPF_W | BPF_ABS, 0, 0, (uint32_t)(SKF_AD_OFF + SKF_AD_RANDOM)},
-        {BPF_ALU | BPF_MOD | BPF_K, 0, 0, (uint32_t)n},
+        {BPF_ALU | BPF_MOD | BPF_K, 0, 0, (uint32_t)(n * ls->loops)},
         {BPF_RET | BPF_A, 0, 0, 0},
     };
     struct sock_fprog prog = {.len = (unsigned short)M0_ARRAY_LEN(code), .filter = code};
@@ -181,12 +191,12 @@ int m0_listeners_pending(const struct m0_listeners *ls, int idx)
 {
     for (int l = 0; l < ls->n; l++) {
         const struct m0_listener *li = &ls->l[l];
-        if (!li->per_slot || li->fds[idx] == -1)
-            continue;
-        /* A listening socket polls readable while its accept queue is not empty. */
-        struct pollfd p = {.fd = li->fds[idx], .events = POLLIN};
-        if (poll(&p, 1, 0) == 1)
-            return 1;
+        for (int i = 0; li->per_slot && i < ls->loops; i++) {
+            /* A listening socket polls readable while its accept queue is not empty. */
+            struct pollfd p = {.fd = li->fds[idx * ls->loops + i], .events = POLLIN};
+            if (p.fd != -1 && poll(&p, 1, 0) == 1)
+                return 1;
+        }
     }
     return 0;
 }
@@ -195,9 +205,13 @@ void m0_listeners_drop_slot(struct m0_listeners *ls, int idx)
 {
     for (int l = 0; l < ls->n; l++) {
         struct m0_listener *li = &ls->l[l];
-        if (li->per_slot && li->fds[idx] != -1) {
-            close(li->fds[idx]);
-            li->fds[idx] = -1;
+        /* The last first: a group's other sockets keep their places. */
+        for (int i = ls->loops - 1; li->per_slot && i >= 0; i--) {
+            int at = idx * ls->loops + i;
+            if (li->fds[at] != -1) {
+                close(li->fds[at]);
+                li->fds[at] = -1;
+            }
         }
     }
 }

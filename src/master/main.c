@@ -81,6 +81,15 @@ int main(int argc, char **argv)
                m0_py_free_threaded() ? " free-threaded" : "", m0_py_built_for());
         return M0_EXIT_OK;
     }
+    if (cfg.loops > 1 && !m0_py_free_threaded()) {
+        /* One interpreter lock would run the loops' Python one at a time:
+         * N loops would cost N times the threads for one loop's speed. */
+        fprintf(stderr, "m0serve: error: --threads %ld: several event loops in one process need a free-threaded "
+                "CPython (this m0serve embeds Python %s with the GIL); use --workers %ld for processes, or "
+                "--blocking-threads N for handler threads (gunicorn's --threads)\n", cfg.loops, m0_py_version(),
+                cfg.loops);
+        return M0_EXIT_CONFIG;
+    }
     if (m0_static_check_config(&cfg, err, sizeof err) != M0_OK) {
         fprintf(stderr, "%s\n", err);
         return M0_EXIT_USAGE;

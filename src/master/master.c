@@ -172,14 +172,23 @@ void m0_master_spawn(struct m0_master *m, int idx)
         m->respawn_at[idx] = m0_clock_ms() + 1000;
         return;
     }
-    int fds[M0_MAX_LISTENERS];
-    for (int l = 0; l < m->ls.n; l++)
-        fds[l] = m->ls.l[l].fds[m->ls.l[l].per_slot ? idx : 0];
+    /* Loop i's sockets at fds[i * n ...]: one per listener (listeners.h). */
+    int loops = m->ls.loops, *fds = calloc((size_t)(loops * (m->ls.n > 0 ? m->ls.n : 1)), sizeof *fds);
+    if (fds == NULL) {
+        m0_log_errno("cannot fork a worker");
+        close(sv[0]);
+        close(sv[1]);
+        m->respawn_at[idx] = m0_clock_ms() + 1000;
+        return;
+    }
+    for (int i = 0; i < loops; i++)
+        m0_listeners_of(&m->ls, idx, i, fds + i * m->ls.n);
     int blk = m0_metrics_claim(idx);
     pid_t pid = fork();
     m0_metrics_owned(blk, pid);
     if (pid == -1) {
         m0_log_errno("fork");
+        free(fds);
         close(sv[0]);
         close(sv[1]);
         m->respawn_at[idx] = m0_clock_ms() + 1000;
@@ -198,21 +207,23 @@ void m0_master_spawn(struct m0_master *m, int idx)
                 close(m->w[i].ctl);
         }
         for (int l = 0; l < m->ls.n; l++) {
-            for (int i = 0; i < (m->ls.l[l].per_slot ? m->nworkers : 1); i++) {
-                if (m->ls.l[l].fds[i] != fds[l] && m->ls.l[l].fds[i] != -1)
-                    close(m->ls.l[l].fds[i]);
+            for (int i = 0; m->ls.l[l].per_slot && i < m->nworkers * loops; i++) {
+                if (m->ls.l[l].fds[i] != -1 && i / loops != idx)
+                    close(m->ls.l[l].fds[i]);     /* another slot's (a shared socket stays) */
             }
         }
         if (m->cfg->realtime) {
             for (int i = 0; i < m->bus.nworkers; i++) {
-                if (i != idx)
+                if (i / loops != idx)
                     close(m->bus.read_fds[i]);
             }
             m0_bus_current = &m->bus;
             m0_bus_index = idx;
+            m0_bus_loops = loops;
         }
         m0_worker_main(m->cfg, fds, m->ls.n, sv[1]);
     }
+    free(fds);
     close(sv[1]);
     m->w[slot] = (struct m0_master_worker){.pid = pid, .state = M0_W_BOOTING, .idx = idx, .gen = m->gen, .ctl = sv[0],
                                  .started = m0_clock_ms()};
@@ -754,7 +765,7 @@ int m0_master_run(struct m0_config *cfg)
     if (m0_notify_watchdog_usec() != 0 && m0_notify_watchdog_usec() / 4000 < m->tick_ms)
         m->tick_ms = m0_notify_watchdog_usec() / 4000 > 10 ? m0_notify_watchdog_usec() / 4000 : 10;
 
-    if (cfg->realtime && m0_bus_create(&m->bus, m->nworkers) != M0_OK) {
+    if (cfg->realtime && m0_bus_create(&m->bus, m->nworkers * (int)cfg->loops) != M0_OK) {
         m0_log_errno("cannot create the broadcast bus");
         return M0_EXIT_FAIL;
     }

@@ -15,6 +15,12 @@
  *     moment would race with a request already on the wire;
  *   - idle keep-alive connections get M0_DRAIN_IDLE_MS to send one;
  *   - held streams end with a FIN: their clients reconnect and resume.
+ *
+ * With --threads N a worker runs N of these, one per thread (worker.c),
+ * joined by m0_serve_group: the first loop has the signals and the
+ * master's control socket and relays what concerns the process to the
+ * others over a socket pair each (control.h), so every loop goes, drains
+ * and stops together, and the master hears one worker.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +42,7 @@
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/loop.h"
+#include "m0/loops.h"
 #include "m0/metrics.h"
 #include "m0/pool.h"
 #include "m0/rt.h"
@@ -49,8 +56,12 @@
 
 struct serve {
     struct m0_server s;        /* first: a struct m0_server * is a struct serve * */
-    int sig_fd;
-    int ctl_fd;                /* -1 without a master */
+    int sig_fd;                /* -1 on a loop other than the first */
+    int ctl_fd;                /* the first loop: the master's (-1 without one); another
+                                  loop: its end of the pair with the first */
+    int peer_fds[M0_MAX_LOOPS];   /* the first loop: its end of each other loop's pair */
+    unsigned retired;          /* the first loop: loops that said 'R' (itself included) */
+    unsigned pongs_owed;       /* the first loop: loops yet to answer the master's ping */
     int serving;               /* the master said go */
     int stop_now;              /* SIGQUIT */
     int rc;
@@ -73,11 +84,51 @@ static void ctl_send(struct serve *v, char what)
     while (w == -1 && errno == EINTR);
 }
 
+/* The first loop: one byte to every other loop of the worker. */
+static void tell_loops(struct serve *v, char what)
+{
+    for (unsigned i = 1; v->s.loops != NULL && v->s.loop_index == 0 && i < v->s.loops->n; i++) {
+        ssize_t w;
+        do
+            w = send(v->peer_fds[i], &what, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        while (w == -1 && errno == EINTR);
+    }
+}
+
+static unsigned nloops(const struct serve *v)
+{
+    return v->s.loops != NULL ? v->s.loops->n : 1;
+}
+
+/* The first loop: one more loop retired; the master hears 'R' when every
+ * loop has, so a successor never reads a bus endpoint still being read. */
+static void note_retired(struct serve *v)
+{
+    if (++v->retired == nloops(v))
+        ctl_send(v, M0_CTL_RETIRED);
+}
+
+/* The master's ping, answered once every loop has turned (the first
+ * loop's own answer, then each other's 'A'): the connections of them all. */
+static void answer_ping(struct serve *v)
+{
+    uint8_t pong[5] = {M0_CTL_PONG};
+    struct m0_loop_sum sum;
+    m0_loops_sum(&v->s, &sum);
+    uint32_t conns = (uint32_t)sum.v[M0_LS_CONNS];
+    memcpy(pong + 1, &conns, sizeof conns);
+    ssize_t w;
+    do
+        w = send(v->ctl_fd, pong, sizeof pong, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (w == -1 && errno == EINTR);
+}
+
 static void start_drain(struct serve *v)
 {
     struct m0_server *s = &v->s;
     if (atomic_load(&s->draining))
         return;
+    tell_loops(v, M0_CTL_DRAIN);
     uint64_t now = m0_loop_now(s->loop);
     atomic_store(&s->draining, 1);
     s->drain_deadline = now + (uint64_t)(s->cfg->graceful_timeout * 1000);
@@ -90,7 +141,10 @@ static void start_drain(struct serve *v)
     s->nlisten = 0;
     s->listening = 0;
     m0_rt_stop_reading(s->rt);
-    ctl_send(v, M0_CTL_RETIRED);
+    if (s->loop_index == 0)
+        note_retired(v);
+    else
+        ctl_send(v, M0_CTL_RETIRED);      /* to the first loop */
     m0_hold_end_all(s);
     /* Idle keep-alive connections: a last moment to send a request. */
     for (struct m0_conn *c = s->active.next; c != &s->active; c = c->next) {
@@ -98,7 +152,10 @@ static void start_drain(struct serve *v)
             c->deadline > now + M0_DRAIN_IDLE_MS)
             c->deadline = now + M0_DRAIN_IDLE_MS;
     }
-    m0_info("worker draining: %u connection(s) in flight", s->nactive);
+    if (s->loop_index == 0)
+        m0_info("worker draining: %u connection(s) in flight", s->nactive);
+    else
+        m0_info("worker draining: event loop %u: %u connection(s) in flight", s->loop_index, s->nactive);
 }
 
 /* The loop's events: the local bus, or the broker in its place. */
@@ -116,8 +173,13 @@ static void go(struct serve *v)
         return;
     v->serving = 1;
     s->listening = 1;
+    tell_loops(v, M0_CTL_GO);
+    /* Several loops accept on the same sockets (their own descriptors of
+     * them, worker.c): EPOLLEXCLUSIVE wakes one loop per connection rather
+     * than every loop for each. */
+    uint32_t ev = EPOLLIN | (nloops(v) > 1 ? EPOLLEXCLUSIVE : 0);
     for (int i = 0; i < s->nlisten; i++) {
-        if (m0_loop_add_fd(s->loop, s->listen_fds[i], EPOLLIN, m0_conn_accept, s) == M0_ERR) {
+        if (m0_loop_add_fd(s->loop, s->listen_fds[i], ev, m0_conn_accept, s) == M0_ERR) {
             m0_log_errno("epoll_ctl(listener)");
             v->rc = M0_EXIT_FAIL;
             m0_loop_stop(s->loop);
@@ -146,6 +208,7 @@ static void on_signal(struct m0_loop *l, int fd, uint32_t events, void *ctx)
                 start_drain(v);
             } else if (sigs[i] == SIGQUIT) {
                 v->stop_now = 1;
+                tell_loops(v, M0_CTL_STOP);
                 m0_loop_stop(l);
             }
         }
@@ -172,15 +235,51 @@ static void on_ctl(struct m0_loop *l, int fd, uint32_t events, void *ctx)
         } else if (msg[i] == M0_CTL_DRAIN) {
             start_drain(v);
         } else if (msg[i] == M0_CTL_PING) {
-            /* Answered by the loop itself: the master's watchdog measures
-             * whether loops turn, not whether views are quick. */
-            uint8_t pong[5] = {M0_CTL_PONG};
-            uint32_t conns = v->s.nactive;
-            memcpy(pong + 1, &conns, sizeof conns);
-            ssize_t w;
-            do
-                w = send(fd, pong, sizeof pong, MSG_NOSIGNAL | MSG_DONTWAIT);
-            while (w == -1 && errno == EINTR);
+            /* Answered by the loops themselves: the master's watchdog
+             * measures whether loops turn, not whether views are quick. */
+            if (v->s.loop_index != 0) {
+                ctl_send(v, M0_CTL_PONG);
+            } else if (nloops(v) == 1) {
+                answer_ping(v);
+            } else if (v->pongs_owed == 0) {
+                v->pongs_owed = nloops(v) - 1;
+                tell_loops(v, M0_CTL_PING);
+            }
+        } else if (msg[i] == M0_CTL_STOP) {
+            v->stop_now = 1;
+            m0_loop_stop(l);
+        }
+    }
+}
+
+/* The first loop: what another loop reports (control.h). */
+static void on_peer(struct m0_loop *l, int fd, uint32_t events, void *ctx)
+{
+    struct serve *v = ctx;
+    char msg[16];
+    (void)events;
+    ssize_t n = recv(fd, msg, sizeof msg, MSG_DONTWAIT);
+    if (n == -1 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n <= 0) {
+        m0_loop_del_fd(l, fd);
+        return;
+    }
+    for (ssize_t i = 0; i < n; i++) {
+        if (msg[i] == M0_CTL_RETIRED) {
+            note_retired(v);
+        } else if (msg[i] == M0_CTL_PONG) {
+            if (v->pongs_owed > 0 && --v->pongs_owed == 0)
+                answer_ping(v);
+        } else if (msg[i] == M0_CTL_EXITED) {
+            /* A loop that stops while the worker serves leaves its share
+             * of the connections unserved: the process is replaced whole. */
+            if (!atomic_load(&v->s.draining)) {
+                m0_error("an event loop of this worker stopped: draining the worker");
+                start_drain(v);
+            }
+        } else if (msg[i] == M0_CTL_REPLACE || msg[i] == M0_CTL_RELOAD) {
+            ctl_send(v, msg[i]);
         }
     }
 }
@@ -201,7 +300,14 @@ static void serve_hook(struct m0_loop *l, void *ctx)
         s->next_sweep = now + SWEEP_MS;
     }
     m0_conn_release_closed(s);
-    if (v->quota != 0 && s->requests >= v->quota && !atomic_load(&s->draining) &&
+    m0_loops_publish(s);
+    uint64_t answered = s->requests;
+    if (v->quota != 0 && nloops(v) > 1) {
+        struct m0_loop_sum sum;
+        m0_loops_sum(s, &sum);
+        answered = sum.v[M0_LS_REQUESTS];
+    }
+    if (v->quota != 0 && answered >= v->quota && !atomic_load(&s->draining) &&
         (v->asked_at == 0 || now - v->asked_at >= ASK_AGAIN_MS)) {
         /* --max-requests: the master boots a replacement first, then
          * drains this worker (as a reload does, for one slot). Asked again
@@ -209,7 +315,7 @@ static void serve_hook(struct m0_loop *l, void *ctx)
          * or the successor could not boot). */
         if (v->asked_at == 0)
             m0_info("worker answered %llu requests (--max-requests): asking to be replaced",
-                    (unsigned long long)s->requests);
+                    (unsigned long long)answered);
         v->asked_at = now;
         ctl_send(v, M0_CTL_REPLACE);
     }
@@ -261,7 +367,12 @@ static void close_in_child(void *ctx)
         close(s->reserve_fd);
     if (v->ctl_fd != -1)
         close(v->ctl_fd);
-    close(v->sig_fd);
+    if (v->sig_fd != -1)
+        close(v->sig_fd);
+    for (unsigned i = 1; i < M0_MAX_LOOPS; i++) {
+        if (v->peer_fds[i] != -1)
+            close(v->peer_fds[i]);
+    }
     m0_loop_close_in_child(s->loop);
 }
 
@@ -273,6 +384,8 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
     struct m0_server *s = &v->s;
     v->sig_fd = sig_fd;
     v->ctl_fd = ctl_fd;
+    for (unsigned i = 0; i < M0_MAX_LOOPS; i++)
+        v->peer_fds[i] = -1;
     s->cfg = cfg;
     for (int i = 0; i < nlisten && i < M0_MAX_LISTENERS; i++)
         s->listen_fds[s->nlisten++] = listen_fds[i];
@@ -313,7 +426,7 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
     s->proto[M0_CONN_PROTO_WS] = &m0_ws_conn_ops;
     s->proto[M0_CONN_PROTO_GRIP] = &m0_grip_conn_ops;
     m0_holds_init(s);
-    if (m0_loop_add_fd(s->loop, sig_fd, EPOLLIN, on_signal, v) == M0_ERR ||
+    if ((sig_fd != -1 && m0_loop_add_fd(s->loop, sig_fd, EPOLLIN, on_signal, v) == M0_ERR) ||
         (ctl_fd != -1 && m0_loop_add_fd(s->loop, ctl_fd, EPOLLIN, on_ctl, v) == M0_ERR)) {
         m0_log_errno("epoll_ctl(signals)");
         return NULL;
@@ -326,6 +439,37 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
                                     .newest_id = m0_rt_newest, .newest_ctx = s->rt};
     m0_fork_on_child(close_in_child, v);
     return s;
+}
+
+int m0_serve_group(struct m0_server **loops, unsigned n)
+{
+    if (n == 1)
+        return M0_OK;        /* a lone loop: nothing to share (s->loops stays NULL) */
+    struct m0_loops *ls = m0_loops_new(n);
+    for (unsigned i = 0; i < n; i++) {
+        struct m0_server *s = loops[i];
+        ls->s[i] = s;
+        s->loops = ls;
+        s->loop_index = i;
+        s->env.loop_index = i;
+        m0_rt_set_loop(s->rt, (int)i);
+        if (i == 0)
+            continue;
+        serve_of(s)->quota = 0;    /* --max-requests counts the process: the first loop sums */
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
+            m0_log_errno("socketpair (event loops)");
+            return M0_ERR;
+        }
+        serve_of(loops[0])->peer_fds[i] = sv[0];
+        serve_of(s)->ctl_fd = sv[1];
+        if (m0_loop_add_fd(loops[0]->loop, sv[0], EPOLLIN, on_peer, serve_of(loops[0])) == M0_ERR ||
+            m0_loop_add_fd(s->loop, sv[1], EPOLLIN, on_ctl, serve_of(s)) == M0_ERR) {
+            m0_log_errno("epoll_ctl(event loops)");
+            return M0_ERR;
+        }
+    }
+    return M0_OK;
 }
 
 int m0_serve_prepare(struct m0_server *s)
@@ -375,6 +519,7 @@ void m0_serve_free(struct m0_server *s)
      * freed. */
     m0_pool_stop(s->pool);
     s->pool = NULL;
+    m0_grip_control_free(s);           /* its thread posts to the loop: joined before the loop goes */
     m0_conn_each(s, free_conn, NULL);
     m0_conn_job_cache_free(s);
     m0_holds_free(s);
@@ -391,6 +536,10 @@ void m0_serve_free(struct m0_server *s)
         close(s->reserve_fd);
     if (v->ctl_fd != -1)
         close(v->ctl_fd);
+    for (unsigned i = 1; i < M0_MAX_LOOPS; i++) {
+        if (v->peer_fds[i] != -1)
+            close(v->peer_fds[i]);
+    }
     m0_fork_forget(v);
     free(v);
 }

@@ -17,16 +17,19 @@ static void put(struct m0_buf *out, const void *p, size_t n)
     m0_buf_append(out, p, n);
 }
 
+/* Little-endian, whatever the host's order: with --broker a frame is read
+ * by other hosts. */
 static void put16(struct m0_buf *out, size_t v)
 {
-    uint16_t x = (uint16_t)v;
-    put(out, &x, sizeof x);
+    unsigned char x[2] = {(unsigned char)v, (unsigned char)(v >> 8)};
+    put(out, x, sizeof x);
 }
 
 static void put32(struct m0_buf *out, size_t v)
 {
-    uint32_t x = (uint32_t)v;
-    put(out, &x, sizeof x);
+    unsigned char x[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                          (unsigned char)(v >> 24)};
+    put(out, x, sizeof x);
 }
 
 static void bytes16(struct m0_buf *out, const char *p, size_t n)
@@ -97,16 +100,10 @@ static uint32_t get_n(struct rd *r, size_t w)
         r->bad = 1;
         return 0;
     }
+    const unsigned char *u = (const unsigned char *)r->p;
     uint32_t v = 0;
-    if (w == 1) {
-        v = (uint8_t)r->p[0];
-    } else if (w == 2) {
-        uint16_t x;
-        memcpy(&x, r->p, 2);
-        v = x;
-    } else {
-        memcpy(&v, r->p, 4);
-    }
+    for (size_t i = w; i-- > 0;)
+        v = v << 8 | u[i];       /* little-endian (put16, put32) */
     r->p += w;
     return v;
 }

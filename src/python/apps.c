@@ -104,8 +104,8 @@ static void bind_runner(struct m0_target *t, const struct m0_config *cfg)
 }
 
 /* Load one application mount into the target table. Attached. */
-static int load_mount(PyObject *boot, const struct m0_config *cfg, const struct m0_runner_env *env,
-                      const struct m0_mount *m)
+static int load_mount(PyObject *boot, const struct m0_config *cfg, const struct m0_runner_env *const *envs,
+                      unsigned nenvs, const struct m0_mount *m)
 {
     static const char *const protos[] = {"auto", "wsgi", "asgi"};
     char where[600] = "";
@@ -143,14 +143,16 @@ static int load_mount(PyObject *boot, const struct m0_config *cfg, const struct 
     bind_runner(t, cfg);
     Py_INCREF(app);
     t->app = app;
-    if (t->runner->setup(t, cfg, env) != M0_OK) {
-        if (PyErr_Occurred()) {
-            m0_error("cannot start the application %s%s; traceback follows", found, where);
-            m0_py_print_exception();
-        }   /* else the runner said why (a lifespan startup failure) */
-        m0_py_flush_std();
-        Py_CLEAR(t->app);
-        goto out;
+    for (unsigned i = 0; i < nenvs; i++) {
+        if (t->runner->setup(t, cfg, envs[i]) != M0_OK) {
+            if (PyErr_Occurred()) {
+                m0_error("cannot start the application %s%s; traceback follows", found, where);
+                m0_py_print_exception();
+            }   /* else the runner said why (a lifespan startup failure) */
+            m0_py_flush_std();
+            Py_CLEAR(t->app);
+            goto out;
+        }
     }
     m0_targets_commit(&m0_targets);
     rc = M0_OK;
@@ -159,7 +161,7 @@ out:
     return rc;
 }
 
-int m0_apps_load(const struct m0_config *cfg, const struct m0_runner_env *env)
+int m0_apps_load(const struct m0_config *cfg, const struct m0_runner_env *const *envs, unsigned nenvs)
 {
     int rc = M0_ERR;
     PyObject *boot = NULL;
@@ -180,7 +182,7 @@ int m0_apps_load(const struct m0_config *cfg, const struct m0_runner_env *env)
     for (unsigned i = 0; i < cfg->nmounts; i++) {
         if (cfg->mounts[i].kind != M0_MOUNT_APP)
             continue;
-        if (load_mount(boot, cfg, env, &cfg->mounts[i]) != M0_OK)
+        if (load_mount(boot, cfg, envs, nenvs, &cfg->mounts[i]) != M0_OK)
             goto out;
         apps++;
     }
@@ -229,7 +231,7 @@ int m0_apps_start_pool(const struct m0_config *cfg, const struct m0_runner_env *
     }
     for (unsigned i = 0; i < m0_targets.n; i++) {
         if (m0_targets.t[i].runner != NULL && m0_targets.t[i].runner->start != NULL)
-            m0_targets.t[i].pool = *out;
+            m0_targets.t[i].on_pool = *out != NULL;    /* the same for every loop */
     }
     return M0_OK;
 }

@@ -66,8 +66,9 @@ struct m0_exec {
 };
 
 /* A job's key as the Python side knows it: the executor's id and the
- * slot (the executor is found from the target table, which is read-only
- * once the worker serves, so no table of executors is kept). */
+ * slot. An executor's id is its loop (--threads) times M0_MAX_TARGETS plus
+ * its target's index: the executor is found from the target table, which
+ * is read-only once the worker serves, so no other table is kept. */
 #define KEY_SLOT(key) ((uint32_t)((key) & 0xffffffffu))
 #define KEY_EXEC(key) ((unsigned long)(key) >> 32)
 #define JOB_KEY(x, slot) (((unsigned long)(x)->id << 32) | (slot))
@@ -85,9 +86,21 @@ static void exec_hook(struct m0_loop *l, void *ctx)
     m0_lane_q_flush(&x->q, &x->lane);
 }
 
+/* A target's executors, one per event loop (t->rstate). */
+struct asgi_target {
+    struct m0_exec *x[M0_MAX_LOOPS];
+};
+
+/* The executor of t that runs the jobs of env's loop, or NULL. */
+static struct m0_exec *exec_for(const struct m0_target *t, const struct m0_runner_env *env)
+{
+    const struct asgi_target *at = t->rstate;
+    return at != NULL && env != NULL && env->loop_index < M0_MAX_LOOPS ? at->x[env->loop_index] : NULL;
+}
+
 static void asgi_submit(const struct m0_target *t, struct m0_job *job)
 {
-    struct m0_exec *x = t->rstate;
+    struct m0_exec *x = exec_for(t, job->env);
     struct m0_lane_rec rec = {.slot = job->slot, .gen = job->gen, .kind = REC_START};
     m0_lane_q_push(&x->q, &rec);
 }
@@ -96,7 +109,7 @@ static void asgi_submit(const struct m0_target *t, struct m0_job *job)
  * before the loop sleeps). */
 static void asgi_wake(struct m0_job *job)
 {
-    struct m0_exec *x = job->target->rstate;
+    struct m0_exec *x = exec_for(job->target, job->env);
     struct m0_lane_rec rec = {.slot = job->slot, .gen = job->gen, .kind = REC_WAKE};
     m0_lane_q_push(&x->q, &rec);
 }
@@ -106,9 +119,10 @@ static void asgi_wake(struct m0_job *job)
 /* The executor of id (a target's index), or NULL. */
 static struct m0_exec *exec_of(unsigned long id)
 {
-    if (id >= M0_MAX_TARGETS || m0_targets.t[id].runner != &m0_asgi_runner)
+    unsigned long t = id % M0_MAX_TARGETS, loop = id / M0_MAX_TARGETS;
+    if (loop >= M0_MAX_LOOPS || m0_targets.t[t].runner != &m0_asgi_runner || m0_targets.t[t].rstate == NULL)
         return NULL;
-    return m0_targets.t[id].rstate;
+    return ((const struct asgi_target *)m0_targets.t[t].rstate)->x[loop];
 }
 
 struct m0_job *m0_asgi_job_of(unsigned long key)
@@ -248,10 +262,11 @@ static int scope_headers(PyObject *scope, const struct m0_req *r, const struct m
 static PyObject *py_scope(PyObject *self, PyObject *arg)
 {
     (void)self;
-    struct m0_job *job = m0_asgi_job_of(PyLong_AsUnsignedLong(arg));
-    if (job == NULL)
-        return NULL;
-    struct m0_exec *x = job->target->rstate;
+    unsigned long key = PyLong_AsUnsignedLong(arg);
+    struct m0_job *job = m0_asgi_job_of(key);
+    struct m0_exec *x = job != NULL ? exec_of(KEY_EXEC(key)) : NULL;
+    if (x == NULL)
+        return NULL;      /* m0_asgi_job_of found the executor: it set the error otherwise */
     const struct m0_req *r = &job->req;
     PyObject *scope = PyDict_Copy(x->scope), *v = NULL;
     if (scope == NULL)
@@ -633,6 +648,7 @@ static PyObject *py_defer(PyObject *self, PyObject *args)
         return NULL;
     }
     m0_loop_defer(x->env->loop, on);
+    m0_py_set_loop(x->env->loop_index);     /* the executor thread's loop (m0.loop_index) */
     Py_RETURN_NONE;
 }
 
@@ -736,8 +752,9 @@ static void exec_discard(struct m0_target *t, struct m0_exec *x)
     m0_lane_close(&x->lane);
     m0_lane_q_free(&x->q);
     m0_fork_forget(x);
-    if (t->rstate == x)
-        t->rstate = NULL;
+    struct asgi_target *at = t->rstate;
+    if (at != NULL && at->x[x->env->loop_index] == x)
+        at->x[x->env->loop_index] = NULL;
     free(x);
 }
 
@@ -791,18 +808,26 @@ static void startup_failed(PyObject *mod, const struct m0_target *t)
     Py_XDECREF(failed);
 }
 
-/* Start the target's executor (its thread, its asyncio loop, lifespan
- * startup, bounded by --lifespan-timeout). On failure the app's message is
+/* Start the target's executor for env's loop (its thread, its asyncio
+ * loop, lifespan startup, bounded by --lifespan-timeout): called once per
+ * event loop (--threads), so each loop has its own asyncio loop, and the
+ * lifespan state an app builds there (connection pools, sessions bound to
+ * their asyncio loop) is that loop's. On failure the app's message is
  * logged (or its exception left set) and M0_ERR returned, with nothing of
  * the executor left behind. */
 static int asgi_setup(struct m0_target *t, const struct m0_config *cfg, const struct m0_runner_env *env)
 {
-    if (intern_all() != M0_OK)
+    if (intern_all() != M0_OK || env->loop_index >= M0_MAX_LOOPS)
         return M0_ERR;
+    if (t->rstate == NULL) {
+        struct asgi_target *at = m0_xmalloc(sizeof *at);
+        memset(at, 0, sizeof *at);
+        t->rstate = at;          /* freed with the table's last teardown */
+    }
     struct m0_exec *x = m0_xmalloc(sizeof *x);
     memset(x, 0, sizeof *x);
     x->t = t;
-    x->id = (unsigned)(t - m0_targets.t);
+    x->id = env->loop_index * M0_MAX_TARGETS + (unsigned)(t - m0_targets.t);
     x->env = env;
     if (m0_lane_open(&x->lane, 4 * 1024 * 1024) != M0_OK) {
         free(x);
@@ -814,7 +839,7 @@ static int asgi_setup(struct m0_target *t, const struct m0_config *cfg, const st
         exec_discard(t, x);
         return M0_ERR;
     }
-    t->rstate = x;
+    ((struct asgi_target *)t->rstate)->x[env->loop_index] = x;
     m0_fork_on_child(close_in_child, x);
     PyObject *mod = PyImport_ImportModule("m0serve._asgi");
     if (mod == NULL) {
@@ -844,10 +869,10 @@ static int asgi_setup(struct m0_target *t, const struct m0_config *cfg, const st
     return M0_OK;
 }
 
-/* After the drain: lifespan shutdown, then the executor's thread ends. */
-static void asgi_teardown(struct m0_target *t)
+/* After the drain: lifespan shutdown, then the executor's thread ends —
+ * for each loop's executor of t. */
+static void exec_teardown(struct m0_exec *x)
 {
-    struct m0_exec *x = t->rstate;
     if (x == NULL || x->py == NULL)
         return;
     PyObject *r = PyObject_CallMethod(x->py, "stop", NULL);
@@ -860,6 +885,13 @@ static void asgi_teardown(struct m0_target *t)
     m0_fork_forget(x);
     m0_lane_close(&x->lane);
     m0_lane_q_free(&x->q);
+}
+
+static void asgi_teardown(struct m0_target *t)
+{
+    struct asgi_target *at = t->rstate;
+    for (unsigned i = 0; at != NULL && i < M0_MAX_LOOPS; i++)
+        exec_teardown(at->x[i]);
 }
 
 const struct m0_runner m0_asgi_runner = {

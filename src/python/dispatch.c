@@ -2,8 +2,8 @@
  * dispatch.c — running a target's runner from the loop (see dispatch.h).
  *
  * The mode is the target's: an asynchronous runner schedules the job on
- * its executor (runner->submit), a target with a pool has its job taken by
- * a pool thread (pool.h), and a target without one runs on the loop
+ * its executor (runner->submit), a target on a pool has its job taken by
+ * a thread of its loop's pool (pool.h), and a target without one runs on the loop
  * thread, between m0_py_attach and m0_py_detach. A queued job is QUEUED
  * before it is submitted, so whoever moves it out of that state owns it
  * (m0_job_claim on the runner's side, m0_job_cancel on the loop's).
@@ -21,7 +21,7 @@ int m0_dispatch(struct m0_job *job, enum m0_run_kind kind, const struct m0_job_i
 {
     const struct m0_target *t = job->target;
     const struct m0_runner *r = t->runner;
-    if (r->submit != NULL || t->pool != NULL) {
+    if (r->submit != NULL || t->on_pool) {
         job->inl = NULL;
         job->queued_ms = now;
         atomic_store(&job->run_state, M0_JOB_QUEUED);
@@ -30,7 +30,7 @@ int m0_dispatch(struct m0_job *job, enum m0_run_kind kind, const struct m0_job_i
             job->wake = r->wake;       /* it polls (m0_job_poll): woken through its executor */
             r->submit(t, job);
         } else {
-            m0_pool_submit_kind(t->pool, job->slot, job->gen, kind);
+            m0_pool_submit_kind(job->env->pool, job->slot, job->gen, kind);
         }
         return M0_QUEUED;
     }

@@ -95,7 +95,17 @@ static PyObject *py_watch(PyObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+static PyObject *py_loop_index(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyLong_FromUnsignedLong(m0_py_loop());
+}
+
 static PyMethodDef m0_functions[] = {
+    {"loop_index", py_loop_index, METH_NOARGS,
+     "loop_index() -> int: which of the worker's event loops (--threads N: 0..N-1) the calling "
+     "thread serves: a view's loop on its handler, loop or executor thread; 0 elsewhere."},
     {"_watch", py_watch, METH_O,
      "_watch(directory): --reload watches directory for changed Python files (inotify); "
      "OSError when it cannot (or without --reload)."},

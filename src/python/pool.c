@@ -123,6 +123,7 @@ static void *thread_main(void *arg)
     pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
 
     void *ts = m0_py_thread_new();
+    m0_py_set_loop(p->env->loop_index);
     struct m0_lane_rec rec;
     int stop = 0;
     while (!stop) {

@@ -397,6 +397,30 @@ void m0_py_detach(void)
     main_tstate = PyEval_SaveThread();
 }
 
+static __thread unsigned current_loop;
+
+void m0_py_set_loop(unsigned loop_index)
+{
+    current_loop = loop_index;
+}
+
+unsigned m0_py_loop(void)
+{
+    return current_loop;
+}
+
+void m0_py_adopt_thread(void)
+{
+    main_tstate = m0_py_thread_new();
+}
+
+void m0_py_release_thread(void)
+{
+    if (main_tstate != NULL)
+        m0_py_thread_free(main_tstate);
+    main_tstate = NULL;
+}
+
 void *m0_py_thread_new(void)
 {
     PyThreadState *ts = PyThreadState_New(PyInterpreterState_Main());

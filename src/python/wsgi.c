@@ -791,10 +791,12 @@ static int wsgi_setup(struct m0_target *t, const struct m0_config *cfg, const st
             return M0_ERR;
     }
     (void)env;          /* everything it needs of the loop comes with each job (job->env) */
+    if (t->rstate != NULL)
+        return M0_OK;   /* another loop's call made the template: the loops share it */
     if (PyType_Ready(&StartResponseType) < 0)
         return M0_ERR;
     struct wsgi_target *wt = m0_xmalloc(sizeof *wt);
-    wt->environ = m0_environ_template(t, cfg, cfg->blocking_threads > 0);
+    wt->environ = m0_environ_template(t, cfg, cfg->blocking_threads > 0 || cfg->loops > 1);
     if (wt->environ == NULL) {
         free(wt);
         return M0_ERR;

@@ -39,6 +39,7 @@
 #include <hiredis/hiredis.h>
 
 #include "m0/broker.h"
+#include "m0/broker_grip.h"
 #include "m0/broker_pub.h"
 #include "m0/broker_reply.h"
 #include "m0/bus.h"
@@ -463,11 +464,9 @@ static void take_entry(struct broker *b, const redisReply *e)
     set_position(b, id);
     b->events++;
     if (ch == NULL || f == NULL || m0_sse_channel_error(ch->str, ch->len) != NULL ||
-        f->len > M0_BUS_MAX_PAYLOAD - 32)
+        f->len > M0_BROKER_FRAME_MAX)
         return;                 /* not ours, or malformed: skipped, its id still counted */
-    m0_buf_reset(&b->frame);
-    m0_buf_printf(&b->frame, "id: %llu\n", (unsigned long long)id);
-    m0_buf_append(&b->frame, f->str, f->len);
+    m0_broker_entry_frame(&b->frame, id, f->str, f->len);     /* an SSE event's id line; a GRIP item as it is */
     m0_rt_event(b->rt, ch->str, ch->len, id, b->frame.data, b->frame.len);
 }
 
@@ -602,9 +601,7 @@ static void finish_resume(struct broker *b, struct resume *res, const redisReply
         const redisReply *f = m0_breply_field(e->element[1], "f");
         if (id <= through || f == NULL)
             continue;
-        m0_buf_reset(&b->frame);
-        m0_buf_printf(&b->frame, "id: %llu\n", (unsigned long long)id);
-        m0_buf_append(&b->frame, f->str, f->len);
+        m0_broker_entry_frame(&b->frame, id, f->str, f->len);
         m0_rt_replay(b->rt, res->slot, b->frame.data, b->frame.len);
         through = id;
     }

@@ -148,40 +148,31 @@ static redisReply *roundtrip(redisContext *c, int argc, const char **argv, const
     return r;
 }
 
-int m0_broker_publish(const char *channel, size_t clen, const char *event, const char *data, size_t dlen,
-                      const char *key, size_t klen, uint64_t *id_out, char *err, size_t cap)
+/* The connection of the calling thread (made at its first publish), or
+ * NULL with err set. */
+static struct pubconn *thread_conn(char *err, size_t cap)
 {
-    const struct m0_broker_cfg *b = m0_broker;
-    *id_out = 0;
-    if (b == NULL) {
-        snprintf(err, cap, "no broker configured");
-        return M0_ERR;
-    }
-    if (m0_sse_channel_error(channel, clen) != NULL) {
-        snprintf(err, cap, "invalid channel name");
-        return M0_ERR;
-    }
-    if (key != NULL && !m0_broker_key_ok(key, klen)) {
-        snprintf(err, cap, "invalid key (1..%d printable ASCII bytes)", M0_BROKER_KEY_MAX);
-        return M0_ERR;
-    }
     pthread_once(&conn_once, conn_init);
     struct pubconn *pc = pthread_getspecific(conn_key);
     if (pc == NULL) {
         pc = calloc(1, sizeof *pc);
         if (pc == NULL) {
             snprintf(err, cap, "out of memory");
-            return M0_ERR;
+            return NULL;
         }
         pthread_setspecific(conn_key, pc);
     }
-    struct m0_buf *frame = &pc->frame, *keys = &pc->keys;
-    m0_buf_reset(frame);
-    m0_sse_frame(frame, 0, event, data, dlen);
-    if (frame->len + sizeof "id: 9223372036854775808\n" - 1 > M0_BUS_MAX_PAYLOAD) {   /* as m0pub counts */
-        snprintf(err, cap, "event too large (%zu bytes framed; the limit is %d)", frame->len, M0_BUS_MAX_PAYLOAD);
-        return M0_ERR;
-    }
+    return pc;
+}
+
+/* Run the publish script for frame f (flen bytes, as the log keeps it) on
+ * channel, through pc's connection: m0_broker_publish's outcomes (hint
+ * ends the "outcome unknown" text: what a retry does). */
+static int publish_frame(struct pubconn *pc, const char *channel, size_t clen, const char *f, size_t flen,
+                         const char *key, size_t klen, const char *hint, uint64_t *id_out, char *err, size_t cap)
+{
+    const struct m0_broker_cfg *b = m0_broker;
+    struct m0_buf *keys = &pc->keys;
     if (pc->c != NULL && pc->pid != getpid()) {
         redisFree(pc->c);        /* inherited through fork: the parent's socket */
         pc->c = NULL;
@@ -206,8 +197,8 @@ int m0_broker_publish(const char *channel, size_t clen, const char *event, const
     snprintf(ttl, sizeof ttl, "%d", M0_BROKER_CHANNEL_TTL_MS);
     snprintf(kttl, sizeof kttl, "%d", M0_BROKER_KEY_TTL_MS);
     const char *argv[] = {"EVALSHA", publish_sha, key ? "4" : "3", keys->data, keys->data + pl + 3,
-                          keys->data + 2 * pl + 6, keys->data + kat, channel, frame->data, ret, back, ttl, kttl};
-    size_t lens[] = {7, 40, 1, pl + 3, pl + 3, pl + 3 + clen, keys->len - kat, clen, frame->len,
+                          keys->data + 2 * pl + 6, keys->data + kat, channel, f, ret, back, ttl, kttl};
+    size_t lens[] = {7, 40, 1, pl + 3, pl + 3, pl + 3 + clen, keys->len - kat, clen, flen,
                      strlen(ret), strlen(back), strlen(ttl), strlen(kttl)};
     /* Without a key the fourth key is left out (argv shifts by one). */
     int argc = (int)M0_ARRAY_LEN(argv);
@@ -265,8 +256,6 @@ int m0_broker_publish(const char *channel, size_t clen, const char *event, const
             redisFree(pc->c);  /* more than the one reply: out of step, not used again */
             pc->c = NULL;
         }
-        if (frame->cap > 256 * 1024)
-            m0_buf_free(frame);
         return rc;
     }
     if (!sent)
@@ -274,9 +263,64 @@ int m0_broker_publish(const char *channel, size_t clen, const char *event, const
     /* err holds the last failure; say what it means. */
     char why[256];
     snprintf(why, sizeof why, "%s", err);
-    snprintf(err, cap, "%s, after the event was sent: it may have been published (outcome unknown; a retry with "
-             "the same key publishes it at most once)", why);
+    snprintf(err, cap, "%s, after the event was sent: it may have been published (outcome unknown%s)", why, hint);
     return M0_BROKER_UNKNOWN;
+}
+
+int m0_broker_publish(const char *channel, size_t clen, const char *event, const char *data, size_t dlen,
+                      const char *key, size_t klen, uint64_t *id_out, char *err, size_t cap)
+{
+    const struct m0_broker_cfg *b = m0_broker;
+    *id_out = 0;
+    if (b == NULL) {
+        snprintf(err, cap, "no broker configured");
+        return M0_ERR;
+    }
+    if (m0_sse_channel_error(channel, clen) != NULL) {
+        snprintf(err, cap, "invalid channel name");
+        return M0_ERR;
+    }
+    if (key != NULL && !m0_broker_key_ok(key, klen)) {
+        snprintf(err, cap, "invalid key (1..%d printable ASCII bytes)", M0_BROKER_KEY_MAX);
+        return M0_ERR;
+    }
+    struct pubconn *pc = thread_conn(err, cap);
+    if (pc == NULL)
+        return M0_ERR;
+    struct m0_buf *frame = &pc->frame;
+    m0_buf_reset(frame);
+    m0_sse_frame(frame, 0, event, data, dlen);
+    if (frame->len + sizeof "id: 9223372036854775808\n" - 1 > M0_BUS_MAX_PAYLOAD) {   /* as m0pub counts */
+        snprintf(err, cap, "event too large (%zu bytes framed; the limit is %d)", frame->len, M0_BUS_MAX_PAYLOAD);
+        return M0_ERR;
+    }
+    int rc = publish_frame(pc, channel, clen, frame->data, frame->len, key, klen,
+                           "; a retry with the same key publishes it at most once", id_out, err, cap);
+    if (frame->cap > 256 * 1024)
+        m0_buf_free(frame);
+    return rc;
+}
+
+int m0_broker_publish_frame(const char *channel, size_t clen, const char *frame, size_t flen, uint64_t *id_out,
+                            char *err, size_t cap)
+{
+    *id_out = 0;
+    if (m0_broker == NULL) {
+        snprintf(err, cap, "no broker configured");
+        return M0_ERR;
+    }
+    if (m0_sse_channel_error(channel, clen) != NULL) {
+        snprintf(err, cap, "invalid channel name");
+        return M0_ERR;
+    }
+    if (flen > M0_BROKER_FRAME_MAX) {
+        snprintf(err, cap, "item too large (%zu bytes encoded; the limit is %d)", flen, M0_BROKER_FRAME_MAX);
+        return M0_ERR;
+    }
+    struct pubconn *pc = thread_conn(err, cap);
+    if (pc == NULL)
+        return M0_ERR;
+    return publish_frame(pc, channel, clen, frame, flen, NULL, 0, "", id_out, err, cap);
 }
 
 int m0_broker_counter(uint64_t *out, char *err, size_t cap)

@@ -20,6 +20,14 @@
  * worker's index in it (set by the master in the child, master.c). */
 struct m0_bus *m0_bus_current;
 int m0_bus_index = -1;
+int m0_bus_loops = 1;
+
+int m0_bus_endpoint(int loop)
+{
+    if (m0_bus_current == NULL || m0_bus_index < 0 || loop < 0 || loop >= m0_bus_loops)
+        return -1;
+    return m0_bus_index * m0_bus_loops + loop;
+}
 
 static uint16_t get16(const char *p)
 {

@@ -38,7 +38,9 @@ struct m0_rt {
     struct m0_registry *reg;
     uint32_t nslots;
     int journal;                    /* --replay > 0: resumes from the journal */
-    int bus_fd;                     /* this worker's bus read end */
+    int bus_fd;                     /* this loop's bus read end */
+    int endpoint;                   /* its index in the bus (m0_bus_endpoint) */
+    int loop_index;                 /* which of the worker's loops (--threads) */
     int reading;                    /* the bus is registered, or the source started */
     char *buf;                      /* one datagram */
     struct m0_order order;
@@ -103,7 +105,7 @@ static void settle(struct m0_rt *rt)
             break;
         announce_lost(rt, lost);
     }
-    uint64_t marked = m0_bus_lost(m0_bus_index);
+    uint64_t marked = m0_bus_lost(rt->endpoint);
     if (marked > rt->seen_lost) {
         /* A publisher found our bus full: that event is not coming. */
         rt->seen_lost = marked;
@@ -188,6 +190,11 @@ struct m0_rt *m0_rt_new(struct m0_loop *l, const struct m0_config *cfg, uint32_t
     return rt;
 }
 
+void m0_rt_set_loop(struct m0_rt *rt, int loop_index)
+{
+    rt->loop_index = loop_index;
+}
+
 int m0_rt_prepare(struct m0_rt *rt)
 {
     if (m0_bus_current == NULL)
@@ -203,7 +210,10 @@ int m0_rt_start(struct m0_rt *rt, const struct m0_rt_source_ops *src, void *src_
 {
     if (m0_rt_prepare(rt) != M0_OK)
         return M0_ERR;
-    rt->bus_fd = m0_bus_current->read_fds[m0_bus_index];
+    rt->endpoint = m0_bus_endpoint(rt->loop_index);
+    if (rt->endpoint < 0)
+        return M0_ERR;
+    rt->bus_fd = m0_bus_current->read_fds[rt->endpoint];
     rt->buf = m0_xmalloc(M0_BUS_MAX_DGRAM + 1);
     /* Events numbered up to now were published before this worker could
      * journal them: a resume from below is not provably whole. And what a
@@ -212,7 +222,7 @@ int m0_rt_start(struct m0_rt *rt, const struct m0_rt_source_ops *src, void *src_
     m0_registry_raise_floor(rt->reg, newest);
     m0_order_free(&rt->order);
     m0_order_init(&rt->order, newest + 1);
-    rt->seen_lost = rt->noticed = m0_bus_lost(m0_bus_index);
+    rt->seen_lost = rt->noticed = m0_bus_lost(rt->endpoint);
     if (src != NULL) {
         /* The source replaces the bus as this loop's events. */
         rt->src = src;

@@ -10,10 +10,18 @@
               view cannot even start while the first spins; without it,
               both spin at once.
 /cpu?ms=M     about M ms of pure-Python work (the benchmark's CPU-bound view)
+/sleep?ms=M   sleeps M ms (a view that blocks its thread)
+/publish?channel=C   publishes one event (m0pub.publish) and says its id
+/stream?channel=C    an M0-Hold: stream on channel C
+
+Every answer names the process, the thread and the event loop (--threads)
+the view ran for (m0.loop_index()).
 """
 
 import json
 import os
+
+import m0
 import sys
 import threading
 import time
@@ -49,7 +57,7 @@ def _arg(environ, name, default):
 
 def app(environ, start_response):
     path = environ["PATH_INFO"]
-    me = {"pid": os.getpid(), "thread": threading.get_ident()}
+    me = {"pid": os.getpid(), "thread": threading.get_ident(), "loop": m0.loop_index()}
     if path == "/gil":
         gil = sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else True
         return _json(start_response, dict(me, gil_enabled=gil))
@@ -79,4 +87,16 @@ def app(environ, start_response):
             for i in range(200):
                 x += i * i
         return _json(start_response, dict(me, x=x % 7))
+    if path == "/sleep":
+        time.sleep(_arg(environ, "ms", 100) / 1000.0)
+        return _json(start_response, me)
+    if path == "/publish":
+        import m0pub
+        channel = environ.get("QUERY_STRING", "").partition("channel=")[2] or "c"
+        return _json(start_response, dict(me, id=m0pub.publish(channel, "hello")))
+    if path == "/stream":
+        channel = environ.get("QUERY_STRING", "").partition("channel=")[2] or "c"
+        start_response("200 OK", [("Content-Type", "text/event-stream"), ("M0-Hold", "stream"),
+                                  ("M0-Channel", channel)])
+        return [b": loop %d\n\n" % m0.loop_index()]
     return _json(start_response, me)

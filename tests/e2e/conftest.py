@@ -4,13 +4,19 @@
 (``serverproc.Server``) and returns it once it answers HTTP; every server a
 test started is stopped at teardown (SIGTERM, then SIGKILL of its process
 group).  ``start_module_server`` is the same with module scope, for servers
-shared by a whole test module.
+shared by a whole test module.  ``redis`` is a redis-server of its own
+(``redisproc.Redis``: a free 127.0.0.1 port and a unix socket) for the
+broker tests, stopped at teardown.
 
 The binary is $M0SERVE, default <repo>/m0serve.
 """
 
+import shutil
+import tempfile
+
 import pytest
 
+from redisproc import Redis
 from serverproc import Server
 
 
@@ -40,3 +46,12 @@ def start_module_server():
     pool = _Pool()
     yield pool
     pool.stop_all()
+
+
+@pytest.fixture
+def redis():
+    tmp = tempfile.mkdtemp(prefix="m0redis.")     # short: a unix socket path has 108 bytes
+    server = Redis(tmp).start()
+    yield server
+    server.stop()
+    shutil.rmtree(tmp, ignore_errors=True)

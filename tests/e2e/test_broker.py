@@ -32,15 +32,6 @@ PYDIR = REPO / "python"
 EVENT_TIMEOUT = 15.0          # generous: a reconnect backs off up to 5 s
 
 
-@pytest.fixture
-def redis():
-    tmp = tempfile.mkdtemp(prefix="m0redis.")     # short: a unix socket path has 108 bytes
-    server = Redis(tmp).start()
-    yield server
-    server.stop()
-    subprocess.run(["rm", "-rf", tmp], check=False)
-
-
 def host(start_server, url, *args, workers=2):
     """One m0serve "host" on the broker at url."""
     return start_server("broker_app:application", "--realtime", "--broker", url, "--heartbeat", "0.5",

@@ -152,7 +152,7 @@ def test_the_gil_stays_off_in_an_asgi_view(ft):
     with Running(ft["binary"], "ft_hello_asgi:app", APPS_DIR, _env()) as s:
         status, body = s.get()
         seen = json.loads(body)
-        assert status == 200 and seen == {"gil_enabled": False, "modules": ["_m0asgi", "m0"]}, body
+        assert status == 200 and (seen["gil_enabled"], seen["modules"]) == (False, ["_m0asgi", "m0"]), body
         assert s.boot.endswith("free-threaded build, GIL disabled"), s.boot
 
 

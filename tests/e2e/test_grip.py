@@ -12,6 +12,7 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -237,13 +238,13 @@ def test_gripcontrol_publish_http_response_answers_a_long_poll(grip):
     assert "Connection: close" in head
 
 
-def answer_long_poll(s, pub, fmt):
+def answer_long_poll(s, pub, fmt, channel="lp"):
     """Publish until the held long-poll on s is answered; its head and body
     (Content-Length framed) are taken off s.buf, what follows stays."""
     deadline = time.monotonic() + 4
     while b"\r\n\r\n" not in s.buf:
         assert time.monotonic() < deadline, "the long-poll was not answered by the publish"
-        pub.publish_http_response("lp", fmt, blocking=True)
+        pub.publish_http_response(channel, fmt, blocking=True)
         try:
             s.read_until(b"\r\n\r\n", timeout=0.2)
         except AssertionError:
@@ -482,3 +483,137 @@ def test_send_event_skip_user_ids_skips_that_user_only(grip):
         assert b"not-for-anonymous" not in body
     finally:
         s.close()
+
+
+# --------------------------------------------------- with --broker (Redis)
+
+def key_file(tmp_path):
+    key = tmp_path / "grip.key"
+    key.write_text(KEY + "\n")
+    key.chmod(0o600)
+    return key
+
+
+def broker_host(start_server, tmp_path, redis, workers=2):
+    """One m0serve "host" (its own processes) on the broker, with its own
+    control port (server.cport)."""
+    cport = free_port()
+    server = start_server("grip_asgi:app", "--grip-key-file", str(key_file(tmp_path)), "--grip-control",
+                          "127.0.0.1:%d" % cport, "--broker", redis.url, workers=workers)
+    server.cport = cport
+    return server
+
+
+def item(channel, *contents):
+    """An EPCP body: one http-stream item per content, in order."""
+    return json.dumps({"items": [{"channel": channel, "http-stream": {"content": c}} for c in contents]}).encode()
+
+
+BEARER = {"Authorization": "Bearer " + KEY}
+
+
+def test_with_a_broker_a_publish_to_one_host_reaches_the_holds_of_another(tmp_path, start_server, redis):
+    """Two hosts on one Redis: gripcontrol's publishes to host A's control
+    port go through the broker's log and reach the Grip-Hold: stream and
+    Grip-Hold: response holds of host B's workers, payload bytes intact,
+    in order, with prev-id chaining kept."""
+    a = broker_host(start_server, tmp_path, redis)
+    b = broker_host(start_server, tmp_path, redis)
+    streams = [Stream(b.port, "/st?ch=bst") for _ in range(4)] + [Stream(a.port, "/st?ch=bst")]   # B's workers, and A
+    chained = Stream(b.port, "/st?ch=pst&prev=p0")
+    try:
+        for s in streams + [chained]:
+            s.read_until("asgi head\n")
+        pub = publisher(a.cport)
+        pub.publish_http_stream("bst", "data: one\n\n", blocking=True)
+        pub.publish_http_stream("bst", gripcontrol.HttpStreamFormat(b"\x00G\xff\r\n\x00bin"), blocking=True)
+        for s in streams:
+            s.read_until(b"asgi head\ndata: one\n\n\x00G\xff\r\n\x00bin")
+        assert redis.command("XLEN", "m0:log") == b"2"       # through the broker, one entry each
+        # The items of one request keep their order.
+        assert _post(a.cport, item("bst", "i1\n", "i2\n", "i3\n"), BEARER) == (200, b"Published\n")
+        for s in streams:
+            s.read_until(b"\x00bini1\ni2\ni3\n")
+        # id/prev-id across hosts: the item that chains on p0 is taken, one
+        # that does not (p2 was never seen) ends the stream.
+        pub.publish_http_stream("pst", "first\n", id="p1", prev_id="p0", blocking=True)
+        chained.read_until("asgi head\nfirst\n")
+        pub.publish_http_stream("pst", "skipped\n", id="p3", prev_id="p2", blocking=True)
+        assert chained.read_to_eof() == chained.buf and b"skipped" not in chained.buf
+    finally:
+        for s in streams + [chained]:
+            s.close()
+    lp = Stream(b.port, "/lp?ch=blp", ["Connection: close"])
+    try:
+        fmt = gripcontrol.HttpResponseFormat(code=201, reason="Made", headers={"X-A": "1"}, body=b"made\x00\n")
+        head, body = answer_long_poll(lp, publisher(a.cport), fmt, channel="blp")
+    finally:
+        lp.close()
+    assert head.startswith("HTTP/1.1 201 Made") and "X-A: 1" in head and grip_lines(head) == []
+    assert body == b"made\x00\n"
+
+
+def test_with_the_broker_down_a_publish_is_a_503_and_nothing_arrives_later(tmp_path, start_server, redis):
+    a = broker_host(start_server, tmp_path, redis, workers=1)
+    s = Stream(a.port, "/st?ch=dst")
+    try:
+        s.read_until("asgi head\n")
+        assert _post(a.cport, item("dst", "before\n"), BEARER) == (200, b"Published\n")
+        s.read_until("asgi head\nbefore\n")
+        redis.kill()
+        status, body = _post(a.cport, item("dst", "lost\n"), BEARER)
+        assert status == 503, body
+        assert body.startswith(b"Broker unavailable: broker redis://127.0.0.1:") and b"Nothing was published" in body
+        redis.start()                                      # same data: the append-only file
+        deadline = time.monotonic() + WAIT
+        while _post(a.cport, item("dst", "after\n"), BEARER)[0] != 200:
+            assert time.monotonic() < deadline, "publishing never recovered"
+            time.sleep(0.1)
+        s.read_until("after\n", timeout=20)           # the reader reconnects with its backoff
+        assert b"lost" not in s.buf
+        assert redis.command("XLEN", "m0:log") == b"2"      # before, after
+    finally:
+        s.close()
+
+
+def test_a_publish_whose_reply_never_comes_is_outcome_unknown_and_the_loop_serves_meanwhile(
+        tmp_path, start_server, redis):
+    """A broker that takes the command and never answers (stopped): the
+    EPCP client gets a 503 that names the outcome as unknown, after the
+    publisher's 1 s reply timeout; the worker's loop answers other requests
+    meanwhile (the publish waits on its own thread, not on the loop)."""
+    import threading
+
+    a = broker_host(start_server, tmp_path, redis, workers=1)
+    s = Stream(a.port, "/st?ch=ust")
+    try:
+        s.read_until("asgi head\n")
+        assert _post(a.cport, item("ust", "warm\n"), BEARER)[0] == 200      # the script loaded, connected
+        s.read_until("warm\n")
+        os.kill(redis.proc.pid, signal.SIGSTOP)
+        try:
+            got = {}
+            t = threading.Thread(target=lambda: got.update(r=_post(a.cport, item("ust", "maybe\n"), BEARER)))
+            t0 = time.monotonic()
+            t.start()
+            time.sleep(0.2)                 # the publish is on its way (no event to wait for from outside)
+            status, _, body = get(a.cport, "/")
+            assert status == 200 and body == b"m0serve GRIP control\n"
+            assert get(a.port, "/echo")[0] == 200
+            assert time.monotonic() - t0 < 0.9 and "r" not in got       # answered while the publish waits
+            t.join(WAIT)
+        finally:
+            os.kill(redis.proc.pid, signal.SIGCONT)
+        status, body = got["r"]
+        assert status == 503 and b"outcome unknown" in body, body
+        assert b"Item 1 of 1" in body
+    finally:
+        s.close()
+
+
+def test_with_a_broker_an_unauthenticated_publish_is_still_refused(tmp_path, start_server, redis):
+    a = broker_host(start_server, tmp_path, redis, workers=1)
+    assert _post(a.cport, item("x", "x"), {})[0] == 401
+    assert _post(a.cport, item("x", "x"), {"Authorization": "Bearer wrong"})[0] == 401
+    assert _post(a.cport, item("x", "x"), BEARER) == (200, b"Published\n")
+    assert redis.command("XLEN", "m0:log") == b"1"          # only the authenticated one

@@ -55,6 +55,25 @@ def test_a_mistyped_flag_gets_the_nearest_one():
     assert stderr.strip() == "m0serve: error: unrecognized option '--worker'; did you mean '--workers'?"
 
 
+def test_threads_on_a_gil_build_exits_78_with_one_line():
+    """--threads N (event loops) needs a free-threaded CPython: a GIL build
+    would run the loops' Python one at a time. One line says so and names
+    what a gunicorn user means by --threads (handler threads)."""
+    import sysconfig
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        import pytest
+        pytest.skip("this is the free-threaded build: --threads is served (tests/e2e/test_threads.py)")
+    for args in (["--threads", "2"], ["--threads=4", "--workers", "2"]):
+        status, stderr = run_to_exit(["conformance:application"] + args)
+        lines = stderr.strip().splitlines()
+        assert status == 78 and len(lines) == 1, (status, stderr)
+        assert "free-threaded" in lines[0] and "--blocking-threads" in lines[0] and "--workers" in lines[0], lines
+    status, stderr = run_to_exit(["conformance:application", "--threads", "0"])
+    assert status == 2 and "--threads" in stderr, stderr
+    env_status, env_err = run_to_exit(["conformance:application"], env={"M0_THREADS": "3"})
+    assert env_status == 78 and "--threads 3" in env_err, env_err
+
+
 def test_gunicorn_timeout_flag_is_explained_not_mapped():
     status, stderr = run_to_exit(["conformance:application", "-t", "30"])
     assert status == 2

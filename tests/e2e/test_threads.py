@@ -13,13 +13,19 @@ ordinary e2e run), or when M0SERVE is not the binary built for it.
   GIL and a long switch interval the second could not start until the
   first gave up);
 - Django and Flask pages and Starlette routes are served by the
-  free-threaded build.
+  free-threaded build;
+- --threads 2: each loop answers (WSGI and ASGI), a view blocking one loop
+  leaves the other served, a publish reaches the holds of both loops with
+  one id, /health sums the loops and lists each, SIGTERM drains both,
+  --max-requests counts the process.
 """
 
 import json
+import re
 import sys
 import sysconfig
 import threading
+import time
 
 import pytest
 
@@ -121,3 +127,157 @@ def test_starlette_routes(start_server):
     assert status == 200 and seen["ok"] is True and seen["path"] == "/json", seen
     status, seen = _get_json(s.port, "/items/42")
     assert (status, seen) == (200, {"item_id": "42"})
+
+
+# ------------------------------------------------------------ --threads N
+
+
+def _loop_of(conn, target="/gil"):
+    """The loop that serves the keep-alive connection conn (the view says)."""
+    r = conn.request("GET", target)
+    assert r.status == 200, r
+    return json.loads(r.body)
+
+
+def _conns_on_every_loop(port, n, limit=64):
+    """Keep-alive connections until each of n loops has one: {loop: Conn}.
+    The kernel picks a loop per connection at random (one SO_REUSEPORT
+    socket per loop), so limit connections miss a loop with odds 2^-63."""
+    from rawhttp import Conn
+    got, spare = {}, []
+    for _ in range(limit):
+        c = Conn(port, timeout=30)
+        seen = _loop_of(c)
+        if seen["loop"] in got:
+            spare.append(c)
+        else:
+            got[seen["loop"]] = c
+        if len(got) == n:
+            break
+    for c in spare:
+        c.close()
+    assert sorted(got) == list(range(n)), sorted(got)
+    return got
+
+
+@pytest.mark.parametrize("app", ["threads_app:app", "ft_hello_asgi:app"])
+def test_requests_are_answered_by_each_loop(start_server, app):
+    """--threads 2: one process, two loops, each answering on its own
+    threads (WSGI: each loop's pool; ASGI: each loop's executor)."""
+    pool = ("--blocking-threads", "1") if app.startswith("threads_app") else ()
+    s = start_server(app, "--threads", "2", *pool)
+    conns = _conns_on_every_loop(s.port, 2)
+    seen = {loop: _loop_of(c) for loop, c in conns.items()}
+    for c in conns.values():
+        c.close()
+    assert {v["loop"] for v in seen.values()} == {0, 1}
+    assert len({v["thread"] for v in seen.values()}) == 2, seen
+    assert all(v["gil_enabled"] is False for v in seen.values()), seen
+    assert "2 event loops" in s.stderr.text()
+    if app.startswith("threads_app"):
+        assert len({v["pid"] for v in seen.values()}) == 1, seen
+
+
+def test_a_view_blocked_on_one_loop_leaves_the_other_loops_served(start_server):
+    """Views inline on the loop threads (--blocking-threads 0): a view that
+    sleeps 3 s blocks its own loop only; a connection on the other loop is
+    answered meanwhile."""
+    s = start_server("threads_app:app", "--threads", "2", "--blocking-threads", "0")
+    conns = _conns_on_every_loop(s.port, 2)
+    blocked = conns[0]
+    blocked.send(b"GET /sleep?ms=3000 HTTP/1.1\r\nHost: x\r\n\r\n")
+    time.sleep(0.2)   # the sleep has begun (a missed start only weakens the test: the timing below still holds)
+    t0 = time.monotonic()
+    for _ in range(5):
+        assert _loop_of(conns[1])["loop"] == 1
+    took = time.monotonic() - t0
+    assert took < 1.5, took       # five answers while loop 0 sleeps 3 s
+    r = blocked.read_response("GET")
+    assert r.status == 200 and json.loads(r.body)["loop"] == 0
+    for c in conns.values():
+        c.close()
+
+
+def _read_until(sock, needle, timeout):
+    deadline = time.monotonic() + timeout
+    buf = b""
+    while needle not in buf:
+        left = deadline - time.monotonic()
+        assert left > 0, buf
+        sock.settimeout(left)
+        chunk = sock.recv(65536)
+        assert chunk, buf
+        buf += chunk
+    return buf
+
+
+def test_a_publish_reaches_the_holds_of_every_loop_with_one_id(start_server):
+    """Held streams on both loops of one worker: one m0pub.publish from a
+    view reaches them all, numbered once (one bus endpoint per loop)."""
+    import socket
+    s = start_server("threads_app:app", "--threads", "2", "--realtime")
+    streams, loops = [], set()
+    for _ in range(64):
+        sock = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+        sock.sendall(b"GET /stream?channel=news HTTP/1.1\r\nHost: x\r\n\r\n")
+        head = _read_until(sock, b"\n\n", 10)
+        while re.search(rb": loop (\d+)\n\n", head) is None:
+            head += _read_until(sock, b"\n\n", 10)
+        loops.add(int(re.search(rb": loop (\d+)\n\n", head).group(1)))
+        streams.append(sock)
+        if loops == {0, 1} and len(streams) >= 4:
+            break
+    assert loops == {0, 1}, loops
+    status, seen = _get_json(s.port, "/publish?channel=news")
+    assert status == 200 and seen["id"] > 0, seen
+    want = b"id: %d\ndata: hello\n\n" % seen["id"]
+    for sock in streams:
+        assert want in _read_until(sock, want, 10)
+        sock.close()
+
+
+def test_health_sums_the_loops_and_lists_each(start_server):
+    s = start_server("threads_app:app", "--threads", "2", "--realtime")
+    conns = _conns_on_every_loop(s.port, 2)
+    status, h = _get_json(s.port, "/health")
+    assert status == 200 and [l["loop"] for l in h["loops"]] == [0, 1], h
+    assert all(l["requests"] >= 1 for l in h["loops"]), h
+    assert h["requests"] == sum(l["requests"] for l in h["loops"]), h
+    assert h["connections"] >= 2 and h["mounts"][0]["requests"] >= 2, h
+    for c in conns.values():
+        c.close()
+
+
+def test_sigterm_drains_every_loop(start_server):
+    """SIGTERM while a view runs on each loop: both answer, then the worker
+    and the master exit 0."""
+    import signal
+    s = start_server("threads_app:app", "--threads", "2", "--blocking-threads", "1")
+    conns = _conns_on_every_loop(s.port, 2)
+    for c in conns.values():
+        c.send(b"GET /sleep?ms=1500 HTTP/1.1\r\nHost: x\r\n\r\n")
+    time.sleep(0.3)
+    s.signal(signal.SIGTERM)
+    for loop, c in conns.items():
+        r = c.read_response("GET")
+        assert r.status == 200 and json.loads(r.body)["loop"] == loop, r
+        c.close()
+    assert s.wait(30) == 0, s.stderr.text()
+    text = s.stderr.text()
+    assert "event loop 1: " in text and "draining" in text, text
+
+
+def test_max_requests_counts_the_process_and_replaces_it_whole(start_server):
+    """--max-requests 40 with two loops: the requests of both count; the
+    worker process is replaced once they add up, without a failed request."""
+    s = start_server("threads_app:app", "--threads", "2", "--max-requests", "40")
+    pids = []
+    deadline = time.monotonic() + 60
+    while len(set(pids)) < 2 and time.monotonic() < deadline:
+        status, seen = _get_json(s.port, "/gil")
+        assert status == 200, seen
+        pids.append(seen["pid"])
+    assert len(set(pids)) >= 2, pids
+    # The loops' sum is checked each sweep (200 ms) at most: a few over 40.
+    asked = re.search(r"worker answered (\d+) requests \(--max-requests\)", s.stderr.text())
+    assert asked is not None and 40 <= int(asked.group(1)) < 40 + 2000, s.stderr.text()
