@@ -54,6 +54,8 @@ Environment:
                            limit cannot hold is run capped at the limit - 512
   CHURN_SECONDS=10 ABRUPT=0.5  churn length, fraction of abrupt (RST) closes
   SOURCES=8 BATCH=512      C client: 127.0.0.x source addresses, connects in flight
+  FLOOR_ARGS=""            extra words for bench/fanout_floor (e.g. --uring: the
+                           passes through io_uring instead of one send() each)
   M0SERVE=./m0serve PYTHON=/usr/bin/python3 (runs the client)
   BENCH_VENV=.venv-bench   venv with uvicorn, uvloop, httptools, granian, hypercorn
                            (make bench-venv); uvicorn runs as $BENCH_VENV/bin/python -m
@@ -79,6 +81,7 @@ ABRUPT=${ABRUPT:-0.5}
 SOURCES=${SOURCES:-8}
 BATCH=${BATCH:-512}
 PYTHON=${PYTHON:-/usr/bin/python3}
+read -r -a FLOOR_EXTRA <<<"${FLOOR_ARGS:-}"
 STREAMS=1000,10000
 SERVERS=m0serve,m0serve-asgi,uvicorn,granian,hypercorn
 CLIENT=auto
@@ -165,7 +168,7 @@ server_cmd() {   # server_cmd NAME PORT N -> SCMD, SENV (environment words), STO
             SCMD=("$M0SERVE" asgi_rt_app:app --app-dir bench --bind "127.0.0.1:$2" --realtime --workers 1 "${MAXCONN[@]}")
             STOPSIG=TERM ;;
         floor)
-            SCMD=("$FANOUT_FLOOR" --port "$2" -n "$3" --events "$EVENTS" --interval "$INTERVAL")
+            SCMD=("$FANOUT_FLOOR" --port "$2" -n "$3" --events "$EVENTS" --interval "$INTERVAL" "${FLOOR_EXTRA[@]}")
             STOPSIG=TERM ;;
         uvicorn)
             SCMD=("$BENCH_PY" -m uvicorn --app-dir bench asgi_sse:app --host 127.0.0.1 --port "$2"

@@ -97,6 +97,8 @@ struct m0_holds {
     uint64_t heartbeat_ms;      /* --heartbeat (0: none) */
     size_t outbox_limit;        /* --outbox-limit */
     int corking;                /* inside a fan-out pass: queue, write at its end */
+    int direct;                 /* this pass touches a connection once: write each delivery at once */
+    uint32_t ndirect;           /* deliveries written at once this pass */
     int replaying;              /* the delivery is a replay: allowed past the limit */
     int owing;                  /* m0_hold_send_owed is sending: a runner's own bytes */
     uint32_t *corked;           /* slots with bytes queued this pass */
@@ -140,6 +142,12 @@ void m0_hold_end_all(struct m0_server *s);
  * once when nothing is waiting, else appended to its bounded outbox (one
  * more than --outbox-limit behind is doomed). */
 void m0_hold_send(struct m0_server *s, struct m0_conn *c, const char *p, size_t n);
+/* One whole delivery of a fan-out pass (one buffer, the hold's deliver):
+ * in a pass that touches each connection at most once (one event in
+ * flight: nothing to merge) it is written at once, from the caller's
+ * buffer, when nothing is queued — no copy into the outbox, no second walk
+ * at the pass's end; otherwise as m0_hold_send. */
+void m0_hold_deliver(struct m0_server *s, struct m0_conn *c, const char *p, size_t n);
 /* The same for bytes a runner owes its socket (an ASGI app's frames): they
  * are bounded by the runner's credit window (job.h), not --outbox-limit. */
 void m0_hold_send_owed(struct m0_server *s, struct m0_conn *c, const char *p, size_t n);

@@ -56,9 +56,11 @@ struct m0_rt_sink {
      * replay: it comes from a journal or a source's replay, and may go
      * past the outbox limit, as a journal replay may. */
     void (*deliver)(void *ctx, uint32_t slot, const char *frame, size_t n, int replay);
-    /* A fan-out pass begins: deliveries may be queued until flush. */
-    void (*cork)(void *ctx);
-    /* Subscribers with bytes queued since cork. */
+    /* A fan-out pass begins: deliveries may be queued until flush. once:
+     * no subscriber gets more than one delivery before flush (one event
+     * in flight), so nothing is gained by queueing them. */
+    void (*cork)(void *ctx, int once);
+    /* Subscribers written to or with bytes queued since cork. */
     unsigned (*corked)(const void *ctx);
     /* After a batch of deliveries: write what a corked pass queued, then
      * close the subscribers the deliveries doomed (never during them). */

@@ -135,6 +135,21 @@ void m0_hold_send(struct m0_server *s, struct m0_conn *c, const char *p, size_t 
     }
 }
 
+void m0_hold_deliver(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
+{
+    struct m0_holds *hs = s->holds;
+    if (!hs->corking || !hs->direct || c->hold == NULL || m0_buf_unread(&c->hold->outbox) > 0) {
+        m0_hold_send(s, c, p, n);
+        return;
+    }
+    /* Unqueued, as outside a pass: a short write queues the rest and arms
+     * EPOLLOUT, an error dooms (closed at the pass's end). */
+    hs->corking = 0;
+    m0_hold_send(s, c, p, n);
+    hs->corking = 1;
+    hs->ndirect++;
+}
+
 void m0_hold_send_owed(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
 {
     s->holds->owing = 1;
@@ -156,16 +171,18 @@ static void sink_deliver(void *ctx, uint32_t slot, const char *p, size_t n, int 
     s->holds->replaying = was;
 }
 
-static void sink_cork(void *ctx)
+static void sink_cork(void *ctx, int once)
 {
     struct m0_server *s = ctx;
     s->holds->corking = 1;
+    s->holds->direct = once;
+    s->holds->ndirect = 0;
 }
 
 static unsigned sink_corked(const void *ctx)
 {
     const struct m0_server *s = ctx;
-    return s->holds->ncorked;
+    return s->holds->ncorked + s->holds->ndirect;
 }
 
 /* The end of a batch: one write per connection a corked pass touched, then
@@ -176,6 +193,7 @@ static void sink_flush(void *ctx)
     struct m0_holds *hs = s->holds;
     if (hs->corking) {
         hs->corking = 0;
+        hs->direct = 0;
         for (uint32_t i = 0; i < hs->ncorked; i++) {
             struct m0_conn *c = m0_conn_of(s, hs->corked[i]);
             struct m0_hold *h = c->hold;
@@ -361,7 +379,7 @@ static void sse_deliver(struct m0_server *s, struct m0_conn *c, const char *fram
 {
     if (m0_grip_is_item(frame, n))
         return;              /* a GRIP item on the channel: for GRIP holds only (grip_hold.h) */
-    m0_hold_send(s, c, frame, n);
+    m0_hold_deliver(s, c, frame, n);
 }
 
 /* Drain: what is queued, then a FIN (the client reconnects and resumes). */

@@ -269,7 +269,7 @@ static void ws_deliver(struct m0_server *s, struct m0_conn *c, const char *frame
         return;              /* a GRIP item is for GRIP holds only (grip_hold.h) */
     const struct m0_buf *frames = m0_ws_event_frames(m0_ws_scratch_of(s), frame, n);
     if (frames->len > 0)
-        m0_hold_send(s, c, frames->data, frames->len);
+        m0_hold_deliver(s, c, frames->data, frames->len);
 }
 
 /* ------------------------------------------------------------ messages */

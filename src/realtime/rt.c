@@ -156,7 +156,8 @@ static void rt_hook(struct m0_loop *l, void *ctx)
     if (rt->reading && rt->src == NULL)
         settle(rt);
     if (m0_registry_fanout_pending(rt->reg)) {
-        rt->sink.cork(rt->sink.ctx);
+        /* One event in flight: its slices touch each subscriber once. */
+        rt->sink.cork(rt->sink.ctx, m0_registry_fanout_backlog(rt->reg) == 1);
         int slices = 0;
         do
             m0_registry_fanout(rt->reg, deliver, rt);
