@@ -327,3 +327,45 @@ def test_max_requests_counts_the_process_and_replaces_it_whole(start_server):
     # The loops' sum is checked each sweep (200 ms) at most: a few over 40.
     asked = re.search(r"worker answered (\d+) requests \(--max-requests\)", s.stderr.text())
     assert asked is not None and 40 <= int(asked.group(1)) < 40 + 2000, s.stderr.text()
+
+
+def _served_conns(port, n):
+    """n keep-alive connections, one request each: (open served ones,
+    refused count, {loop: served})."""
+    from rawhttp import Conn, IncompleteResponse
+    served, refused, loops = [], 0, {}
+    for _ in range(n):
+        c = Conn(port, timeout=5)
+        try:
+            seen = _loop_of(c)
+        except (IncompleteResponse, ConnectionError):
+            refused += 1
+            c.close()
+            continue
+        served.append(c)
+        loops[seen["loop"]] = loops.get(seen["loop"], 0) + 1
+    return served, refused, loops
+
+
+def test_max_connections_is_the_workers_across_its_loops(start_server):
+    """--max-connections counts the worker's connections (README: slots per
+    worker), whichever loop holds them: with --threads 2, 40 idle
+    keep-alive connections get 16 served, not 16 per loop; closing them
+    gives the worker its slots back."""
+    s = start_server("threads_app:app", "--threads", "2", "--max-connections", "16")
+    served, refused, loops = _served_conns(s.port, 40)
+    try:
+        assert len(served) == 16 and refused == 24, (len(served), refused, loops)
+        assert s.stderr.wait_for(re.compile(r"all 16 connection slots busy"), 5)
+    finally:
+        for c in served:
+            c.close()
+    deadline = time.monotonic() + 10
+    while True:       # the server sees each close on its next pass
+        again, refused, _ = _served_conns(s.port, 16)
+        for c in again:
+            c.close()
+        if len(again) == 16 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert len(again) == 16, (len(again), refused)
