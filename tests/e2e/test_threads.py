@@ -369,3 +369,16 @@ def test_max_connections_is_the_workers_across_its_loops(start_server):
             break
         time.sleep(0.1)
     assert len(again) == 16, (len(again), refused)
+
+
+def test_threads_that_publish_and_end_leave_no_buffers_behind(start_server):
+    """A thread's publish buffers (the frame and the datagram, kept for its
+    next publish) go when the thread ends: an application that publishes
+    from short-lived threads (or an elastic pool's retiring ones) does not
+    grow by two event-sized buffers per thread it ever had."""
+    s = start_server("threads_app:app", "--threads", "2", "--realtime")
+    _get_json(s.port, "/publish-threads?n=100")                  # warm: the allocator's arenas, the imports
+    before = _get_json(s.port, "/publish-threads?n=20")[1]["rss_kib"]
+    after = _get_json(s.port, "/publish-threads?n=400")[1]["rss_kib"]
+    # Kept, 400 threads' buffers are about 400 x 120 KB = 47 MB.
+    assert after - before < 16 * 1024, (before, after)
