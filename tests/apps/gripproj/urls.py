@@ -11,6 +11,7 @@ urlpatterns = [
     path("echo/", views.echo),
     path("lp/", views.longpoll),
     path("st/", views.stream),
+    path("ws/", views.ws),
     path("page/", views.page),
     path("bad/", views.bad),
 ]
