@@ -21,6 +21,7 @@ import time
 import pytest
 
 from serverproc import APPS_DIR, free_port, run_to_exit
+from sse import SSEStream
 from wsraw import BINARY, TEXT, RawWS
 
 # django_eventstream and django_grip need settings to import: only their
@@ -241,9 +242,14 @@ def test_gripcontrol_ws_message_content_bin_is_one_binary_frame(grip):
 
 
 def test_an_item_with_http_stream_and_ws_message_reaches_each_hold_with_its_own_format(grip):
+    """The GRIP stream gets the http-stream content, the WebSocket the
+    ws-message content, an m0serve SSE hold neither (its first event after
+    the item is the m0pub.publish behind it)."""
     s = Stream(grip["port"], "/st/?channel=mix")
     ws = held_ws(grip["port"], "mix")
+    sse = SSEStream(grip["port"], "/sse/?channel=mix")
     try:
+        assert sse.status == 200
         s.read_until("stream head\n")
         item = ws_item(gripcontrol.HttpStreamFormat("data: for-streams\n\n"),
                        gripcontrol.WebSocketMessageFormat("for-sockets"))
@@ -252,9 +258,16 @@ def test_an_item_with_http_stream_and_ws_message_reaches_each_hold_with_its_own_
         assert b"for-sockets" not in s.buf
         f = ws.recv_data()
         assert (f.opcode, f.payload) == (TEXT, b"for-sockets")
+        get(grip["port"], "/m0publish/?channel=mix&data=after")
+        ev = sse.next_event()
+        assert ev.data == "after", ev
+        assert b"for-streams" not in sse.raw and b"for-sockets" not in sse.raw
+        f = ws.recv_data()                       # m0pub's event reaches the socket too, as text
+        assert (f.opcode, f.payload) == (TEXT, b"after")
     finally:
         s.close()
         ws.close()
+        sse.sock.close()
 
 
 def test_a_websocket_gets_nothing_of_other_channels_nor_of_items_without_ws_message(grip):

@@ -12,6 +12,8 @@ urlpatterns = [
     path("lp/", views.longpoll),
     path("st/", views.stream),
     path("ws/", views.ws),
+    path("sse/", views.sse),
+    path("m0publish/", views.m0publish),
     path("page/", views.page),
     path("bad/", views.bad),
 ]

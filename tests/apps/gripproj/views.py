@@ -44,6 +44,21 @@ def ws(request):
     return HttpResponse("")
 
 
+def sse(request):
+    """An m0serve SSE hold on ?channel= (M0-Hold: stream), not a GRIP one."""
+    from m0serve.django import hold_stream_response
+
+    return hold_stream_response(request.GET.get("channel", "sse"))
+
+
+def m0publish(request):
+    """m0pub.publish (the server's own events, SSE-framed) to ?channel=."""
+    import m0pub
+
+    m0pub.publish(request.GET["channel"], request.GET.get("data", ""))
+    return HttpResponse("published\n", content_type="text/plain")
+
+
 PAGE = """<!doctype html><title>events</title><pre id="log"></pre>
 <script>
 var es = new EventSource("/events/");
