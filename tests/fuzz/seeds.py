@@ -296,6 +296,8 @@ def epcp_seeds():
         "ws": b'{"items": [{"ws-message": {"content-bin": "AAE="}, "channel": "ws"}, {"ws-message": {"action": '
               b'"close", "code": 1001, "reason": "bye"}, "channel": "ws"}, {"channel": "p", "ws-message": '
               b'{"type": "ping"}}]}',
+        "ws-text-bin": b'{"items": [{"channel": "t", "ws-message": {"type": "text", "content-bin": "w6k="}}, '
+                       b'{"channel": "t", "ws-message": {"type": "text", "content-bin": "/w=="}}]}',
         "formats-meta": b'{"items": [{"channel": "c", "formats": {"http-stream": {"content": "x"}}, "meta": '
                         b'{"skip_users": "1,2"}, "no-seq": true}]}',
         "bad": b'{"items": [{"channel": "c", "http-response": {"code": 1000}}]}',
