@@ -251,6 +251,9 @@ def broker_seeds():
         "big-array": bytes([1, 63]) + b"*99999999\r\n",
         "deep": bytes([1, 63]) + b"*1\r\n" * 9 + b":1\r\n",
         "bad-type": bytes([1, 63]) + b"?what\r\n",
+    }
+
+
 # GRIP header sets, one "Name:value" per line (fuzz_grip.c). The first
 # ones are what django-eventstream 5.3.4 and django-grip 3.5.2 emit.
 ES_LINK = (b"</events/?link=next&recover=true&es-meta=eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
