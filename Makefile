@@ -304,9 +304,9 @@ FUZZ_CMD = mkdir -p build/fuzz/work/$(1) build/fuzz/artifacts/$(1) && \
 	build/fuzz/fuzz_$(1) -max_total_time=$(2) -timeout=$(FUZZ_TIMEOUT) -rss_limit_mb=2048 \
 	    -print_final_stats=1 -artifact_prefix=build/fuzz/artifacts/$(1)/ \
 	    $$(test -f tests/fuzz/$(1).dict && echo -dict=tests/fuzz/$(1).dict) \
-	    build/fuzz/work/$(1) tests/fuzz/corpus/$(1)
+	    build/fuzz/work/$(1) tests/fuzz/corpus/$(1) $$(test -d build/fuzz/seeds/$(1) && echo build/fuzz/seeds/$(1))
 
-fuzz-smoke: $(FUZZ_BINS)
+fuzz-smoke: $(FUZZ_BINS) fuzz-seeds
 	$(Q)set -e; for d in $(FUZZ_DRIVERS); do \
 	    echo "  FUZZ    $$d ($(FUZZ_SECONDS)s)"; \
 	    $(call FUZZ_CMD,$$d,$(FUZZ_SECONDS)) > build/fuzz/$$d.log 2>&1 || { tail -n 60 build/fuzz/$$d.log; exit 1; }; \
@@ -316,7 +316,9 @@ fuzz-smoke: $(FUZZ_BINS)
 fuzz-run: build/fuzz/fuzz_$(FUZZ)
 	$(Q)$(call FUZZ_CMD,$(FUZZ),$(FUZZ_SECONDS))
 
-# The hand-written seeds (tests/fuzz/seeds.py), for fuzz-merge to fold in.
+# The hand-written seeds (tests/fuzz/seeds.py), for fuzz-merge to fold in;
+# fuzz-smoke makes them first and runs each driver over them too, so a seed
+# file that no longer runs fails make test.
 fuzz-seeds:
 	$(Q)rm -rf build/fuzz/seeds && $(PYTHON) tests/fuzz/seeds.py build/fuzz/seeds
 

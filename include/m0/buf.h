@@ -21,6 +21,8 @@ struct m0_buf {
 
 /* Allocate n bytes or abort with a log line. Never returns NULL. */
 void *m0_xmalloc(size_t n);
+/* The same, zeroed. */
+void *m0_xcalloc(size_t n);
 void *m0_xrealloc(void *p, size_t n);
 char *m0_xstrndup(const char *s, size_t n);
 

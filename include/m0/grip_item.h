@@ -12,8 +12,12 @@
  *   u8 flags (M0_GRIP_IT_*), u32 stream filters,
  *   u16+bytes id, u16+bytes prev-id, u32+bytes stream content,
  *   u16 code, u16+bytes reason, u16 nheaders, (u16+name, u16+value)...,
- *   u32+bytes body, u8 nmeta, (u16+key, u16+value)..., u16+bytes channel
+ *   u32+bytes body, u8 nmeta, (u16+key, u16+value)...,
+ *   u8 ws opcode (RFC 6455 §5.2; 0: no ws-message), u32+bytes ws content,
+ *   u16+bytes channel
  *   (a hold on several channels checks prev-id against that channel's id)
+ * The layout is this build's: frames are never kept past a run, but with
+ * --broker every host must run the same build.
  *
  * Pure: no sockets, no Python.
  */
@@ -31,6 +35,7 @@ struct m0_epcp_item;
 #define M0_GRIP_IT_ID            0x08u   /* the item has an id */
 #define M0_GRIP_IT_PREV_ID       0x10u   /* the item has a prev-id */
 #define M0_GRIP_IT_FILTERS       0x20u   /* the stream format named its content-filters */
+#define M0_GRIP_IT_WS            0x40u   /* a ws-message format, action send (for WebSocket holds) */
 
 #define M0_GRIP_ITEM_HEADERS_MAX 64
 #define M0_GRIP_ITEM_META_MAX    16
@@ -51,6 +56,8 @@ struct m0_grip_item {
     struct m0_grip_view hname[M0_GRIP_ITEM_HEADERS_MAX], hvalue[M0_GRIP_ITEM_HEADERS_MAX];
     unsigned nmeta;
     struct m0_grip_view mkey[M0_GRIP_ITEM_META_MAX], mvalue[M0_GRIP_ITEM_META_MAX];
+    int ws_opcode;                    /* M0_GRIP_IT_WS: text, binary, ping or pong (RFC 6455 opcodes) */
+    struct m0_grip_view ws_content;   /*   its payload (text: UTF-8, epcp.c checked) */
     struct m0_grip_view channel;      /* the channel it was published on */
 };
 
@@ -60,10 +67,12 @@ static inline int m0_grip_is_item(const char *frame, size_t n)
     return n >= 2 && frame[0] == '\0' && frame[1] == 'G';
 }
 
-/* Encode the parts of it a hold uses (http-stream, http-response, id,
- * prev-id, meta; ws-message is not carried) into out, replacing its
- * contents. Returns M0_OK, or M0_ERR when it has neither an http-stream
- * nor an http-response format to carry (nothing is written). */
+/* Encode the parts of it a hold uses (http-stream, http-response,
+ * ws-message send, id, prev-id, meta; a ws-message close, hint or refresh
+ * is not carried) into out, replacing its contents. Each kind of hold
+ * takes only its own format: GRIP holds http-stream / http-response,
+ * WebSocket holds ws-message. Returns M0_OK, or M0_ERR when it has no
+ * format to carry (nothing is written). */
 int m0_grip_item_encode(struct m0_buf *out, const struct m0_epcp_item *it);
 
 /* Decode frame (n bytes) into it. M0_OK, or M0_ERR when it is not a

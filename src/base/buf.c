@@ -32,6 +32,14 @@ void *m0_xmalloc(size_t n)
     return p;
 }
 
+void *m0_xcalloc(size_t n)
+{
+    void *p = calloc(1, n ? n : 1);
+    if (M0_UNLIKELY(p == NULL))
+        oom(n);
+    return p;
+}
+
 void *m0_xrealloc(void *p, size_t n)
 {
     void *q = realloc(p, n ? n : 1);

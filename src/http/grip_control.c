@@ -105,7 +105,7 @@ static int publish_all(struct m0_server *s, struct m0_conn *c, const struct m0_e
     for (unsigned i = 0; i < pub->nitems && status == 200; i++) {
         const struct m0_epcp_item *it = &pub->items[i];
         if (m0_grip_item_encode(&frames[i], it) != M0_OK)
-            continue;        /* ws-message only, hint, refresh: nothing a hold here takes */
+            continue;        /* hint, refresh, a ws-message close: nothing a hold here takes */
         any = 1;
         if (frames[i].len > limit || m0_sse_channel_error(it->channel.p, it->channel.len) != NULL)
             status = 413;

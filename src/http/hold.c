@@ -378,7 +378,7 @@ static struct m0_hold *sse_begin(struct m0_server *s, struct m0_conn *c)
 static void sse_deliver(struct m0_server *s, struct m0_conn *c, const char *frame, size_t n)
 {
     if (m0_grip_is_item(frame, n))
-        return;              /* a GRIP item on the channel: for GRIP holds only (grip_hold.h) */
+        return;              /* a GRIP item on the channel: for GRIP and WebSocket holds (grip_item.h) */
     m0_hold_deliver(s, c, frame, n);
 }
 

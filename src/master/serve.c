@@ -215,20 +215,28 @@ static void on_signal(struct m0_loop *l, int fd, uint32_t events, void *ctx)
     }
 }
 
+/* One control message (bytes) from fd into msg: its length; 0 when none
+ * is there yet; -1 when the other end is gone (fd is then unregistered). */
+static ssize_t ctl_recv(struct m0_loop *l, int fd, char *msg, size_t cap)
+{
+    ssize_t n = recv(fd, msg, cap, MSG_DONTWAIT);
+    if (n == -1 && (errno == EAGAIN || errno == EINTR))
+        return 0;
+    if (n <= 0) {
+        m0_loop_del_fd(l, fd);
+        return -1;
+    }
+    return n;
+}
+
 static void on_ctl(struct m0_loop *l, int fd, uint32_t events, void *ctx)
 {
     struct serve *v = ctx;
     char msg[16];
     (void)events;
-    ssize_t n = recv(fd, msg, sizeof msg, MSG_DONTWAIT);
-    if (n == -1 && (errno == EAGAIN || errno == EINTR))
-        return;
-    if (n <= 0) {
-        /* The master is gone: stop taking work. */
-        m0_loop_del_fd(l, fd);
-        start_drain(v);
-        return;
-    }
+    ssize_t n = ctl_recv(l, fd, msg, sizeof msg);
+    if (n == -1)
+        start_drain(v);      /* the master (or the first loop) is gone: stop taking work */
     for (ssize_t i = 0; i < n; i++) {
         if (msg[i] == M0_CTL_GO) {
             go(v);
@@ -258,13 +266,7 @@ static void on_peer(struct m0_loop *l, int fd, uint32_t events, void *ctx)
     struct serve *v = ctx;
     char msg[16];
     (void)events;
-    ssize_t n = recv(fd, msg, sizeof msg, MSG_DONTWAIT);
-    if (n == -1 && (errno == EAGAIN || errno == EINTR))
-        return;
-    if (n <= 0) {
-        m0_loop_del_fd(l, fd);
-        return;
-    }
+    ssize_t n = ctl_recv(l, fd, msg, sizeof msg);
     for (ssize_t i = 0; i < n; i++) {
         if (msg[i] == M0_CTL_RETIRED) {
             note_retired(v);

@@ -12,6 +12,7 @@
 #include "m0/base64.h"
 #include "m0/grip.h"
 #include "m0/http.h"
+#include "m0/ws.h"
 
 struct ctx {
     struct m0_epcp_publish *pub;
@@ -309,6 +310,10 @@ static int parse_ws(struct ctx *c, json_t *f, struct m0_epcp_ws *m)
         return fail(c, "%s does not contain 'content' or 'content-bin'", w);
     if (!has_type)
         m->type = bin ? M0_EPCP_WS_BINARY : M0_EPCP_WS_TEXT;
+    /* RFC 6455 §5.6: a text frame's payload is UTF-8 ("content" is, from
+     * JSON; "content-bin" with "type": "text" must be). */
+    if (m->type == M0_EPCP_WS_TEXT && !m0_ws_utf8_valid(m->content.p, m->content.len))
+        return fail(c, "%s contains text content that is not UTF-8", w);
     /* RFC 6455 §5.5: a control frame's payload is at most 125 bytes. */
     if ((m->type == M0_EPCP_WS_PING || m->type == M0_EPCP_WS_PONG) && m->content.len > 125)
         return fail(c, "%s ping or pong content is longer than 125 bytes", w);

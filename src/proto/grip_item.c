@@ -53,13 +53,15 @@ int m0_grip_item_encode(struct m0_buf *out, const struct m0_epcp_item *it)
     int stream = st->present && st->action == M0_EPCP_SEND;
     int close = st->present && st->action == M0_EPCP_CLOSE;
     int response = rs->present && rs->action == M0_EPCP_SEND;
-    if (!stream && !close && !response)
+    int ws = it->ws.present && it->ws.action == M0_EPCP_SEND;
+    if (!stream && !close && !response && !ws)
         return M0_ERR;
     m0_buf_reset(out);
     uint8_t flags = (uint8_t)((stream ? M0_GRIP_IT_STREAM : 0) | (close ? M0_GRIP_IT_STREAM_CLOSE : 0) |
                               (response ? M0_GRIP_IT_RESPONSE : 0) | (it->has_id ? M0_GRIP_IT_ID : 0) |
                               (it->has_prev_id ? M0_GRIP_IT_PREV_ID : 0) |
-                              (st->present && st->has_filters ? M0_GRIP_IT_FILTERS : 0));
+                              (st->present && st->has_filters ? M0_GRIP_IT_FILTERS : 0) |
+                              (ws ? M0_GRIP_IT_WS : 0));
     put(out, "\0G", 2);
     put(out, &flags, 1);
     put32(out, st->present ? st->filters : 0);
@@ -84,6 +86,9 @@ int m0_grip_item_encode(struct m0_buf *out, const struct m0_epcp_item *it)
         bytes16(out, it->meta[i].name.p, it->meta[i].name.len);
         bytes16(out, it->meta[i].value.p, it->meta[i].value.len);
     }
+    uint8_t op = (uint8_t)(ws ? it->ws.type : 0);
+    put(out, &op, 1);
+    bytes32(out, it->ws.content.p, ws ? it->ws.content.len : 0);
     bytes16(out, it->channel.p, it->channel.len);
     return M0_OK;
 }
@@ -150,6 +155,17 @@ int m0_grip_item_decode(const char *frame, size_t n, struct m0_grip_item *it)
         it->mkey[i] = get_bytes(&r, 2);
         it->mvalue[i] = get_bytes(&r, 2);
     }
+    it->ws_opcode = (int)get_n(&r, 1);
+    it->ws_content = get_bytes(&r, 4);
+    /* A ws-message is text, binary, ping or pong (epcp.h; a control
+     * frame's payload at most 125 bytes, RFC 6455 §5.5), and only there
+     * when the flag says so. */
+    int op = it->ws_opcode;
+    int data = op == M0_EPCP_WS_TEXT || op == M0_EPCP_WS_BINARY;
+    int control = op == M0_EPCP_WS_PING || op == M0_EPCP_WS_PONG;
+    if ((it->flags & M0_GRIP_IT_WS) ? !(data || (control && it->ws_content.n <= 125))
+                                    : (op != 0 || it->ws_content.n != 0))
+        return M0_ERR;
     it->channel = get_bytes(&r, 2);
     return r.bad || r.p != r.end ? M0_ERR : M0_OK;
 }

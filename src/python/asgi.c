@@ -819,13 +819,9 @@ static int asgi_setup(struct m0_target *t, const struct m0_config *cfg, const st
 {
     if (intern_all() != M0_OK || env->loop_index >= M0_MAX_LOOPS)
         return M0_ERR;
-    if (t->rstate == NULL) {
-        struct asgi_target *at = m0_xmalloc(sizeof *at);
-        memset(at, 0, sizeof *at);
-        t->rstate = at;          /* freed with the table's last teardown */
-    }
-    struct m0_exec *x = m0_xmalloc(sizeof *x);
-    memset(x, 0, sizeof *x);
+    if (t->rstate == NULL)
+        t->rstate = m0_xcalloc(sizeof(struct asgi_target));    /* kept for the process's life, as the executors */
+    struct m0_exec *x = m0_xcalloc(sizeof *x);
     x->t = t;
     x->id = env->loop_index * M0_MAX_TARGETS + (unsigned)(t - m0_targets.t);
     x->env = env;

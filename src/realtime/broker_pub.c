@@ -267,12 +267,11 @@ static int publish_frame(struct pubconn *pc, const char *channel, size_t clen, c
     return M0_BROKER_UNKNOWN;
 }
 
-int m0_broker_publish(const char *channel, size_t clen, const char *event, const char *data, size_t dlen,
-                      const char *key, size_t klen, uint64_t *id_out, char *err, size_t cap)
+/* What both publishes check first: a broker, a valid channel. */
+static int can_publish(const char *channel, size_t clen, uint64_t *id_out, char *err, size_t cap)
 {
-    const struct m0_broker_cfg *b = m0_broker;
     *id_out = 0;
-    if (b == NULL) {
+    if (m0_broker == NULL) {
         snprintf(err, cap, "no broker configured");
         return M0_ERR;
     }
@@ -280,6 +279,14 @@ int m0_broker_publish(const char *channel, size_t clen, const char *event, const
         snprintf(err, cap, "invalid channel name");
         return M0_ERR;
     }
+    return M0_OK;
+}
+
+int m0_broker_publish(const char *channel, size_t clen, const char *event, const char *data, size_t dlen,
+                      const char *key, size_t klen, uint64_t *id_out, char *err, size_t cap)
+{
+    if (can_publish(channel, clen, id_out, err, cap) != M0_OK)
+        return M0_ERR;
     if (key != NULL && !m0_broker_key_ok(key, klen)) {
         snprintf(err, cap, "invalid key (1..%d printable ASCII bytes)", M0_BROKER_KEY_MAX);
         return M0_ERR;
@@ -304,15 +311,8 @@ int m0_broker_publish(const char *channel, size_t clen, const char *event, const
 int m0_broker_publish_frame(const char *channel, size_t clen, const char *frame, size_t flen, uint64_t *id_out,
                             char *err, size_t cap)
 {
-    *id_out = 0;
-    if (m0_broker == NULL) {
-        snprintf(err, cap, "no broker configured");
+    if (can_publish(channel, clen, id_out, err, cap) != M0_OK)
         return M0_ERR;
-    }
-    if (m0_sse_channel_error(channel, clen) != NULL) {
-        snprintf(err, cap, "invalid channel name");
-        return M0_ERR;
-    }
     if (flen > M0_BROKER_FRAME_MAX) {
         snprintf(err, cap, "item too large (%zu bytes encoded; the limit is %d)", flen, M0_BROKER_FRAME_MAX);
         return M0_ERR;

@@ -21,6 +21,8 @@ import time
 import pytest
 
 from serverproc import APPS_DIR, free_port, run_to_exit
+from sse import SSEStream
+from wsraw import BINARY, TEXT, RawWS
 
 # django_eventstream and django_grip need settings to import: only their
 # presence is checked here (the server and the helper processes import them).
@@ -201,6 +203,92 @@ def test_gripcontrol_publish_http_stream_and_close(grip):
         assert body.endswith(b"\xff\x00bin")
     finally:
         s.close()
+
+
+def held_ws(port, channel):
+    """A WebSocket held on channel by the project's M0-Hold: websocket view;
+    subscribed once its 101 is read."""
+    ws = RawWS(port, "/ws/?channel=%s" % channel)
+    assert ws.status == 101, ws.status
+    return ws
+
+
+def ws_item(*formats, **kw):
+    from pubcontrol import Item
+
+    return Item(list(formats), **kw)
+
+
+def test_gripcontrol_ws_message_reaches_a_held_websocket_as_one_text_frame(grip):
+    """EPCP ws-message "content": one text frame with exactly that content
+    (RFC 6455 §5.6), not the GRIP frame's bytes."""
+    with held_ws(grip["port"], "wsa") as ws:
+        publisher(grip["cport"]).publish("wsa", ws_item(gripcontrol.WebSocketMessageFormat("hi")), blocking=True)
+        f = ws.recv_data()
+        assert (f.fin, f.opcode, f.payload) == (1, TEXT, b"hi")
+        text = "d\u00e9j\u00e0 \u2713 " + "x" * 40000       # UTF-8 kept, a 16-bit length head (the bus carries 64 KiB)
+        publisher(grip["cport"]).publish("wsa", ws_item(gripcontrol.WebSocketMessageFormat(text)), blocking=True)
+        f = ws.recv_data()
+        assert (f.fin, f.opcode, f.payload) == (1, TEXT, text.encode("utf-8"))
+
+
+def test_gripcontrol_ws_message_content_bin_is_one_binary_frame(grip):
+    data = b"\xff\x00bin\x80"
+    with held_ws(grip["port"], "wsb") as ws:
+        fmt = gripcontrol.WebSocketMessageFormat(data, binary=True)
+        publisher(grip["cport"]).publish("wsb", ws_item(fmt), blocking=True)
+        f = ws.recv_data()
+        assert (f.fin, f.opcode, f.payload) == (1, BINARY, data)
+
+
+def test_an_item_with_http_stream_and_ws_message_reaches_each_hold_with_its_own_format(grip):
+    """The GRIP stream gets the http-stream content, the WebSocket the
+    ws-message content, an m0serve SSE hold neither (its first event after
+    the item is the m0pub.publish behind it)."""
+    s = Stream(grip["port"], "/st/?channel=mix")
+    ws = held_ws(grip["port"], "mix")
+    sse = SSEStream(grip["port"], "/sse/?channel=mix")
+    try:
+        assert sse.status == 200
+        s.read_until("stream head\n")
+        item = ws_item(gripcontrol.HttpStreamFormat("data: for-streams\n\n"),
+                       gripcontrol.WebSocketMessageFormat("for-sockets"))
+        publisher(grip["cport"]).publish("mix", item, blocking=True)
+        s.read_until("data: for-streams\n\n")
+        assert b"for-sockets" not in s.buf
+        f = ws.recv_data()
+        assert (f.opcode, f.payload) == (TEXT, b"for-sockets")
+        get(grip["port"], "/m0publish/?channel=mix&data=after")
+        ev = sse.next_event()
+        assert ev.data == "after", ev
+        assert b"for-streams" not in sse.raw and b"for-sockets" not in sse.raw
+        f = ws.recv_data()                       # m0pub's event reaches the socket too, as text
+        assert (f.opcode, f.payload) == (TEXT, b"after")
+    finally:
+        s.close()
+        ws.close()
+        sse.sock.close()
+
+
+def test_a_websocket_gets_nothing_of_other_channels_nor_of_items_without_ws_message(grip):
+    """Published in order, so the first frame a socket gets after them tells
+    what it was not given: another channel's ws-message, its own channel's
+    http-stream or http-response item (nor their GRIP frame bytes)."""
+    with held_ws(grip["port"], "wsc") as ws:
+        pub = publisher(grip["cport"])
+        pub.publish("wsd", ws_item(gripcontrol.WebSocketMessageFormat("other channel")), blocking=True)
+        pub.publish_http_stream("wsc", "stream only", blocking=True)
+        pub.publish_http_response("wsc", "response only", blocking=True)
+        pub.publish("wsc", ws_item(gripcontrol.WebSocketMessageFormat("mine")), blocking=True)
+        f = ws.recv_data()
+        assert (f.opcode, f.payload) == (TEXT, b"mine")
+        assert ws.buf == b""
+
+
+def test_a_ws_message_marked_text_that_is_not_utf8_is_refused(grip):
+    body = json.dumps({"items": [{"channel": "wsa", "ws-message": {"type": "text", "content-bin": "/w=="}}]})
+    status, text = _post(grip["cport"], body.encode(), {"Authorization": "Bearer " + KEY})
+    assert status == 400 and b"not UTF-8" in text, (status, text)
 
 
 def test_grip_keep_alive_is_written_on_an_idle_stream(grip):

@@ -329,6 +329,33 @@ def test_max_requests_counts_the_process_and_replaces_it_whole(start_server):
     assert asked is not None and 40 <= int(asked.group(1)) < 40 + 2000, s.stderr.text()
 
 
+def test_the_watchdog_sees_a_blocked_loop_that_is_not_the_first(start_server, tmp_path):
+    """Under systemd's watchdog the master pings the worker each tick; the
+    first loop answers only once every loop has answered its own ping, so a
+    blocked second loop is seen (the master warns and withholds WATCHDOG=1)."""
+    import socket
+    path = str(tmp_path / "notify.sock")
+    ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    ns.bind(path)
+    ns.settimeout(10)
+    try:
+        s = start_server("threads_app:app", "--threads", "2", "--blocking-threads", "0",
+                         env={"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "400000"})
+        got = b""
+        while got.count(b"WATCHDOG=1") < 2:    # pings answered by both loops
+            got += ns.recv(4096) + b"\n"
+        conns = _conns_on_every_loop(s.port, 2)
+        assert "did not answer a ping" not in s.stderr.text()
+        conns[1].send(b"GET /sleep?ms=2500 HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert s.stderr.wait_for(re.compile(r"did not answer a ping"), 10) is not None, s.stderr.text()
+        r = conns[1].read_response("GET")
+        assert r.status == 200 and json.loads(r.body)["loop"] == 1
+        for c in conns.values():
+            c.close()
+    finally:
+        ns.close()
+
+
 def _served_conns(port, n):
     """n keep-alive connections, one request each: (open served ones,
     refused count, {loop: served})."""

@@ -251,6 +251,9 @@ def broker_seeds():
         "big-array": bytes([1, 63]) + b"*99999999\r\n",
         "deep": bytes([1, 63]) + b"*1\r\n" * 9 + b":1\r\n",
         "bad-type": bytes([1, 63]) + b"?what\r\n",
+    }
+
+
 # GRIP header sets, one "Name:value" per line (fuzz_grip.c). The first
 # ones are what django-eventstream 5.3.4 and django-grip 3.5.2 emit.
 ES_LINK = (b"</events/?link=next&recover=true&es-meta=eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
@@ -296,6 +299,8 @@ def epcp_seeds():
         "ws": b'{"items": [{"ws-message": {"content-bin": "AAE="}, "channel": "ws"}, {"ws-message": {"action": '
               b'"close", "code": 1001, "reason": "bye"}, "channel": "ws"}, {"channel": "p", "ws-message": '
               b'{"type": "ping"}}]}',
+        "ws-text-bin": b'{"items": [{"channel": "t", "ws-message": {"type": "text", "content-bin": "w6k="}}, '
+                       b'{"channel": "t", "ws-message": {"type": "text", "content-bin": "/w=="}}]}',
         "formats-meta": b'{"items": [{"channel": "c", "formats": {"http-stream": {"content": "x"}}, "meta": '
                         b'{"skip_users": "1,2"}, "no-seq": true}]}',
         "bad": b'{"items": [{"channel": "c", "http-response": {"code": 1000}}]}',

@@ -77,12 +77,66 @@ static void test_round_trip(void **state)
     assert_true(view_is(it.reason, "Made", 4) && view_is(it.body, "made\n", 5));
     assert_int_equal(it.nheaders, 2);
 
-    /* ws-message alone: nothing a hold here takes, nothing encoded. */
-    assert_int_equal(m0_grip_item_encode(&f, &pub.items[4]), M0_ERR);
+    /* ws-message alone: for WebSocket holds only (no GRIP hold's flag). */
+    assert_int_equal(m0_grip_item_encode(&f, &pub.items[4]), M0_OK);
+    assert_int_equal(m0_grip_item_decode(f.data, f.len, &it), M0_OK);
+    assert_int_equal(it.flags, M0_GRIP_IT_WS);
+    assert_int_equal(it.ws_opcode, M0_EPCP_WS_TEXT);
+    assert_true(view_is(it.ws_content, "w", 1) && view_is(it.channel, "ws", 2));
+    for (size_t n = 0; n < f.len; n++)
+        assert_int_equal(m0_grip_item_decode(f.data, n, &it), M0_ERR);
+    /* An http-stream item carries no ws-message. */
+    assert_int_equal(m0_grip_item_encode(&f, &pub.items[1]), M0_OK);
+    assert_int_equal(m0_grip_item_decode(f.data, f.len, &it), M0_OK);
+    assert_int_equal(it.ws_opcode, 0);
+    assert_int_equal(it.ws_content.n, 0);
     /* An SSE frame is not an item. */
     assert_false(m0_grip_is_item("id: 1\ndata: x\n\n", 15));
     assert_int_equal(m0_grip_item_decode("id: 1\n", 6, &it), M0_ERR);
     m0_buf_free(&f);
+    m0_epcp_free(&pub);
+}
+
+/* One item with http-stream and ws-message: both formats in its frame,
+ * each for its own kind of hold; content-bin is a binary message; a
+ * ws-message close, hint or refresh alone is not carried; a text message
+ * that is not UTF-8 is refused (RFC 6455 §5.6). */
+static void test_ws_message_formats(void **state)
+{
+    (void)state;
+    static const char body[] =
+        "{\"items\": [{\"channel\": \"mix\", \"id\": \"3\", \"formats\": {\"http-stream\": {\"content\": \"s\"},"
+        " \"ws-message\": {\"content\": \"wm\"}}},"
+        " {\"channel\": \"b\", \"ws-message\": {\"content-bin\": \"/wBi\"}},"
+        " {\"channel\": \"c\", \"ws-message\": {\"action\": \"close\", \"code\": 1000}},"
+        " {\"channel\": \"p\", \"ws-message\": {\"type\": \"ping\", \"content\": \"pp\"}}]}";
+    struct m0_epcp_publish pub;
+    assert_int_equal(m0_epcp_parse(&pub, body, sizeof body - 1), 200);
+    assert_int_equal(pub.nitems, 4);
+    struct m0_buf f = {0};
+    struct m0_grip_item it;
+    assert_int_equal(m0_grip_item_encode(&f, &pub.items[0]), M0_OK);
+    assert_int_equal(m0_grip_item_decode(f.data, f.len, &it), M0_OK);
+    assert_int_equal(it.flags, M0_GRIP_IT_STREAM | M0_GRIP_IT_WS | M0_GRIP_IT_ID);
+    assert_true(view_is(it.content, "s", 1) && view_is(it.ws_content, "wm", 2));
+    assert_int_equal(it.ws_opcode, M0_EPCP_WS_TEXT);
+    assert_int_equal(m0_grip_item_encode(&f, &pub.items[1]), M0_OK);
+    assert_int_equal(m0_grip_item_decode(f.data, f.len, &it), M0_OK);
+    assert_int_equal(it.ws_opcode, M0_EPCP_WS_BINARY);
+    assert_true(view_is(it.ws_content, "\xff\0b", 3));
+    assert_int_equal(m0_grip_item_encode(&f, &pub.items[2]), M0_ERR);
+    assert_int_equal(m0_grip_item_encode(&f, &pub.items[3]), M0_OK);
+    assert_int_equal(m0_grip_item_decode(f.data, f.len, &it), M0_OK);
+    assert_int_equal(it.ws_opcode, M0_EPCP_WS_PING);
+    /* A frame whose opcode is not a message's is refused. */
+    assert_int_equal(m0_grip_item_encode(&f, &pub.items[1]), M0_OK);
+    f.data[f.len - 2 - 1 /* "b" */ - 4 - 3 - 1] = 8;     /* the opcode byte: close */
+    assert_int_equal(m0_grip_item_decode(f.data, f.len, &it), M0_ERR);
+    m0_buf_free(&f);
+    m0_epcp_free(&pub);
+    static const char bad[] = "{\"items\": [{\"channel\": \"t\", \"ws-message\": {\"type\": \"text\", \"content-bin\": \"/w==\"}}]}";
+    assert_int_equal(m0_epcp_parse(&pub, bad, sizeof bad - 1), 400);
+    assert_non_null(strstr(pub.err, "not UTF-8"));
     m0_epcp_free(&pub);
 }
 
@@ -202,6 +256,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_ws_message_formats),
         cmocka_unit_test(test_frame_bytes_are_little_endian),
         cmocka_unit_test(test_grip_sig_and_bearer),
         cmocka_unit_test(test_head_instructions),

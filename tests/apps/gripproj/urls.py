@@ -11,6 +11,9 @@ urlpatterns = [
     path("echo/", views.echo),
     path("lp/", views.longpoll),
     path("st/", views.stream),
+    path("ws/", views.ws),
+    path("sse/", views.sse),
+    path("m0publish/", views.m0publish),
     path("page/", views.page),
     path("bad/", views.bad),
 ]

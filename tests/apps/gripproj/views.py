@@ -28,8 +28,35 @@ def longpoll(request):
 
 
 def stream(request):
-    django_grip.set_hold_stream(request, "st", keep_alive_data="ka\n", keep_alive_timeout=1)
+    channel = request.GET.get("channel", "st")
+    django_grip.set_hold_stream(request, channel, keep_alive_data="ka\n", keep_alive_timeout=1)
     return HttpResponse("stream head\n", content_type="text/plain")
+
+
+def ws(request):
+    """A WebSocket held on ?channel= (M0-Hold: websocket): what EPCP
+    ws-message items reach. Its messages are answered with nothing.
+    (m0serve.django is the server's: imported here, not by migrate.)"""
+    from m0serve.django import hold_websocket_response, websocket_message
+
+    if websocket_message(request) is None:
+        return hold_websocket_response(request.GET.get("channel", "ws"))
+    return HttpResponse("")
+
+
+def sse(request):
+    """An m0serve SSE hold on ?channel= (M0-Hold: stream), not a GRIP one."""
+    from m0serve.django import hold_stream_response
+
+    return hold_stream_response(request.GET.get("channel", "sse"))
+
+
+def m0publish(request):
+    """m0pub.publish (the server's own events, SSE-framed) to ?channel=."""
+    import m0pub
+
+    m0pub.publish(request.GET["channel"], request.GET.get("data", ""))
+    return HttpResponse("published\n", content_type="text/plain")
 
 
 PAGE = """<!doctype html><title>events</title><pre id="log"></pre>
