@@ -152,6 +152,9 @@ struct m0_server {
      * NULL: a lone loop that no other sees. Set before serving. */
     struct m0_loops *loops;
     unsigned loop_index;
+    /* With loops: their one count of open connections (in the table), so
+     * --max-connections bounds the worker, not each loop; NULL without. */
+    _Atomic uint32_t *worker_conns;
     /* The slot table, in chunks of M0_CONN_CHUNK made as the free list runs
      * dry (none before the first connection; the last may be shorter), up
      * to nconns (--max-connections) slots. A chunk never moves. */

@@ -62,6 +62,8 @@ struct m0_loops {
     struct m0_server *s[M0_MAX_LOOPS];
     pthread_mutex_t sample_lock;      /* a metrics sample sums and stores as one step, so a
                                          counter never goes backwards (metrics_http.c) */
+    _Atomic uint32_t conns;           /* connections open on every loop (each server's
+                                         worker_conns): --max-connections is the worker's */
     struct m0_loop_share share[];     /* by loop index */
 };
 

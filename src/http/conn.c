@@ -153,6 +153,25 @@ static void active_add(struct m0_server *s, struct m0_conn *c)
     s->nactive++;
 }
 
+/* --threads: a slot of the worker's --max-connections, counted first and
+ * undone when over, so two loops accepting at once never both take the
+ * last. 1: taken (given back by active_del), 0: every one is. */
+static int worker_take(struct m0_server *s)
+{
+    if (s->worker_conns == NULL)
+        return 1;          /* a lone loop: its slot table is the bound */
+    if (atomic_fetch_add_explicit(s->worker_conns, 1, memory_order_relaxed) < s->nconns)
+        return 1;
+    atomic_fetch_sub_explicit(s->worker_conns, 1, memory_order_relaxed);
+    return 0;
+}
+
+static void worker_give(struct m0_server *s)
+{
+    if (s->worker_conns != NULL)
+        atomic_fetch_sub_explicit(s->worker_conns, 1, memory_order_relaxed);
+}
+
 static void active_del(struct m0_server *s, struct m0_conn *c)
 {
     if (c->flags & C_WHEEL)
@@ -160,6 +179,7 @@ static void active_del(struct m0_server *s, struct m0_conn *c)
     else if (c->prev != NULL)
         list_unlink(c);                  /* (neither: a held one being ticked) */
     s->nactive--;
+    worker_give(s);
 }
 
 void m0_conn_set_state(struct m0_server *s, struct m0_conn *c, enum m0_conn_state st)
@@ -528,7 +548,7 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
         if (s->free_list == NULL)
             m0_conn_grow(s);             /* the next chunk of slots, if --max-connections allows */
         struct m0_conn *c = s->free_list;
-        if (c == NULL) {
+        if (c == NULL || !worker_take(s)) {     /* the loop's slots, then the worker's */
             close(fd);
             m0_mx_add(s->mx, M0_MX_REFUSED_SLOTS, 1);
             if (m0_loop_now(l) >= s->next_refusal_log) {   /* at most one line a second */
@@ -538,8 +558,10 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
             continue;
         }
         s->free_list = c->next_free;
-        if (open_slot(s, c, fd, lfd, &addr) != M0_OK)
+        if (open_slot(s, c, fd, lfd, &addr) != M0_OK) {
+            worker_give(s);
             continue;
+        }
         /* Optimistic read: the request usually arrives with the SYN's ACK. */
         m0_conn_read(c);
         s->proto[c->proto]->input(s, c);

@@ -452,6 +452,7 @@ int m0_serve_group(struct m0_server **loops, unsigned n)
         struct m0_server *s = loops[i];
         ls->s[i] = s;
         s->loops = ls;
+        s->worker_conns = &ls->conns;
         s->loop_index = i;
         s->env.loop_index = i;
         m0_rt_set_loop(s->rt, (int)i);

@@ -193,46 +193,86 @@ static int lock_briefly(pthread_mutex_t *lock)
     return rc == 0;
 }
 
+/* A publishing thread's buffers, kept for its next publish (an event's
+ * frame and its datagram) and freed when the thread ends: a thread-local
+ * variable alone would leave them behind for every thread that ever
+ * published (an application's short-lived threads, an elastic pool's
+ * retired ones). */
+struct pub_bufs {
+    struct m0_buf frame, dgram;
+};
+
+static pthread_key_t pub_key;
+static pthread_once_t pub_once = PTHREAD_ONCE_INIT;
+
+static void pub_bufs_free(void *p)
+{
+    struct pub_bufs *b = p;
+    m0_buf_free(&b->frame);
+    m0_buf_free(&b->dgram);
+    free(b);
+}
+
+static void pub_key_make(void)
+{
+    if (pthread_key_create(&pub_key, pub_bufs_free) != 0)
+        abort();          /* PTHREAD_KEYS_MAX used up at boot: nothing sensible to do */
+}
+
+static struct pub_bufs *pub_bufs(void)
+{
+    pthread_once(&pub_once, pub_key_make);
+    struct pub_bufs *b = pthread_getspecific(pub_key);
+    if (b == NULL) {
+        b = m0_xmalloc(sizeof *b);
+        memset(b, 0, sizeof *b);
+        if (pthread_setspecific(pub_key, b) != 0)
+            abort();
+    }
+    return b;
+}
+
 /* The publish of m0_bus_publish and m0_bus_publish_frame: raw, data is
  * the frame itself (a GRIP item); else it is framed as SSE with the id. */
 static int publish(const char *channel, size_t clen, const char *event, const char *data, size_t dlen, int raw,
                    uint64_t *id_out)
 {
-    static __thread struct m0_buf frame, dgram;
     *id_out = 0;
     if (m0_bus_current == NULL)
         return M0_AGAIN;
     if (m0_sse_channel_error(channel, clen) != NULL)
         return M0_ERR;
 
+    struct pub_bufs *b = pub_bufs();
+    struct m0_buf *frame = &b->frame, *dgram = &b->dgram;
     pthread_mutex_t *lock = &m0_bus_current->shared->lock;
     int locked = lock_briefly(lock);
     uint64_t id = __atomic_add_fetch(m0_bus_current->counter, 1, __ATOMIC_SEQ_CST);
-    m0_buf_reset(&frame);
+    m0_buf_reset(frame);
     if (raw)
-        m0_buf_append(&frame, data, dlen);
+        m0_buf_append(frame, data, dlen);
     else
-        m0_sse_frame(&frame, id, event, data, dlen);
-    if (frame.len > M0_BUS_MAX_PAYLOAD) {
+        m0_sse_frame(frame, id, event, data, dlen);
+    if (frame->len > M0_BUS_MAX_PAYLOAD) {
         if (locked)
             pthread_mutex_unlock(lock);
         return M0_ERR;         /* the caller checks the size first; belt and braces */
     }
-    m0_bus_encode(&dgram, id, channel, clen, frame.data, frame.len);
+    m0_bus_encode(dgram, id, channel, clen, frame->data, frame->len);
     for (int w = 0; w < m0_bus_current->nworkers; w++) {
         int fd = m0_bus_current->write_fds[w];
         ssize_t sent;
         do
-            sent = send(fd, dgram.data, dgram.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+            sent = send(fd, dgram->data, dgram->len, MSG_DONTWAIT | MSG_NOSIGNAL);
         while (sent == -1 && errno == EINTR);
-        if (sent != (ssize_t)dgram.len)
+        if (sent != (ssize_t)dgram->len)
             m0_bus_mark_lost(w, id);     /* full (or gone): that worker is told, never waited for */
     }
     if (locked)
         pthread_mutex_unlock(lock);
-    if (dgram.cap > 256 * 1024) {
-        m0_buf_free(&dgram);
-        m0_buf_free(&frame);
+    if (dgram->cap > 256 * 1024) {
+        m0_buf_free(dgram);
+        m0_buf_free(frame);
     }
     *id_out = id;
     return M0_OK;

@@ -13,6 +13,8 @@
 /sleep?ms=M   sleeps M ms (a view that blocks its thread)
 /publish?channel=C   publishes one event (m0pub.publish) and says its id
 /stream?channel=C    an M0-Hold: stream on channel C
+/publish-threads?n=N N threads, one after another, each publishing one
+                     60 KB event and ending; the worker's RSS in KiB after
 
 Every answer names the process, the thread and the event loop (--threads)
 the view ran for (m0.loop_index()).
@@ -94,6 +96,16 @@ def app(environ, start_response):
         import m0pub
         channel = environ.get("QUERY_STRING", "").partition("channel=")[2] or "c"
         return _json(start_response, dict(me, id=m0pub.publish(channel, "hello")))
+    if path == "/publish-threads":
+        import m0pub
+        big = "x" * 60000
+        for _ in range(_arg(environ, "n", 1)):
+            t = threading.Thread(target=m0pub.publish, args=("threads", big))
+            t.start()
+            t.join()
+        with open("/proc/self/statm") as f:
+            rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+        return _json(start_response, dict(me, rss_kib=rss))
     if path == "/stream":
         channel = environ.get("QUERY_STRING", "").partition("channel=")[2] or "c"
         start_response("200 OK", [("Content-Type", "text/event-stream"), ("M0-Hold", "stream"),

@@ -354,3 +354,58 @@ def test_the_watchdog_sees_a_blocked_loop_that_is_not_the_first(start_server, tm
             c.close()
     finally:
         ns.close()
+
+
+def _served_conns(port, n):
+    """n keep-alive connections, one request each: (open served ones,
+    refused count, {loop: served})."""
+    from rawhttp import Conn, IncompleteResponse
+    served, refused, loops = [], 0, {}
+    for _ in range(n):
+        c = Conn(port, timeout=5)
+        try:
+            seen = _loop_of(c)
+        except (IncompleteResponse, ConnectionError):
+            refused += 1
+            c.close()
+            continue
+        served.append(c)
+        loops[seen["loop"]] = loops.get(seen["loop"], 0) + 1
+    return served, refused, loops
+
+
+def test_max_connections_is_the_workers_across_its_loops(start_server):
+    """--max-connections counts the worker's connections (README: slots per
+    worker), whichever loop holds them: with --threads 2, 40 idle
+    keep-alive connections get 16 served, not 16 per loop; closing them
+    gives the worker its slots back."""
+    s = start_server("threads_app:app", "--threads", "2", "--max-connections", "16")
+    served, refused, loops = _served_conns(s.port, 40)
+    try:
+        assert len(served) == 16 and refused == 24, (len(served), refused, loops)
+        assert s.stderr.wait_for(re.compile(r"all 16 connection slots busy"), 5)
+    finally:
+        for c in served:
+            c.close()
+    deadline = time.monotonic() + 10
+    while True:       # the server sees each close on its next pass
+        again, refused, _ = _served_conns(s.port, 16)
+        for c in again:
+            c.close()
+        if len(again) == 16 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert len(again) == 16, (len(again), refused)
+
+
+def test_threads_that_publish_and_end_leave_no_buffers_behind(start_server):
+    """A thread's publish buffers (the frame and the datagram, kept for its
+    next publish) go when the thread ends: an application that publishes
+    from short-lived threads (or an elastic pool's retiring ones) does not
+    grow by two event-sized buffers per thread it ever had."""
+    s = start_server("threads_app:app", "--threads", "2", "--realtime")
+    _get_json(s.port, "/publish-threads?n=100")                  # warm: the allocator's arenas, the imports
+    before = _get_json(s.port, "/publish-threads?n=20")[1]["rss_kib"]
+    after = _get_json(s.port, "/publish-threads?n=400")[1]["rss_kib"]
+    # Kept, 400 threads' buffers are about 400 x 120 KB = 47 MB.
+    assert after - before < 16 * 1024, (before, after)
