@@ -62,6 +62,9 @@ struct serve {
     int peer_fds[M0_MAX_LOOPS];   /* the first loop: its end of each other loop's pair */
     unsigned retired;          /* the first loop: loops that said 'R' (itself included) */
     unsigned pongs_owed;       /* the first loop: loops yet to answer the master's ping */
+    /* The first loop, by loop index: retired ('R', or stopped), stopped
+     * ('X', or its socket closed), owes the current ping's answer. */
+    unsigned char peer_retired[M0_MAX_LOOPS], peer_gone[M0_MAX_LOOPS], peer_pinged[M0_MAX_LOOPS];
     int serving;               /* the master said go */
     int stop_now;              /* SIGQUIT */
     int rc;
@@ -229,6 +232,8 @@ static ssize_t ctl_recv(struct m0_loop *l, int fd, char *msg, size_t cap)
     return n;
 }
 
+static void ping_loops(struct serve *v);
+
 static void on_ctl(struct m0_loop *l, int fd, uint32_t events, void *ctx)
 {
     struct serve *v = ctx;
@@ -250,8 +255,7 @@ static void on_ctl(struct m0_loop *l, int fd, uint32_t events, void *ctx)
             } else if (nloops(v) == 1) {
                 answer_ping(v);
             } else if (v->pongs_owed == 0) {
-                v->pongs_owed = nloops(v) - 1;
-                tell_loops(v, M0_CTL_PING);
+                ping_loops(v);
             }
         } else if (msg[i] == M0_CTL_STOP) {
             v->stop_now = 1;
@@ -260,24 +264,70 @@ static void on_ctl(struct m0_loop *l, int fd, uint32_t events, void *ctx)
     }
 }
 
+/* The first loop: loop k's answer to the current ping (or its stop,
+ * which answers for it); the master hears 'A' when none is owed. */
+static void peer_answered(struct serve *v, unsigned k)
+{
+    if (v->peer_pinged[k]) {
+        v->peer_pinged[k] = 0;
+        if (--v->pongs_owed == 0)
+            answer_ping(v);
+    }
+}
+
+static void peer_retire(struct serve *v, unsigned k)
+{
+    if (!v->peer_retired[k]) {
+        v->peer_retired[k] = 1;
+        note_retired(v);
+    }
+}
+
+/* The first loop: the master's ping to every other loop still running. */
+static void ping_loops(struct serve *v)
+{
+    char p = M0_CTL_PING;
+    for (unsigned k = 1; k < nloops(v); k++) {
+        if (!v->peer_gone[k] && send(v->peer_fds[k], &p, 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1) {
+            v->peer_pinged[k] = 1;
+            v->pongs_owed++;
+        }
+    }
+    if (v->pongs_owed == 0)
+        answer_ping(v);
+}
+
 /* The first loop: what another loop reports (control.h). */
 static void on_peer(struct m0_loop *l, int fd, uint32_t events, void *ctx)
 {
     struct serve *v = ctx;
     char msg[16];
     (void)events;
+    unsigned k = 1;
+    while (k < nloops(v) && v->peer_fds[k] != fd)
+        k++;
+    if (k == nloops(v))
+        return;
     ssize_t n = ctl_recv(l, fd, msg, sizeof msg);
+    if (n == -1) {           /* its end closed: as if it had said so */
+        msg[0] = M0_CTL_EXITED;
+        n = 1;
+    }
     for (ssize_t i = 0; i < n; i++) {
         if (msg[i] == M0_CTL_RETIRED) {
-            note_retired(v);
+            peer_retire(v, k);
         } else if (msg[i] == M0_CTL_PONG) {
-            if (v->pongs_owed > 0 && --v->pongs_owed == 0)
-                answer_ping(v);
-        } else if (msg[i] == M0_CTL_EXITED) {
-            /* A loop that stops while the worker serves leaves its share
-             * of the connections unserved: the process is replaced whole. */
+            peer_answered(v, k);
+        } else if (msg[i] == M0_CTL_EXITED && !v->peer_gone[k]) {
+            /* It reads its bus endpoint no more and answers no ping: it
+             * counts as retired and as having answered. A loop that stops
+             * while the worker serves leaves its share of the connections
+             * unserved: the process is replaced whole. */
+            v->peer_gone[k] = 1;
+            peer_retire(v, k);
+            peer_answered(v, k);
             if (!atomic_load(&v->s.draining)) {
-                m0_error("an event loop of this worker stopped: draining the worker");
+                m0_error("event loop %u of this worker stopped: draining the worker", k);
                 start_drain(v);
             }
         } else if (msg[i] == M0_CTL_REPLACE || msg[i] == M0_CTL_RELOAD) {
