@@ -224,8 +224,7 @@ static struct pub_bufs *pub_bufs(void)
     pthread_once(&pub_once, pub_key_make);
     struct pub_bufs *b = pthread_getspecific(pub_key);
     if (b == NULL) {
-        b = m0_xmalloc(sizeof *b);
-        memset(b, 0, sizeof *b);
+        b = m0_xcalloc(sizeof *b);
         if (pthread_setspecific(pub_key, b) != 0)
             abort();
     }
