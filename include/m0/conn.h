@@ -202,6 +202,13 @@ struct m0_server {
     struct m0_mx_block *mx;        /* this process's metrics block (metrics.h); NULL: none */
     int metrics_fd;                /* the --metrics-bind listener, -1 */
     int grip_fd;                   /* the --grip-control listener, -1 */
+    uint32_t listen_shared;        /* bit i: listen_fds[i] is a socket every loop accepts on
+                                      (a unix path, systemd's), not one of this loop's own */
+    /* --threads: give an accepted connection of shared listener lidx to
+     * another loop (handoff.h); M0_OK: it is theirs (fd closed here), else
+     * this loop takes it. NULL: a lone loop. */
+    int (*hand_off)(struct m0_server *s, int fd, int lidx, const void *addr, unsigned addr_len);
+    int inbox_fd;                  /* --threads: where other loops hand connections to this one, -1 */
     struct m0_broker_grip *grip_pub;   /* --grip-control with --broker: the publisher thread (grip_control.c); NULL until used */
 };
 
@@ -263,8 +270,15 @@ void m0_conn_doom(struct m0_server *s, struct m0_conn *c);
 void m0_conn_on_event(struct m0_loop *l, uint32_t slot, uint32_t gen, uint32_t events, void *ctx);
 void m0_conn_on_complete(struct m0_loop *l, const struct m0_completion *done, void *ctx);
 void m0_conn_sweep(struct m0_server *s);
-/* Accept what is pending on the listener. */
+/* Accept what is pending on the listener (a shared one's connections go
+ * to the loops in turn: s->hand_off). */
 void m0_conn_accept(struct m0_loop *l, int fd, uint32_t events, void *ctx);
+/* Serve the accepted connection fd (ownership passes: closed on every
+ * failure) from listener lfd (this loop's descriptor of it, or -1) with
+ * the peer address addr (a struct sockaddr of its family): a slot, the
+ * first read. M0_OK, or M0_ERR: no slot (--max-connections, counted and
+ * logged) or epoll refused it. Loop thread. */
+int m0_conn_take(struct m0_server *s, int fd, int lfd, const void *addr);
 /* A HELD connection's next tick at due (loop clock ms; at or before now:
  * the next sweep), moved in the wheel. Outside a tick, where setting
  * c->deadline would lose it in the wheel. */

@@ -78,6 +78,9 @@ void m0_loop_wake_at(struct m0_loop *l, uint64_t at);
 
 /* The loop clock (monotonic ms), refreshed after every wakeup. */
 uint64_t m0_loop_now(const struct m0_loop *l);
+/* Any thread: the loop clock when l last woke, or 0 while it waits for
+ * events — how long it has been busy (a view inline on it, a long pass). */
+uint64_t m0_loop_awake_since(const struct m0_loop *l);
 
 /* Run until m0_loop_stop(). Returns M0_OK, or M0_ERR if epoll failed. */
 int m0_loop_run(struct m0_loop *l);

@@ -64,6 +64,8 @@ struct m0_loops {
                                          counter never goes backwards (metrics_http.c) */
     _Atomic uint32_t conns;           /* connections open on every loop (each server's
                                          worker_conns): --max-connections is the worker's */
+    _Atomic unsigned turn;            /* the loop whose turn the next handed connection is */
+    int inbox_w[M0_MAX_LOOPS];        /* each loop's hand-off inbox, the sending end (handoff.h) */
     struct m0_loop_share share[];     /* by loop index */
 };
 

@@ -14,6 +14,7 @@
  * dispatched again, in the order they were posted.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -37,6 +38,7 @@ struct m0_loop {
     int wake_fd;                  /* the completion queue's eventfd */
     int stop;
     uint64_t now;
+    _Atomic uint64_t awake_since; /* loop clock when it last woke; 0 while it sleeps (any thread reads) */
     uint64_t wake_at;             /* 0: no deadline this pass */
     struct handler *fds;          /* by fd */
     size_t nfds;
@@ -272,6 +274,11 @@ void m0_loop_wake_at(struct m0_loop *l, uint64_t at)
         l->wake_at = at;
 }
 
+uint64_t m0_loop_awake_since(const struct m0_loop *l)
+{
+    return atomic_load_explicit(&l->awake_since, memory_order_relaxed);
+}
+
 uint64_t m0_loop_now(const struct m0_loop *l)
 {
     return l->now;
@@ -295,12 +302,14 @@ int m0_loop_run(struct m0_loop *l)
         int timeout = -1;
         if (l->wake_at != 0)
             timeout = l->wake_at > l->now ? (int)(l->wake_at - l->now) : 0;
+        atomic_store_explicit(&l->awake_since, 0, memory_order_relaxed);
         int n = epoll_wait(l->ep, events, (int)M0_ARRAY_LEN(events), timeout);
         if (n == -1 && errno != EINTR) {
             m0_log_errno("epoll_wait");
             return M0_ERR;
         }
         l->now = m0_clock_ms();
+        atomic_store_explicit(&l->awake_since, l->now, memory_order_relaxed);
         for (int i = 0; i < n; i++) {
             uint64_t t = events[i].data.u64;
             if (t & FD_TAG) {

@@ -490,8 +490,9 @@ void m0_conn_job_cache_free(struct m0_server *s)
 /* A free slot takes the accepted descriptor fd from listener lfd: its job
  * (m0_conn_job), the peer, the slot's registration. M0_OK, or M0_ERR
  * (fd closed, the slot free again). */
-static int open_slot(struct m0_server *s, struct m0_conn *c, int fd, int lfd, const union peer *addr)
+static int open_slot(struct m0_server *s, struct m0_conn *c, int fd, int lfd, const void *peer)
 {
+    const union peer *addr = peer;
     uint32_t slot = m0_conn_slot(s, c);
     struct m0_job *job = m0_conn_job(s, c);
     c->fd = fd;
@@ -517,8 +518,8 @@ static int open_slot(struct m0_server *s, struct m0_conn *c, int fd, int lfd, co
     memcpy(job->remote_addr, job->peer_addr, sizeof job->remote_addr);
     job->remote_port = job->peer_port;
     job->https = 0;
-    job->metrics_conn = lfd == s->metrics_fd;
-    job->grip_conn = lfd == s->grip_fd;
+    job->metrics_conn = lfd != -1 && lfd == s->metrics_fd;
+    job->grip_conn = lfd != -1 && lfd == s->grip_fd;
     m0_mx_add(s->mx, M0_MX_ACCEPTED, 1);
     if (m0_loop_add_slot(s->loop, fd, slot, c->gen, c->events) == M0_ERR) {
         m0_log_errno("epoll_ctl(ADD)");
@@ -533,10 +534,50 @@ static int open_slot(struct m0_server *s, struct m0_conn *c, int fd, int lfd, co
     return M0_OK;
 }
 
+int m0_conn_take(struct m0_server *s, int fd, int lfd, const void *addr)
+{
+    if (s->free_list == NULL)
+        m0_conn_grow(s);             /* the next chunk of slots, if --max-connections allows */
+    struct m0_conn *c = s->free_list;
+    if (c == NULL || !worker_take(s)) {     /* the loop's slots, then the worker's */
+        close(fd);
+        m0_mx_add(s->mx, M0_MX_REFUSED_SLOTS, 1);
+        if (m0_loop_now(s->loop) >= s->next_refusal_log) {   /* at most one line a second */
+            m0_warn("all %u connection slots busy: refusing connections (see --max-connections)", s->nconns);
+            s->next_refusal_log = m0_loop_now(s->loop) + 1000;
+        }
+        return M0_ERR;
+    }
+    s->free_list = c->next_free;
+    if (open_slot(s, c, fd, lfd, addr) != M0_OK) {
+        worker_give(s);
+        return M0_ERR;
+    }
+    /* Optimistic read: the request usually arrives with the SYN's ACK. */
+    m0_conn_read(c);
+    s->proto[c->proto]->input(s, c);
+    return M0_OK;
+}
+
+/* lfd's index among s's listeners when it is one the loops share and may
+ * hand connections of to each other (not the metrics or GRIP port), else -1. */
+static int shared_index(const struct m0_server *s, int lfd)
+{
+    if (s->hand_off == NULL || lfd == s->metrics_fd || lfd == s->grip_fd)
+        return -1;
+    for (int i = 0; i < s->nlisten; i++) {
+        if (s->listen_fds[i] == lfd)
+            return (s->listen_shared >> i) & 1 ? i : -1;
+    }
+    return -1;
+}
+
 void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
 {
     struct m0_server *s = ctx;
+    (void)l;
     (void)events;
+    int shared = shared_index(s, lfd);
     for (int i = 0; i < 64 && s->listening; i++) {
         union peer addr;
         socklen_t alen = sizeof addr;
@@ -545,26 +586,9 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
             accept_failed(s, lfd);
             return;
         }
-        if (s->free_list == NULL)
-            m0_conn_grow(s);             /* the next chunk of slots, if --max-connections allows */
-        struct m0_conn *c = s->free_list;
-        if (c == NULL || !worker_take(s)) {     /* the loop's slots, then the worker's */
-            close(fd);
-            m0_mx_add(s->mx, M0_MX_REFUSED_SLOTS, 1);
-            if (m0_loop_now(l) >= s->next_refusal_log) {   /* at most one line a second */
-                m0_warn("all %u connection slots busy: refusing connections (see --max-connections)", s->nconns);
-                s->next_refusal_log = m0_loop_now(l) + 1000;
-            }
-            continue;
-        }
-        s->free_list = c->next_free;
-        if (open_slot(s, c, fd, lfd, &addr) != M0_OK) {
-            worker_give(s);
-            continue;
-        }
-        /* Optimistic read: the request usually arrives with the SYN's ACK. */
-        m0_conn_read(c);
-        s->proto[c->proto]->input(s, c);
+        if (shared >= 0 && s->hand_off(s, fd, shared, &addr, alen) == M0_OK)
+            continue;                    /* another loop's now */
+        m0_conn_take(s, fd, lfd, &addr);
     }
 }
 

@@ -18,6 +18,8 @@ struct m0_loops *m0_loops_new(unsigned n)
     struct m0_loops *ls = m0_xmalloc(sizeof *ls + n * sizeof ls->share[0]);
     memset(ls, 0, sizeof *ls + n * sizeof ls->share[0]);
     ls->n = n;
+    for (unsigned i = 0; i < M0_MAX_LOOPS; i++)
+        ls->inbox_w[i] = -1;
     pthread_mutex_init(&ls->sample_lock, NULL);
     return ls;
 }

@@ -7,7 +7,9 @@
  * loop waits for connections while its handler threads run Python, so
  * with a shared socket (EPOLLEXCLUSIVE wakes the first waiter) the first
  * loop would take every connection and its pool all the work while the
- * others sat idle. The kernel's random pick spreads them evenly.
+ * others sat idle. The kernel's random pick spreads them evenly. (A socket
+ * that cannot be split — a unix path, systemd's — is shared, and its
+ * connections are handed round the loops instead: handoff.h.)
  */
 #include <errno.h>
 #include <linux/filter.h>

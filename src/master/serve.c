@@ -36,6 +36,7 @@
 #include "m0/conn.h"
 #include "m0/fork.h"
 #include "m0/h1.h"
+#include "m0/handoff.h"
 #include "m0/grip_control.h"
 #include "m0/grip_hold.h"
 #include "m0/hold.h"
@@ -421,6 +422,10 @@ static void close_in_child(void *ctx)
         close(v->ctl_fd);
     if (v->sig_fd != -1)
         close(v->sig_fd);
+    if (s->inbox_fd != -1)
+        close(s->inbox_fd);
+    if (s->loops != NULL && s->loops->inbox_w[s->loop_index] != -1)
+        close(s->loops->inbox_w[s->loop_index]);
     for (unsigned i = 1; i < M0_MAX_LOOPS; i++) {
         if (v->peer_fds[i] != -1)
             close(v->peer_fds[i]);
@@ -438,6 +443,7 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
     v->ctl_fd = ctl_fd;
     for (unsigned i = 0; i < M0_MAX_LOOPS; i++)
         v->peer_fds[i] = -1;
+    s->inbox_fd = -1;
     s->cfg = cfg;
     for (int i = 0; i < nlisten && i < M0_MAX_LISTENERS; i++)
         s->listen_fds[s->nlisten++] = listen_fds[i];
@@ -506,6 +512,8 @@ int m0_serve_group(struct m0_server **loops, unsigned n)
         s->loop_index = i;
         s->env.loop_index = i;
         m0_rt_set_loop(s->rt, (int)i);
+        if (m0_handoff_open(s) != M0_OK)
+            return M0_ERR;
         if (i == 0)
             continue;
         serve_of(s)->quota = 0;    /* --max-requests counts the process: the first loop sums */
@@ -573,6 +581,7 @@ void m0_serve_free(struct m0_server *s)
     m0_pool_stop(s->pool);
     s->pool = NULL;
     m0_grip_control_free(s);           /* its thread posts to the loop: joined before the loop goes */
+    m0_handoff_close(s);               /* connections handed too late: closed */
     m0_conn_each(s, free_conn, NULL);
     m0_conn_job_cache_free(s);
     m0_holds_free(s);

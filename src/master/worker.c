@@ -215,6 +215,13 @@ void m0_worker_main(const struct m0_config *cfg, const int *listen_fds, int nlis
     struct m0_server *s = loops[0];
     if (m0_serve_group(loops, n) != M0_OK)
         _exit(M0_EXIT_FAIL);
+    /* The listeners every loop shares (the same socket for loop 1 as for
+     * loop 0): their connections are handed round the loops (handoff.h). */
+    uint32_t shared = 0;
+    for (int k = 0; n > 1 && k < nlisten; k++)
+        shared |= listen_fds[nlisten + k] == listen_fds[k] ? 1u << k : 0;
+    for (unsigned i = 0; i < n; i++)
+        loops[i]->listen_shared = shared;
     if (m0_static_add_targets(cfg) != M0_OK || m0_apps_load(cfg, envs, n) != M0_OK) {
         fflush(NULL);
         _exit(M0_EXIT_BOOT);     /* executor threads may be alive: nothing to join */

@@ -409,3 +409,75 @@ def test_threads_that_publish_and_end_leave_no_buffers_behind(start_server):
     after = _get_json(s.port, "/publish-threads?n=400")[1]["rss_kib"]
     # Kept, 400 threads' buffers are about 400 x 120 KB = 47 MB.
     assert after - before < 16 * 1024, (before, after)
+
+
+def _unix_get(path, target, timeout=10):
+    """GET target over the unix socket path, on a connection of its own: the
+    view's JSON."""
+    import socket
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(path)
+        sock.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % target.encode())
+        data = b""
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), data
+    return json.loads(body)
+
+
+def _unix_server(start_server, tmp_path, *args):
+    """A --threads server on a unix socket (started by hand: the harness
+    waits for a TCP banner); its socket path."""
+    from serverproc import Server, StreamCollector, spawn
+    path = str(tmp_path / "m0.sock")
+    s = Server("threads_app:app", *args)
+    s.args[s.args.index("--bind") + 1] = "unix:%s" % path
+    start_server.servers.append(s)
+    s.proc = spawn(s.args)
+    s.stdout = StreamCollector(s.proc.stdout)
+    s.stderr = StreamCollector(s.proc.stderr)
+    assert s.stderr.wait_for(re.compile(r"worker booted"), 30), s.stderr.text()
+    return s, path
+
+
+def test_a_shared_socket_spreads_its_connections_over_the_loops(start_server, tmp_path):
+    """A unix socket cannot be one SO_REUSEPORT socket per loop: the loops
+    share it, and the one that accepts hands the connections round the
+    loops in turn (SCM_RIGHTS), so sequential connections of a light load
+    reach every loop — not nearly all the first, as EPOLLEXCLUSIVE alone."""
+    s, path = _unix_server(start_server, tmp_path, "--threads", "3", "--blocking-threads", "1")
+    loops = [_unix_get(path, "/gil")["loop"] for _ in range(12)]
+    assert sorted(set(loops)) == [0, 1, 2], loops
+    assert min(loops.count(k) for k in range(3)) >= 3, loops
+
+
+def test_a_stalled_loop_is_passed_over_by_the_shared_socket(start_server, tmp_path):
+    """A view inline on loop 1 (--blocking-threads 0) sleeps 3 s: the
+    connections whose turn is loop 1's go to the next loop, not into a
+    queue behind the view."""
+    import socket
+    s, path = _unix_server(start_server, tmp_path, "--threads", "2", "--blocking-threads", "0")
+    held = None
+    for _ in range(8):           # a kept connection that loop 1 serves
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.settimeout(10)
+        c.connect(path)
+        c.sendall(b"GET /gil HTTP/1.1\r\nHost: x\r\n\r\n")
+        first = _read_until(c, b"}", 10)
+        if b'"loop": 1' in first:
+            held = c
+            break
+        c.close()
+    assert held is not None
+    held.sendall(b"GET /sleep?ms=3000 HTTP/1.1\r\nHost: x\r\n\r\n")
+    time.sleep(0.3)              # loop 1 is inside the view (stalled past 50 ms)
+    t0 = time.monotonic()
+    seen = [_unix_get(path, "/gil", timeout=2.5)["loop"] for _ in range(6)]
+    assert time.monotonic() - t0 < 2.0 and seen == [0] * 6, seen
+    assert b'"loop": 1' in _read_until(held, b'"loop": 1', 10)
+    held.close()
