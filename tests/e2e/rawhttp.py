@@ -203,6 +203,20 @@ class Conn:
         finally:
             self.sock.settimeout(DEFAULT_TIMEOUT)
 
+def get_to_close(sock, target):
+    """GET target with Connection: close on the connected socket sock (TCP
+    or unix), read until the server closes: (head bytes, body bytes)."""
+    sock.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % target.encode())
+    data = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return head, body
+
+
 def request(port, method, target, headers=(), body=None, version="HTTP/1.1", timeout=DEFAULT_TIMEOUT):
     """One request on a fresh connection."""
     with Conn(port, timeout) as conn:

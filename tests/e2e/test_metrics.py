@@ -28,6 +28,7 @@ import urllib.request
 
 import pytest
 
+from rawhttp import get_to_close
 from serverproc import kill_group, spawn
 from sse import SSEStream
 
@@ -75,15 +76,8 @@ def sample_sum(text, name, **labels):
 def get_pid(port):
     """GET /pid on a fresh connection: which worker answered."""
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        s.sendall(b"GET /pid HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        data = b""
-        while True:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 200"), data
+        head, body = get_to_close(s, "/pid")
+    assert head.startswith(b"HTTP/1.1 200"), (head, body)
     return int(body)
 
 

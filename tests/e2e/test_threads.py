@@ -415,18 +415,12 @@ def _unix_get(path, target, timeout=10):
     """GET target over the unix socket path, on a connection of its own: the
     view's JSON."""
     import socket
+    from rawhttp import get_to_close
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)
         sock.connect(path)
-        sock.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % target.encode())
-        data = b""
-        while True:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 200"), data
+        head, body = get_to_close(sock, target)
+    assert head.startswith(b"HTTP/1.1 200"), (head, body)
     return json.loads(body)
 
 
