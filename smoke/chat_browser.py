@@ -68,6 +68,18 @@ def start_server(app="rtsite.wsgi:application", app_dir=SITE, args=("--workers",
     raise SystemExit("m0serve did not start:\n" + banner.decode(errors="replace"))
 
 
+def stop(*procs):
+    """Stop each process group started here (None: not started): SIGTERM,
+    SIGKILL after 10 s."""
+    for p in procs:
+        if p is not None:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+                p.wait(10)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                os.killpg(p.pid, signal.SIGKILL)
+
+
 def start_browser(chromium, profile):
     proc = subprocess.Popen([chromium, *CHROMIUM_FLAGS, "--user-data-dir=%s" % profile, "about:blank"],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -168,13 +180,7 @@ def main():
         browser, browser_ws = start_browser(a.chromium, profile)
         proto, shown = asyncio.run(asyncio.wait_for(drive(browser_ws, port, a.screenshot), 90))
     finally:
-        for p in (browser, server):
-            if p is not None:
-                try:
-                    os.killpg(p.pid, signal.SIGTERM)
-                    p.wait(10)
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    os.killpg(p.pid, signal.SIGKILL)
+        stop(browser, server)
         shutil.rmtree(profile, ignore_errors=True)
     ok = all(v is True for v in shown.values()) and proto == "chat.v1"
     print("chat_browser: subprotocol %r; message shown: %s -> %s"

@@ -24,8 +24,6 @@ import asyncio
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -33,7 +31,7 @@ from pathlib import Path
 import websockets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chat_browser import CDP, REPO, start_browser, start_server  # noqa: E402
+from chat_browser import CDP, REPO, start_browser, start_server, stop  # noqa: E402
 
 APP_DIR = REPO / "examples" / "fastapi_app"
 
@@ -85,13 +83,7 @@ def main():
         browser, browser_ws = start_browser(a.chromium, profile)
         shown = asyncio.run(asyncio.wait_for(drive(browser_ws, port, a.screenshot), 90))
     finally:
-        for p in (browser, server):
-            if p is not None:
-                try:
-                    os.killpg(p.pid, signal.SIGTERM)
-                    p.wait(10)
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    os.killpg(p.pid, signal.SIGKILL)
+        stop(browser, server)
         shutil.rmtree(profile, ignore_errors=True)
     ok = all(v is True for v in shown.values())
     print("fastapi_browser: %s -> %s" % (", ".join("%s=%s" % (k, v is True) for k, v in shown.items()),

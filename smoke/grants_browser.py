@@ -20,8 +20,6 @@ import argparse
 import asyncio
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import urllib.parse
@@ -32,7 +30,7 @@ import websockets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))
-from chat_browser import CDP, start_browser, start_server as start_m0serve  # noqa: E402
+from chat_browser import CDP, start_browser, start_server as start_m0serve, stop  # noqa: E402
 from serverproc import free_port  # noqa: E402  (the one copy, shared with the tests and bench)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -86,13 +84,7 @@ def main():
         browser, browser_ws = start_browser(a.chromium, str(tmp / "profile"))
         ok, shown = asyncio.run(asyncio.wait_for(drive(browser_ws, port, token), 90))
     finally:
-        for p in (browser, server):
-            if p is not None:
-                try:
-                    os.killpg(p.pid, signal.SIGTERM)
-                    p.wait(10)
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    os.killpg(p.pid, signal.SIGKILL)
+        stop(browser, server)
         shutil.rmtree(tmp, ignore_errors=True)
     print("grants_browser: cross-origin EventSource showed %r -> %s" % (shown, "ok" if ok else "FAILED"))
     sys.exit(0 if ok else 1)

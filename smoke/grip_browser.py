@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -33,7 +32,7 @@ import websockets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))
-from chat_browser import CDP, start_browser, start_server as start_m0serve  # noqa: E402
+from chat_browser import CDP, start_browser, start_server as start_m0serve, stop  # noqa: E402
 from serverproc import free_port  # noqa: E402  (the one copy, shared with the tests and bench)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -121,13 +120,7 @@ def main():
         browser, browser_ws = start_browser(a.chromium, profile)
         shown = asyncio.run(asyncio.wait_for(drive(browser_ws, port, env, a.screenshot), 90))
     finally:
-        for p in (browser, server):
-            if p is not None:
-                try:
-                    os.killpg(p.pid, signal.SIGTERM)
-                    p.wait(10)
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    os.killpg(p.pid, signal.SIGKILL)
+        stop(browser, server)
         shutil.rmtree(profile, ignore_errors=True)
         shutil.rmtree(tmp, ignore_errors=True)
     ok = all(v is True for v in shown.values())
