@@ -70,6 +70,7 @@ struct serve {
     int stop_now;              /* SIGQUIT */
     int rc;
     uint64_t quota;            /* --max-requests (+ jitter) for this worker; 0 = none */
+    uint64_t answered;         /* the first loop with --threads: every loop's requests, as of the last sweep */
     uint64_t asked_at;         /* loop ms M0_CTL_REPLACE was last sent; 0 = never */
 };
 
@@ -351,15 +352,15 @@ static void serve_hook(struct m0_loop *l, void *ctx)
     if (now >= s->next_sweep) {
         m0_conn_sweep(s);
         s->next_sweep = now + SWEEP_MS;
+        if (v->quota != 0 && nloops(v) > 1) {      /* --max-requests: every loop's, once a sweep */
+            struct m0_loop_sum sum;
+            m0_loops_sum(s, &sum);
+            v->answered = sum.v[M0_LS_REQUESTS];
+        }
     }
     m0_conn_release_closed(s);
     m0_loops_publish(s);
-    uint64_t answered = s->requests;
-    if (v->quota != 0 && nloops(v) > 1) {
-        struct m0_loop_sum sum;
-        m0_loops_sum(s, &sum);
-        answered = sum.v[M0_LS_REQUESTS];
-    }
+    uint64_t answered = nloops(v) > 1 ? v->answered : s->requests;
     if (v->quota != 0 && answered >= v->quota && !atomic_load(&s->draining) &&
         (v->asked_at == 0 || now - v->asked_at >= ASK_AGAIN_MS)) {
         /* --max-requests: the master boots a replacement first, then
