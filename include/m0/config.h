@@ -119,6 +119,7 @@ struct m0_config {
     size_t grip_key_len;
     const char *grip_control;   /* --grip-control HOST:PORT or unix:PATH; NULL: none */
     int grip_listener;          /* set by the master: the workers' listener index of grip_control, -1 */
+    uint64_t grip_max_body;     /* --grip-max-body: the control port's request body limit (default 1 MiB) */
 };
 
 /* Fill defaults. */

@@ -32,7 +32,6 @@
 #include "m0/types.h"
 #include "m0/buf.h"
 
-#define M0_EPCP_BODY_MAX    1000000   /* bytes: Pushpin's push_in_http_max_body_size */
 #define M0_EPCP_ITEMS_MAX   1000      /* items in one publish */
 #define M0_EPCP_HEADERS_MAX 64        /* headers of one http-response */
 #define M0_EPCP_META_MAX    16        /* meta pairs of one item */
@@ -105,10 +104,12 @@ struct m0_epcp_publish {
 /*
  * Parse a publish body of len bytes into pub (zeroed by the call; free it
  * with m0_epcp_free whatever the result). Returns the HTTP status to answer
- * with: 200 (pub holds 0..M0_EPCP_ITEMS_MAX items, in order), 413 when len
- * exceeds M0_EPCP_BODY_MAX, or 400 with pub->err set, Pushpin's wording:
- * "Body is not valid JSON.", "Invalid format: ..." (the item's index and
- * the offending field named).
+ * with: 200 (pub holds 0..M0_EPCP_ITEMS_MAX items, in order, each channel
+ * a valid name: sse.h, m0_sse_channel_error), or 400 with pub->err set,
+ * Pushpin's wording: "Body is not valid JSON.", "Invalid format: ..." (the
+ * item's index and the offending field named; for a channel name the rule
+ * it breaks). The body's size is the caller's to bound before reading it
+ * (the control port's --grip-max-body: grip_control.h).
  */
 int m0_epcp_parse(struct m0_epcp_publish *pub, const char *body, size_t len);
 void m0_epcp_free(struct m0_epcp_publish *pub);

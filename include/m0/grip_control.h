@@ -19,15 +19,27 @@ struct m0_server;
  * (s->grip_fd, -1 without --grip-control). */
 void m0_grip_control_attach(struct m0_server *s);
 
-/* Answer the complete request of a connection accepted on the control
- * listener (Pushpin's routes and answers): POST /publish[/] → 200
- * "Published", 400 with EPCP's reason, 401 without the key's Bearer
- * credential, 405 for another method, 413 past M0_EPCP_BODY_MAX or for
- * an item larger than the bus carries (nothing of that request is
+/* The control port's decision for a request whose head is complete, made
+ * before any byte of its body is read (so that nobody without the key can
+ * make a worker buffer a body: issue 27): 0 for an authenticated POST
+ * /publish[/] whose Content-Length (if any) is within --grip-max-body —
+ * the caller reads its body, capping a chunked one at --grip-max-body
+ * (m0_http_cap_body: 413 at the byte that passes it) — else the status of
+ * an answer that needs no body, Pushpin's routes in this order: 200 for
+ * "/", 404 for another path, 405 for a method other than POST, 401 without
+ * the key's Bearer credential (logged), 413 for a Content-Length over
+ * --grip-max-body (RFC 9110 §15.5.14). Checks the credential once. */
+int m0_grip_control_verdict(struct m0_server *s, struct m0_conn *c);
+
+/* Answer a request of the control listener given its verdict: a non-zero
+ * verdict is that answer (text/plain; 401 with WWW-Authenticate: Bearer,
+ * 405 with Allow: POST). Verdict 0, its body read whole: 200 "Published",
+ * 400 with EPCP's reason (m0_epcp_parse: the channel rule named too), 413
+ * for an item larger than the bus carries (nothing of that request is
  * published), 503 without a bus; with --broker the items are handed to
  * the publisher thread and the connection waits (RUN, C_RUNNER) for
- * m0_grip_control_complete; GET / → 200; anything else → 404. */
-void m0_grip_control_answer(struct m0_server *s, struct m0_conn *c);
+ * m0_grip_control_complete. The caller has begun the request. */
+void m0_grip_control_answer(struct m0_server *s, struct m0_conn *c, int verdict);
 
 /* With --broker, a publish is answered here, at the DONE completion of its
  * slot (h1.c routes it): 200 when every item was published; else 503 with

@@ -114,6 +114,7 @@ struct m0_http {
     char ext_prev;            /* chunk-size line: last byte kept, or 0 at line start */
     uint32_t chunk_line_len;  /* chunk-size line: bytes read so far (M0_CHUNK_LINE_MAX) */
     unsigned trailers;        /* trailer fields seen (dropped) */
+    uint64_t body_max;        /* this message's body limit: lim->max_body unless m0_http_cap_body lowered it */
 };
 
 /* Set up h for a new connection; req must outlive it. */
@@ -121,6 +122,13 @@ void m0_http_init(struct m0_http *h, struct m0_req *req, const struct m0_limits 
 /* Prepare for the next message on the same connection (keep-alive): resets
  * the request and its arena but keeps allocations. */
 void m0_http_next(struct m0_http *h);
+/* Lower the body limit of the message in progress to max bytes (never
+ * raise it past lim->max_body): a body that passes it is M0_ERR 413 at
+ * the byte that passes it, before that byte is stored. Called between the
+ * head (M0_OK) and the body, for an endpoint with a smaller limit of its
+ * own (the GRIP control port's --grip-max-body); m0_http_next restores
+ * lim->max_body. A Content-Length over max is the caller's to refuse. */
+void m0_http_cap_body(struct m0_http *h, uint64_t max);
 /* Release parser temporaries (not the request). */
 void m0_http_free(struct m0_http *h);
 

@@ -167,6 +167,12 @@ struct m0_job {
     int8_t metrics_conn;        /* accepted on --metrics-bind: only the metrics endpoint answers */
     int8_t grip_conn;           /* accepted on --grip-control: only EPCP publishes are answered */
     int8_t mx_mount;            /* metrics: the mount (target index) that answers, -1 none */
+    /* Who answers the request in flight, decided once when its head is
+     * complete, before any of its body is read (h1.c: decide()): the
+     * Expect: 100-continue branch and the routing both act on it. */
+    uint8_t route;              /* h1.c's enum route; 0: not decided yet */
+    int16_t route_verdict;      /* the GRIP control port's verdict (m0_grip_control_verdict) */
+    const struct m0_target *route_target;   /* the mount of a static or application route */
     char remote_addr[INET6_ADDRSTRLEN];
     uint16_t remote_port;
     uint8_t https;              /* a trusted proxy says the client used https */

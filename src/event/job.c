@@ -62,6 +62,8 @@ void m0_job_reset(struct m0_job *job)
     job->ch.peer_reason_len = 0;
     job->target = NULL;
     job->mx_mount = -1;
+    job->route = 0;
+    job->route_target = NULL;
     job->inl = NULL;
     job->wake = NULL;
     job->hold_start = job->hold_last_id = 0;

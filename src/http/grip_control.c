@@ -6,6 +6,12 @@
  * runner and no application import, and a publish storm cannot take the
  * application's threads.
  *
+ * Nothing is read for a client without the key: the route, the method, the
+ * credential and the declared size are judged from the head alone
+ * (m0_grip_control_verdict, which h1.c asks when the head is complete);
+ * only an authenticated publish within --grip-max-body has its body read,
+ * and h1.c answers every other verdict before reading a byte of it.
+ *
  * With --broker the items go through Redis, a round trip the loop must
  * not wait for: they are handed to the loop's publisher thread
  * (broker_grip.h), the connection waits in RUN as for a runner (C_RUNNER:
@@ -107,8 +113,8 @@ static int publish_all(struct m0_server *s, struct m0_conn *c, const struct m0_e
         if (m0_grip_item_encode(&frames[i], it) != M0_OK)
             continue;        /* hint, refresh, a ws-message close: nothing a hold here takes */
         any = 1;
-        if (frames[i].len > limit || m0_sse_channel_error(it->channel.p, it->channel.len) != NULL)
-            status = 413;
+        if (frames[i].len > limit)
+            status = 413;        /* the channel name is valid: m0_epcp_parse checked it */
     }
     if (status == 200 && any && m0_broker != NULL) {
         status = hand_over(s, c, pub, frames);
@@ -203,32 +209,48 @@ static char *body_of(const struct m0_req *r, size_t *n)
     return b;
 }
 
-void m0_grip_control_answer(struct m0_server *s, struct m0_conn *c)
+int m0_grip_control_verdict(struct m0_server *s, struct m0_conn *c)
 {
     const struct m0_req *r = &c->job->req;
-    const char *tp = "text/plain";
-    if (path_is(r, "/")) {
-        reply(s, c, 200, tp, "m0serve GRIP control\n", NULL, NULL);
-        return;
-    }
-    if (!path_is(r, "/publish") && !path_is(r, "/publish/")) {
-        reply(s, c, 404, tp, "Not Found\n", NULL, NULL);
-        return;
-    }
-    if (strcmp(r->method, "POST") != 0) {
-        reply(s, c, 405, tp, "Method Not Allowed\n", "Allow", "POST");
-        return;
-    }
+    if (path_is(r, "/"))
+        return 200;
+    if (!path_is(r, "/publish") && !path_is(r, "/publish/"))
+        return 404;
+    if (strcmp(r->method, "POST") != 0)
+        return 405;
     const struct m0_hdr *auth = m0_req_header(r, "authorization");
     if (auth == NULL ||
         !m0_grip_bearer_ok(auth->value, auth->value_len, s->cfg->grip_key, s->cfg->grip_key_len, (int64_t)time(NULL))) {
         m0_warn("GRIP control: publish refused (%s credential) from %s", auth == NULL ? "no" : "a bad",
                 c->job->remote_addr[0] ? c->job->remote_addr : "a unix socket");
+        return 401;
+    }
+    if (r->content_length > 0 && (uint64_t)r->content_length > s->cfg->grip_max_body)
+        return 413;
+    return 0;
+}
+
+void m0_grip_control_answer(struct m0_server *s, struct m0_conn *c, int verdict)
+{
+    const struct m0_req *r = &c->job->req;
+    const char *tp = "text/plain";
+    switch (verdict) {
+    case 0:
+        break;                   /* an authenticated publish: its body is read */
+    case 200:
+        reply(s, c, 200, tp, "m0serve GRIP control\n", NULL, NULL);
+        return;
+    case 401:
         reply(s, c, 401, tp, "Unauthorized\n", "WWW-Authenticate", "Bearer");
         return;
-    }
-    if (r->body_len > M0_EPCP_BODY_MAX) {
+    case 405:
+        reply(s, c, 405, tp, "Method Not Allowed\n", "Allow", "POST");
+        return;
+    case 413:
         reply(s, c, 413, tp, "Request body too large.\n", NULL, NULL);
+        return;
+    default:
+        reply(s, c, 404, tp, "Not Found\n", NULL, NULL);
         return;
     }
     size_t n;

@@ -19,6 +19,14 @@
  * the connection closes unless the body arrived anyway (RFC 9112 §9.3).
  * Other request bodies are received whole before dispatch, which keeps
  * slow uploads off the pool threads.
+ *
+ * Who answers is decided once, when the head is complete (decide()). An
+ * answer given in C that needs no body (the metrics, /health, a grant, a
+ * static file, a 404, every refusal of the GRIP control port) is given
+ * then, from the head alone: no 100 Continue, no byte of the body read or
+ * spooled, and the connection closed after it (RFC 9112 §9.6) — a GET
+ * endpoint sent 1 GB is answered at once. Only an application and an
+ * authenticated GRIP publish within --grip-max-body read a body.
  */
 #include <errno.h>
 #include <poll.h>
@@ -383,38 +391,93 @@ static void set_client(struct m0_server *s, struct m0_job *job)
     job->https = cl.https;
 }
 
-/* A complete request: to the health path, a target, or a 404. */
-static void route(struct m0_server *s, struct m0_conn *c)
+/* Who answers a request (job->route). Everything but an application
+ * route is answered in C, on the loop. */
+enum route { R_UNDECIDED, R_GRIP, R_METRICS, R_HEALTH, R_GRANT, R_APP, R_STATIC, R_UNMOUNTED };
+
+/* The one decision of who answers c's request, made when its head is
+ * complete and before any byte of its body is read; the Expect branch of
+ * h1_parse and route() act on it alone. The order is the precedence: a
+ * listener of its own (GRIP control, --metrics-bind) answers everything
+ * sent to it; then the metrics path, the health path, the grant paths, the
+ * mounts. The GRIP control port decides here too (its credential checked
+ * once, before the body: m0_grip_control_verdict). */
+static void decide(struct m0_server *s, struct m0_conn *c)
 {
-    const struct m0_req *r = &c->job->req;
-    set_client(s, c->job);
-    c->job->mx_mount = -1;
-    if (c->job->grip_conn) {            /* grip_control.h: EPCP in C, never the app */
-        begin_request(s, c);
-        m0_grip_control_answer(s, c);
-        return;
+    struct m0_job *job = c->job;
+    const struct m0_req *r = &job->req;
+    set_client(s, job);
+    job->route_target = NULL;
+    if (job->grip_conn) {               /* grip_control.h: EPCP in C, never the app */
+        job->route = R_GRIP;
+        job->route_verdict = (int16_t)m0_grip_control_verdict(s, c);
+        if (job->route_verdict == 0)
+            m0_http_cap_body(&job->http, s->cfg->grip_max_body);   /* a chunked body too */
+    } else if (m0_metrics_claims(s, c)) {   /* metrics.h: answered in C, never the app */
+        job->route = R_METRICS;
+    } else if (s->health_len != 0 && r->path_len == s->health_len && memcmp(r->path, s->health_path, s->health_len) == 0) {
+        job->route = R_HEALTH;
+    } else if (m0_grant_claims(s, c)) {  /* grant_hold.h: verified and held in C, never the app */
+        job->route = R_GRANT;
+    } else {
+        const struct m0_target *t = m0_target_match(&m0_targets, r->path, r->path_len);
+        job->route_target = t;
+        job->route = t == NULL ? R_UNMOUNTED : t->runner == NULL ? R_STATIC : R_APP;
     }
-    if (m0_metrics_claims(s, c)) {       /* metrics.h: answered in C, never the app */
+}
+
+/* Does the answerer of the decided route read the request's body? Only an
+ * application and an authenticated GRIP publish within its limit do; every
+ * other answer in C is given from the head alone. */
+static int reads_body(const struct m0_job *job)
+{
+    return job->route == R_APP || (job->route == R_GRIP && job->route_verdict == 0);
+}
+
+/* A complete request (or, with head_only, a head whose body is not read):
+ * to the answerer decide() chose. */
+static void route(struct m0_server *s, struct m0_conn *c, int head_only)
+{
+    struct m0_job *job = c->job;
+    const struct m0_req *r = &job->req;
+    if (job->route == R_UNDECIDED)
+        decide(s, c);
+    job->mx_mount = -1;
+    switch (job->route) {
+    case R_GRIP:
+        begin_request(s, c);
+        m0_grip_control_answer(s, c, job->route_verdict);
+        return;
+    case R_METRICS:
         begin_request(s, c);
         m0_metrics_answer(s, c);
         return;
-    }
-    if (s->health_len != 0 && r->path_len == s->health_len && memcmp(r->path, s->health_path, s->health_len) == 0) {
+    case R_HEALTH:
         answer_health(s, c);
         return;
-    }
-    if (m0_grant_claims(s, c)) {         /* grant_hold.h: verified and held in C, never the app */
+    case R_GRANT:
+        if (head_only && (strcmp(r->method, "GET") == 0 || strcmp(r->method, "OPTIONS") == 0)) {
+            /* A stream or a socket with content: nothing would read it, and
+             * a hold cannot follow unread bytes (RFC 9110 §9.3.1 lets a
+             * server refuse a GET with content). Other methods get the
+             * grant endpoint's 405. */
+            begin_request(s, c);
+            m0_conn_error(s, c, 400, "A grant request has no content");
+            return;
+        }
         begin_request(s, c);
         m0_conn_set_state(s, c, M0_CONN_RUN);
         m0_grant_answer(s, c);
         after_run(s, c, M0_DONE);
         return;
+    default:
+        break;
     }
-    const struct m0_target *t = m0_target_match(&m0_targets, r->path, r->path_len);
-    c->job->mx_mount = t != NULL ? (int8_t)(t - m0_targets.t) : -1;
-    if (t == NULL)
+    const struct m0_target *t = job->route_target;
+    job->mx_mount = t != NULL ? (int8_t)(t - m0_targets.t) : -1;
+    if (job->route == R_UNMOUNTED)
         answer_unmounted(s, c);
-    else if (t->runner == NULL)
+    else if (job->route == R_STATIC)
         answer_static(s, c, t);
     else
         dispatch(s, c, t);
@@ -523,39 +586,49 @@ static void h1_parse(struct m0_server *s, struct m0_conn *c)
             return;
         }
         if (rc == M0_OK) {
-            /* Head complete: decide about the body before reading it. */
+            /* Head complete: who answers is decided now, once, and so is
+             * whether the body is read at all. */
             m0_conn_set_state(s, c, M0_CONN_READ_BODY);
-            if ((job->req.flags & M0_REQ_EXPECT100) && (job->req.flags & M0_REQ_CHUNKED)) {
-                /* A chunked body's size is known only once it is read, and
-                 * WSGI frameworks size wsgi.input by CONTENT_LENGTH (Django
-                 * reads nothing without it): read it now, as any chunked
-                 * body, so --max-body answers 413 before the application
-                 * runs and CONTENT_LENGTH is exact. */
-                put_continue(s, c);
-            } else if ((job->req.flags & M0_REQ_EXPECT100) && job->req.content_length > 0) {
+            decide(s, c);
+            int chunked = (job->req.flags & M0_REQ_CHUNKED) != 0;
+            if ((chunked || job->req.content_length > 0) && !reads_body(job)) {
+                /* Answered from the head alone (a refusal, the metrics, a
+                 * 404...): no 100 Continue, not a byte of the body read or
+                 * stored, and the connection closes after the answer — the
+                 * unread body must never be parsed as the next request
+                 * (RFC 9110 §10.1.1, RFC 9112 §9.6). */
+                job->req.flags &= ~(unsigned)M0_REQ_KEEPALIVE;     /* Connection: close */
+                route(s, c, 1);
+                return;
+            }
+            if ((job->req.flags & M0_REQ_EXPECT100) && job->route == R_APP && !chunked &&
+                job->req.content_length > 0) {
                 /* The application decides whether the body is wanted. */
-                const struct m0_target *t = m0_target_match(&m0_targets, job->req.path, job->req.path_len);
-                int health = s->health_len != 0 && job->req.path_len == s->health_len &&
-                             memcmp(job->req.path, s->health_path, s->health_len) == 0;
-                if (t != NULL && t->runner != NULL && !health && !job->grip_conn) {   /* a static mount wants no body */
-                    set_client(s, job);
-                    c->flags |= C_LAZY_BODY;
-                    job->ch.body_lazy = 1;
-                    m0_buf_compact(&c->in);
-                    dispatch(s, c, t);
-                    if (c->state == M0_CONN_RUN && (c->flags & C_LAZY_BODY) && m0_buf_unread(&c->in) > 0)
-                        read_lazy_body(s, c);     /* body bytes sent without waiting */
-                    if (c->state != M0_CONN_READ_HEAD)
-                        return;
-                    continue;       /* answered inline already: pipelined requests next */
-                }
+                c->flags |= C_LAZY_BODY;
+                job->ch.body_lazy = 1;
+                m0_buf_compact(&c->in);
+                dispatch(s, c, job->route_target);
+                if (c->state == M0_CONN_RUN && (c->flags & C_LAZY_BODY) && m0_buf_unread(&c->in) > 0)
+                    read_lazy_body(s, c);     /* body bytes sent without waiting */
+                if (c->state != M0_CONN_READ_HEAD)
+                    return;
+                continue;       /* answered inline already: pipelined requests next */
+            }
+            if ((job->req.flags & M0_REQ_EXPECT100) && (chunked || job->req.content_length > 0)) {
+                /* A body read before its answerer runs: an authenticated
+                 * GRIP publish, or an application's chunked body (its size
+                 * is known only once it is read, and WSGI frameworks size
+                 * wsgi.input by CONTENT_LENGTH — Django reads nothing
+                 * without it — so it is read now, as any chunked body, and
+                 * --max-body answers 413 before the application runs). */
+                put_continue(s, c);
             }
             head_paused = 1;
             continue;
         }
         /* M0_DONE: one whole request. Pipelined bytes stay in c->in. */
         m0_buf_compact(&c->in);
-        route(s, c);
+        route(s, c, 0);
         if (c->state != M0_CONN_READ_HEAD)
             return;     /* still writing, lingering or closed */
     }

@@ -96,6 +96,7 @@ static const struct opt opts[] = {
     {"--reload", "M0_RELOAD", T_BOOL, O(reload), 0, 0, NULL, "development: replace the workers when a Python file of the app changes (inotify)"},
     {"--grip-key-file", "M0_GRIP_KEY_FILE", T_STR, O(grip_key_file), 0, 0, "FILE", "GRIP: the shared key (the file's first line; not readable by other users); Grip-* instructions are honoured, requests carry Grip-Sig; implies --realtime"},
     {"--grip-control", "M0_GRIP_CONTROL", T_STR, O(grip_control), 0, 0, "ADDR", "GRIP: HOST:PORT or unix:PATH answering EPCP POST /publish/ (Bearer key or JWT); needs --grip-key-file"},
+    {"--grip-max-body", "M0_GRIP_MAX_BODY", T_BYTES, O(grip_max_body), 0, 0, "BYTES", "GRIP: the largest publish body the control port reads, else 413 before reading it (default 1m)"},
     {"--grant-key-file", "M0_GRANT_KEY_FILE", T_STR, O(grant_key_file), 0, 0, "FILE", "signed stream grants: HMAC keys, one 'KID SECRET' a line, mode 600 (checked at start; exit 78 when refused)"},
     {"--grant-path", "M0_GRANT_PATH", T_PREFIX, O(grant_path), 0, 0, "PREFIX", "signed stream grants: PREFIX/sse and PREFIX/ws hold a grant's channels, no Python call"},
     {"--grant-cookie", "M0_GRANT_COOKIE", T_STR, O(grant_cookie), 0, 0, "NAME", "signed stream grants: the token may also come in cookie NAME"},
@@ -203,6 +204,7 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->umask = -1;
     cfg->metrics_listener = -1;
     cfg->grip_listener = -1;
+    cfg->grip_max_body = 1024 * 1024;   /* Pushpin's publishes are an item of a few hundred KiB */
 }
 
 void m0_config_resolve(struct m0_config *cfg)
@@ -483,8 +485,8 @@ static int apply(struct m0_config *cfg, const struct opt *o, const char *val, co
             if (v < 256 || v > 1024 * 1024)
                 goto bad;
             cfg->limits.max_header_bytes = (size_t)v;
-        } else if (o->off == O(ws_max_message) && v == 0) {
-            goto bad;            /* a socket must be able to receive something */
+        } else if ((o->off == O(ws_max_message) || o->off == O(grip_max_body)) && v == 0) {
+            goto bad;            /* a socket must be able to receive something; a publish has a body */
         } else {
             *(uint64_t *)dst = v;
         }

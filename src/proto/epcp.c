@@ -1,7 +1,8 @@
 /*
  * epcp.c — an EPCP publish body into items (see epcp.h). Every error is a
  * 400 with a sentence naming the item and the field, as Pushpin's control
- * port answers ("Invalid format: ...").
+ * port answers ("Invalid format: ..."); a channel name must also be one
+ * m0serve's bus carries (sse.h), its rule named after the field.
  */
 #include <jansson.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 #include "m0/base64.h"
 #include "m0/grip.h"
 #include "m0/http.h"
+#include "m0/sse.h"
 #include "m0/ws.h"
 
 struct ctx {
@@ -355,6 +357,11 @@ static int parse_item(struct ctx *c, json_t *v, struct m0_epcp_item *it)
         return fail(c, "%s contains 'channel' with wrong type", w);
     if (json_string_length(ch) == 0)
         return fail(c, "%s contains 'channel' with invalid value", w);
+    /* A name the bus and the holds take (sse.h), or the item could only be
+     * refused later, by the bus, as if it were too large. */
+    const char *why = m0_sse_channel_error(json_string_value(ch), json_string_length(ch));
+    if (why != NULL)
+        return fail(c, "%s contains 'channel' with invalid value: %s", w, why);
     it->channel = copy(c, json_string_value(ch), json_string_length(ch));
     if (get_string(c, v, w, "id", &it->id, &it->has_id) != M0_OK ||
         get_string(c, v, w, "prev-id", &it->prev_id, &it->has_prev_id) != M0_OK)
@@ -397,10 +404,6 @@ static int parse_item(struct ctx *c, json_t *v, struct m0_epcp_item *it)
 int m0_epcp_parse(struct m0_epcp_publish *pub, const char *body, size_t len)
 {
     memset(pub, 0, sizeof *pub);
-    if (len > M0_EPCP_BODY_MAX) {
-        snprintf(pub->err, sizeof pub->err, "Request body too large.");
-        return 413;
-    }
     json_error_t jerr;
     /* JSON_ALLOW_NUL: "\u0000" is text like any other in content. */
     json_t *doc = json_loadb(body, len, JSON_ALLOW_NUL, &jerr);

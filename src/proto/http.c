@@ -467,7 +467,7 @@ static int on_body(llhttp_t *p, const char *at, size_t n)
     struct m0_http *h = H(p);
     struct m0_req *r = h->req;
 
-    if (r->body_len + n > h->lim->max_body)
+    if (r->body_len + n > h->body_max)
         return reject(h, 413, "Content too large");
     size_t mem_room = r->body_len < h->lim->body_mem ? h->lim->body_mem - (size_t)r->body_len : 0;
     size_t to_mem = n < mem_room ? n : mem_room;
@@ -537,6 +537,7 @@ void m0_http_init(struct m0_http *h, struct m0_req *req, const struct m0_limits 
     memset(h, 0, sizeof *h);
     h->req = req;
     h->lim = lim;
+    h->body_max = lim->max_body;
     llhttp_init(&h->parser, HTTP_REQUEST, &settings);
     h->parser.data = h;
 }
@@ -556,7 +557,14 @@ void m0_http_next(struct m0_http *h)
     h->method_done = h->method_unknown = 0;
     h->chunk_line = h->chunk_last = h->chunk_paused = 0;
     h->trailers = 0;
+    h->body_max = h->lim->max_body;
     m0_req_reset(h->req);
+}
+
+void m0_http_cap_body(struct m0_http *h, uint64_t max)
+{
+    if (max < h->body_max)
+        h->body_max = max;
 }
 
 void m0_http_free(struct m0_http *h)

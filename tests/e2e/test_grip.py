@@ -705,3 +705,123 @@ def test_with_a_broker_an_unauthenticated_publish_is_still_refused(tmp_path, sta
     assert _post(a.cport, item("x", "x"), {"Authorization": "Bearer wrong"})[0] == 401
     assert _post(a.cport, item("x", "x"), BEARER) == (200, b"Published\n")
     assert redis.command("XLEN", "m0:log") == b"1"          # only the authenticated one
+
+
+# --------------------------------------------- the control port refuses first
+# Issue 27, items 1, 4 and 13: the credential and the size are checked when
+# the head is complete, before a byte of the body is read; a refusal closes
+# the connection (the unread body is never parsed as a request).
+
+def control_host(start_server, tmp_path, *args, env=None):
+    cport = free_port()
+    server = start_server("grip_asgi:app", "--grip-key-file", str(key_file(tmp_path)), "--grip-control",
+                          "127.0.0.1:%d" % cport, *args, env=env)
+    server.cport = cport
+    return server
+
+
+def publish_head(length=None, headers=()):
+    lines = ["POST /publish/ HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json"] + list(headers)
+    lines.append("Content-Length: %d" % length if length is not None else "Transfer-Encoding: chunked")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def refused_at_once(cport, raw):
+    """Send raw (a head and only the first bytes of its body): the answer
+    comes while the rest is unsent, says Connection: close, and the server
+    closes after it."""
+    from rawhttp import Conn
+
+    with Conn(cport, timeout=5) as conn:
+        conn.send(raw)
+        r = conn.read_response("POST")
+        assert r.status != 100, r                  # no 100 Continue for a refusal
+        assert (r.header("connection") or "").lower() == "close", r
+        assert conn.wait_closed(5)
+    return r
+
+
+def test_an_unauthenticated_publish_is_refused_before_its_body_is_read(tmp_path, start_server):
+    server = control_host(start_server, tmp_path)
+    for auth in ([], ["Authorization: Bearer wrong"]):
+        for extra in ([], ["Expect: 100-continue"]):
+            r = refused_at_once(server.cport, publish_head(500000000, auth + extra) + b'{"items": [')
+            assert (r.status, r.header("www-authenticate"), r.body) == (401, "Bearer", b"Unauthorized\n")
+        r = refused_at_once(server.cport, publish_head(None, auth) + b"ffff\r\n{\"items\": [")
+        assert r.status == 401
+    # The port still publishes for the key.
+    assert _post(server.cport, item("x", "x"), BEARER) == (200, b"Published\n")
+
+
+def test_a_publish_over_the_default_limit_is_413_before_its_body_is_read(tmp_path, start_server):
+    """--grip-max-body defaults to 1 MiB: a Content-Length over it is a 413
+    at once; a body of exactly 1 MiB is read and published (the EPCP parse
+    has no smaller limit of its own)."""
+    server = control_host(start_server, tmp_path)
+    auth = ["Authorization: Bearer " + KEY]
+    r = refused_at_once(server.cport, publish_head(1024 * 1024 + 1, auth) + b'{"items": [')
+    assert (r.status, r.body) == (413, b"Request body too large.\n")
+    body = item("big", "x" * 1000)
+    body += b" " * (1024 * 1024 - len(body))
+    assert _post(server.cport, body, BEARER) == (200, b"Published\n")
+
+
+def test_grip_max_body_bounds_length_and_chunked_bodies_before_they_are_read(tmp_path, start_server):
+    server = control_host(start_server, tmp_path, env={"M0_GRIP_MAX_BODY": "4096"})   # the flag's twin
+    auth = ["Authorization: Bearer " + KEY]
+    assert refused_at_once(server.cport, publish_head(4097, auth) + b'{"items"').status == 413
+    # Chunked: refused at the chunk that passes the limit, the rest unsent.
+    first = b"{" + b" " * 3999
+    raw = publish_head(None, auth) + b"%x\r\n%s\r\n" % (len(first), first) + b"c8\r\n" + b" " * 200
+    assert refused_at_once(server.cport, raw).status == 413
+    body = item("lim", "x")
+    assert _post(server.cport, body + b" " * (4096 - len(body)), BEARER) == (200, b"Published\n")
+    rc, err = run_to_exit(["grip_asgi:app", "--app-dir", str(APPS_DIR), "--bind", "127.0.0.1:0",
+                           "--grip-key-file", str(key_file(tmp_path)), "--grip-max-body", "0"])
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert rc == 2 and len(lines) == 1 and "--grip-max-body" in lines[0], err
+
+
+def test_a_channel_name_the_bus_refuses_is_a_400_naming_the_rule(tmp_path, start_server):
+    server = control_host(start_server, tmp_path)
+    for channel, rule in (("m0.health", b"the m0. channel namespace is reserved"),
+                          ("c" * 201, b"channel name longer than 200 bytes"),
+                          ("a\tb", b"channel names are printable ASCII")):
+        status, body = _post(server.cport, item(channel, "x"), BEARER)
+        assert status == 400, (channel, status, body)
+        assert body == b"Invalid format: item 0: publish item object contains 'channel' with invalid value: " + rule + \
+            b"\n"
+    assert _post(server.cport, item("c" * 200, "x"), BEARER) == (200, b"Published\n")
+
+
+def test_the_control_port_with_expect_head_pipelining_and_chunked_bodies(tmp_path, start_server):
+    """An authenticated publish may be sent 100 Continue and is read; HEAD,
+    two requests in one write and a chunked publish are answered as HTTP/1.1
+    says, on one connection."""
+    from rawhttp import Conn, build_request, chunked
+
+    server = control_host(start_server, tmp_path)
+    s = Stream(server.port, "/st?ch=cx")
+    try:
+        s.read_until("asgi head\n")
+        with Conn(server.cport, timeout=5) as conn:
+            body = item("cx", "e1\n")
+            conn.send(publish_head(len(body), ["Authorization: Bearer " + KEY, "Expect: 100-continue"]))
+            assert conn.read_response("POST").status == 100       # wanted: it is sent
+            conn.send(body)
+            r = conn.read_response("POST")
+            assert (r.status, r.body) == (200, b"Published\n") and r.header("connection") is None
+            r = conn.request("HEAD", "/")
+            assert (r.status, r.body, r.header("content-length")) == (200, b"", "21")
+            conn.send(build_request("POST", "/publish/", [("Authorization", "Bearer " + KEY)], item("cx", "e2\n")) +
+                      build_request("POST", "/publish/", [("Authorization", "Bearer " + KEY)], item("cx", "e3\n")))
+            assert [conn.read_response("POST").status for _ in range(2)] == [200, 200]
+            conn.send(build_request("POST", "/publish/", [("Authorization", "Bearer " + KEY),
+                                                          ("Transfer-Encoding", "chunked")],
+                                    chunked(item("cx", "e4\n"), (7, 30))))
+            assert conn.read_response("POST").status == 200
+            r = conn.request("GET", "/")
+            assert (r.status, r.body) == (200, b"m0serve GRIP control\n")
+        s.read_until("asgi head\ne1\ne2\ne3\ne4\n")
+    finally:
+        s.close()

@@ -129,3 +129,78 @@ def test_two_sighups_with_a_request_in_flight_keep_a_worker(start_server):
         assert time.monotonic() < deadline, pids
         time.sleep(0.05)
     assert request(server.port, "GET", "/", timeout=10).status == 200
+
+
+# ------------------------------------------- answers given in C, from the head
+# Issue 27, items 1 and 4: every listener answered in C decides from the head
+# alone. A request it answers without the body gets its answer at once (no
+# 100 Continue, not a byte of the body read or spooled — a 1 GB
+# Content-Length is answered before it is sent) and the connection closes
+# after it; HEAD, pipelining and a chunked body behave as on any listener;
+# the application is never called.
+
+GRANT_KEY = "k1-secret-0123456789abcdefghijklmnop"
+GRIP_KEY = "grip-secret-0123456789abcdefghijklmnop"
+
+
+def answered_from_the_head(port, raw, method="POST"):
+    with Conn(port, timeout=5) as conn:
+        conn.send(raw)
+        r = conn.read_response(method)
+        assert r.status != 100, r
+        assert (r.header("connection") or "").lower() == "close", r
+        assert conn.wait_closed(5)
+    return r
+
+
+def test_every_listener_answered_in_c_refuses_before_reading(start_server, tmp_path):
+    import re
+
+    from serverproc import free_port
+
+    grants = tmp_path / "grant.keys"
+    grants.write_text("k1 %s\n" % GRANT_KEY)
+    grip = tmp_path / "grip.key"
+    grip.write_text(GRIP_KEY + "\n")
+    for f in (grants, grip):
+        f.chmod(0o600)
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "f.txt").write_text("static\n")
+    calls = tmp_path / "calls"
+    cport = free_port()
+    server = start_server("metrics_app", "--realtime", "--metrics-bind", "127.0.0.1:0", "--metrics-path", "/_m",
+                          "--grant-key-file", str(grants), "--grant-path", "/rt", "--grip-key-file", str(grip),
+                          "--grip-control", "127.0.0.1:%d" % cport, "--static", "/s=%s" % files,
+                          env={"METRICS_APP_CALLS": str(calls)})
+    mport = int(server.stderr.wait_for(re.compile(r"metrics at http://127\.0\.0\.1:(\d+)/"), 5).group(1))
+    before = calls.read_text() if calls.exists() else ""
+    endpoints = [  # (what, port, path, GET's status, a bodiless POST's status)
+        ("metrics port", mport, "/_m", 200, 405),
+        ("metrics port, another path", mport, "/hello", 404, 404),
+        ("metrics path", server.port, "/_m", 200, 405),
+        ("health", server.port, "/health", 200, 200),
+        ("grant", server.port, "/rt/sse", 401, 405),
+        ("GRIP control", cport, "/", 200, 200),
+        ("GRIP publish", cport, "/publish/", 405, 401),
+        ("static", server.port, "/s/f.txt", 200, 405),
+    ]
+    for what, port, path, get_status, post_status in endpoints:
+        assert request(port, "GET", path).status == get_status, what
+        assert request(port, "POST", path, body=b"").status == post_status, what
+        with Conn(port, timeout=5) as conn:          # HEAD, then pipelining, on one connection
+            r = conn.request("HEAD", path)
+            assert (r.status, r.body) == (405 if what == "grant" else get_status, b""), what   # grants: Allow: GET
+            conn.send(build_request("GET", path) + build_request("GET", path))
+            assert [conn.read_response().status for _ in range(2)] == [get_status] * 2, what
+        huge = b"Content-Length: 1000000000\r\n"
+        for extra in (b"Expect: 100-continue\r\n" + huge, huge, b"Transfer-Encoding: chunked\r\n"):
+            raw = b"POST %s HTTP/1.1\r\nHost: a\r\n%s\r\n" % (path.encode(), extra)
+            if b"chunked" in extra:
+                raw += b"ffffff\r\nsome of it"
+            assert answered_from_the_head(port, raw).status == post_status, (what, extra)
+        # A GET with content is answered from its head too (a grant's is a 400:
+        # it cannot be held with bytes unread).
+        raw = b"GET %s HTTP/1.1\r\nHost: a\r\nContent-Length: 1000000000\r\n\r\n" % path.encode()
+        assert answered_from_the_head(port, raw, "GET").status == (400 if what == "grant" else get_status), what
+    assert (calls.read_text() if calls.exists() else "") == before      # never the application

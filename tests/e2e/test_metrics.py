@@ -331,6 +331,29 @@ def test_metrics_path_for_trusted_peers_and_bind_only_answers_its_path(start_ser
     assert e.value.code == 405
 
 
+def test_the_metrics_port_never_runs_the_app_for_an_expect_100_continue(start_server, tmp_path):
+    """Issue 27 item 4: with Expect: 100-continue a POST to --metrics-bind
+    reached the application (the Expect branch routed on its own). It gets
+    what the same POST without Expect gets, with no 100 Continue and none of
+    its body read (the connection closes after the answer)."""
+    from rawhttp import Conn, request
+
+    calls = tmp_path / "calls"
+    server = start_server(APP, "--metrics-bind", "127.0.0.1:0", env={"METRICS_APP_CALLS": str(calls)})
+    port = metrics_port(server)
+    before = calls.read_text() if calls.exists() else ""
+    for path, status in (("/hello", 404), ("/metrics", 405)):
+        assert request(port, "POST", path, body=b"").status == status
+        with Conn(port, timeout=5) as conn:
+            conn.send(b"POST %s HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 1000000000\r\n\r\n"
+                      % path.encode())
+            r = conn.read_response("POST")
+            assert r.status == status, r                 # not 100, not the application's 200
+            assert r.header("connection") == "close"
+            assert conn.wait_closed(5)
+    assert (calls.read_text() if calls.exists() else "") == before
+
+
 def test_bad_metrics_flags_exit_2(tmp_path):
     for args in (["--metrics-bind", "nowhere"], ["--metrics-path", "metrics"]):
         proc = spawn([APP, "--bind", "127.0.0.1:0"] + args)

@@ -159,6 +159,49 @@ static void test_expect_continue_pauses_at_head(void **state)
     m0_req_free(&r);
 }
 
+/* m0_http_cap_body (the GRIP control port's --grip-max-body): a chunked
+ * body is refused 413 at the chunk that passes the cap, with nothing of
+ * that chunk stored; the cap never raises max_body, and the next message
+ * on the connection has max_body again. */
+static void test_body_cap_refuses_a_chunked_body_as_it_passes(void **state)
+{
+    (void)state;
+    const char head[] = "POST /publish/ HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
+    struct m0_req r;
+    struct m0_http h;
+    size_t used;
+    m0_req_init(&r);
+    m0_http_init(&h, &r, &lim);
+    assert_int_equal(m0_http_feed(&h, head, sizeof head - 1, &used), M0_OK);
+    m0_http_cap_body(&h, 8);
+    m0_http_cap_body(&h, 1 << 30);                       /* never raised */
+    assert_int_equal(m0_http_feed(&h, "5\r\nabcde\r\n", 10, &used), M0_AGAIN);
+    assert_int_equal(m0_http_feed(&h, "4\r\nfghi\r\n", 9, &used), M0_ERR);
+    assert_int_equal(h.status, 413);
+    assert_int_equal(r.body_len, 5);                    /* the chunk that passed is not stored */
+    m0_http_free(&h);
+    m0_req_free(&r);
+
+    /* Within the cap: the whole body; the next message is back at max_body. */
+    const char two[] = "POST /a HTTP/1.1\r\nHost: a\r\nContent-Length: 8\r\n\r\nabcdefgh"
+                       "POST /b HTTP/1.1\r\nHost: a\r\nContent-Length: 9\r\n\r\nabcdefghi";
+    m0_req_init(&r);
+    m0_http_init(&h, &r, &lim);
+    assert_int_equal(m0_http_feed(&h, two, sizeof two - 1, &used), M0_OK);
+    m0_http_cap_body(&h, 8);
+    size_t off = used;
+    assert_int_equal(m0_http_feed(&h, two + off, sizeof two - 1 - off, &used), M0_DONE);
+    assert_int_equal(r.body_len, 8);
+    off += used;
+    m0_http_next(&h);
+    assert_int_equal(m0_http_feed(&h, two + off, sizeof two - 1 - off, &used), M0_OK);
+    off += used;
+    assert_int_equal(m0_http_feed(&h, two + off, sizeof two - 1 - off, &used), M0_DONE);
+    assert_int_equal(r.body_len, 9);
+    m0_http_free(&h);
+    m0_req_free(&r);
+}
+
 static void test_chunked_body_decoded(void **state)
 {
     (void)state;
@@ -395,6 +438,7 @@ int main(void)
         cmocka_unit_test(test_request_line_without_version_rejected),
         cmocka_unit_test(test_connect_refused_body_never_parsed_as_request),
         cmocka_unit_test(test_token_and_value_predicates),
+        cmocka_unit_test(test_body_cap_refuses_a_chunked_body_as_it_passes),
     };
     return cmocka_run_group_tests_name("http", tests, NULL, NULL);
 }
