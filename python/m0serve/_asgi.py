@@ -636,6 +636,11 @@ class WebSocketCycle(_Cycle):
             _c.ws_accept(self.slot, subprotocol, headers)
             self.state = self.CONNECTED
             self.ex.need_flush()
+            # A receive() already waiting (Quart's message task starts before
+            # its route accepts) waits only for the client leaving, the one
+            # thing that can come before the 101: wake it, so it re-polls
+            # and waits for messages now (ws_receive arms WAIT_MSG).
+            self.wake()
         elif kind == "websocket.close":
             if state == self.CONNECTING:
                 self._end(_c.fail, 403)      # closed before accept: the handshake is refused
