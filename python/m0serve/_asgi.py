@@ -55,6 +55,22 @@ def _report(what):
     sys.stderr.flush()
 
 
+def _count(n, noun):
+    return "%d %s%s" % (n, noun, "" if n == 1 else "s")
+
+
+def _task_names(tasks, most=8):
+    """What the tasks run, for the log: each one's coroutine (its qualified
+    name), else the task's name; at most `most`, then how many more."""
+    names = []
+    for task in tasks:
+        coro = task.get_coro()
+        names.append(getattr(coro, "__qualname__", None) or task.get_name())
+    names.sort()
+    shown = ", ".join(names[:most])
+    return shown if len(names) <= most else "%s and %d more" % (shown, len(names) - most)
+
+
 class LifespanFailed(RuntimeError):
     """The application refused to start (lifespan.startup.failed), or its
     startup did not complete within --lifespan-timeout."""
@@ -87,6 +103,7 @@ class Executor:
         self.timeout = max(graceful_timeout, 1.0)
         self.state = {}              # lifespan's scope["state"], copied into every request scope
         self.cycles = {}             # job key (from take) -> the request cycle that owns the job
+        self.requests = set()        # the tasks running a request's (or a WebSocket's) cycle
         self.loop = None
         self.thread = None
         self._ready = threading.Event()
@@ -131,12 +148,16 @@ class Executor:
         finally:
             _c.defer(self.id, False)
             loop.remove_reader(self.fd)
-            # Tasks still running (work an application goes on with after its
-            # response, as Django's response.close() in a thread) finish
-            # first, within the graceful timeout; then lifespan shutdown;
-            # whatever is left then is cancelled, and run to its end.
-            lifespan = self._ls.task if self._ls is not None else None
-            pending = [t for t in asyncio.all_tasks(loop) if t is not lifespan]
+            # The requests' own tasks still running (work an application
+            # goes on with after its response, as Django's response.close()
+            # in a thread; a WebSocket's handler seeing its disconnect)
+            # finish first, within the graceful timeout; then lifespan
+            # shutdown, as uvicorn does. Other tasks are not waited for: the
+            # lifespan may own them and stop them only at its shutdown
+            # (Litestar's event emitter, a FastAPI lifespan's consumer).
+            # Whatever is left after the shutdown is cancelled, named in
+            # the log, and run to its end.
+            pending = [t for t in self.requests if not t.done()]
             if pending:
                 loop.run_until_complete(asyncio.wait(pending, timeout=self.timeout))
             try:
@@ -144,6 +165,9 @@ class Executor:
             except BaseException:
                 _report("lifespan shutdown failed")
             left = asyncio.all_tasks(loop)
+            if left:
+                _say("WARNING", "%s: cancelled %s still running after lifespan shutdown: %s"
+                     % (self.name, _count(len(left), "task"), _task_names(left)))
             for task in left:
                 task.cancel()
             if left:
@@ -191,7 +215,9 @@ class Executor:
             if kind == _c.START:
                 cycle = HTTPCycle(self, slot)
                 self.cycles[slot] = cycle
-                self.loop.create_task(cycle.run())
+                task = self.loop.create_task(cycle.run())
+                self.requests.add(task)
+                task.add_done_callback(self.requests.discard)
             else:
                 cycle = self.cycles.get(slot)
                 if cycle is not None:
