@@ -79,14 +79,25 @@ class LifespanFailed(RuntimeError):
 PENDING_EVERY = 5.0          # seconds between the warnings of a startup that waits
 
 
-def start(app, exec_id, fd, loop_kind, lifespan, graceful_timeout, lifespan_timeout=0.0, name="the application"):
+def start(app, exec_id, fd, loop_kind, lifespan, graceful_timeout, lifespan_timeout=0.0, name="the application",
+          first=None, loop_index=0):
     """Start an executor for app (named name in the log) reading lane fd;
     returns it once lifespan startup is over. Raises LifespanFailed
-    (startup.failed, an error with --lifespan on, or no completion within
-    lifespan_timeout seconds; 0: no limit) or the loop's own error (--loop
-    uvloop without uvloop)."""
+    (startup.failed, a startup that raised, an error with --lifespan on, no
+    completion within lifespan_timeout seconds — 0: no limit —, or, with
+    --threads, a lifespan that ran on the first loop's executor `first` and
+    not on this one, event loop loop_index, or the reverse) or the loop's
+    own error (--loop uvloop without uvloop)."""
     ex = Executor(app, exec_id, fd, loop_kind, lifespan, graceful_timeout, lifespan_timeout, name)
     ex.start()
+    if first is not None and first.lifespan_ran != ex.lifespan_ran:
+        # One loop would serve without the state the other's startup built.
+        ex.stop()
+        raise LifespanFailed("its lifespan startup %s on event loop 0, but on event loop %d it %s; the loops "
+                             "of a worker run one application" % (
+                                 "completed" if first.lifespan_ran else "did not run (no ASGI lifespan)",
+                                 loop_index,
+                                 "completed" if ex.lifespan_ran else "does not speak ASGI lifespan"))
     return ex
 
 
@@ -190,6 +201,11 @@ class Executor:
         except BaseException:
             pass                     # the startup's own error is the one to report
 
+    @property
+    def lifespan_ran(self):
+        """Lifespan startup ran (and completed): the application speaks it."""
+        return self._ls is not None and self._ls.supported
+
     def stop(self):
         """Worker shutdown (requests have drained): lifespan shutdown, then
         the loop and its thread end. Called from the worker's main thread."""
@@ -241,9 +257,13 @@ class Executor:
 
 
 class Lifespan:
-    """ASGI lifespan 2.0, uvicorn's "auto": an application that raises before
-    answering startup does not speak the protocol, and serves anyway; with
-    --lifespan on, that is an error."""
+    """ASGI lifespan 2.0, "auto" as uvicorn's, with one difference: an
+    application that raises before it takes lifespan.startup from
+    receive(), or that answers the lifespan scope with an HTTP message, does
+    not speak the protocol, and serves without it; one that took the
+    startup message and then raised speaks it, and its startup failed, as
+    with lifespan.startup.failed (uvicorn serves it, with none of the state
+    the startup was to build). With --lifespan on, any error is a failure."""
 
     def __init__(self, ex):
         self.ex = ex
@@ -252,6 +272,8 @@ class Lifespan:
         self.finished = ex.loop.create_future()
         self.supported = True
         self.abandoned = False       # startup timed out: its task is cancelled, quietly
+        self.took_startup = False    # receive() handed the application lifespan.startup
+        self.sent_other = False      # it sent a message that is not lifespan's (an HTTP app)
         self.task = None
 
     async def startup(self):
@@ -303,13 +325,16 @@ class Lifespan:
             if self.abandoned and isinstance(exc, asyncio.CancelledError):
                 return                   # the startup timed out: reported once, by startup()
             if not self.started.done():
-                if self.ex.lifespan == "auto":
+                if self.ex.lifespan == "auto" and (not self.took_startup or self.sent_other):
                     self.supported = False
                     _say("INFO", "the application does not speak ASGI lifespan (%s: %s); serving without it"
                          % (type(exc).__name__, exc))
                     self.started.set_result(None)
                 else:
-                    _report("lifespan startup raised")
+                    _report("%s: lifespan startup raised%s" % (
+                        self.ex.name, "" if self.ex.lifespan != "auto" else
+                        " after taking lifespan.startup (an application that does not speak lifespan: "
+                        "--lifespan off)"))
                     self.started.set_result("%s: %s" % (type(exc).__name__, exc))
             else:
                 _report("the lifespan task raised")
@@ -320,10 +345,15 @@ class Lifespan:
                 self.finished.set_result(None)
 
     async def receive(self):
-        return await self.queue.get()
+        message = await self.queue.get()
+        if message["type"] == "lifespan.startup":
+            self.took_startup = True
+        return message
 
     async def send(self, message):
         kind = message["type"]
+        if not kind.startswith("lifespan."):
+            self.sent_other = True
         if kind == "lifespan.startup.complete":
             self.started.set_result(None)
         elif kind == "lifespan.startup.failed":

@@ -194,6 +194,25 @@ def test_lifespan_startup_failure_exits_nonzero_with_the_message():
     assert "the database is unreachable (test)" in err
 
 
+def test_a_lifespan_startup_that_raises_fails_the_boot():
+    """Issue 27 item 11: an application that takes lifespan.startup and then
+    raises speaks lifespan, and its startup failed: exit 1 with its
+    traceback, not "does not speak ASGI lifespan" and serving without it."""
+    rc, err = run_to_exit(["asgi_lifespan_raise:app", "--app-dir", str(APPS_DIR), "--bind", "127.0.0.1:0"],
+                          env={"LIFESPAN_RAISE": "always"})
+    assert rc == 1, err
+    assert "does not speak ASGI lifespan" not in err
+    assert "ConnectionError: the database is down (startup 1, test)" in err
+    assert re.search(r"\[ERROR\] asgi_lifespan_raise:app: lifespan startup failed: .*ConnectionError", err), err
+    assert "worker booted" not in err
+
+
+def test_an_application_raising_before_it_takes_startup_does_not_speak_lifespan(start_server):
+    server = start_server("asgi_lifespan_raise:app", env={"LIFESPAN_RAISE": "before"})
+    assert request(server.port, "GET", "/").body == b"{}"
+    assert server.stderr.wait_for(re.compile(r"does not speak ASGI lifespan \(RuntimeError: lifespan\? not here"), 5)
+
+
 def test_lifespan_shutdown_runs_once_on_sigterm(start_server, tmp_path):
     log = tmp_path / "shutdown.log"
     server = start_server(RAW, env={"ASGI_SHUTDOWN_LOG": str(log)})
