@@ -72,8 +72,9 @@ def _task_names(tasks, most=8):
 
 
 class LifespanFailed(RuntimeError):
-    """The application refused to start (lifespan.startup.failed), or its
-    startup did not complete within --lifespan-timeout."""
+    """The application refused to start (lifespan.startup.failed, or its
+    startup raised), its startup did not complete within --lifespan-timeout,
+    or the loops of a worker disagree on whether it speaks lifespan."""
 
 
 PENDING_EVERY = 5.0          # seconds between the warnings of a startup that waits
@@ -203,7 +204,8 @@ class Executor:
 
     @property
     def lifespan_ran(self):
-        """Lifespan startup ran (and completed): the application speaks it."""
+        """Lifespan ran on this executor: the application speaks it (false
+        with --lifespan off, or when it does not)."""
         return self._ls is not None and self._ls.supported
 
     def stop(self):
