@@ -55,22 +55,50 @@ def _report(what):
     sys.stderr.flush()
 
 
+def _count(n, noun):
+    return "%d %s%s" % (n, noun, "" if n == 1 else "s")
+
+
+def _task_names(tasks, most=8):
+    """What the tasks run, for the log: each one's coroutine (its qualified
+    name), else the task's name; at most `most`, then how many more."""
+    names = []
+    for task in tasks:
+        coro = task.get_coro()
+        names.append(getattr(coro, "__qualname__", None) or task.get_name())
+    names.sort()
+    shown = ", ".join(names[:most])
+    return shown if len(names) <= most else "%s and %d more" % (shown, len(names) - most)
+
+
 class LifespanFailed(RuntimeError):
-    """The application refused to start (lifespan.startup.failed), or its
-    startup did not complete within --lifespan-timeout."""
+    """The application refused to start (lifespan.startup.failed, or its
+    startup raised), its startup did not complete within --lifespan-timeout,
+    or the loops of a worker disagree on whether it speaks lifespan."""
 
 
 PENDING_EVERY = 5.0          # seconds between the warnings of a startup that waits
 
 
-def start(app, exec_id, fd, loop_kind, lifespan, graceful_timeout, lifespan_timeout=0.0, name="the application"):
+def start(app, exec_id, fd, loop_kind, lifespan, graceful_timeout, lifespan_timeout=0.0, name="the application",
+          first=None, loop_index=0):
     """Start an executor for app (named name in the log) reading lane fd;
     returns it once lifespan startup is over. Raises LifespanFailed
-    (startup.failed, an error with --lifespan on, or no completion within
-    lifespan_timeout seconds; 0: no limit) or the loop's own error (--loop
-    uvloop without uvloop)."""
+    (startup.failed, a startup that raised, an error with --lifespan on, no
+    completion within lifespan_timeout seconds — 0: no limit —, or, with
+    --threads, a lifespan that ran on the first loop's executor `first` and
+    not on this one, event loop loop_index, or the reverse) or the loop's
+    own error (--loop uvloop without uvloop)."""
     ex = Executor(app, exec_id, fd, loop_kind, lifespan, graceful_timeout, lifespan_timeout, name)
     ex.start()
+    if first is not None and first.lifespan_ran != ex.lifespan_ran:
+        # One loop would serve without the state the other's startup built.
+        ex.stop()
+        raise LifespanFailed("its lifespan startup %s on event loop 0, but on event loop %d it %s; the loops "
+                             "of a worker run one application" % (
+                                 "completed" if first.lifespan_ran else "did not run (no ASGI lifespan)",
+                                 loop_index,
+                                 "completed" if ex.lifespan_ran else "does not speak ASGI lifespan"))
     return ex
 
 
@@ -87,6 +115,7 @@ class Executor:
         self.timeout = max(graceful_timeout, 1.0)
         self.state = {}              # lifespan's scope["state"], copied into every request scope
         self.cycles = {}             # job key (from take) -> the request cycle that owns the job
+        self.requests = set()        # the tasks running a request's (or a WebSocket's) cycle
         self.loop = None
         self.thread = None
         self._ready = threading.Event()
@@ -131,12 +160,16 @@ class Executor:
         finally:
             _c.defer(self.id, False)
             loop.remove_reader(self.fd)
-            # Tasks still running (work an application goes on with after its
-            # response, as Django's response.close() in a thread) finish
-            # first, within the graceful timeout; then lifespan shutdown;
-            # whatever is left then is cancelled, and run to its end.
-            lifespan = self._ls.task if self._ls is not None else None
-            pending = [t for t in asyncio.all_tasks(loop) if t is not lifespan]
+            # The requests' own tasks still running (work an application
+            # goes on with after its response, as Django's response.close()
+            # in a thread; a WebSocket's handler seeing its disconnect)
+            # finish first, within the graceful timeout; then lifespan
+            # shutdown, as uvicorn does. Other tasks are not waited for: the
+            # lifespan may own them and stop them only at its shutdown
+            # (Litestar's event emitter, a FastAPI lifespan's consumer).
+            # Whatever is left after the shutdown is cancelled, named in
+            # the log, and run to its end.
+            pending = [t for t in self.requests if not t.done()]
             if pending:
                 loop.run_until_complete(asyncio.wait(pending, timeout=self.timeout))
             try:
@@ -144,6 +177,9 @@ class Executor:
             except BaseException:
                 _report("lifespan shutdown failed")
             left = asyncio.all_tasks(loop)
+            if left:
+                _say("WARNING", "%s: cancelled %s still running after lifespan shutdown: %s"
+                     % (self.name, _count(len(left), "task"), _task_names(left)))
             for task in left:
                 task.cancel()
             if left:
@@ -165,6 +201,12 @@ class Executor:
             loop.close()
         except BaseException:
             pass                     # the startup's own error is the one to report
+
+    @property
+    def lifespan_ran(self):
+        """Lifespan ran on this executor: the application speaks it (false
+        with --lifespan off, or when it does not)."""
+        return self._ls is not None and self._ls.supported
 
     def stop(self):
         """Worker shutdown (requests have drained): lifespan shutdown, then
@@ -191,7 +233,9 @@ class Executor:
             if kind == _c.START:
                 cycle = HTTPCycle(self, slot)
                 self.cycles[slot] = cycle
-                self.loop.create_task(cycle.run())
+                task = self.loop.create_task(cycle.run())
+                self.requests.add(task)
+                task.add_done_callback(self.requests.discard)
             else:
                 cycle = self.cycles.get(slot)
                 if cycle is not None:
@@ -215,9 +259,13 @@ class Executor:
 
 
 class Lifespan:
-    """ASGI lifespan 2.0, uvicorn's "auto": an application that raises before
-    answering startup does not speak the protocol, and serves anyway; with
-    --lifespan on, that is an error."""
+    """ASGI lifespan 2.0, "auto" as uvicorn's, with one difference: an
+    application that raises before it takes lifespan.startup from
+    receive(), or that answers the lifespan scope with an HTTP message, does
+    not speak the protocol, and serves without it; one that took the
+    startup message and then raised speaks it, and its startup failed, as
+    with lifespan.startup.failed (uvicorn serves it, with none of the state
+    the startup was to build). With --lifespan on, any error is a failure."""
 
     def __init__(self, ex):
         self.ex = ex
@@ -226,6 +274,8 @@ class Lifespan:
         self.finished = ex.loop.create_future()
         self.supported = True
         self.abandoned = False       # startup timed out: its task is cancelled, quietly
+        self.took_startup = False    # receive() handed the application lifespan.startup
+        self.sent_other = False      # it sent a message that is not lifespan's (an HTTP app)
         self.task = None
 
     async def startup(self):
@@ -277,13 +327,16 @@ class Lifespan:
             if self.abandoned and isinstance(exc, asyncio.CancelledError):
                 return                   # the startup timed out: reported once, by startup()
             if not self.started.done():
-                if self.ex.lifespan == "auto":
+                if self.ex.lifespan == "auto" and (not self.took_startup or self.sent_other):
                     self.supported = False
                     _say("INFO", "the application does not speak ASGI lifespan (%s: %s); serving without it"
                          % (type(exc).__name__, exc))
                     self.started.set_result(None)
                 else:
-                    _report("lifespan startup raised")
+                    _report("%s: lifespan startup raised%s" % (
+                        self.ex.name, "" if self.ex.lifespan != "auto" else
+                        " after taking lifespan.startup (an application that does not speak lifespan: "
+                        "--lifespan off)"))
                     self.started.set_result("%s: %s" % (type(exc).__name__, exc))
             else:
                 _report("the lifespan task raised")
@@ -294,10 +347,15 @@ class Lifespan:
                 self.finished.set_result(None)
 
     async def receive(self):
-        return await self.queue.get()
+        message = await self.queue.get()
+        if message["type"] == "lifespan.startup":
+            self.took_startup = True
+        return message
 
     async def send(self, message):
         kind = message["type"]
+        if not kind.startswith("lifespan."):
+            self.sent_other = True
         if kind == "lifespan.startup.complete":
             self.started.set_result(None)
         elif kind == "lifespan.startup.failed":
@@ -636,6 +694,11 @@ class WebSocketCycle(_Cycle):
             _c.ws_accept(self.slot, subprotocol, headers)
             self.state = self.CONNECTED
             self.ex.need_flush()
+            # A receive() already waiting (Quart's message task starts before
+            # its route accepts) waits only for the client leaving, the one
+            # thing that can come before the 101: wake it, so it re-polls
+            # and waits for messages now (ws_receive arms WAIT_MSG).
+            self.wake()
         elif kind == "websocket.close":
             if state == self.CONNECTING:
                 self._end(_c.fail, 403)      # closed before accept: the handshake is refused

@@ -808,13 +808,11 @@ static void startup_failed(PyObject *mod, const struct m0_target *t)
     Py_XDECREF(failed);
 }
 
-/* Start the target's executor for env's loop (its thread, its asyncio
- * loop, lifespan startup, bounded by --lifespan-timeout): called once per
- * event loop (--threads), so each loop has its own asyncio loop, and the
- * lifespan state an app builds there (connection pools, sessions bound to
- * their asyncio loop) is that loop's. On failure the app's message is
- * logged (or its exception left set) and M0_ERR returned, with nothing of
- * the executor left behind. */
+/* Start the target's executor for env's loop (its thread, its asyncio loop, lifespan startup, bounded by
+ * --lifespan-timeout): called once per event loop (--threads), so each loop has its own asyncio loop, and the
+ * lifespan state an app builds there (connection pools, sessions bound to their asyncio loop) is that loop's;
+ * a lifespan that ran on loop 0 and not on this loop, or the reverse, is a failure. On failure the app's
+ * message is logged (or its exception left set) and M0_ERR returned, with nothing of the executor left behind. */
 static int asgi_setup(struct m0_target *t, const struct m0_config *cfg, const struct m0_runner_env *env)
 {
     if (intern_all() != M0_OK || env->loop_index >= M0_MAX_LOOPS)
@@ -842,9 +840,11 @@ static int asgi_setup(struct m0_target *t, const struct m0_config *cfg, const st
         exec_discard(t, x);
         return M0_ERR;
     }
-    x->py = PyObject_CallMethod(mod, "start", "OIissdds", (PyObject *)t->app, x->id, x->lane.take_fd,
+    struct m0_exec *x0 = ((struct asgi_target *)t->rstate)->x[0];     /* loop 0's, with --threads */
+    x->py = PyObject_CallMethod(mod, "start", "OIissddsOI", (PyObject *)t->app, x->id, x->lane.take_fd,
                                 cfg->asgi_loop, cfg->lifespan, cfg->graceful_timeout, cfg->lifespan_timeout,
-                                t->resolved ? t->resolved : t->spec);
+                                t->resolved ? t->resolved : t->spec, x0 != x && x0 && x0->py ? x0->py : Py_None,
+                                env->loop_index);
     if (x->py == NULL) {
         startup_failed(mod, t);
         Py_DECREF(mod);

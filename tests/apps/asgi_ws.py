@@ -22,6 +22,9 @@
   /ws/one?s=S          accepts, sends one binary message of S bytes, then "end"
   /ws/proto-header     accepts with a Sec-WebSocket-Protocol header (no subprotocol
                        key) and an Upgrade header of its own
+  /ws/receive-first    Quart's shape: a task awaits receive() (connect, then the
+                       messages) before the route accepts; the route echoes what
+                       that task queues, as "got: TEXT"
   /publish?channel=C   m0pub.publish(C, "to-sockets") -> the id
   anything else        HTTP "plain"
 """
@@ -54,6 +57,37 @@ async def echo(scope, receive, send):
             await send({"type": "websocket.send", "bytes": m["bytes"]})
 
 
+async def receive_first(receive, send):
+    """A receive() already pending when websocket.accept is sent (Quart's
+    ASGIWebsocketConnection starts its message task before the route runs,
+    and the route accepts lazily): the messages that arrive after the
+    accept must reach it."""
+    connected = asyncio.Event()
+    inbox = asyncio.Queue()
+
+    async def pump():
+        while True:
+            m = await receive()
+            if m["type"] == "websocket.connect":
+                connected.set()              # and straight back into receive(), before the accept
+                continue
+            await inbox.put(m)
+            if m["type"] == "websocket.disconnect":
+                return
+
+    task = asyncio.ensure_future(pump())
+    await connected.wait()                   # pump() is inside receive() again by now
+    await send({"type": "websocket.accept"})
+    try:
+        while True:
+            m = await inbox.get()
+            if m["type"] == "websocket.disconnect":
+                return
+            await send({"type": "websocket.send", "text": "got: %s" % m["text"]})
+    finally:
+        task.cancel()
+
+
 async def app(scope, receive, send):
     if scope["type"] == "lifespan":
         while True:
@@ -74,6 +108,8 @@ async def app(scope, receive, send):
         return
     if path == "/ws/echo":
         return await echo(scope, receive, send)
+    if path == "/ws/receive-first":
+        return await receive_first(receive, send)
     await receive()                                   # websocket.connect
     if path == "/ws/scope":
         await send({"type": "websocket.accept"})

@@ -194,6 +194,25 @@ def test_lifespan_startup_failure_exits_nonzero_with_the_message():
     assert "the database is unreachable (test)" in err
 
 
+def test_a_lifespan_startup_that_raises_fails_the_boot():
+    """Issue 27 item 11: an application that takes lifespan.startup and then
+    raises speaks lifespan, and its startup failed: exit 1 with its
+    traceback, not "does not speak ASGI lifespan" and serving without it."""
+    rc, err = run_to_exit(["asgi_lifespan_raise:app", "--app-dir", str(APPS_DIR), "--bind", "127.0.0.1:0"],
+                          env={"LIFESPAN_RAISE": "always"})
+    assert rc == 1, err
+    assert "does not speak ASGI lifespan" not in err
+    assert "ConnectionError: the database is down (startup 1, test)" in err
+    assert re.search(r"\[ERROR\] asgi_lifespan_raise:app: lifespan startup failed: .*ConnectionError", err), err
+    assert "worker booted" not in err
+
+
+def test_an_application_raising_before_it_takes_startup_does_not_speak_lifespan(start_server):
+    server = start_server("asgi_lifespan_raise:app", env={"LIFESPAN_RAISE": "before"})
+    assert request(server.port, "GET", "/").body == b"{}"
+    assert server.stderr.wait_for(re.compile(r"does not speak ASGI lifespan \(RuntimeError: lifespan\? not here"), 5)
+
+
 def test_lifespan_shutdown_runs_once_on_sigterm(start_server, tmp_path):
     log = tmp_path / "shutdown.log"
     server = start_server(RAW, env={"ASGI_SHUTDOWN_LOG": str(log)})
@@ -210,6 +229,81 @@ def test_work_after_the_response_finishes_before_the_worker_stops(start_server):
     assert server.wait(15) == 0
     assert server.stderr.wait_for(re.compile("asgi: after-work done tag=late"), 5)
     assert "Traceback" not in server.stderr.text()
+
+
+LIFESPAN_TASK = "asgi_lifespan_task:app"
+
+
+def _stop_time(server):
+    """SIGTERM; seconds until the master exits (status 0)."""
+    began = time.monotonic()
+    server.signal(signal.SIGTERM)
+    assert server.wait(15) == 0
+    return time.monotonic() - began
+
+
+def test_a_task_the_lifespan_owns_does_not_hold_up_the_stop(start_server):
+    """Issue 27 item 7: a task lifespan startup started and only its shutdown
+    stops (Litestar's event emitter) cannot finish before lifespan
+    shutdown; the worker runs the shutdown once the requests are done,
+    not after --graceful-timeout."""
+    server = start_server(LIFESPAN_TASK, "--graceful-timeout", "10")
+    assert request(server.port, "GET", "/").body == b"hello"
+    assert _stop_time(server) < 1.0
+    err = server.stderr.text()
+    assert "lifespan-task: ticker stopped" in err and "Traceback" not in err
+
+
+def test_a_request_in_flight_at_sigterm_completes_before_lifespan_shutdown(start_server):
+    server = start_server(LIFESPAN_TASK, "--graceful-timeout", "10")
+    got = {}
+    client = threading.Thread(target=lambda: got.update(r=request(server.port, "GET", "/slow?s=1")))
+    client.start()
+    assert server.stderr.wait_for(re.compile("lifespan-task: slow started"), 5)
+    began = time.monotonic()
+    server.signal(signal.SIGTERM)
+    client.join(10)
+    assert (got["r"].status, got["r"].body) == (200, b"slow")
+    assert server.wait(15) == 0
+    assert time.monotonic() - began < 2.0            # the request's second, then at once
+    err = server.stderr.text()
+    assert err.index("lifespan-task: slow done") < err.index("lifespan-task: shutdown") < \
+        err.index("lifespan-task: ticker stopped")
+
+
+def test_tasks_left_after_lifespan_shutdown_are_cancelled_and_named(start_server):
+    server = start_server(LIFESPAN_TASK, "--graceful-timeout", "10")
+    assert request(server.port, "GET", "/orphan").body == b"orphan"
+    assert _stop_time(server) < 1.0
+    err = server.stderr.text()
+    assert err.index("lifespan-task: ticker stopped") < err.index("lifespan-task: orphan cancelled")
+    assert re.search(r"\[WARNING\] .*cancelled 1 task still running after lifespan shutdown: orphan_forever", err), err
+
+
+def test_a_litestar_hello_world_stops_at_once(start_server):
+    """Issue 27 item 7: Litestar's lifespan runs its event emitter until
+    shutdown; the stop took the whole --graceful-timeout (30 s)."""
+    server = start_server("litestar_app:app")
+    assert request(server.port, "GET", "/").body == b"Hello, world!"
+    assert _stop_time(server) < 1.0
+    err = server.stderr.text()
+    assert "litestar: on_shutdown" in err and "Traceback" not in err and "cancelled" not in err
+
+
+def test_a_litestar_request_in_flight_at_sigterm_completes_before_shutdown(start_server):
+    server = start_server("litestar_app:app")
+    got = {}
+    client = threading.Thread(target=lambda: got.update(r=request(server.port, "GET", "/slow?s=1")))
+    client.start()
+    assert server.stderr.wait_for(re.compile("litestar: slow started"), 5)
+    began = time.monotonic()
+    server.signal(signal.SIGTERM)
+    client.join(10)
+    assert (got["r"].status, got["r"].body) == (200, b"slow")
+    assert server.wait(15) == 0
+    assert time.monotonic() - began < 2.0
+    err = server.stderr.text()
+    assert err.index("litestar: slow done") < err.index("litestar: on_shutdown")
 
 
 def test_lifespan_off_and_blocking_threads_refused():

@@ -379,3 +379,35 @@ def test_a_full_message_queue_stops_reading_without_spinning(start_server):
         spent = _cpu_ticks(pid) - before
     assert spent < 30, "the worker used %d%% of a CPU while the socket waited" % spent
     assert server.stderr.wait_for(re.compile("count tag=full n=100 code=1000"), 10)
+
+
+def test_a_receive_pending_at_accept_gets_the_messages_after_it(start_server):
+    """Issue 27 item 6: a task already inside receive() when the route sends
+    websocket.accept (Quart's shape) is woken by the messages that follow,
+    not only by the client leaving."""
+    server = start_server(APP)
+    with connect(url(server, "/ws/receive-first"), open_timeout=5) as ws:
+        for i in range(3):
+            ws.send("m%d" % i)
+            assert ws.recv(timeout=5) == "got: m%d" % i
+
+
+def test_quarts_chat_example_delivers_messages_between_two_clients(start_server):
+    """Issue 27 item 6: Quart's examples/chat (tests/apps/quart_chat.py), with
+    Quart from PyPI: what one client says reaches both, in order."""
+    server = start_server("quart_chat:app")
+    page = request(server.port, "GET", "/")
+    assert page.status == 200 and b"new WebSocket" in page.body
+    with connect(url(server, "/ws"), open_timeout=5) as alice, connect(url(server, "/ws"), open_timeout=5) as bob:
+        # Each route subscribes before its lazy accept: after the 101, a
+        # publish reaches it.
+        alice.send("hello from alice")
+        assert alice.recv(timeout=5) == "hello from alice"
+        assert bob.recv(timeout=5) == "hello from alice"
+        for i in range(5):
+            bob.send("bob %d" % i)
+        for i in range(5):
+            assert alice.recv(timeout=5) == "bob %d" % i
+            assert bob.recv(timeout=5) == "bob %d" % i
+    assert request(server.port, "GET", "/").status == 200          # the worker goes on
+    assert "[ERROR]" not in server.stderr.text()

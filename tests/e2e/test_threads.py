@@ -30,7 +30,7 @@ import time
 import pytest
 
 from rawhttp import request
-from serverproc import BINARY
+from serverproc import APPS_DIR, BINARY, run_to_exit
 
 if not sysconfig.get_config_var("Py_GIL_DISABLED"):
     pytest.skip("not a free-threaded Python: run by `make smoke-threads`, in a virtualenv of the interpreter "
@@ -311,6 +311,30 @@ def test_sigterm_drains_every_loop(start_server):
     assert s.wait(30) == 0, s.stderr.text()
     text = s.stderr.text()
     assert "event loop 1: " in text and "draining" in text, text
+
+
+@pytest.mark.parametrize("when", ["second", "always"])
+def test_a_lifespan_startup_that_raises_on_any_loop_fails_the_boot(when):
+    """Issue 27 item 11: loop 0's startup completes, loop 1's raises after
+    taking lifespan.startup ("second"), or both raise: exit 1 as with one
+    loop, never a loop that serves with an empty scope["state"] while its
+    log says the application "does not speak ASGI lifespan"."""
+    rc, err = run_to_exit(["asgi_lifespan_raise:app", "--app-dir", str(APPS_DIR), "--bind", "127.0.0.1:0",
+                           "--threads", "2"], env={"LIFESPAN_RAISE": when})
+    assert rc == 1, err
+    assert "does not speak ASGI lifespan" not in err
+    assert "ConnectionError: the database is down (startup %d, test)" % (2 if when == "second" else 1) in err
+    assert "lifespan startup failed" in err and "worker booted" not in err
+
+
+def test_loops_that_disagree_on_speaking_lifespan_fail_the_boot():
+    """Loop 0's startup completes, loop 1's application raises before it
+    takes lifespan.startup (it would be served as not speaking lifespan,
+    without loop 0's state): the loops must agree, or the boot fails."""
+    rc, err = run_to_exit(["asgi_lifespan_raise:app", "--app-dir", str(APPS_DIR), "--bind", "127.0.0.1:0",
+                           "--threads", "2"], env={"LIFESPAN_RAISE": "second-before"})
+    assert rc == 1, err
+    assert "lifespan" in err and "loop 1" in err and "worker booted" not in err, err
 
 
 def test_max_requests_counts_the_process_and_replaces_it_whole(start_server):
