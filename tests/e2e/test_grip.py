@@ -406,6 +406,84 @@ def test_a_long_poll_is_answered_by_its_timeout(grip):
     assert 4.5 <= elapsed < 12, elapsed
 
 
+FORGED = "HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nforged\n"
+
+
+def read_head(s):
+    """The head at the start of s.buf (taken off it) and what followed it."""
+    s.read_until(b"\r\n\r\n")
+    head, _, s.buf = s.buf.partition(b"\r\n\r\n")
+    return head.decode("latin-1")
+
+
+@pytest.mark.parametrize("code", [204, 304])
+def test_a_long_poll_answered_by_a_bodiless_item_sends_its_head_alone(grip, code):
+    """RFC 9110 §15.3.5/§15.4.5, RFC 9112 §6.3: a 204 or 304 ends at its
+    head. The item's body (here a forged response) is dropped, no
+    Content-Length framing is sent, and the next request on the connection
+    gets its own answer."""
+    pub = publisher(grip["cport"])
+    fmt = gripcontrol.HttpResponseFormat(code=code, headers={"X-A": "1"}, body=FORGED)
+    channel = "lpb%d" % code
+    s = Stream(grip["port"], "/lp/?channel=" + channel)
+    try:
+        deadline = time.monotonic() + 4
+        while b"\r\n\r\n" not in s.buf:
+            assert time.monotonic() < deadline, "the long-poll was not answered by the publish"
+            pub.publish_http_response(channel, fmt, blocking=True)
+            try:
+                s.read_until(b"\r\n\r\n", timeout=0.2)
+            except AssertionError:
+                pass
+        head = read_head(s)
+        assert head.startswith("HTTP/1.1 %d " % code) and "X-A: 1" in head
+        assert not re.search(r"(?im)^(content-length|transfer-encoding):", head), head
+        assert "connection: close" not in head.lower()         # kept: the head ends the answer
+        s.sock.sendall(b"GET /echo/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        rest = s.read_to_eof()
+    finally:
+        s.close()
+    assert b"forged" not in rest
+    head, _, body = rest.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 OK"), rest[:200]
+    assert json.loads(body)["proxied"] is True
+
+
+def test_a_long_poll_timing_out_with_a_bodiless_status_sends_its_head_alone(grip):
+    """The view's own answer at Grip-Timeout, with Grip-Status 204 or 304:
+    its head, without the view's body (both held at once: one timeout)."""
+    streams = {code: Stream(grip["port"], "/lp/?channel=lpt%d&status=%d" % (code, code), ["Connection: close"])
+               for code in (204, 304)}
+    try:
+        for code, s in streams.items():
+            data = s.read_to_eof(timeout=15)
+            head, _, rest = data.partition(b"\r\n\r\n")
+            head = head.decode("latin-1")
+            assert head.startswith("HTTP/1.1 %d " % code), head
+            assert not re.search(r"(?im)^(content-length|transfer-encoding):", head), head
+            assert grip_lines(head) == []
+            assert rest == b""
+    finally:
+        for s in streams.values():
+            s.close()
+
+
+@pytest.mark.parametrize("code", [204, 304])
+def test_a_stream_hold_with_a_bodiless_status_is_a_502(grip, code):
+    """A stream is content after its head; a 204 or 304 head carries none:
+    instructions that cannot be followed, answered as Pushpin answers those
+    (502), and nothing published to the channel reaches the client."""
+    s = Stream(grip["port"], "/st/?channel=stb%d&status=%d" % (code, code))
+    try:
+        head = read_head(s)
+        s.read_until(b"origin.\n")
+    finally:
+        s.close()
+    assert head.startswith("HTTP/1.1 502 Bad Gateway"), head
+    assert s.buf == b"Error while proxying to origin.\n"
+    assert grip["server"].stderr.wait_for(re.compile(r"GRIP instructions not followed.*204 or 304"), 5)
+
+
 def _post(cport, body, headers):
     import urllib.error
     import urllib.request
