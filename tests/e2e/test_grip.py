@@ -515,6 +515,15 @@ def test_an_unauthenticated_publish_is_refused(grip):
             "st", "x", blocking=True)
 
 
+def test_the_startup_line_names_the_control_port_once(grip):
+    """The master's line for --grip-control says what it is once, then
+    the address (the listener's own label is for the banner's list)."""
+    line = grip["server"].stderr.wait_for(re.compile(r"GRIP control \(EPCP POST /publish/\) at (.*)$"), 5)
+    assert line is not None
+    assert line.group(1) == "http://127.0.0.1:%d" % grip["cport"], line.string
+    assert line.string.count("GRIP control") == 1
+
+
 def test_the_control_port_never_serves_the_app(grip):
     import urllib.error
 
