@@ -214,3 +214,32 @@ def test_phase7_sigterm_with_held_streams_exits_0_promptly(start_server):
     assert all(s.wait_closed(timeout=5) for s in streams)   # a clean FIN, not a hang
     assert server.wait(10) == 0
     assert time.monotonic() - began < 3.0
+
+
+
+def health_of(port, deadline, want):
+    """/health from the worker for which want(document) holds, asking on
+    new connections (reuseport spreads them) until the deadline."""
+    while True:
+        h = health(port)
+        if want(h):
+            return h
+        assert time.monotonic() < deadline, "no such /health answer; last %r" % h
+
+
+def test_health_says_what_a_worker_published_and_what_it_received(start_server):
+    """Issue 27 item 14: /health's events_published is what this worker's
+    application published (m0pub.publish calls: m0serve_publishes_total,
+    per worker); events_received is what its bus gave it (each worker gets
+    every event: m0serve_bus_events_received_total)."""
+    server = start_server("realtime_app:application", "--realtime", workers=2)
+    with Conn(server.port) as c:                  # one connection: one worker
+        assert c.request("GET", "/publish?channel=hc&n=3").status == 200
+        pid = json.loads(c.request("GET", "/health").body)["pid"]
+    deadline = time.monotonic() + 10
+    # Its own events come back on its bus too; the bus is read by the loop.
+    mine = health_of(server.port, deadline, lambda h: h["pid"] == pid and h["events_received"] >= 3)
+    other = health_of(server.port, deadline, lambda h: h["pid"] != pid and h["events_received"] >= 3)
+    assert (mine["events_published"], mine["events_received"]) == (3, 3)
+    assert (other["events_published"], other["events_received"]) == (0, 3)
+
