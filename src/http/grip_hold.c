@@ -232,6 +232,7 @@ static struct m0_hold *grip_begin(struct m0_server *s, struct m0_conn *c)
         gh->kept_status = job->head.status;
         keep_response(gh, out->data + out->off, m0_buf_unread(out));
         m0_buf_reset(out);
+        job->resp.body_bytes = 0;            /* none of it is sent now (the access log's bytes) */
         gh->deadline = (uint64_t)g->timeout * 1000;      /* relative until enter */
     } else if (!(c->flags & C_STREAMING) && (gh->filters & CONTENT_FILTERS) && m0_buf_unread(out) > 0) {
         /* The view's body passes the channel's content filters too (Pushpin
@@ -244,6 +245,7 @@ static struct m0_hold *grip_begin(struct m0_server *s, struct m0_conn *c)
             struct m0_buf nb = {0};
             m0_buf_append(&nb, p, head);
             if (render(gh, &nb, p + head, m0_buf_unread(out) - head) == M0_OK) {
+                job->resp.body_bytes = nb.len - head;      /* the access log's bytes */
                 m0_buf_free(out);
                 *out = nb;
             } else {
@@ -293,6 +295,7 @@ static void answer(struct m0_server *s, struct m0_conn *c, int code, const char 
     m0_buf_printf(&r, "%s\r\n",
                   !gh->keep ? "Connection: close\r\n" : gh->http10 ? "Connection: keep-alive\r\n" : "");
     m0_buf_append(&r, body, bn);
+    m0_hold_answered(c, code, r.len - bn);      /* the access log's status and body bytes */
     m0_hold_send(s, c, r.data, r.len);
     m0_buf_free(&r);
     finish(s, c);

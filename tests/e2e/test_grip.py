@@ -34,6 +34,7 @@ jwt = pytest.importorskip("jwt")
 
 KEY = "test-grip-key-0123456789abcdef-0123456789"
 WAIT = 10.0
+ACCESS_FORMAT = "%(r)s %(s)s %(B)s %(D)s"
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +54,8 @@ def grip(tmp_path_factory, start_module_server):
     subprocess.run([sys.executable, "-m", "django", "migrate", "-v0"], env=dict(os.environ, **env), check=True,
                    timeout=60)
     server = start_module_server("gripproj.wsgi", "--grip-key-file", str(key), "--grip-control",
-                                 "127.0.0.1:%d" % cport, workers=2, env=env)
+                                 "127.0.0.1:%d" % cport, "--access-log", "--access-log-format", ACCESS_FORMAT,
+                                 workers=2, env=env)
     return {"port": server.port, "cport": cport, "env": env, "server": server}
 
 
@@ -203,6 +205,45 @@ def test_gripcontrol_publish_http_stream_and_close(grip):
         assert body.endswith(b"\xff\x00bin")
     finally:
         s.close()
+
+
+def test_a_grip_stream_is_logged_when_it_ends_with_every_byte_sent(grip):
+    """Issue 27 item 15: a GRIP stream's line is written when it ends (here
+    by an http-stream close): its request line and status, the bytes after
+    its head (the view's, the items', keep-alives), the time to the end."""
+    s = Stream(grip["port"], "/st/?channel=stlog")
+    try:
+        s.head()
+        s.read_until("stream head\n")
+        pub = publisher(grip["cport"])
+        pub.publish_http_stream("stlog", "item one\n", blocking=True)
+        s.read_until("item one\n")
+        assert "/st/?channel=stlog" not in grip["server"].stdout.text()      # open: not logged
+        pub.publish_http_stream("stlog", gripcontrol.HttpStreamFormat(close=True), blocking=True)
+        data = s.read_to_eof()
+    finally:
+        s.close()
+    body = data.partition(b"\r\n\r\n")[2]
+    line = grip["server"].stdout.wait_for(re.compile(r"^GET /st/\?channel=stlog HTTP/1.1 200 (\d+) (\d+)$"), 5)
+    assert line, grip["server"].stdout.text()[-2000:]
+    assert int(line.group(1)) == len(body) and body.endswith(b"item one\n"), (line.string, body)
+
+
+def test_a_long_poll_is_logged_with_the_answer_it_got(grip):
+    """A long-poll's line is its answer's: the item's status and body
+    bytes, written when the answer is out."""
+    pub = publisher(grip["cport"])
+    fmt = gripcontrol.HttpResponseFormat(code=201, reason="Made", body="made\n")
+    s = Stream(grip["port"], "/lp/?channel=lplog")
+    try:
+        head, body = answer_long_poll(s, pub, fmt, channel="lplog")
+        assert head.startswith("HTTP/1.1 201 Made") and body == b"made\n"
+    finally:
+        s.close()
+    line = grip["server"].stdout.wait_for(re.compile(r"^GET /lp/\?channel=lplog HTTP/1.1 (\d+) (\d+) \d+$"), 5)
+    assert line, grip["server"].stdout.text()[-2000:]
+    assert (int(line.group(1)), int(line.group(2))) == (201, 5), line.string
+    assert len(re.findall(r"(?m)^GET /lp/\?channel=lplog ", grip["server"].stdout.text())) == 1
 
 
 def held_ws(port, channel):
