@@ -53,4 +53,24 @@ size_t m0_access_render(char *dst, size_t cap, const struct m0_access *a);
 /* Render and write one line to stdout (a single write(2)). Thread-safe. */
 void m0_access_log(const struct m0_access *a);
 
+/*
+ * A held connection (an SSE stream, a WebSocket, a GRIP hold) is logged
+ * once, when it ends, as nginx logs a long request: the request line and
+ * status it began with, the bytes sent on it, the time from the request
+ * to the close. Its request is freed while it is held, so what the line
+ * needs is kept: m0_access_keep copies a's client, request line and the
+ * request and response fields the compiled format reads (not status,
+ * bytes or duration) into one allocation (never NULL; free it with
+ * m0_access_kept_free). m0_access_keep_head replaces the response fields
+ * kept with those of head (len bytes of "Name: value\r\n" lines; NULL:
+ * none). m0_access_kept_view points a's addr, req and (when some were
+ * kept) resp_head at the kept copy, valid until it is freed; the caller
+ * sets the rest and renders or logs a.
+ */
+struct m0_access_kept;
+struct m0_access_kept *m0_access_keep(const struct m0_access *a);
+void m0_access_keep_head(struct m0_access_kept *k, const char *head, size_t len);
+void m0_access_kept_view(const struct m0_access_kept *k, struct m0_access *a);
+void m0_access_kept_free(struct m0_access_kept *k);
+
 #endif

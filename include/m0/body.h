@@ -114,11 +114,11 @@ int m0_head_add(struct m0_head *h, const char *name, size_t nlen, const char *va
  * After the last field of a head with grip_on: the instructions' cross
  * checks (m0_grip_finish), Grip-Status in place of the view's status line,
  * and for Grip-Hold the hold the rest of the server knows: hold
- * M0_HOLD_STREAM, channel the first Grip-Channel (one channel per hold
- * for now; the others are not subscribed), grip_hold the kind. Returns
- * M0_OK (also when there were no Grip-* fields), or M0_ERR with grip_err
- * set: the instructions are not followed (m0_job_commit answers 502, as
- * Pushpin does).
+ * M0_HOLD_STREAM, channel the Grip-Channels, grip_hold the kind. A
+ * stream hold whose status is 1xx, 204 or 304 is refused: such a head
+ * carries no content (RFC 9110 §15.4.5). Returns M0_OK (also when there
+ * were no Grip-* fields), or M0_ERR with grip_err set: the instructions
+ * are not followed (m0_job_commit answers 502, as Pushpin does).
  */
 int m0_head_grip_finish(struct m0_head *h);
 

@@ -317,7 +317,8 @@ void m0_conn_answer(struct m0_server *s, struct m0_conn *c, int status, uint64_t
 void m0_conn_answer_body(struct m0_server *s, struct m0_conn *c, int status, const char *ctype, const char *body,
                          size_t len);
 /* One access-log line for the connection's request (its head as the
- * runner built it, the bytes sent, the time since c->started_us). */
+ * runner built it, the bytes sent, the time since c->started_us; the
+ * request as m0_job_keep_access kept it, if it did). */
 void m0_conn_access_log(struct m0_server *s, struct m0_conn *c);
 
 #endif

@@ -76,7 +76,8 @@ static inline int m0_grip_is_item(const char *frame, size_t n)
 int m0_grip_item_encode(struct m0_buf *out, const struct m0_epcp_item *it);
 
 /* Decode frame (n bytes) into it. M0_OK, or M0_ERR when it is not a
- * whole GRIP frame. */
+ * whole GRIP frame, or its http-response's code is not a final status
+ * (200..599). */
 int m0_grip_item_decode(const char *frame, size_t n, struct m0_grip_item *it);
 
 #define M0_GRIP_SIG_ISS   "pushpin"   /* Pushpin's default sig_iss: what GRIP_URL's verify-iss= names */

@@ -32,7 +32,10 @@ struct m0_health {
     uint32_t connections;          /* open client connections */
     uint32_t held_streams;         /* connections held (SSE streams and WebSockets) */
     uint32_t websockets;           /* of which WebSockets */
-    uint64_t events_published;     /* bus events received by this worker */
+    uint64_t events_published;     /* events this worker's application published (m0pub.publish
+                                      calls that published: m0serve_publishes_total's share) */
+    uint64_t events_received;      /* events this worker's bus (or broker reader) gave it; with
+                                      --threads the most any loop got, as each loop gets each */
     uint64_t events_delivered;     /* event copies queued to held streams */
     uint64_t events_lost;          /* times this worker learned it missed events (m0-gap sent) */
     uint64_t slow_closed;          /* held streams closed for exceeding --outbox-limit */

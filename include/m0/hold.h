@@ -90,6 +90,15 @@ struct m0_hold {
     size_t owed;                /* a runner's own bytes in the outbox (m0_hold_send_owed): not
                                    counted against --outbox-limit; its credit window bounds them */
     uint8_t corked;             /* has bytes queued in the current fan-out pass */
+    /* --access-log: the connection is logged when the hold ends (its
+     * release), nginx's way: the request's line kept when it became HELD,
+     * its status (a long-poll's: its answer's, m0_hold_answered), the bytes
+     * after the head (the view's body, then every byte the hold wrote but
+     * heads it wrote itself), the time since the request began. */
+    struct m0_access_kept *alog;
+    int log_status;
+    uint64_t sent;              /* bytes written since the head, the view's body included */
+    uint64_t heads;             /* of those, heads the hold wrote (a long-poll's answer) */
 };
 
 /* The loop's holds: the sink of its realtime engine. */
@@ -130,9 +139,13 @@ void m0_hold_enter(struct m0_server *s, struct m0_conn *c);
 /* A completion of the runner that owns the held socket, before it is
  * HELD (h1.c passes it on). */
 void m0_hold_complete(struct m0_server *s, struct m0_conn *c, const struct m0_completion *done);
-/* The connection closes: unsubscribe and free its hold (a no-op without
- * one). */
+/* The connection closes (or a long-poll's goes back to HTTP/1.1):
+ * unsubscribe and free its hold (a no-op without one); with --access-log a
+ * hold that was HELD writes its line now (accesslog.h). */
 void m0_hold_release(struct m0_server *s, struct m0_conn *c);
+/* A hold answers its request itself (a GRIP long-poll): its line's status
+ * is code, and the first head_len bytes it sends next are a head, not body. */
+void m0_hold_answered(struct m0_conn *c, int code, size_t head_len);
 /* Drain: flush what each held stream has queued and end it with a FIN (its
  * client reconnects and resumes with Last-Event-ID); a WebSocket gets a
  * close frame (1001) first. */

@@ -35,6 +35,8 @@
 #include "m0/http.h"
 #include "m0/response.h"
 
+struct m0_access_kept;
+
 /* Runners that can keep state in a job (struct m0_runner.id < this). */
 #define M0_RUNNER_MAX 4
 
@@ -181,6 +183,10 @@ struct m0_job {
      * going back to the loop's cache (conn.h: m0_conn_job_put). */
     uint8_t pinned;
     struct m0_job *next_free;   /* the loop's job cache (conn.c) */
+    /* --access-log: the request as its line shows it, kept before the loop
+     * rewrote it (a granted socket's messages go to --grant-inbound's
+     * path); NULL: the request itself. A hold takes it (accesslog.h). */
+    struct m0_access_kept *alog;
 };
 
 /* Allocate a job for slot (zeroed, channel initialised). Never NULL. */
@@ -189,6 +195,12 @@ void m0_job_free(struct m0_job *job);
 
 /* Loop: prepare for a new request (keeps allocations). */
 void m0_job_reset(struct m0_job *job);
+
+/* Loop, with --access-log: keep the request's access-log line as it is now
+ * in job->alog (accesslog.h: its client and request line), for a caller
+ * about to rewrite the request, or a hold whose line is written when it
+ * ends; a no-op when one is kept already. */
+void m0_job_keep_access(struct m0_job *job);
 
 /*
  * Runner side.

@@ -27,7 +27,7 @@ enum {
     M0_LS_CONNS,              /* open connections */
     M0_LS_HELD,               /* held streams, WebSockets included */
     M0_LS_WEBSOCKETS,
-    M0_LS_PUBLISHED,          /* bus events received (summed as the maximum: each loop gets each) */
+    M0_LS_RECEIVED,           /* bus events received (summed as the maximum: each loop gets each) */
     M0_LS_DELIVERED,
     M0_LS_LOST,
     M0_LS_SLOW_CLOSED,

@@ -151,6 +151,16 @@ void m0_metrics_reaped(pid_t pid, int wait_status);
  * fork (m0_metrics_adopt). Any thread. */
 struct m0_mx_block *m0_metrics_block(void);
 
+/* An m0.publish call's outcome (ok: it published), from any thread:
+ * counted into b (m0serve_publishes_total or _publish_errors_total; NULL:
+ * not there) and into this process's own count, which is kept without
+ * metrics too. */
+void m0_metrics_publish(struct m0_mx_block *b, int ok);
+
+/* The publishes m0_metrics_publish counted ok in this process (/health's
+ * events_published). Any thread. */
+uint64_t m0_metrics_published(void);
+
 /* After m0_serve_new: point s->mx at this process's block and sample the
  * worker's totals and gauges into it before every sleep of the loop. */
 void m0_metrics_attach(struct m0_server *s);

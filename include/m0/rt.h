@@ -42,7 +42,7 @@ struct m0_rt;
 struct m0_rt_stats {
     uint32_t held;              /* held streams, WebSockets included */
     uint32_t websockets;        /* of which WebSockets */
-    uint64_t published;         /* events this loop received */
+    uint64_t received;          /* events this loop received (its bus or the broker) */
     uint64_t delivered;         /* event copies handed to the sink */
     uint64_t slow_closed;       /* held streams closed for exceeding --outbox-limit */
     uint64_t lost;              /* events this loop knows it missed */

@@ -10,10 +10,11 @@ Under any other server these helpers never recognise a message: the
 headers could have come from anyone.
 """
 
+import sys
 from collections import namedtuple
 
-__all__ = ["WebSocketMessage", "under_m0serve_realtime", "message_from_environ",
-           "approval_headers", "DEGRADED_BODY"]
+__all__ = ["WebSocketMessage", "under_m0serve", "under_m0serve_realtime", "message_from_environ",
+           "approval_headers", "stream_headers", "DEGRADED_BODY"]
 
 WebSocketMessage = namedtuple("WebSocketMessage", "channel slot opcode payload")
 WebSocketMessage.__doc__ = """One inbound WebSocket message: channel (str), slot (int), opcode
@@ -21,6 +22,13 @@ WebSocketMessage.__doc__ = """One inbound WebSocket message: channel (str), slot
 
 DEGRADED_BODY = ("This endpoint is a WebSocket: it needs m0serve --realtime "
                  "(see m0serve's README, Realtime).\n")
+
+
+def under_m0serve():
+    """True in an m0serve worker: its built-in ``m0`` module is there (an
+    importable ``m0`` from elsewhere does not count), and the server reads
+    and removes every ``M0-*`` response header — no client sees one."""
+    return "m0" in sys.builtin_module_names
 
 
 def under_m0serve_realtime():
@@ -51,10 +59,22 @@ def message_from_environ(environ, body):
 
 def approval_headers(channel, protocol=None):
     """The response headers that approve a WebSocket upgrade on channel,
-    with the chosen subprotocol (one the client offered) if any."""
+    with the chosen subprotocol (one the client offered) if any. Under any
+    other server none: they are instructions to m0serve, which keeps them
+    from the client, and another server would send them on."""
     if not isinstance(channel, str) or not channel:
         raise ValueError("channel must be a non-empty str")
+    if not under_m0serve():
+        return {}
     headers = {"M0-Hold": "websocket", "M0-Channel": channel}
     if protocol is not None:
         headers["M0-WebSocket-Protocol"] = protocol
     return headers
+
+
+def stream_headers(channel):
+    """The response headers that ask m0serve to hold an SSE stream on
+    channel; under any other server none (see approval_headers)."""
+    if not under_m0serve():
+        return {}
+    return {"M0-Hold": "stream", "M0-Channel": channel}

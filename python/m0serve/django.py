@@ -50,7 +50,7 @@ from django.http import HttpResponse
 import m0pub
 from m0serve._grant import absolute
 
-from m0serve._ws import DEGRADED_BODY, WebSocketMessage, approval_headers, message_from_environ
+from m0serve._ws import DEGRADED_BODY, WebSocketMessage, approval_headers, message_from_environ, stream_headers
 
 __all__ = ["grant_url", "hold_stream_response", "hold_websocket_response", "is_websocket_message",
            "websocket_message", "websocket_view", "WebSocketMessage"]
@@ -59,11 +59,13 @@ __all__ = ["grant_url", "hold_stream_response", "hold_websocket_response", "is_w
 def hold_stream_response(channel, head=": connected\n\n"):
     """An HttpResponse asking m0serve to hold the connection as an SSE stream
     on channel. head (str) is sent first. The server checks the channel name
-    (1..200 bytes, no control characters, not ``m0.``-prefixed)."""
+    (1..200 bytes, no control characters, not ``m0.``-prefixed). Under any
+    other server it is a short event stream of head alone (the client
+    reconnects), without the M0-* headers."""
     response = HttpResponse(head, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
-    response["M0-Hold"] = "stream"
-    response["M0-Channel"] = channel
+    for name, value in stream_headers(channel).items():
+        response[name] = value
     return response
 
 

@@ -40,7 +40,7 @@ from flask import Response, request
 import m0pub
 from m0serve._grant import absolute
 
-from m0serve._ws import DEGRADED_BODY, WebSocketMessage, approval_headers, message_from_environ
+from m0serve._ws import DEGRADED_BODY, WebSocketMessage, approval_headers, message_from_environ, stream_headers
 
 __all__ = ["grant_url", "hold_stream_response", "hold_websocket_response", "is_websocket_message",
            "websocket_message", "websocket_route", "WebSocketMessage"]
@@ -48,9 +48,10 @@ __all__ = ["grant_url", "hold_stream_response", "hold_websocket_response", "is_w
 
 def hold_stream_response(channel, head=": connected\n\n"):
     """A flask.Response asking m0serve to hold the connection as an SSE
-    stream on channel; head (str) is sent first."""
+    stream on channel; head (str) is sent first (under any other server:
+    that alone, without the M0-* headers)."""
     return Response(head, mimetype="text/event-stream",
-                    headers={"Cache-Control": "no-cache", "M0-Hold": "stream", "M0-Channel": channel})
+                    headers=dict({"Cache-Control": "no-cache"}, **stream_headers(channel)))
 
 
 def hold_websocket_response(channel, protocol=None):

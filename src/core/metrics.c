@@ -196,6 +196,23 @@ void m0_metrics_request(struct m0_mx_block *b, int mount, const char *method, in
     m0_mx_add(b, M0_MX_SUM_US(m), us);
 }
 
+/* Per process, as the block is: m0.publish runs on any thread of it (the
+ * application's own threads included, which reach no loop), and /health
+ * shows the count without --metrics-* too. */
+static atomic_uint_least64_t published;
+
+void m0_metrics_publish(struct m0_mx_block *b, int ok)
+{
+    if (ok)
+        atomic_fetch_add_explicit(&published, 1, memory_order_relaxed);
+    m0_mx_add(b, ok ? M0_MX_PUBLISHES : M0_MX_PUBLISH_ERRORS, 1);
+}
+
+uint64_t m0_metrics_published(void)
+{
+    return atomic_load_explicit(&published, memory_order_relaxed);
+}
+
 /* -------------------------------------------------------------- scrape */
 
 int m0_mx_sum(uint64_t *out, struct m0_mx_who *who, size_t *nwho, size_t maxwho)

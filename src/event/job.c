@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "m0/accesslog.h"
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/loop.h"
@@ -35,6 +36,7 @@ void m0_job_free(struct m0_job *job)
     m0_req_free(&job->req);
     m0_resp_free(&job->resp);
     m0_head_free(&job->head);
+    m0_access_kept_free(job->alog);
     m0_buf_free(&job->ch.q);
     m0_buf_free(&job->ch.inq);
     pthread_mutex_destroy(&job->ch.lock);
@@ -67,6 +69,8 @@ void m0_job_reset(struct m0_job *job)
     job->inl = NULL;
     job->wake = NULL;
     job->hold_start = job->hold_last_id = 0;
+    m0_access_kept_free(job->alog);
+    job->alog = NULL;
     atomic_store(&job->run_state, M0_JOB_IDLE);
 }
 
@@ -410,6 +414,12 @@ void m0_job_socket_gone(struct m0_job *job, unsigned code)
         ch->peer_code = (uint16_t)code;
     pthread_mutex_unlock(&ch->lock);
     m0_job_gone(job);
+}
+
+void m0_job_keep_access(struct m0_job *job)
+{
+    if (job->alog == NULL)
+        job->alog = m0_access_keep(&(struct m0_access){.addr = job->remote_addr, .req = &job->req});
 }
 
 /* ------------------------------------------------------------ run state */

@@ -756,6 +756,8 @@ void m0_conn_access_log(struct m0_server *s, struct m0_conn *c)
         .bytes = job->resp.body_bytes,
         .duration_us = now_us > c->started_us ? now_us - c->started_us : 0,
     };
+    if (job->alog != NULL)
+        m0_access_kept_view(job->alog, &a);      /* the request as it came, not as rewritten */
     m0_access_log(&a);
 }
 

@@ -282,6 +282,8 @@ int m0_grant_answer(struct m0_server *s, struct m0_conn *c)
             m0_grant_clear(&g);
             return M0_GRANT_ANSWERED;
         }
+        if (cfg->access_log)
+            m0_job_keep_access(job);     /* its access-log line: the request as it came */
         inbound_request(job, &g, cfg->grant_inbound);
     }
     struct m0_head *h = &job->head;

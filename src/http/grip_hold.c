@@ -47,6 +47,7 @@ struct m0_griphold {
     struct m0_buf user;             /* the user meta (skip-self, skip-users), empty when none */
     struct m0_buf ka;               /* keep-alive bytes */
     uint64_t ka_ms, last_ka;
+    int kept_status;                /* response hold: the view's status (Grip-Status's) */
     struct m0_buf kept;             /* response hold: the view's status line and fields */
     struct m0_buf kept_body;        /* response hold: the view's body */
     uint64_t deadline;              /* response hold: loop clock of Grip-Timeout */
@@ -228,8 +229,10 @@ static struct m0_hold *grip_begin(struct m0_server *s, struct m0_conn *c)
             gh->peer = m0_xstrndup(job->peer_addr, strlen(job->peer_addr));
             gh->peer_port = job->peer_port;
         }
+        gh->kept_status = job->head.status;
         keep_response(gh, out->data + out->off, m0_buf_unread(out));
         m0_buf_reset(out);
+        job->resp.body_bytes = 0;            /* none of it is sent now (the access log's bytes) */
         gh->deadline = (uint64_t)g->timeout * 1000;      /* relative until enter */
     } else if (!(c->flags & C_STREAMING) && (gh->filters & CONTENT_FILTERS) && m0_buf_unread(out) > 0) {
         /* The view's body passes the channel's content filters too (Pushpin
@@ -242,6 +245,7 @@ static struct m0_hold *grip_begin(struct m0_server *s, struct m0_conn *c)
             struct m0_buf nb = {0};
             m0_buf_append(&nb, p, head);
             if (render(gh, &nb, p + head, m0_buf_unread(out) - head) == M0_OK) {
+                job->resp.body_bytes = nb.len - head;      /* the access log's bytes */
                 m0_buf_free(out);
                 *out = nb;
             } else {
@@ -267,23 +271,31 @@ static void finish(struct m0_server *s, struct m0_conn *c)
         m0_conn_doom(s, c);
 }
 
-/* A long-poll's answer: head (status line and fields, without the framing
- * ones) and body, Content-Length framed; then the connection persists
- * when the request allowed it and the worker is not draining (RFC 9112
- * §9.3), or closes. */
-static void answer(struct m0_server *s, struct m0_conn *c, const char *head, size_t hn, const char *body,
-                   size_t bn)
+/* A long-poll's answer: head (status line code, and fields without the
+ * framing ones) and body, Content-Length framed; then the connection
+ * persists when the request allowed it and the worker is not draining
+ * (RFC 9112 §9.3), or closes. A 1xx, 204 or 304 answer is its head alone
+ * (RFC 9110 §15.3.5, §15.4.5; RFC 9112 §6.3): no Content-Length, the body
+ * dropped — bytes after it would be read as the next response. */
+static void answer(struct m0_server *s, struct m0_conn *c, int code, const char *head, size_t hn,
+                   const char *body, size_t bn)
 {
     struct m0_griphold *gh = gh_of(c);
     if (gh->finishing)
         return;
     if (atomic_load(&s->draining))
         gh->keep = 0;
+    int bodiless = m0_status_bodiless(code);
+    if (bodiless)
+        bn = 0;
     struct m0_buf r = {0};
     m0_buf_append(&r, head, hn);
-    m0_buf_printf(&r, "Content-Length: %zu\r\n%s\r\n", bn,
+    if (!bodiless)
+        m0_buf_printf(&r, "Content-Length: %zu\r\n", bn);
+    m0_buf_printf(&r, "%s\r\n",
                   !gh->keep ? "Connection: close\r\n" : gh->http10 ? "Connection: keep-alive\r\n" : "");
     m0_buf_append(&r, body, bn);
+    m0_hold_answered(c, code, r.len - bn);      /* the access log's status and body bytes */
     m0_hold_send(s, c, r.data, r.len);
     m0_buf_free(&r);
     finish(s, c);
@@ -292,7 +304,7 @@ static void answer(struct m0_server *s, struct m0_conn *c, const char *head, siz
 static void answer_kept(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_griphold *gh = gh_of(c);
-    answer(s, c, gh->kept.data, gh->kept.len, gh->kept_body.data, gh->kept_body.len);
+    answer(s, c, gh->kept_status, gh->kept.data, gh->kept.len, gh->kept_body.data, gh->kept_body.len);
 }
 
 /* The answer (or the stream's end) is out: a long-poll whose connection
@@ -314,12 +326,13 @@ static void done(struct m0_server *s, struct m0_conn *c)
     m0_conn_close(s, c);
 }
 
-/* The answer an http-response item gives: its code, reason, headers
- * (without the ones the framing owns) and body, Content-Length framed. */
+/* The answer an http-response item gives: its code (a final one:
+ * m0_grip_item_decode), reason, headers (without the ones the framing
+ * owns) and body, framed by answer. */
 static void answer_item(struct m0_server *s, struct m0_conn *c, const struct m0_grip_item *it)
 {
     struct m0_buf r = {0};
-    int code = it->code >= 100 && it->code <= 599 ? it->code : 200;
+    int code = it->code;
     m0_buf_printf(&r, "HTTP/1.1 %03d ", code);
     if (it->reason.n > 0)
         m0_buf_append(&r, it->reason.p, it->reason.n);
@@ -340,7 +353,7 @@ static void answer_item(struct m0_server *s, struct m0_conn *c, const struct m0_
         m0_buf_puts(&r, "\r\n");
     }
     m0_head_server_fields(&r, 0, 0);
-    answer(s, c, r.data, r.len, it->body.p, it->body.n);
+    answer(s, c, code, r.data, r.len, it->body.p, it->body.n);
     m0_buf_free(&r);
 }
 

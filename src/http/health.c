@@ -13,12 +13,12 @@ void m0_health_render(struct m0_buf *b, const struct m0_health *h, const struct 
     m0_buf_printf(b,
                   "{\"status\": \"%s\", \"pid\": %d, \"worker\": %d, \"connections\": %u, "
                   "\"requests\": %llu, \"held_streams\": %u, \"websockets\": %u, \"events_published\": %llu, "
-                  "\"events_delivered\": %llu, \"events_lost\": %llu, \"slow_subscribers_closed\": %llu, "
+                  "\"events_received\": %llu, \"events_delivered\": %llu, \"events_lost\": %llu, \"slow_subscribers_closed\": %llu, "
                   "\"pool\": {\"threads\": %u, \"busy\": %u, \"idle\": %u, \"max\": %u, \"queued\": %u}, "
                   "\"channels\": [",
                   h->draining ? "draining" : h->degraded ? "degraded" : "ok", h->pid, h->worker, h->connections,
                   (unsigned long long)h->requests, h->held_streams, h->websockets, (unsigned long long)h->events_published,
-                  (unsigned long long)h->events_delivered, (unsigned long long)h->events_lost,
+                  (unsigned long long)h->events_received, (unsigned long long)h->events_delivered, (unsigned long long)h->events_lost,
                   (unsigned long long)h->slow_closed, h->pool_threads, h->pool_busy,
                   h->pool_threads - (h->pool_busy < h->pool_threads ? h->pool_busy : h->pool_threads),
                   h->pool_max, h->pool_queued);

@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "m0/accesslog.h"
 #include "m0/config.h"
 #include "m0/conn.h"
 #include "m0/grip_item.h"
@@ -30,6 +31,7 @@
 #include "m0/rt.h"
 #include "m0/sse.h"
 #include "m0/target.h"
+#include "m0/timer.h"
 
 /* ---------------------------------------------------------- held sends */
 
@@ -61,6 +63,7 @@ int m0_hold_flush(struct m0_server *s, struct m0_conn *c)
          * the limit is never applied to them. */
         size_t other = m0_buf_unread(&h->outbox) - h->owed;
         m0_buf_consume(&h->outbox, (size_t)w);
+        h->sent += (uint64_t)w;
         if ((size_t)w > other)
             h->owed -= (size_t)w - other;
         h->allowance = h->allowance > (size_t)w ? h->allowance - (size_t)w : 0;
@@ -97,6 +100,8 @@ void m0_hold_send(struct m0_server *s, struct m0_conn *c, const char *p, size_t 
         return;
     if (c->state == M0_CONN_HELD && m0_buf_unread(&h->outbox) == 0 && !hs->corking) {
         ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0)
+            h->sent += (uint64_t)w;
         if (w == (ssize_t)n) {
             h->last_write = m0_loop_now(s->loop);
             return;
@@ -282,17 +287,42 @@ int m0_hold_subscribe(struct m0_server *s, struct m0_conn *c, const struct m0_ho
     return M0_OK;
 }
 
+/* --access-log: what the hold's line needs once the request is gone (it
+ * is written when the hold ends: m0_hold_release). A long-poll may have
+ * been answered already (by an item replayed before its head went out):
+ * its status stays the answer's. */
+static void keep_line(struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    struct m0_hold *h = c->hold;
+    m0_job_keep_access(job);             /* unless the request was kept before a rewrite */
+    h->alog = job->alog;
+    job->alog = NULL;
+    m0_access_keep_head(h->alog, job->head.lines.data, job->head.lines.len);
+    if (h->log_status == 0)
+        h->log_status = job->resp.status;
+    h->sent += job->resp.body_bytes;     /* the view's body, out with the head */
+}
+
+void m0_hold_answered(struct m0_conn *c, int code, size_t head_len)
+{
+    if (c->hold != NULL) {
+        c->hold->log_status = code;
+        c->hold->heads += head_len;
+    }
+}
+
 void m0_hold_enter(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_job *job = c->job;
     struct m0_hold *h = c->hold;
+    if (s->cfg->access_log)
+        keep_line(c);
     if (atomic_load(&s->draining)) {       /* head out, nothing more will come: end it */
         m0_conn_close(s, c);
         return;
     }
     m0_metrics_request(s->mx, job->mx_mount, job->req.method, job->resp.status, 0, 1);
-    if (s->cfg->access_log)
-        m0_conn_access_log(s, c);
     m0_conn_set_state(s, c, M0_CONN_HELD);
     c->proto = h->ops->proto;            /* from now on the hold's protocol answers for it */
     h->last_write = m0_loop_now(s->loop);
@@ -333,11 +363,28 @@ void m0_hold_complete(struct m0_server *s, struct m0_conn *c, const struct m0_co
         c->hold->ops->complete(s, c, done);
 }
 
+/* The hold's one line (keep_line): as nginx logs a request when it ends. */
+static void log_line(struct m0_conn *c, struct m0_hold *h)
+{
+    uint64_t now_us = m0_clock_us();
+    struct m0_access a = {
+        .status = h->log_status,
+        .bytes = h->sent > h->heads ? h->sent - h->heads : 0,
+        .duration_us = now_us > c->started_us ? now_us - c->started_us : 0,
+    };
+    m0_access_kept_view(h->alog, &a);
+    m0_access_log(&a);
+    m0_access_kept_free(h->alog);
+    h->alog = NULL;
+}
+
 void m0_hold_release(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_hold *h = c->hold;
     if (h == NULL)
         return;
+    if (h->alog != NULL)
+        log_line(c, h);
     m0_rt_unsubscribe(s->rt, m0_conn_slot(s, c));
     if (c->state == M0_CONN_HELD) {
         struct m0_rt_stats *st = m0_rt_counters(s->rt);

@@ -44,7 +44,7 @@ static void own(struct m0_server *s, struct m0_loop_sum *o)
     o->v[M0_LS_CONNS] = s->nactive;
     o->v[M0_LS_HELD] = rt.held;
     o->v[M0_LS_WEBSOCKETS] = rt.websockets;
-    o->v[M0_LS_PUBLISHED] = rt.published;
+    o->v[M0_LS_RECEIVED] = rt.received;
     o->v[M0_LS_DELIVERED] = rt.delivered;
     o->v[M0_LS_LOST] = rt.lost;
     o->v[M0_LS_SLOW_CLOSED] = rt.slow_closed;
@@ -103,7 +103,7 @@ void m0_loops_sum(struct m0_server *s, struct m0_loop_sum *out)
         struct m0_loop_sum one;
         m0_loops_read(s, i, &one);
         for (unsigned k = 0; k < M0_LS_N; k++) {
-            if (k == M0_LS_PUBLISHED)       /* every loop receives every event: the worker got the most */
+            if (k == M0_LS_RECEIVED)        /* every loop receives every event: the worker got the most */
                 out->v[k] = one.v[k] > out->v[k] ? one.v[k] : out->v[k];
             else if (k == M0_LS_BROKER_UP)
                 out->v[k] = out->v[k] && one.v[k];

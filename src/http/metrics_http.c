@@ -168,7 +168,7 @@ static void sample(struct m0_loop *l, void *ctx)
     uint64_t held = v[M0_LS_HELD], ws = v[M0_LS_WEBSOCKETS];
     m0_mx_set(b, M0_MX_HELD_SSE, held - (ws < held ? ws : held));
     m0_mx_set(b, M0_MX_HELD_WS, ws);
-    m0_mx_set(b, M0_MX_BUS_RECEIVED, v[M0_LS_PUBLISHED]);
+    m0_mx_set(b, M0_MX_BUS_RECEIVED, v[M0_LS_RECEIVED]);
     m0_mx_set(b, M0_MX_DELIVERED, v[M0_LS_DELIVERED]);
     m0_mx_set(b, M0_MX_SLOW_CLOSED, v[M0_LS_SLOW_CLOSED]);
     m0_mx_set(b, M0_MX_GAPS, v[M0_LS_LOST]);

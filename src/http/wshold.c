@@ -84,6 +84,7 @@ struct m0_wshold {
     uint16_t end_code;              /* the close code the socket ends with (the peer's, or ours) */
     uint64_t ping_at;               /* loop clock of our unanswered ping; 0: none */
     uint64_t last_pong;             /* loop clock of the last pong */
+    uint64_t msg_us;                /* the message with the views began (its access-log duration) */
     uint16_t channel_len;
     uint16_t remote_port;           /* the handshake's client, for the messages' requests */
     uint8_t https;                  /*   (an idle socket has no job to keep it in) */
@@ -173,6 +174,7 @@ static struct m0_hold *ws_begin(struct m0_server *s, struct m0_conn *c)
                     extra.data, extra.len, h->has_date, h->has_server);
     m0_buf_free(&extra);
     job->resp.status = 101;
+    job->resp.body_bytes = 0;           /* a 101 has no content: the view's body never goes */
 
     size_t alen = strnlen(job->remote_addr, sizeof job->remote_addr - 1);
     struct m0_wshold *ws = m0_xmalloc(sizeof *ws + h->channel_len + 1 + alen + 1);
@@ -337,8 +339,10 @@ static void reply(struct m0_server *s, struct m0_conn *c)
     const char *p = rs->out.data + rs->out.off;
     if (s->cfg->access_log) {
         /* The message's request: POST to the socket's path (ws.h). */
+        uint64_t now_us = m0_clock_us();
         struct m0_access a = {.addr = job->remote_addr[0] ? job->remote_addr : NULL, .req = &job->req,
-                              .status = rs->status, .bytes = n};
+                              .status = rs->status, .bytes = n,
+                              .duration_us = now_us > ws->msg_us ? now_us - ws->msg_us : 0};
         m0_access_log(&a);
     }
     if (rs->flags & M0_RESP_ABORT) {
@@ -460,6 +464,7 @@ static void drive(struct m0_server *s, struct m0_conn *c)
         m0_buf_free(&m->payload);
         free(m);
         ws->in_flight = 1;
+        ws->msg_us = m0_clock_us();
         /* On the target's pool, or (no pool) on the loop thread, as its
          * requests run. */
         if (m0_dispatch(job, M0_RUN_MESSAGE, NULL, now_ms(s)) == M0_QUEUED) {

@@ -258,6 +258,14 @@ static int side_listen(struct m0_listeners *ls, const char *spec, const char *fl
     return M0_OK;
 }
 
+/* The length of a side listener's where without its " (what)" (the
+ * line that names the listener says what it is already). */
+static int bare_len(const char *where, const char *what)
+{
+    size_t n = strlen(where), tail = strlen(what) + 3;
+    return (int)(n > tail ? n - tail : n);
+}
+
 int m0_metrics_listen(struct m0_listeners *ls, struct m0_config *cfg)
 {
     if (cfg->metrics_bind == NULL)
@@ -266,7 +274,7 @@ int m0_metrics_listen(struct m0_listeners *ls, struct m0_config *cfg)
     if (rc != M0_OK)
         return rc;
     const char *where = ls->l[cfg->metrics_listener].where;
-    m0_info("metrics at %.*s%s", (int)(strlen(where) - 10), where,
+    m0_info("metrics at %.*s%s", bare_len(where, "metrics"), where,
             cfg->metrics_path != NULL && cfg->metrics_path[0] ? cfg->metrics_path : "/metrics");
     return M0_OK;
 }
@@ -276,7 +284,9 @@ int m0_grip_listen(struct m0_listeners *ls, struct m0_config *cfg)
     if (cfg->grip_control == NULL)
         return M0_OK;
     int rc = side_listen(ls, cfg->grip_control, "--grip-control", "GRIP control", &cfg->grip_listener);
-    if (rc == M0_OK)
-        m0_info("GRIP control (EPCP POST /publish/) at %s", ls->l[cfg->grip_listener].where);
+    if (rc == M0_OK) {
+        const char *where = ls->l[cfg->grip_listener].where;
+        m0_info("GRIP control (EPCP POST /publish/) at %.*s", bare_len(where, "GRIP control"), where);
+    }
     return rc;
 }

@@ -8,6 +8,7 @@
  * environ ({var}e) are refused at startup instead of printing nothing.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
@@ -552,4 +553,142 @@ void m0_access_log(const struct m0_access *a)
     char line[4096];
     size_t n = m0_access_render(line, sizeof line, a);
     m0_log_out(line, n);
+}
+
+/* --------------------------------------------- a held connection's line */
+
+/* What a held connection's line needs once its request is gone (hold.h:
+ * the request is freed when the connection is HELD): the client, the
+ * request line, the request fields and response fields the compiled
+ * format reads — in one block, so a held stream costs its line's bytes
+ * and no more. */
+struct m0_access_kept {
+    struct m0_req req;              /* method, target, path, query, version, hdrs: into the block */
+    const char *addr;
+    char *head;                     /* the response's fields the format reads ("Name: v\r\n"...) */
+    size_t head_len;
+};
+
+/* Does the compiled format read the request field name (n bytes)? */
+static int reads_req_hdr(const char *name, size_t n)
+{
+    if ((n == 7 && strncasecmp(name, "referer", 7) == 0) || (n == 10 && strncasecmp(name, "user-agent", 10) == 0))
+        return 1;
+    if (mode != FMT_ATOMS)
+        return 0;
+    for (size_t i = 0; i < nops; i++) {
+        if (ops[i].kind == OP_USER && n == 13 && strncasecmp(name, "authorization", 13) == 0)
+            return 1;
+        if (ops[i].kind == OP_REQ_HDR && ops[i].len == n && strncasecmp(names + ops[i].off, name, n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Does it read the response field name (n bytes)? */
+static int reads_resp_hdr(const char *name, size_t n)
+{
+    if (mode != FMT_ATOMS)
+        return 0;
+    for (size_t i = 0; i < nops; i++) {
+        if (ops[i].kind == OP_RESP_HDR && ops[i].len == n && strncasecmp(names + ops[i].off, name, n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static char *take(char **at, const char *s, size_t n)
+{
+    char *d = *at;
+    if (n > 0)
+        memcpy(d, s, n);
+    d[n] = '\0';
+    *at += n + 1;
+    return d;
+}
+
+struct m0_access_kept *m0_access_keep(const struct m0_access *a)
+{
+    const struct m0_req *r = a->req;
+    int have = r != NULL && r->method != NULL;
+    size_t alen = a->addr != NULL ? strlen(a->addr) : 0;
+    size_t size = sizeof(struct m0_access_kept) + alen + 1, nh = 0;
+    if (have) {
+        size += r->method_len + r->target_len + r->path_len + r->query_len + 4;
+        for (unsigned i = 0; i < r->nhdrs; i++) {
+            if (reads_req_hdr(r->hdrs[i].name, r->hdrs[i].name_len)) {
+                nh++;
+                size += sizeof(struct m0_hdr) + r->hdrs[i].name_len + r->hdrs[i].value_len + 2;
+            }
+        }
+    }
+    struct m0_access_kept *k = m0_xmalloc(size);
+    memset(k, 0, sizeof *k);
+    struct m0_hdr *hd = (struct m0_hdr *)(k + 1);
+    char *at = (char *)(hd + nh);
+    k->addr = a->addr != NULL ? take(&at, a->addr, alen) : NULL;
+    if (have) {
+        k->req.method = take(&at, r->method, r->method_len);
+        k->req.method_len = r->method_len;
+        k->req.target = r->target != NULL ? take(&at, r->target, r->target_len) : NULL;
+        k->req.target_len = r->target_len;
+        k->req.path = r->path != NULL ? take(&at, r->path, r->path_len) : NULL;
+        k->req.path_len = r->path_len;
+        k->req.query = r->query != NULL ? take(&at, r->query, r->query_len) : NULL;
+        k->req.query_len = r->query_len;
+        k->req.http_major = r->http_major;
+        k->req.http_minor = r->http_minor;
+        k->req.hdrs = hd;
+        for (unsigned i = 0; i < r->nhdrs; i++) {
+            const struct m0_hdr *h = &r->hdrs[i];
+            if (!reads_req_hdr(h->name, h->name_len))
+                continue;
+            hd->name = take(&at, h->name, h->name_len);
+            hd->name_len = h->name_len;
+            hd->value = take(&at, h->value, h->value_len);
+            hd->value_len = h->value_len;
+            hd++;
+        }
+        k->req.nhdrs = k->req.hdrs_cap = (unsigned)nh;
+    }
+    m0_access_keep_head(k, a->resp_head, a->resp_head_len);
+    return k;
+}
+
+void m0_access_keep_head(struct m0_access_kept *k, const char *head, size_t len)
+{
+    free(k->head);
+    k->head = NULL;
+    k->head_len = 0;
+    const char *p = head, *end = head != NULL ? head + len : NULL;
+    while (p != NULL && p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        const char *next = eol != NULL ? eol + 1 : end;
+        const char *colon = memchr(p, ':', (size_t)(next - p));
+        if (colon != NULL && reads_resp_hdr(p, (size_t)(colon - p))) {
+            size_t n = (size_t)(next - p);
+            k->head = m0_xrealloc(k->head, k->head_len + n);
+            memcpy(k->head + k->head_len, p, n);
+            k->head_len += n;
+        }
+        p = next;
+    }
+}
+
+void m0_access_kept_view(const struct m0_access_kept *k, struct m0_access *a)
+{
+    a->addr = k->addr;
+    a->req = &k->req;
+    if (k->head != NULL) {
+        a->resp_head = k->head;
+        a->resp_head_len = k->head_len;
+    }
+}
+
+void m0_access_kept_free(struct m0_access_kept *k)
+{
+    if (k == NULL)
+        return;
+    free(k->head);
+    free(k);
 }

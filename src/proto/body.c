@@ -258,6 +258,13 @@ int m0_head_grip_finish(struct m0_head *h)
     }
     if (g->hold == M0_GRIP_HOLD_NONE || g->nchannels == 0)
         return M0_OK;
+    /* A stream is content after the head, and a 1xx, 204 or 304 head ends
+     * its response (RFC 9110 §15.2, §15.3.5, §15.4.5; RFC 9112 §6.3): such
+     * a stream cannot be followed (a long-poll's answer may be bodiless). */
+    if (g->hold == M0_GRIP_HOLD_STREAM && m0_status_bodiless(h->status)) {
+        h->grip_err = "Grip-Hold: stream with a 1xx, 204 or 304 status, which carries no content";
+        return M0_ERR;
+    }
     /* Every Grip-Channel is subscribed (a repeat once): the hold checks
      * each channel's prev-id on its own (grip_hold.c). */
     const char *name[M0_HEAD_MAX_CHANNELS];

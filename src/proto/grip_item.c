@@ -167,6 +167,10 @@ int m0_grip_item_decode(const char *frame, size_t n, struct m0_grip_item *it)
                                     : (op != 0 || it->ws_content.n != 0))
         return M0_ERR;
     it->channel = get_bytes(&r, 2);
+    /* An http-response answers a held request: a final status (RFC 9110
+     * §15; epcp.c takes no other), never a 1xx, which is not an answer. */
+    if ((it->flags & M0_GRIP_IT_RESPONSE) && (it->code < 200 || it->code > 599))
+        return M0_ERR;
     return r.bad || r.p != r.end ? M0_ERR : M0_OK;
 }
 

@@ -18,6 +18,13 @@ static struct m0_mx_block *mx_block(void)
     return m0_metrics_block();
 }
 
+/* Count one publish's outcome (rc M0_OK: it published): the metrics and
+ * /health's events_published. */
+static void counted(int rc)
+{
+    m0_metrics_publish(mx_block(), rc == M0_OK);
+}
+
 static PyObject *py_publish(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -35,7 +42,7 @@ static PyObject *py_publish(PyObject *self, PyObject *args)
         rc = m0_broker_publish(channel, (size_t)clen, event, data, (size_t)dlen, key, (size_t)klen, &id, err,
                                sizeof err);
         Py_END_ALLOW_THREADS
-        m0_mx_add(mx_block(), rc == M0_OK ? M0_MX_PUBLISHES : M0_MX_PUBLISH_ERRORS, 1);
+        counted(rc);
         if (rc != M0_OK) {
             /* TimeoutError: sent, no answer (m0pub: PublishOutcomeUnknown). */
             PyErr_Format(rc == M0_BROKER_UNKNOWN ? PyExc_TimeoutError : PyExc_ConnectionError, "m0 publish: %s", err);
@@ -47,7 +54,7 @@ static PyObject *py_publish(PyObject *self, PyObject *args)
     rc = m0_bus_publish(channel, (size_t)clen, event, data, (size_t)dlen, &id);
     Py_END_ALLOW_THREADS
     if (rc != M0_AGAIN)       /* M0_AGAIN: no bus, nothing published */
-        m0_mx_add(mx_block(), rc == M0_OK ? M0_MX_PUBLISHES : M0_MX_PUBLISH_ERRORS, 1);
+        counted(rc);
     if (rc == M0_AGAIN)
         Py_RETURN_NONE;
     if (rc != M0_OK) {

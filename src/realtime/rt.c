@@ -85,7 +85,7 @@ static void publish(struct m0_rt *rt, const char *dgram, size_t n)
     struct m0_bus_msg m;
     if (m0_bus_decode(dgram, n, &m) != M0_OK)
         return;
-    rt->st.published++;
+    rt->st.received++;
     m0_registry_publish(rt->reg, m.channel, m.channel_len, m.id, m.payload, m.payload_len, deliver, rt);
 }
 
@@ -359,7 +359,7 @@ void m0_rt_set_position(struct m0_rt *rt, const uint64_t *position)
 
 void m0_rt_event(struct m0_rt *rt, const char *channel, size_t clen, uint64_t id, const char *frame, size_t flen)
 {
-    rt->st.published++;
+    rt->st.received++;
     m0_registry_publish(rt->reg, channel, clen, id, frame, flen, deliver, rt);
 }
 

@@ -155,6 +155,33 @@ def test_grant_inbound_posts_messages_to_the_view(start_server, key_file):
     assert f.opcode == 1 and f.payload == b"bob|news,chat|hello"
 
 
+def test_a_granted_socket_is_logged_as_its_handshake_and_its_messages_as_the_inbound_view(start_server,
+                                                                                        key_file):
+    """Issue 27 item 15: with --grant-inbound the handshake's line is the
+    request that came (GET PREFIX/ws, its token redacted), written when the
+    socket ends; each message's line is the POST to the inbound view, with
+    the time the view took."""
+    server = start_server(APP, "--realtime", "--grant-key-file", str(key_file), "--grant-path", "/rt",
+                          "--grant-inbound", "/inbound", "--heartbeat", "0", "--access-log",
+                          "--access-log-format", "%(r)s %(s)s %(B)s %(D)s")
+    tok = m0pub.grant(["news", "chat"], sub="bob", key_file=key_file)
+    ws = RawWS(server.port, "/rt/ws?token=" + tok)
+    assert ws.status == 101
+    ws.send_text("hello")
+    f = ws.recv()
+    assert f.payload == b"bob|news,chat|hello"
+    message = server.stdout.wait_for(re.compile(r"^POST /inbound HTTP/1.1 200 %d (\d+)$" % len(f.payload)), 5)
+    assert message and int(message.group(1)) > 0, server.stdout.text()
+    ws.close_frame(1000)
+    closing = ws.recv()
+    assert ws.wait_eof()
+    line = server.stdout.wait_for(re.compile(r"^GET /rt/ws\?token=REDACTED HTTP/1.1 101 (\d+) \d+$"), 5)
+    assert line, server.stdout.text()
+    assert int(line.group(1)) == 2 + len(f.payload) + 2 + len(closing.payload), line.string
+    assert "GET /inbound" not in server.stdout.text()
+    assert tok.split(".")[2] not in server.stdout.text()
+
+
 def test_grant_cannot_ask_for_a_channel_it_lacks(server):
     resp, body = get(server, "/rt/sse?channel=secret&token=" + good(["news", "chat"]))
     assert resp.status == 403 and body == b"the grant does not cover this channel\n"

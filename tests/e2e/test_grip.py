@@ -34,6 +34,7 @@ jwt = pytest.importorskip("jwt")
 
 KEY = "test-grip-key-0123456789abcdef-0123456789"
 WAIT = 10.0
+ACCESS_FORMAT = "%(r)s %(s)s %(B)s %(D)s"
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +54,8 @@ def grip(tmp_path_factory, start_module_server):
     subprocess.run([sys.executable, "-m", "django", "migrate", "-v0"], env=dict(os.environ, **env), check=True,
                    timeout=60)
     server = start_module_server("gripproj.wsgi", "--grip-key-file", str(key), "--grip-control",
-                                 "127.0.0.1:%d" % cport, workers=2, env=env)
+                                 "127.0.0.1:%d" % cport, "--access-log", "--access-log-format", ACCESS_FORMAT,
+                                 workers=2, env=env)
     return {"port": server.port, "cport": cport, "env": env, "server": server}
 
 
@@ -203,6 +205,45 @@ def test_gripcontrol_publish_http_stream_and_close(grip):
         assert body.endswith(b"\xff\x00bin")
     finally:
         s.close()
+
+
+def test_a_grip_stream_is_logged_when_it_ends_with_every_byte_sent(grip):
+    """Issue 27 item 15: a GRIP stream's line is written when it ends (here
+    by an http-stream close): its request line and status, the bytes after
+    its head (the view's, the items', keep-alives), the time to the end."""
+    s = Stream(grip["port"], "/st/?channel=stlog")
+    try:
+        s.head()
+        s.read_until("stream head\n")
+        pub = publisher(grip["cport"])
+        pub.publish_http_stream("stlog", "item one\n", blocking=True)
+        s.read_until("item one\n")
+        assert "/st/?channel=stlog" not in grip["server"].stdout.text()      # open: not logged
+        pub.publish_http_stream("stlog", gripcontrol.HttpStreamFormat(close=True), blocking=True)
+        data = s.read_to_eof()
+    finally:
+        s.close()
+    body = data.partition(b"\r\n\r\n")[2]
+    line = grip["server"].stdout.wait_for(re.compile(r"^GET /st/\?channel=stlog HTTP/1.1 200 (\d+) (\d+)$"), 5)
+    assert line, grip["server"].stdout.text()[-2000:]
+    assert int(line.group(1)) == len(body) and body.endswith(b"item one\n"), (line.string, body)
+
+
+def test_a_long_poll_is_logged_with_the_answer_it_got(grip):
+    """A long-poll's line is its answer's: the item's status and body
+    bytes, written when the answer is out."""
+    pub = publisher(grip["cport"])
+    fmt = gripcontrol.HttpResponseFormat(code=201, reason="Made", body="made\n")
+    s = Stream(grip["port"], "/lp/?channel=lplog")
+    try:
+        head, body = answer_long_poll(s, pub, fmt, channel="lplog")
+        assert head.startswith("HTTP/1.1 201 Made") and body == b"made\n"
+    finally:
+        s.close()
+    line = grip["server"].stdout.wait_for(re.compile(r"^GET /lp/\?channel=lplog HTTP/1.1 (\d+) (\d+) \d+$"), 5)
+    assert line, grip["server"].stdout.text()[-2000:]
+    assert (int(line.group(1)), int(line.group(2))) == (201, 5), line.string
+    assert len(re.findall(r"(?m)^GET /lp/\?channel=lplog ", grip["server"].stdout.text())) == 1
 
 
 def held_ws(port, channel):
@@ -406,6 +447,84 @@ def test_a_long_poll_is_answered_by_its_timeout(grip):
     assert 4.5 <= elapsed < 12, elapsed
 
 
+FORGED = "HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nforged\n"
+
+
+def read_head(s):
+    """The head at the start of s.buf (taken off it) and what followed it."""
+    s.read_until(b"\r\n\r\n")
+    head, _, s.buf = s.buf.partition(b"\r\n\r\n")
+    return head.decode("latin-1")
+
+
+@pytest.mark.parametrize("code", [204, 304])
+def test_a_long_poll_answered_by_a_bodiless_item_sends_its_head_alone(grip, code):
+    """RFC 9110 §15.3.5/§15.4.5, RFC 9112 §6.3: a 204 or 304 ends at its
+    head. The item's body (here a forged response) is dropped, no
+    Content-Length framing is sent, and the next request on the connection
+    gets its own answer."""
+    pub = publisher(grip["cport"])
+    fmt = gripcontrol.HttpResponseFormat(code=code, headers={"X-A": "1"}, body=FORGED)
+    channel = "lpb%d" % code
+    s = Stream(grip["port"], "/lp/?channel=" + channel)
+    try:
+        deadline = time.monotonic() + 4
+        while b"\r\n\r\n" not in s.buf:
+            assert time.monotonic() < deadline, "the long-poll was not answered by the publish"
+            pub.publish_http_response(channel, fmt, blocking=True)
+            try:
+                s.read_until(b"\r\n\r\n", timeout=0.2)
+            except AssertionError:
+                pass
+        head = read_head(s)
+        assert head.startswith("HTTP/1.1 %d " % code) and "X-A: 1" in head
+        assert not re.search(r"(?im)^(content-length|transfer-encoding):", head), head
+        assert "connection: close" not in head.lower()         # kept: the head ends the answer
+        s.sock.sendall(b"GET /echo/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        rest = s.read_to_eof()
+    finally:
+        s.close()
+    assert b"forged" not in rest
+    head, _, body = rest.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 OK"), rest[:200]
+    assert json.loads(body)["proxied"] is True
+
+
+def test_a_long_poll_timing_out_with_a_bodiless_status_sends_its_head_alone(grip):
+    """The view's own answer at Grip-Timeout, with Grip-Status 204 or 304:
+    its head, without the view's body (both held at once: one timeout)."""
+    streams = {code: Stream(grip["port"], "/lp/?channel=lpt%d&status=%d" % (code, code), ["Connection: close"])
+               for code in (204, 304)}
+    try:
+        for code, s in streams.items():
+            data = s.read_to_eof(timeout=15)
+            head, _, rest = data.partition(b"\r\n\r\n")
+            head = head.decode("latin-1")
+            assert head.startswith("HTTP/1.1 %d " % code), head
+            assert not re.search(r"(?im)^(content-length|transfer-encoding):", head), head
+            assert grip_lines(head) == []
+            assert rest == b""
+    finally:
+        for s in streams.values():
+            s.close()
+
+
+@pytest.mark.parametrize("code", [204, 304])
+def test_a_stream_hold_with_a_bodiless_status_is_a_502(grip, code):
+    """A stream is content after its head; a 204 or 304 head carries none:
+    instructions that cannot be followed, answered as Pushpin answers those
+    (502), and nothing published to the channel reaches the client."""
+    s = Stream(grip["port"], "/st/?channel=stb%d&status=%d" % (code, code))
+    try:
+        head = read_head(s)
+        s.read_until(b"origin.\n")
+    finally:
+        s.close()
+    assert head.startswith("HTTP/1.1 502 Bad Gateway"), head
+    assert s.buf == b"Error while proxying to origin.\n"
+    assert grip["server"].stderr.wait_for(re.compile(r"GRIP instructions not followed.*204 or 304"), 5)
+
+
 def _post(cport, body, headers):
     import urllib.error
     import urllib.request
@@ -435,6 +554,15 @@ def test_an_unauthenticated_publish_is_refused(grip):
     with pytest.raises(Exception, match="401"):
         gripcontrol.GripPubControl({"control_uri": "http://127.0.0.1:%d" % grip["cport"]}).publish_http_stream(
             "st", "x", blocking=True)
+
+
+def test_the_startup_line_names_the_control_port_once(grip):
+    """The master's line for --grip-control says what it is once, then
+    the address (the listener's own label is for the banner's list)."""
+    line = grip["server"].stderr.wait_for(re.compile(r"GRIP control \(EPCP POST /publish/\) at (.*)$"), 5)
+    assert line is not None
+    assert line.group(1) == "http://127.0.0.1:%d" % grip["cport"], line.string
+    assert line.string.count("GRIP control") == 1
 
 
 def test_the_control_port_never_serves_the_app(grip):

@@ -10,6 +10,7 @@ stream is framed as a hold, 7 SIGTERM with held streams open.
 import json
 import re
 import signal
+import socket
 import threading
 import time
 from http.cookies import SimpleCookie
@@ -214,3 +215,79 @@ def test_phase7_sigterm_with_held_streams_exits_0_promptly(start_server):
     assert all(s.wait_closed(timeout=5) for s in streams)   # a clean FIN, not a hang
     assert server.wait(10) == 0
     assert time.monotonic() - began < 3.0
+
+
+
+def health_of(port, deadline, want):
+    """/health from the worker for which want(document) holds, asking on
+    new connections (reuseport spreads them) until the deadline."""
+    while True:
+        h = health(port)
+        if want(h):
+            return h
+        assert time.monotonic() < deadline, "no such /health answer; last %r" % h
+
+
+def test_health_says_what_a_worker_published_and_what_it_received(start_server):
+    """Issue 27 item 14: /health's events_published is what this worker's
+    application published (m0pub.publish calls: m0serve_publishes_total,
+    per worker); events_received is what its bus gave it (each worker gets
+    every event: m0serve_bus_events_received_total)."""
+    server = start_server("realtime_app:application", "--realtime", workers=2)
+    with Conn(server.port) as c:                  # one connection: one worker
+        assert c.request("GET", "/publish?channel=hc&n=3").status == 200
+        pid = json.loads(c.request("GET", "/health").body)["pid"]
+    deadline = time.monotonic() + 10
+    # Its own events come back on its bus too; the bus is read by the loop.
+    mine = health_of(server.port, deadline, lambda h: h["pid"] == pid and h["events_received"] >= 3)
+    other = health_of(server.port, deadline, lambda h: h["pid"] != pid and h["events_received"] >= 3)
+    assert (mine["events_published"], mine["events_received"]) == (3, 3)
+    assert (other["events_published"], other["events_received"]) == (0, 3)
+
+
+def _read_head(sock, buf=b""):
+    """(head, what followed it) from a raw socket."""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(65536)
+        assert chunk, buf
+        buf += chunk
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    return head.decode("latin-1"), rest
+
+
+def test_a_held_stream_is_logged_once_when_it_ends_with_its_bytes_and_duration(start_server):
+    """Issue 27 item 15: as nginx logs a long request, one access-log line
+    when the stream ends: the request line and status it began with, every
+    byte sent after the head (the view's, then the events'), the time from
+    the request to the close — not a "200 <the view's bytes>" line when it
+    opens."""
+    server = start_server("realtime_app:application", "--realtime", "--heartbeat", "0", "--access-log",
+                          "--access-log-format", "%(r)s %(s)s %(B)s %(D)s")
+    t0 = t_head = time.monotonic()
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    try:
+        sock.sendall(b"GET /events?channel=alog HTTP/1.1\r\nHost: x\r\n\r\n")
+        head, body = _read_head(sock)
+        t_head = time.monotonic()
+        assert head.startswith("HTTP/1.1 200")
+        while b"\n\n" not in body:                # the view's own ": connected ..." block
+            body += sock.recv(65536)
+        # Held now: a request after it is logged, the stream is not (yet).
+        assert request(server.port, "GET", "/pid").status == 200
+        assert server.stdout.wait_for(re.compile(r"^GET /pid HTTP/1.1 200 "), 5)
+        assert "/events" not in server.stdout.text()
+        assert request(server.port, "GET", "/publish?channel=alog&n=2").status == 200
+        while body.count(b"\n\n") < 3:
+            chunk = sock.recv(65536)
+            assert chunk, body
+            body += chunk
+    finally:
+        held_for = time.monotonic() - t_head
+        sock.close()
+    line = server.stdout.wait_for(re.compile(r"^GET /events\?channel=alog HTTP/1.1 200 (\d+) (\d+)$"), 5)
+    assert line, server.stdout.text()
+    assert int(line.group(1)) == len(body), (line.string, body)
+    # From the request to the close: longer than the client held it after
+    # the head, shorter than the whole test so far.
+    assert held_for * 1e6 <= int(line.group(2)) <= (time.monotonic() - t0) * 1e6, line.string
+    assert len(re.findall(r"(?m)^GET /events", server.stdout.text())) == 1

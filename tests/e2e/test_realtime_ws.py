@@ -492,3 +492,32 @@ def test_messages_sent_before_a_close_or_a_vanish_all_reach_the_views(start_serv
     lines = set(server.stderr.text().split("\n"))
     assert all("flask-ws: got c%d" % i in lines and "flask-ws: got v%d" % i in lines for i in range(40))
     assert request(server.port, "GET", "/ws/log").status != 500    # the worker serves on
+
+
+def test_a_websocket_is_logged_when_it_ends_and_each_message_with_its_time(start_server):
+    """Issue 27 item 15: the handshake's line is written when the socket
+    ends (nginx's way): its request line, 101, every byte sent on the
+    socket (frames), the time to the close — not "101 0" when it opens.
+    Each inbound message's line has the time its view took, not 0."""
+    server = rt_server(start_server, "--heartbeat", "0", "--access-log", "--access-log-format",
+                       "%(r)s %(s)s %(B)s %(D)s")
+    ws = RawWS(server.port, "/ws/echo")
+    assert ws.status == 101
+    t_open = time.monotonic()
+    ws.send_text("plain")
+    echo = ws.recv_data()
+    assert echo.payload == b"plain"
+    message = server.stdout.wait_for(re.compile(r"^POST /ws/echo\S* HTTP/1.1 200 5 (\d+)$"), 5)
+    assert message, server.stdout.text()
+    assert int(message.group(1)) > 0, message.string
+    assert "GET /ws/echo" not in server.stdout.text()        # still open: not logged yet
+    ws.close_frame(1000, b"bye")
+    held_for = time.monotonic() - t_open          # the server ends after it reads our close
+    closing = ws.recv()
+    assert closing.opcode == CLOSE
+    assert ws.wait_eof()
+    line = server.stdout.wait_for(re.compile(r"^GET /ws/echo HTTP/1.1 101 (\d+) (\d+)$"), 5)
+    assert line, server.stdout.text()
+    assert int(line.group(1)) == (2 + len(echo.payload)) + (2 + len(closing.payload)), line.string
+    assert int(line.group(2)) >= held_for * 1e6, (line.string, held_for)
+    assert len(re.findall(r"(?m)^GET /ws/echo", server.stdout.text())) == 1

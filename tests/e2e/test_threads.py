@@ -16,7 +16,8 @@ ordinary e2e run), or when M0SERVE is not the binary built for it.
   free-threaded build;
 - --threads 2: each loop answers (WSGI and ASGI), a view blocking one loop
   leaves the other served, a publish reaches the holds of both loops with
-  one id, /health sums the loops and lists each, SIGTERM drains both,
+  one id, /health sums the loops and lists each (a publish counted once),
+  SIGTERM drains both,
   --max-requests counts the process.
 """
 
@@ -290,6 +291,25 @@ def test_health_sums_the_loops_and_lists_each(start_server):
     assert all(l["requests"] >= 1 for l in h["loops"]), h
     assert h["requests"] == sum(l["requests"] for l in h["loops"]), h
     assert h["connections"] >= 2 and h["mounts"][0]["requests"] >= 2, h
+    for c in conns.values():
+        c.close()
+
+
+def test_health_counts_a_publish_once_whichever_loop_published_or_received_it(start_server):
+    """events_published: the worker's m0pub.publish calls, whichever loop's
+    view made them (one from each loop: 2); events_received: what its bus
+    gave it, each loop getting each event (2, not 4)."""
+    s = start_server("threads_app:app", "--threads", "2", "--realtime")
+    conns = _conns_on_every_loop(s.port, 2)
+    for c in conns.values():
+        r = c.request("GET", "/publish?channel=hc")
+        assert r.status == 200 and json.loads(r.body)["id"] is not None, r
+    deadline = time.monotonic() + 10
+    while True:
+        h = json.loads(conns[0].request("GET", "/health").body)
+        if h["events_received"] >= 2 or time.monotonic() > deadline:
+            break
+    assert (h["events_published"], h["events_received"]) == (2, 2), h
     for c in conns.values():
         c.close()
 

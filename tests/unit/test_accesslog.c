@@ -206,6 +206,57 @@ static void test_stamp_ignores_tz(void **state)
     assert_true(strncmp(b, want, strlen(want)) == 0 || tm.tm_min == 0);   /* same UTC hour (or it just turned) */
 }
 
+/* A held connection's line (issue 27 item 15): what m0_access_keep kept
+ * renders as the request did, once the request's memory is gone; only the
+ * fields the format reads are kept. */
+static void test_a_kept_line_renders_as_the_request_did(void **state)
+{
+    (void)state;
+    static const char *const fmts[] = {
+        "", "json", "%(h)s %(u)s \"%(r)s\" %(m)s %(U)s %(q)s %(H)s \"%(f)s\" \"%(a)s\" %({x-request-id}i)s "
+        "%({x-cache}o)s %({Content-Type}o)s %(s)s %(B)s %(D)s"};
+    for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
+        struct m0_access a = sample();
+        char want[2048];
+        snprintf(want, sizeof want, "%s", render(fmts[i], &a));
+        struct m0_access_kept *k = m0_access_keep(&a);
+        /* The request and its head are gone (reused): the kept copy stands. */
+        char addr[] = "192.0.2.1";
+        a.addr = addr;
+        struct m0_access b = {.status = a.status, .bytes = a.bytes, .duration_us = a.duration_us};
+        memset(&req, 0x5a, sizeof req);
+        memset(hdrs, 0x5a, sizeof hdrs);
+        memset(addr, 'x', sizeof addr - 1);
+        m0_access_kept_view(k, &b);
+        if (i == 0)
+            assert_string_equal(strstr(render(fmts[i], &b), "] "), strstr(want, "] "));    /* after the time */
+        else if (i == 2)
+            assert_string_equal(render(fmts[i], &b), want);
+        else
+            assert_string_equal(strstr(render(fmts[i], &b), "\"remote_addr\""), strstr(want, "\"remote_addr\""));
+        m0_access_kept_free(k);
+    }
+    /* The response fields: replaced by keep_head (the hold's head), none
+     * for a format that reads none. */
+    struct m0_access a = sample();
+    struct m0_access_kept *k = m0_access_keep(&(struct m0_access){.addr = a.addr, .req = a.req});
+    m0_access_keep_head(k, a.resp_head, a.resp_head_len);
+    struct m0_access b = {0};
+    m0_access_kept_view(k, &b);
+    assert_string_equal(render("%({x-cache}o)s %({x-request-id}i)s %({referer}i)s", &b), "HIT abc123 http://r/");
+    m0_access_keep_head(k, NULL, 0);
+    b = (struct m0_access){0};
+    m0_access_kept_view(k, &b);
+    assert_null(b.resp_head);
+    m0_access_kept_free(k);
+    /* A request rejected before its method: "-" as before. */
+    k = m0_access_keep(&(struct m0_access){0});
+    b = (struct m0_access){.status = 400};
+    m0_access_kept_view(k, &b);
+    assert_string_equal(render("%(h)s \"%(r)s\" %(s)s", &b), "- \"-\" 400");
+    m0_access_kept_free(k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -216,6 +267,7 @@ int main(void)
         cmocka_unit_test(test_token_in_query_redacted),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_stamp_ignores_tz),
+        cmocka_unit_test(test_a_kept_line_renders_as_the_request_did),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

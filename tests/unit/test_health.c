@@ -19,12 +19,14 @@ static void test_health_json(void **state)
     (void)state;
     struct m0_buf b = {0};
     struct m0_health h = {.pid = 9, .worker = 1, .connections = 3, .held_streams = 2,
-                          .pool_threads = 4, .pool_busy = 1};
+                          .pool_threads = 4, .pool_busy = 1, .events_published = 5, .events_received = 7};
     struct m0_channel_stat top[] = {{.name = "a\"b", .len = 3, .subscribers = 2}};
     m0_health_render(&b, &h, top, 1);
     m0_buf_append(&b, "", 1);
     assert_non_null(strstr(b.data, "\"held_streams\": 2"));
     assert_non_null(strstr(b.data, "\"idle\": 3"));
+    /* What the worker's application published, and what its bus gave it. */
+    assert_non_null(strstr(b.data, "\"events_published\": 5, \"events_received\": 7"));
     assert_non_null(strstr(b.data, "{\"channel\": \"a\\\"b\", \"subscribers\": 2}"));
     m0_buf_free(&b);
 }

@@ -22,15 +22,22 @@ def echo(request):
                         content_type="application/json")
 
 
+def _grip_status(request, response):
+    """?status=CODE: the client's status through Grip-Status."""
+    if "status" in request.GET:
+        response["Grip-Status"] = request.GET["status"]
+    return response
+
+
 def longpoll(request):
-    django_grip.set_hold_longpoll(request, "lp", timeout=5)
-    return HttpResponse("timeout body\n", content_type="text/plain")
+    django_grip.set_hold_longpoll(request, request.GET.get("channel", "lp"), timeout=5)
+    return _grip_status(request, HttpResponse("timeout body\n", content_type="text/plain"))
 
 
 def stream(request):
     channel = request.GET.get("channel", "st")
     django_grip.set_hold_stream(request, channel, keep_alive_data="ka\n", keep_alive_timeout=1)
-    return HttpResponse("stream head\n", content_type="text/plain")
+    return _grip_status(request, HttpResponse("stream head\n", content_type="text/plain"))
 
 
 def ws(request):
