@@ -37,6 +37,7 @@
 #include "m0/http.h"
 #include "m0/job.h"
 #include "m0/log.h"
+#include "m0/origin.h"
 #include "m0/percent.h"
 #include "m0/response.h"
 #include "m0/rt.h"
@@ -67,8 +68,10 @@ int m0_grant_claims(const struct m0_server *s, const struct m0_conn *c)
 }
 
 /* The request's Origin when it is listed, else NULL; *cross: it is neither
- * listed nor the request's own origin (its Host). */
-static const char *allowed_origin(const struct m0_config *cfg, const struct m0_req *r, int *cross)
+ * listed nor the request's own origin (RFC 6454: scheme, host and port of
+ * its Host, on the scheme it arrived on — https only from a trusted
+ * proxy, m0_proxy_client — origin.h). */
+static const char *allowed_origin(const struct m0_config *cfg, const struct m0_req *r, int https, int *cross)
 {
     *cross = 0;
     const struct m0_hdr *o = m0_req_header(r, "origin");
@@ -80,13 +83,8 @@ static const char *allowed_origin(const struct m0_config *cfg, const struct m0_r
             return a;
     }
     const struct m0_hdr *host = m0_req_header(r, "host");
-    const char *sep = memmem(o->value, o->value_len, "://", 3);
-    if (host != NULL && sep != NULL) {
-        const char *h = sep + 3;
-        size_t hl = o->value_len - (size_t)(h - o->value);
-        if (hl == host->value_len && strncasecmp(h, host->value, hl) == 0)
-            return NULL;                /* same origin: no CORS needed */
-    }
+    if (host != NULL && m0_origin_same(o->value, o->value_len, host->value, host->value_len, https))
+        return NULL;                    /* same origin: no CORS needed */
     *cross = 1;
     return NULL;
 }
@@ -231,7 +229,7 @@ int m0_grant_answer(struct m0_server *s, struct m0_conn *c)
     const struct m0_req *r = &job->req;
     enum which w = endpoint(cfg, r);
     int cross;
-    const char *origin = allowed_origin(cfg, r, &cross);
+    const char *origin = allowed_origin(cfg, r, job->https, &cross);
     if (w == SSE && strcmp(r->method, "OPTIONS") == 0 && origin != NULL) {
         preflight(s, c, origin);
         return M0_GRANT_ANSWERED;
