@@ -37,6 +37,7 @@
 #include "m0/http.h"
 #include "m0/job.h"
 #include "m0/log.h"
+#include "m0/log_text.h"
 #include "m0/origin.h"
 #include "m0/percent.h"
 #include "m0/response.h"
@@ -46,6 +47,13 @@
 #include "m0/target.h"
 
 enum which { NONE_, SSE, WS };
+
+/* The path, kid and sub of a debug line, escaped (log_text.h): a sub is
+ * whatever the minting application put there, newlines included. Each
+ * is a compound literal living to the end of the enclosing block. */
+#define LOG_PATH(r) m0_log_target((char[M0_LOG_TEXT_MAX]){0}, M0_LOG_TEXT_MAX, (r)->path, (r)->path_len)
+#define LOG_KID(g) m0_log_text((char[M0_JWT_KID_MAX * 4 + 8]){0}, M0_JWT_KID_MAX * 4 + 8, (g)->jwt.kid, strlen((g)->jwt.kid))
+#define LOG_SUB(g) m0_log_text((char[M0_LOG_TEXT_MAX]){0}, M0_LOG_TEXT_MAX, (g)->jwt.sub, (g)->jwt.sub_len)
 
 /* Which grant endpoint r's path names (PREFIX/sse, PREFIX/ws), if any. */
 static enum which endpoint(const struct m0_config *cfg, const struct m0_req *r)
@@ -239,7 +247,7 @@ int m0_grant_answer(struct m0_server *s, struct m0_conn *c)
         return M0_GRANT_ANSWERED;
     }
     if (cross) {
-        m0_debug("grant %.*s refused: Origin not allowed (--grant-cors-origin)", (int)r->path_len, r->path);
+        m0_debug("grant %s refused: Origin not allowed (--grant-cors-origin)", LOG_PATH(r));
         refuse(s, c, 403, NULL, NULL, "this origin may not subscribe");
         return M0_GRANT_ANSWERED;
     }
@@ -252,7 +260,7 @@ int m0_grant_answer(struct m0_server *s, struct m0_conn *c)
     if (code == M0_OK)
         code = m0_grant_verify(tok, tlen, cfg->grant_keys, (int64_t)time(NULL), &g);
     if (code != M0_JWT_OK) {
-        m0_debug("grant %.*s refused: %s (%zu bytes)", (int)r->path_len, r->path,
+        m0_debug("grant %s refused: %s (%zu bytes)", LOG_PATH(r),
                  code >= M0_GRANT_NO_TOKEN ? "grant" : m0_jwt_error_name(code), code == M0_OK ? 0 : tlen);
         m0_grant_challenge(code, challenge, sizeof challenge);
         refuse(s, c, m0_grant_http_status(code), challenge, origin, m0_grant_error_reason(code));
@@ -263,8 +271,8 @@ int m0_grant_answer(struct m0_server *s, struct m0_conn *c)
     char asked[M0_GRANT_MAX_CHANNELS * (M0_CHANNEL_MAX + 1)];
     int p = pick(r, &g, asked, sizeof asked, name, len, &n);
     if (p != 0) {
-        m0_debug("grant %.*s (kid %s, sub %s) refused: %s", (int)r->path_len, r->path, g.jwt.kid,
-                 g.jwt.sub ? g.jwt.sub : "-", p == -1 ? "a channel the grant lacks" : "bad channel parameter");
+        m0_debug("grant %s (kid %s, sub %s) refused: %s", LOG_PATH(r), LOG_KID(&g), LOG_SUB(&g),
+                 p == -1 ? "a channel the grant lacks" : "bad channel parameter");
         if (p == -1)
             refuse(s, c, 403, "Bearer error=\"insufficient_scope\"", origin, "the grant does not cover this channel");
         else
@@ -287,8 +295,7 @@ int m0_grant_answer(struct m0_server *s, struct m0_conn *c)
     m0_head_status(h, 200, NULL, 0);
     cors_lines(h, origin);
     m0_head_set_channels(h, name, len, n);
-    m0_debug("grant %.*s held: kid %s, sub %s, %zu channel(s)", (int)r->path_len, r->path, g.jwt.kid,
-             g.jwt.sub ? g.jwt.sub : "-", n);
+    m0_debug("grant %s held: kid %s, sub %s, %zu channel(s)", LOG_PATH(r), LOG_KID(&g), LOG_SUB(&g), n);
     m0_grant_clear(&g);
     if (w == WS) {
         h->hold = M0_HOLD_WEBSOCKET;

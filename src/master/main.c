@@ -16,6 +16,7 @@
 #include "m0/config.h"
 #include "m0/grant.h"
 #include "m0/log.h"
+#include "m0/log_text.h"
 #include "m0/master.h"
 #include "m0/publish_cli.h"
 #include "m0/pyrt.h"
@@ -111,6 +112,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return M0_EXIT_USAGE;
     }
+    /* Its value is a credential in every log line (log_text.h). */
+    m0_log_secret_cookie(cfg.grant_cookie);
     /* m0pub.grant_url() builds PREFIX/sse and PREFIX/ws from it ("/": the root). */
     if (cfg.grant_path != NULL)
         setenv("M0_GRANT_PATH", cfg.grant_path[0] ? cfg.grant_path : "/", 1);

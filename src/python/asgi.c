@@ -44,6 +44,7 @@
 #include "m0/job.h"
 #include "m0/lane.h"
 #include "m0/log.h"
+#include "m0/log_text.h"
 #include "m0/loop.h"
 #include "m0/percent.h"
 #include "m0/pyrt.h"
@@ -466,17 +467,19 @@ static void emit(struct m0_job *job, const char *p, size_t n)
     size_t took = m0_body_emit(&job->body, &job->resp.out, p, n);
     if (job->body.framing != M0_FRAME_NONE)
         job->resp.body_bytes += took;
+    char rq[M0_LOG_TEXT_MAX];
     if (job->body.truncated && !was_truncated)
-        m0_warn("%s %s: body exceeds Content-Length %lld; truncated", job->req.method, job->req.target,
+        m0_warn("%s: body exceeds Content-Length %lld; truncated", m0_log_request(rq, sizeof rq, job->req.method, job->req.method_len, job->req.target, job->req.target_len),
                 (long long)job->body.length);
 }
 
 /* The response is complete: end the framing and give the job back. */
 static void finish_response(struct m0_job *job)
 {
+    char rq[M0_LOG_TEXT_MAX];
     if (m0_body_finish(&job->body, &job->resp.out) != M0_OK) {
-        m0_error("%s %s: body shorter than its Content-Length (%llu of %lld bytes); aborting the connection",
-                 job->req.method, job->req.target, (unsigned long long)job->body.sent, (long long)job->body.length);
+        m0_error("%s: body shorter than its Content-Length (%llu of %lld bytes); aborting the connection",
+                 m0_log_request(rq, sizeof rq, job->req.method, job->req.method_len, job->req.target, job->req.target_len), (unsigned long long)job->body.sent, (long long)job->body.length);
         job->resp.flags |= M0_RESP_ABORT;
     }
     m0_asgi_done(job);
@@ -653,14 +656,17 @@ static PyObject *py_defer(PyObject *self, PyObject *args)
 }
 
 /* debug(text): one line at the server's DEBUG level (--log-level debug),
- * nothing otherwise. */
+ * nothing otherwise; its control bytes escaped (log_text.h): the text
+ * holds a client's decoded path. */
 static PyObject *py_debug(PyObject *self, PyObject *arg)
 {
     (void)self;
-    const char *text = PyUnicode_AsUTF8(arg);
+    Py_ssize_t n;
+    const char *text = PyUnicode_AsUTF8AndSize(arg, &n);
     if (text == NULL)
         return NULL;
-    m0_debug("%s", text);
+    char line[2 * M0_LOG_TEXT_MAX];
+    m0_debug("%s", m0_log_text(line, sizeof line, text, (size_t)n));
     Py_RETURN_NONE;
 }
 

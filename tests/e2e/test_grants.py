@@ -371,6 +371,42 @@ def test_the_access_log_never_has_a_token(server):
     assert tok.split(".")[2] not in text and tok.split(".")[1] not in text
 
 
+def test_credential_headers_are_redacted_in_the_access_log(start_server, key_file):
+    """Issue 27 item 3: a header atom of --access-log-format prints the
+    credentials of Authorization and of the grant cookie as REDACTED."""
+    server = start_server(APP, "--realtime", "--grant-key-file", str(key_file), "--grant-path", "/rt",
+                          "--grant-cookie", "m0g", "--access-log", "--access-log-format",
+                          "%(r)s %(s)s auth=[%({Authorization}i)s] cookie=[%({Cookie}i)s]")
+    tok = good()
+    with SSEStream(server.port, "/rt/sse", headers=[("Authorization", "Bearer " + tok)]) as s:
+        assert s.status == 200
+    with SSEStream(server.port, "/rt/sse", headers=[("Cookie", "theme=dark; m0g=%s; lang=en" % tok)]) as s:
+        assert s.status == 200
+    assert server.stdout.wait_for(re.compile(r"GET /rt/sse HTTP/1.1 200 auth=\[Bearer REDACTED\] cookie=\[-\]"), 5)
+    assert server.stdout.wait_for(re.compile(
+        r"GET /rt/sse HTTP/1.1 200 auth=\[-\] cookie=\[theme=dark; m0g=REDACTED; lang=en\]"), 5)
+    text = server.stdout.text() + server.stderr.text()
+    assert tok.split(".")[2] not in text and tok.split(".")[1] not in text
+
+
+def test_a_sub_cannot_forge_a_debug_line(start_server, key_file):
+    """Issue 27 item 5: at --log-level debug the grant's sub (and path, kid)
+    is escaped: a newline in it is written as \\n, never a line of its own."""
+    server = start_server(APP, "--realtime", "--grant-key-file", str(key_file), "--grant-path", "/rt",
+                          "--log-level", "debug")
+    forged = "[2026-12-05 00:00:00 +0000] [1] [ERROR] forged line"
+    tok = good(sub="alice\n" + forged + "\r\x1b[2J")
+    with SSEStream(server.port, "/rt/sse?token=" + tok) as s:
+        assert s.status == 200
+    assert get(server, "/rt/sse?channel=other&token=" + tok)[0].status == 403
+    held_line = server.stderr.wait_for(re.compile(r"grant /rt/sse held: kid k1, sub alice\\n\[2026"), 5)
+    assert held_line, server.stderr.text()
+    assert "\\r\\x1b[2J" in held_line.string
+    assert server.stderr.wait_for(re.compile(r"grant /rt/sse \(kid k1, sub alice\\n\[2026.* refused"), 5)
+    assert not any(line.startswith(forged) for line in server.stderr.text().split("\n"))
+    assert "\x1b" not in server.stderr.text()
+
+
 def test_no_python_call_across_a_thousand_subscribes(server):
     tok = good(["news", "chat"])
     req = ("GET /rt/sse?token=%s HTTP/1.1\r\nHost: x\r\n\r\n" % tok).encode()
