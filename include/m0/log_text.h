@@ -52,6 +52,12 @@ int m0_log_header_secret(const char *name, size_t nl, const char *v, size_t n, s
 const char *m0_log_text(char *dst, size_t cap, const char *s, size_t n);
 const char *m0_log_target(char *dst, size_t cap, const char *t, size_t n);
 const char *m0_log_request(char *dst, size_t cap, const char *method, size_t ml, const char *target, size_t tl);
+
+/* The same as printf arguments, each in a buffer of its own that lives to
+ * the end of the enclosing block (a compound literal):
+ *   m0_warn("... %s", M0_LOG_TARGET(r->target, r->target_len)); */
+#define M0_LOG_TEXT(s, n)   m0_log_text((char[M0_LOG_TEXT_MAX]){0}, M0_LOG_TEXT_MAX, (s), (n))
+#define M0_LOG_TARGET(t, n) m0_log_target((char[M0_LOG_TEXT_MAX]){0}, M0_LOG_TEXT_MAX, (t), (n))
 const char *m0_log_header(char *dst, size_t cap, const char *name, size_t nl, const char *v, size_t n);
 
 #endif

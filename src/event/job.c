@@ -466,8 +466,7 @@ static int commit_grip_refusal(struct m0_job *job, const struct m0_body_req *br)
 {
     static const char msg[] = "Error while proxying to origin.\n";
     const char *why = job->head.grip_err, *ignored;
-    char rq[M0_LOG_TEXT_MAX];
-    m0_warn("%s: GRIP instructions not followed (%s): answering 502", m0_log_request(rq, sizeof rq, job->req.method, job->req.method_len, job->req.target, job->req.target_len), why);
+    m0_warn("%s: GRIP instructions not followed (%s): answering 502", M0_REQ_LOG(&job->req), why);
     m0_head_reset(&job->head);
     m0_head_status(&job->head, 502, NULL, 0);
     m0_head_add(&job->head, "Content-Type", 12, "text/plain", 10, &ignored);

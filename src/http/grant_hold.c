@@ -49,11 +49,10 @@
 enum which { NONE_, SSE, WS };
 
 /* The path, kid and sub of a debug line, escaped (log_text.h): a sub is
- * whatever the minting application put there, newlines included. Each
- * is a compound literal living to the end of the enclosing block. */
-#define LOG_PATH(r) m0_log_target((char[M0_LOG_TEXT_MAX]){0}, M0_LOG_TEXT_MAX, (r)->path, (r)->path_len)
-#define LOG_KID(g) m0_log_text((char[M0_JWT_KID_MAX * 4 + 8]){0}, M0_JWT_KID_MAX * 4 + 8, (g)->jwt.kid, strlen((g)->jwt.kid))
-#define LOG_SUB(g) m0_log_text((char[M0_LOG_TEXT_MAX]){0}, M0_LOG_TEXT_MAX, (g)->jwt.sub, (g)->jwt.sub_len)
+ * whatever the minting application put there, newlines included. */
+#define LOG_PATH(r) M0_LOG_TARGET((r)->path, (r)->path_len)
+#define LOG_KID(g)  M0_LOG_TEXT((g)->jwt.kid, strlen((g)->jwt.kid))
+#define LOG_SUB(g)  M0_LOG_TEXT((g)->jwt.sub, (g)->jwt.sub_len)
 
 /* Which grant endpoint r's path names (PREFIX/sse, PREFIX/ws), if any. */
 static enum which endpoint(const struct m0_config *cfg, const struct m0_req *r)

@@ -187,8 +187,7 @@ static struct m0_hold *grip_begin(struct m0_server *s, struct m0_conn *c)
     if (job->head.grip_hold == M0_GRIP_HOLD_RESPONSE && (c->flags & C_STREAMING)) {
         /* The view's body was too long to hold back: its head is out, so
          * it is the answer (as if Grip-Timeout had passed). */
-        char rq[M0_LOG_TEXT_MAX];
-        m0_warn("%s: Grip-Hold: response with a body too long to keep: answered now", m0_log_request(rq, sizeof rq, job->req.method, job->req.method_len, job->req.target, job->req.target_len));
+        m0_warn("%s: Grip-Hold: response with a body too long to keep: answered now", M0_REQ_LOG(&job->req));
         job->resp.flags &= ~M0_RESP_HOLD;
         return NULL;
     }

@@ -202,7 +202,6 @@ static void after_run(struct m0_server *s, struct m0_conn *c, int rc)
                                                             : M0_CONN_PROTO_SSE;
     const struct m0_hold_ops *kind = s->proto[p]->hold;
     if ((rs->flags & M0_RESP_HOLD) && m0_hold_subscribe(s, c, kind) != M0_OK) {
-        char rq[M0_LOG_TEXT_MAX];
         if (rc == M0_AGAIN)
             m0_dispatch_abandon(job);      /* an inline runner that owed more: close() now, attached */
         rc = M0_DONE;
@@ -211,15 +210,15 @@ static void after_run(struct m0_server *s, struct m0_conn *c, int rc)
              * head per response, so the stream is cut, never followed by a
              * second status line. */
             m0_warn("hold on %s not taken (worker draining): closing the stream",
-                    m0_log_text(rq, sizeof rq, m0_head_channel(&job->head), strlen(m0_head_channel(&job->head))));
+                    M0_LOG_TEXT(m0_head_channel(&job->head), strlen(m0_head_channel(&job->head))));
             m0_resp_reset(rs);
             rs->flags = M0_RESP_ABORT;
         } else {
             if (job->head.hold == M0_HOLD_WEBSOCKET)
-                m0_warn("WebSocket %s not accepted (worker draining): answering 503", m0_log_request(rq, sizeof rq, job->req.method, job->req.method_len, job->req.target, job->req.target_len));
+                m0_warn("WebSocket %s not accepted (worker draining): answering 503", M0_REQ_LOG(&job->req));
             else
                 m0_warn("hold on %s not taken (worker draining): answering 503",
-                        m0_log_text(rq, sizeof rq, m0_head_channel(&job->head), strlen(m0_head_channel(&job->head))));
+                        M0_LOG_TEXT(m0_head_channel(&job->head), strlen(m0_head_channel(&job->head))));
             m0_resp_reset(rs);
             m0_error_response(&rs->out, 503, "The stream could not be held; retry", 1, 0);
             rs->status = 503;
@@ -277,10 +276,9 @@ static void dispatch(struct m0_server *s, struct m0_conn *c, const struct m0_tar
     }
     /* Logged before after_run: that resets the job for the next request
      * (or closes the connection), and the line names this one. */
-    char rq[M0_LOG_TEXT_MAX];
     if (s->request_ms && m0_clock_ms() - began > s->request_ms)
         m0_warn("view ran %.1f s (over --request-timeout): %s", (double)(m0_clock_ms() - began) / 1000,
-                m0_log_request(rq, sizeof rq, job->req.method, job->req.method_len, job->req.target, job->req.target_len));
+                M0_REQ_LOG(&job->req));
     after_run(s, c, rc);
 }
 
@@ -589,21 +587,20 @@ static void check_request_timeout(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_job *job = c->job;
     uint64_t now = m0_loop_now(s->loop);
-    char rq[M0_LOG_TEXT_MAX];
     if (now - job->queued_ms < s->request_ms)
         return;
     if (m0_job_cancel(job)) {
         unsigned threads, busy, max, waiting;
         m0_pool_stats(s->pool, &threads, &busy, &max, &waiting);
         m0_warn("503 for %s: still queued after %.1f s (all %u handler threads busy)",
-                m0_log_request(rq, sizeof rq, job->req.method, job->req.method_len, job->req.target, job->req.target_len), (double)s->request_ms / 1000, threads);
+                M0_REQ_LOG(&job->req), (double)s->request_ms / 1000, threads);
         m0_conn_error(s, c, 503, "No handler thread became free in time (--request-timeout)");
         return;
     }
     if (!(c->flags & C_SLOW_LOGGED)) {
         c->flags |= C_SLOW_LOGGED;
         m0_warn("view still running after %.1f s: %s", (double)(now - job->queued_ms) / 1000,
-                m0_log_request(rq, sizeof rq, job->req.method, job->req.method_len, job->req.target, job->req.target_len));
+                M0_REQ_LOG(&job->req));
     }
 }
 

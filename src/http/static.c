@@ -223,8 +223,7 @@ static int find_file(const struct m0_static *st, const struct m0_req *r, size_t 
     const char *why;
     int status = m0_static_path(r->path + skip, r->path_len - skip, rel, M0_STATIC_PATH_MAX, rlen, &dir_slash, &why);
     if (status != 0) {
-        char path[M0_LOG_TEXT_MAX];
-        m0_debug("static %s: %d (%s)", m0_log_target(path, sizeof path, r->path, r->path_len), status, why);
+        m0_debug("static %s: %d (%s)", M0_LOG_TARGET(r->path, r->path_len), status, why);
         refuse(a, status, NULL, status == 404 ? "no such file" : why);
         return -1;
     }

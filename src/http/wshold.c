@@ -146,24 +146,22 @@ static struct m0_hold *ws_begin(struct m0_server *s, struct m0_conn *c)
     const struct m0_head *h = &job->head;
     struct m0_ws_handshake hs;
     const char *why;
-    char rq[M0_LOG_TEXT_MAX];
     int status = m0_ws_handshake_check(&job->req, &hs, &why);
     if (status != 0) {
-        m0_debug("slot %u: %s approved as a WebSocket but %s: %d", m0_conn_slot(s, c), m0_log_request(rq, sizeof rq, job->req.method, job->req.method_len, job->req.target, job->req.target_len),
+        m0_debug("slot %u: %s approved as a WebSocket but %s: %d", m0_conn_slot(s, c), M0_REQ_LOG(&job->req),
                  why, status);
         return refuse(job, status, why);
     }
     if (h->ws_protocol_len > 0 && !m0_ws_protocol_offered(&job->req, h->ws_protocol, h->ws_protocol_len)) {
-        char proto[M0_LOG_TEXT_MAX];
         m0_error("%s: the view chose WebSocket subprotocol %s, which the client did not offer: 500",
-                 m0_log_request(rq, sizeof rq, job->req.method, job->req.method_len, job->req.target, job->req.target_len), m0_log_text(proto, sizeof proto, h->ws_protocol, h->ws_protocol_len));
+                 M0_REQ_LOG(&job->req), M0_LOG_TEXT(h->ws_protocol, h->ws_protocol_len));
         return refuse(job, 500, "the application chose a subprotocol the client did not offer");
     }
     /* A granted socket (grant_hold.c) has no target unless --grant-inbound
      * names one: it only listens. */
     const struct m0_runner *r = job->target != NULL ? job->target->runner : NULL;
     if (r != NULL && r->message == NULL && r->submit == NULL) {
-        m0_error("%s: a %s target cannot take WebSocket messages: 500", m0_log_request(rq, sizeof rq, job->req.method, job->req.method_len, job->req.target, job->req.target_len),
+        m0_error("%s: a %s target cannot take WebSocket messages: 500", M0_REQ_LOG(&job->req),
                  job->target->runner->name);
         return refuse(job, 500, "this application cannot hold WebSockets");
     }
@@ -349,10 +347,9 @@ static void reply(struct m0_server *s, struct m0_conn *c)
         return;
     }
     if (rs->status / 100 != 2) {
-        char ch[M0_LOG_TEXT_MAX];
         if (rs->status != 0)
             m0_warn("WebSocket message to %s answered %d: nothing sent to the socket",
-                    m0_log_text(ch, sizeof ch, ws->channel, ws->channel_len), rs->status);
+                    M0_LOG_TEXT(ws->channel, ws->channel_len), rs->status);
         return;
     }
     if (n == 0 || ws->close_sent || ws->peer_gone)

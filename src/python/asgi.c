@@ -44,7 +44,6 @@
 #include "m0/job.h"
 #include "m0/lane.h"
 #include "m0/log.h"
-#include "m0/log_text.h"
 #include "m0/loop.h"
 #include "m0/percent.h"
 #include "m0/pyrt.h"
@@ -467,19 +466,17 @@ static void emit(struct m0_job *job, const char *p, size_t n)
     size_t took = m0_body_emit(&job->body, &job->resp.out, p, n);
     if (job->body.framing != M0_FRAME_NONE)
         job->resp.body_bytes += took;
-    char rq[M0_LOG_TEXT_MAX];
     if (job->body.truncated && !was_truncated)
-        m0_warn("%s: body exceeds Content-Length %lld; truncated", m0_log_request(rq, sizeof rq, job->req.method, job->req.method_len, job->req.target, job->req.target_len),
+        m0_warn("%s: body exceeds Content-Length %lld; truncated", M0_REQ_LOG(&job->req),
                 (long long)job->body.length);
 }
 
 /* The response is complete: end the framing and give the job back. */
 static void finish_response(struct m0_job *job)
 {
-    char rq[M0_LOG_TEXT_MAX];
     if (m0_body_finish(&job->body, &job->resp.out) != M0_OK) {
         m0_error("%s: body shorter than its Content-Length (%llu of %lld bytes); aborting the connection",
-                 m0_log_request(rq, sizeof rq, job->req.method, job->req.method_len, job->req.target, job->req.target_len), (unsigned long long)job->body.sent, (long long)job->body.length);
+                 M0_REQ_LOG(&job->req), (unsigned long long)job->body.sent, (long long)job->body.length);
         job->resp.flags |= M0_RESP_ABORT;
     }
     m0_asgi_done(job);
@@ -656,17 +653,14 @@ static PyObject *py_defer(PyObject *self, PyObject *args)
 }
 
 /* debug(text): one line at the server's DEBUG level (--log-level debug),
- * nothing otherwise; its control bytes escaped (log_text.h): the text
- * holds a client's decoded path. */
+ * nothing otherwise; escaped (log_text.h): it holds a decoded path. */
 static PyObject *py_debug(PyObject *self, PyObject *arg)
 {
     (void)self;
-    Py_ssize_t n;
-    const char *text = PyUnicode_AsUTF8AndSize(arg, &n);
+    const char *text = PyUnicode_AsUTF8(arg);
     if (text == NULL)
         return NULL;
-    char line[2 * M0_LOG_TEXT_MAX];
-    m0_debug("%s", m0_log_text(line, sizeof line, text, (size_t)n));
+    m0_debug("%s", M0_LOG_TEXT(text, strlen(text)));
     Py_RETURN_NONE;
 }
 

@@ -339,8 +339,7 @@ static int commit(struct m0_job *job, int64_t body_len)
          * framing appends bytes as they are). A WebSocket approval: no head
          * and no body (FRAME_NONE); the loop writes the 101. */
         if (job->body.committed) {
-            char rq[M0_LOG_TEXT_MAX];
-            m0_error("BUG: %s: a second head for one response refused", m0_log_request(rq, sizeof rq, (*r).method, (*r).method_len, (*r).target, (*r).target_len));
+            m0_error("BUG: %s: a second head for one response refused", M0_REQ_LOG(r));
             return -1;
         }
         job->body.committed = 1;
@@ -366,8 +365,7 @@ static int commit(struct m0_job *job, int64_t body_len)
      * HEAD). Anywhere else the same response goes out as an ordinary short
      * one — the property that lets hold views run under any server. */
     if (m0_job_commit(job, body_len, m0_job_may_hold(job)) != M0_OK) {
-        char rq[M0_LOG_TEXT_MAX];
-        m0_error("BUG: %s: a second head for one response refused", m0_log_request(rq, sizeof rq, (*r).method, (*r).method_len, (*r).target, (*r).target_len));
+        m0_error("BUG: %s: a second head for one response refused", M0_REQ_LOG(r));
         return -1;
     }
     if (ws->pending.len > 0) {
@@ -404,9 +402,8 @@ static void emit(struct m0_job *job, const char *p, size_t n)
     size_t took = m0_body_emit(&job->body, &job->resp.out, p, n);
     if (job->body.framing != M0_FRAME_NONE)
         job->resp.body_bytes += took;
-    char rq[M0_LOG_TEXT_MAX];
     if (job->body.truncated && !was_truncated)
-        m0_warn("%s: body exceeds Content-Length %lld; truncated", m0_log_request(rq, sizeof rq, job->req.method, job->req.method_len, job->req.target, job->req.target_len),
+        m0_warn("%s: body exceeds Content-Length %lld; truncated", M0_REQ_LOG(&job->req),
                 (long long)job->body.length);
 }
 
@@ -441,8 +438,7 @@ static void maybe_commit(struct m0_job *job)
 
 static void log_app_error(struct m0_job *job, const char *when)
 {
-    char rq[M0_LOG_TEXT_MAX];
-    m0_error("error %s %s; traceback follows", when, m0_log_request(rq, sizeof rq, job->req.method, job->req.method_len, job->req.target, job->req.target_len));
+    m0_error("error %s %s; traceback follows", when, M0_REQ_LOG(&job->req));
     m0_py_print_exception();
 }
 
@@ -525,15 +521,14 @@ static int complete(struct m0_job *job)
     }
     if (!job->body.committed && commit(job, (int64_t)ws->produced) != 0)
         job->resp.flags |= M0_RESP_ABORT;
-    char rq[M0_LOG_TEXT_MAX];
     if (ws->too_big) {
         m0_error("%s: the reply to a WebSocket message is over %d bytes; closing the socket",
-                 m0_log_request(rq, sizeof rq, job->req.method, job->req.method_len, job->req.target, job->req.target_len), REPLY_CAP);
+                 M0_REQ_LOG(&job->req), REPLY_CAP);
         job->resp.flags |= M0_RESP_ABORT;
     }
     if (m0_body_finish(&job->body, &job->resp.out) != M0_OK) {
         m0_error("%s: body shorter than its Content-Length (%llu of %lld bytes); aborting the connection",
-                 m0_log_request(rq, sizeof rq, job->req.method, job->req.method_len, job->req.target, job->req.target_len), (unsigned long long)job->body.sent,
+                 M0_REQ_LOG(&job->req), (unsigned long long)job->body.sent,
                  (long long)job->body.length);
         job->resp.flags |= M0_RESP_ABORT;
     }
@@ -641,8 +636,7 @@ static int try_sendfile(struct m0_job *job, PyObject *result)
         job->resp.file_left = len;
         job->resp.body_bytes = len;
         if (declared >= 0 && (uint64_t)declared > len) {
-            char rq[M0_LOG_TEXT_MAX];
-            m0_error("%s: file shorter than its Content-Length; aborting after it", m0_log_request(rq, sizeof rq, job->req.method, job->req.method_len, job->req.target, job->req.target_len));
+            m0_error("%s: file shorter than its Content-Length; aborting after it", M0_REQ_LOG(&job->req));
             job->resp.flags |= M0_RESP_ABORT;
         }
     } else {

@@ -637,9 +637,8 @@ static void on_resume(redisAsyncContext *ac, void *reply, void *priv)
         return;
     }
     if (k == M0_BREPLY_ERROR) {
-        char ch[M0_LOG_TEXT_MAX], why[M0_LOG_TEXT_MAX];
-        m0_error("broker %s: resume on %s failed: %s", b->cfg->shown, m0_log_text(ch, sizeof ch, res->channel, res->clen),
-                 m0_log_text(why, sizeof why, r->str, strlen(r->str)));
+        m0_error("broker %s: resume on %s failed: %s", b->cfg->shown, M0_LOG_TEXT(res->channel, res->clen),
+                 M0_LOG_TEXT(r->str, strlen(r->str)));
         note_error(b, r->str);
     }
     finish_resume(b, res, r);
