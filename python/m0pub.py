@@ -528,9 +528,34 @@ def _parse_key_file(raw, name):
     return keys
 
 
+_worker_keys = []          # [] not asked yet; None outside a worker; else m0._grant_keys()
+
+
+def _server_keys():
+    """The keys the m0serve worker running this code verifies grants with
+    (its --grant-key-file as it was when the worker started), or None outside
+    one (or without --grant-key-file). Fixed for the life of the process."""
+    global _worker_keys
+    if _worker_keys == []:
+        try:
+            import m0                       # the server's built-in module
+            keys = m0._grant_keys() if hasattr(m0, "_grant_keys") else None
+        except ImportError:
+            keys = None
+        _worker_keys = [(kid, bytes(secret)) for kid, secret in keys] if keys else None
+    return _worker_keys
+
+
 def _grant_keys(key_file=None):
-    """The keys of key_file (or M0_GRANT_KEY_FILE), re-read when the file
-    changes. Raises GrantError."""
+    """The keys to sign and verify with: key_file's when given; in an
+    m0serve worker, the keys that worker verifies with (never the file as
+    edited since: a key is signed with only once the workers serving know
+    it); else M0_GRANT_KEY_FILE's, re-read when the file changes. Raises
+    GrantError."""
+    if key_file is None:
+        keys = _server_keys()
+        if keys:
+            return keys
     path = key_file or os.environ.get("M0_GRANT_KEY_FILE")
     if not path:
         raise GrantError("no grant key file: pass key_file= or set M0_GRANT_KEY_FILE "
@@ -590,13 +615,16 @@ def grant(channels, ttl=GRANT_TTL, sub=None, kid=None, key_file=None, now=None):
     is opened -- also when an EventSource reconnects with the same URL, so
     a page that must survive a longer outage needs a longer ttl or a fresh
     URL. sub: an optional str naming who it is for (logged; handed to an
-    inbound view). kid: the key of the key file to sign with; None signs
-    with the file's LAST key, the newest (rotate by appending a key, and
-    delete the old line once its tokens have expired). key_file: the key
-    file, default ``M0_GRANT_KEY_FILE`` (which m0serve sets for its
-    workers); it is read as the server reads it (one ``KID SECRET`` a line,
-    ``#`` comments, mode 600) and re-read when it changes. now: the clock
-    in seconds since the epoch (for tests).
+    inbound view). kid: the key to sign with; None signs with the LAST key,
+    the newest. The keys: in a worker of m0serve (no key_file given), the
+    ones that worker verifies grants with -- its --grant-key-file as it was
+    when the worker started, so a grant minted there is accepted by the
+    workers serving, also while a key file edit waits for its SIGHUP or
+    after a reload failed (rotation: docs/realtime.md "Grants"). Elsewhere
+    (a script, a Celery worker) key_file, default ``M0_GRANT_KEY_FILE``
+    (which m0serve sets for its workers), read as the server reads it (one
+    ``KID SECRET`` a line, ``#`` comments, mode 600) and re-read when it
+    changes. now: the clock in seconds since the epoch (for tests).
 
     Returns the compact JWT (str): header ``{"alg":"HS256","typ":"JWT",
     "kid":KID}``, claims ``channels``, ``exp``, ``iat`` and ``sub`` when
@@ -700,7 +728,8 @@ def verify_grant(token, key_file=None, now=None, leeway=GRANT_LEEWAY):
     with alg exactly HS256 (no crit; kid selecting the key, or the file's
     only key when there is no kid), the HMAC, claims without duplicate
     members, exp required, nbf/iat honoured with leeway seconds, sub a
-    str, channels a list of 1..32 valid channel names."""
+    str, channels a list of 1..32 valid channel names. The keys are
+    grant()'s: in a worker of m0serve the worker's own, else key_file's."""
     if not isinstance(token, str):
         raise GrantError("the token is a str")
     if len(token) > GRANT_TOKEN_MAX:

@@ -24,6 +24,7 @@
 #include <llhttp.h>
 #include "m0/types.h"
 #include "m0/buf.h"
+#include "m0/log_text.h"    /* M0_REQ_LOG */
 
 /* Limits enforced while parsing. Sizes in bytes. */
 struct m0_limits {
@@ -177,6 +178,13 @@ int m0_http_is_token(const char *p, size_t n);
 /* Is c a tchar (RFC 9110 §5.6.2: "!#$%&'*+-.^_`|~", DIGIT, ALPHA)? */
 int m0_http_is_tchar(unsigned char c);
 int m0_http_is_field_value(const char *p, size_t n);
+
+/* "METHOD TARGET" of r for a log line (log_text.h's m0_log_request: the
+ * target's token and access_token REDACTED, control bytes escaped),
+ * NUL-terminated in dst (cap bytes); returns dst. */
+const char *m0_req_log(char *dst, size_t cap, const struct m0_req *r);
+/* The same as a printf argument (log_text.h's M0_LOG_TEXT). */
+#define M0_REQ_LOG(r) m0_req_log((char[M0_LOG_TEXT_MAX]){0}, M0_LOG_TEXT_MAX, (r))
 
 /* The query parameters called name in q (n bytes: the target after '?',
  * not decoded). Pairs are split on '&' (WHATWG URL, "application/

@@ -61,6 +61,11 @@ PyObject *m0_environ_build(struct m0_job *job, PyObject *template, PyObject *inp
 /* The built-in "m0" module's init function (registered before
  * Py_Initialize). New reference. */
 PyObject *m0_module_init(void);
+/* The keys m0._grant_keys() hands m0pub.grant: the worker's own
+ * --grant-key-file set, the one it verifies grants with (NULL: none). Set
+ * once per worker before the applications load; k must stay. */
+struct m0_grant_keys;
+void m0_module_grant_keys(const struct m0_grant_keys *k);
 
 /* ------------------------------------------------------------- wsgi.c */
 

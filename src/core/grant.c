@@ -3,14 +3,10 @@
  * "channels" claim on top of jwt.c, the token of a request, and the
  * --grant-* flag checks.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <jansson.h>
 #include <openssl/crypto.h>
@@ -18,6 +14,7 @@
 #include "m0/config.h"
 #include "m0/grant.h"
 #include "m0/http.h"
+#include "m0/keyfile.h"
 #include "m0/sse.h"
 
 #define KEYFILE_FLAG "--grant-key-file"
@@ -159,51 +156,12 @@ struct m0_grant_keys *m0_grant_keys_parse(const char *text, size_t n, const char
 
 struct m0_grant_keys *m0_grant_keys_load(const char *path, char *err, size_t cap)
 {
-    /* O_NONBLOCK: a FIFO must not hang the start; fstat refuses it next. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd == -1) {
-        snprintf(err, cap, "m0serve: error: " KEYFILE_FLAG ": cannot open %s: %s", path, strerror(errno));
+    size_t n;
+    char *buf = m0_keyfile_read(KEYFILE_FLAG, path, M0_GRANT_FILE_MAX, &n, err, cap);
+    if (buf == NULL)
         return NULL;
-    }
-    struct stat st;
-    const char *why = NULL;
-    if (fstat(fd, &st) == -1)
-        why = strerror(errno);
-    else if (!S_ISREG(st.st_mode))
-        why = "not a regular file";
-    else if (st.st_size > M0_GRANT_FILE_MAX)
-        why = "larger than 64 KiB";
-    if (why == NULL && (st.st_mode & 077) != 0) {
-        snprintf(err, cap, "m0serve: error: " KEYFILE_FLAG ": %s: group or other users have access (mode %04o): "
-                 "chmod 600 it", path, (unsigned)(st.st_mode & 07777));
-        close(fd);
-        return NULL;
-    }
-    char *buf = why == NULL ? malloc(M0_GRANT_FILE_MAX + 1) : NULL;
-    size_t n = 0;
-    if (why == NULL && buf == NULL)
-        why = "out of memory";
-    while (why == NULL) {
-        ssize_t got = read(fd, buf + n, M0_GRANT_FILE_MAX + 1 - n);
-        if (got == -1 && errno == EINTR)
-            continue;
-        if (got == -1)
-            why = strerror(errno);
-        else if (got == 0)
-            break;
-        else if ((n += (size_t)got) > M0_GRANT_FILE_MAX)
-            why = "larger than 64 KiB";
-    }
-    close(fd);
-    struct m0_grant_keys *k = NULL;
-    if (why != NULL)
-        snprintf(err, cap, "m0serve: error: " KEYFILE_FLAG ": %s: %s", path, why);
-    else
-        k = m0_grant_keys_parse(buf, n, path, err, cap);
-    if (buf != NULL) {
-        OPENSSL_cleanse(buf, n);
-        free(buf);
-    }
+    struct m0_grant_keys *k = m0_grant_keys_parse(buf, n, path, err, cap);
+    m0_keyfile_free(buf, n);
     return k;
 }
 

@@ -11,6 +11,7 @@
 #include "m0/accesslog.h"
 #include "m0/job.h"
 #include "m0/log.h"
+#include "m0/log_text.h"
 #include "m0/loop.h"
 #include "m0/sse.h"
 #include "m0/target.h"
@@ -477,7 +478,7 @@ static int commit_grip_refusal(struct m0_job *job, const struct m0_body_req *br)
 {
     static const char msg[] = "Error while proxying to origin.\n";
     const char *why = job->head.grip_err, *ignored;
-    m0_warn("%s %s: GRIP instructions not followed (%s): answering 502", job->req.method, job->req.target, why);
+    m0_warn("%s: GRIP instructions not followed (%s): answering 502", M0_REQ_LOG(&job->req), why);
     m0_head_reset(&job->head);
     m0_head_status(&job->head, 502, NULL, 0);
     m0_head_add(&job->head, "Content-Type", 12, "text/plain", 10, &ignored);

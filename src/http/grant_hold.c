@@ -37,6 +37,8 @@
 #include "m0/http.h"
 #include "m0/job.h"
 #include "m0/log.h"
+#include "m0/log_text.h"
+#include "m0/origin.h"
 #include "m0/percent.h"
 #include "m0/response.h"
 #include "m0/rt.h"
@@ -45,6 +47,12 @@
 #include "m0/target.h"
 
 enum which { NONE_, SSE, WS };
+
+/* The path, kid and sub of a debug line, escaped (log_text.h): a sub is
+ * whatever the minting application put there, newlines included. */
+#define LOG_PATH(r) M0_LOG_TARGET((r)->path, (r)->path_len)
+#define LOG_KID(g)  M0_LOG_TEXT((g)->jwt.kid, strlen((g)->jwt.kid))
+#define LOG_SUB(g)  M0_LOG_TEXT((g)->jwt.sub, (g)->jwt.sub_len)
 
 /* Which grant endpoint r's path names (PREFIX/sse, PREFIX/ws), if any. */
 static enum which endpoint(const struct m0_config *cfg, const struct m0_req *r)
@@ -67,8 +75,10 @@ int m0_grant_claims(const struct m0_server *s, const struct m0_conn *c)
 }
 
 /* The request's Origin when it is listed, else NULL; *cross: it is neither
- * listed nor the request's own origin (its Host). */
-static const char *allowed_origin(const struct m0_config *cfg, const struct m0_req *r, int *cross)
+ * listed nor the request's own origin (RFC 6454: scheme, host and port of
+ * its Host, on the scheme it arrived on — https only from a trusted
+ * proxy, m0_proxy_client — origin.h). */
+static const char *allowed_origin(const struct m0_config *cfg, const struct m0_req *r, int https, int *cross)
 {
     *cross = 0;
     const struct m0_hdr *o = m0_req_header(r, "origin");
@@ -80,13 +90,8 @@ static const char *allowed_origin(const struct m0_config *cfg, const struct m0_r
             return a;
     }
     const struct m0_hdr *host = m0_req_header(r, "host");
-    const char *sep = memmem(o->value, o->value_len, "://", 3);
-    if (host != NULL && sep != NULL) {
-        const char *h = sep + 3;
-        size_t hl = o->value_len - (size_t)(h - o->value);
-        if (hl == host->value_len && strncasecmp(h, host->value, hl) == 0)
-            return NULL;                /* same origin: no CORS needed */
-    }
+    if (host != NULL && m0_origin_same(o->value, o->value_len, host->value, host->value_len, https))
+        return NULL;                    /* same origin: no CORS needed */
     *cross = 1;
     return NULL;
 }
@@ -231,7 +236,7 @@ int m0_grant_answer(struct m0_server *s, struct m0_conn *c)
     const struct m0_req *r = &job->req;
     enum which w = endpoint(cfg, r);
     int cross;
-    const char *origin = allowed_origin(cfg, r, &cross);
+    const char *origin = allowed_origin(cfg, r, job->https, &cross);
     if (w == SSE && strcmp(r->method, "OPTIONS") == 0 && origin != NULL) {
         preflight(s, c, origin);
         return M0_GRANT_ANSWERED;
@@ -241,7 +246,7 @@ int m0_grant_answer(struct m0_server *s, struct m0_conn *c)
         return M0_GRANT_ANSWERED;
     }
     if (cross) {
-        m0_debug("grant %.*s refused: Origin not allowed (--grant-cors-origin)", (int)r->path_len, r->path);
+        m0_debug("grant %s refused: Origin not allowed (--grant-cors-origin)", LOG_PATH(r));
         refuse(s, c, 403, NULL, NULL, "this origin may not subscribe");
         return M0_GRANT_ANSWERED;
     }
@@ -254,7 +259,7 @@ int m0_grant_answer(struct m0_server *s, struct m0_conn *c)
     if (code == M0_OK)
         code = m0_grant_verify(tok, tlen, cfg->grant_keys, (int64_t)time(NULL), &g);
     if (code != M0_JWT_OK) {
-        m0_debug("grant %.*s refused: %s (%zu bytes)", (int)r->path_len, r->path,
+        m0_debug("grant %s refused: %s (%zu bytes)", LOG_PATH(r),
                  code >= M0_GRANT_NO_TOKEN ? "grant" : m0_jwt_error_name(code), code == M0_OK ? 0 : tlen);
         m0_grant_challenge(code, challenge, sizeof challenge);
         refuse(s, c, m0_grant_http_status(code), challenge, origin, m0_grant_error_reason(code));
@@ -265,8 +270,8 @@ int m0_grant_answer(struct m0_server *s, struct m0_conn *c)
     char asked[M0_GRANT_MAX_CHANNELS * (M0_CHANNEL_MAX + 1)];
     int p = pick(r, &g, asked, sizeof asked, name, len, &n);
     if (p != 0) {
-        m0_debug("grant %.*s (kid %s, sub %s) refused: %s", (int)r->path_len, r->path, g.jwt.kid,
-                 g.jwt.sub ? g.jwt.sub : "-", p == -1 ? "a channel the grant lacks" : "bad channel parameter");
+        m0_debug("grant %s (kid %s, sub %s) refused: %s", LOG_PATH(r), LOG_KID(&g), LOG_SUB(&g),
+                 p == -1 ? "a channel the grant lacks" : "bad channel parameter");
         if (p == -1)
             refuse(s, c, 403, "Bearer error=\"insufficient_scope\"", origin, "the grant does not cover this channel");
         else
@@ -291,8 +296,7 @@ int m0_grant_answer(struct m0_server *s, struct m0_conn *c)
     m0_head_status(h, 200, NULL, 0);
     cors_lines(h, origin);
     m0_head_set_channels(h, name, len, n);
-    m0_debug("grant %.*s held: kid %s, sub %s, %zu channel(s)", (int)r->path_len, r->path, g.jwt.kid,
-             g.jwt.sub ? g.jwt.sub : "-", n);
+    m0_debug("grant %s held: kid %s, sub %s, %zu channel(s)", LOG_PATH(r), LOG_KID(&g), LOG_SUB(&g), n);
     m0_grant_clear(&g);
     if (w == WS) {
         h->hold = M0_HOLD_WEBSOCKET;

@@ -23,6 +23,7 @@
 #include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/log.h"
+#include "m0/log_text.h"
 #include "m0/loop.h"
 #include "m0/response.h"
 
@@ -187,8 +188,7 @@ static struct m0_hold *grip_begin(struct m0_server *s, struct m0_conn *c)
     if (job->head.grip_hold == M0_GRIP_HOLD_RESPONSE && (c->flags & C_STREAMING)) {
         /* The view's body was too long to hold back: its head is out, so
          * it is the answer (as if Grip-Timeout had passed). */
-        m0_warn("%s %s: Grip-Hold: response with a body too long to keep: answered now", job->req.method,
-                job->req.target);
+        m0_warn("%s: Grip-Hold: response with a body too long to keep: answered now", M0_REQ_LOG(&job->req));
         job->resp.flags &= ~M0_RESP_HOLD;
         return NULL;
     }

@@ -51,6 +51,7 @@
 #include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/log.h"
+#include "m0/log_text.h"
 #include "m0/loops.h"
 #include "m0/metrics.h"
 #include "m0/pool.h"
@@ -216,15 +217,16 @@ static void after_run(struct m0_server *s, struct m0_conn *c, int rc)
             /* Its head is already out (a body too long to hold back): one
              * head per response, so the stream is cut, never followed by a
              * second status line. */
-            m0_warn("hold on %s not taken (worker draining): closing the stream", m0_head_channel(&job->head));
+            m0_warn("hold on %s not taken (worker draining): closing the stream",
+                    M0_LOG_TEXT(m0_head_channel(&job->head), strlen(m0_head_channel(&job->head))));
             m0_resp_reset(rs);
             rs->flags = M0_RESP_ABORT;
         } else {
             if (job->head.hold == M0_HOLD_WEBSOCKET)
-                m0_warn("WebSocket %s %s not accepted (worker draining): answering 503", job->req.method,
-                        job->req.target);
+                m0_warn("WebSocket %s not accepted (worker draining): answering 503", M0_REQ_LOG(&job->req));
             else
-                m0_warn("hold on %s not taken (worker draining): answering 503", m0_head_channel(&job->head));
+                m0_warn("hold on %s not taken (worker draining): answering 503",
+                        M0_LOG_TEXT(m0_head_channel(&job->head), strlen(m0_head_channel(&job->head))));
             m0_resp_reset(rs);
             m0_error_response(&rs->out, 503, "The stream could not be held; retry", 1, 0);
             rs->status = 503;
@@ -280,10 +282,12 @@ static void dispatch(struct m0_server *s, struct m0_conn *c, const struct m0_tar
         ts->in_flight++;                 /* until its final completion */
         return;
     }
-    after_run(s, c, rc);
+    /* Logged before after_run: that resets the job for the next request
+     * (or closes the connection), and the line names this one. */
     if (s->request_ms && m0_clock_ms() - began > s->request_ms)
-        m0_warn("view ran %.1f s (over --request-timeout): %s %s", (double)(m0_clock_ms() - began) / 1000,
-                job->req.method, job->req.target);
+        m0_warn("view ran %.1f s (over --request-timeout): %s", (double)(m0_clock_ms() - began) / 1000,
+                M0_REQ_LOG(&job->req));
+    after_run(s, c, rc);
 }
 
 /* A static mount (DESIGN capability 10): answered on the loop thread, no
@@ -662,15 +666,15 @@ static void check_request_timeout(struct m0_server *s, struct m0_conn *c)
     if (m0_job_cancel(job)) {
         unsigned threads, busy, max, waiting;
         m0_pool_stats(s->pool, &threads, &busy, &max, &waiting);
-        m0_warn("503 for %s %s: still queued after %.1f s (all %u handler threads busy)", job->req.method,
-                job->req.target, (double)s->request_ms / 1000, threads);
+        m0_warn("503 for %s: still queued after %.1f s (all %u handler threads busy)",
+                M0_REQ_LOG(&job->req), (double)s->request_ms / 1000, threads);
         m0_conn_error(s, c, 503, "No handler thread became free in time (--request-timeout)");
         return;
     }
     if (!(c->flags & C_SLOW_LOGGED)) {
         c->flags |= C_SLOW_LOGGED;
-        m0_warn("view still running after %.1f s: %s %s", (double)(now - job->queued_ms) / 1000,
-                job->req.method, job->req.target);
+        m0_warn("view still running after %.1f s: %s", (double)(now - job->queued_ms) / 1000,
+                M0_REQ_LOG(&job->req));
     }
 }
 

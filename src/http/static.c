@@ -23,6 +23,7 @@
 
 #include "m0/config.h"
 #include "m0/log.h"
+#include "m0/log_text.h"
 #include "m0/response.h"
 #include "m0/static.h"
 #include "m0/target.h"
@@ -222,7 +223,7 @@ static int find_file(const struct m0_static *st, const struct m0_req *r, size_t 
     const char *why;
     int status = m0_static_path(r->path + skip, r->path_len - skip, rel, M0_STATIC_PATH_MAX, rlen, &dir_slash, &why);
     if (status != 0) {
-        m0_debug("static %s: %d (%s)", r->path, status, why);
+        m0_debug("static %s: %d (%s)", M0_LOG_TARGET(r->path, r->path_len), status, why);
         refuse(a, status, NULL, status == 404 ? "no such file" : why);
         return -1;
     }

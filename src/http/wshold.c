@@ -39,6 +39,7 @@
 #include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/log.h"
+#include "m0/log_text.h"
 #include "m0/loop.h"
 #include "m0/runner.h"
 #include "m0/sse.h"
@@ -148,20 +149,20 @@ static struct m0_hold *ws_begin(struct m0_server *s, struct m0_conn *c)
     const char *why;
     int status = m0_ws_handshake_check(&job->req, &hs, &why);
     if (status != 0) {
-        m0_debug("slot %u: %s %s approved as a WebSocket but %s: %d", m0_conn_slot(s, c), job->req.method,
-                 job->req.target, why, status);
+        m0_debug("slot %u: %s approved as a WebSocket but %s: %d", m0_conn_slot(s, c), M0_REQ_LOG(&job->req),
+                 why, status);
         return refuse(job, status, why);
     }
     if (h->ws_protocol_len > 0 && !m0_ws_protocol_offered(&job->req, h->ws_protocol, h->ws_protocol_len)) {
-        m0_error("%s %s: the view chose WebSocket subprotocol %s, which the client did not offer: 500",
-                 job->req.method, job->req.target, h->ws_protocol);
+        m0_error("%s: the view chose WebSocket subprotocol %s, which the client did not offer: 500",
+                 M0_REQ_LOG(&job->req), M0_LOG_TEXT(h->ws_protocol, h->ws_protocol_len));
         return refuse(job, 500, "the application chose a subprotocol the client did not offer");
     }
     /* A granted socket (grant_hold.c) has no target unless --grant-inbound
      * names one: it only listens. */
     const struct m0_runner *r = job->target != NULL ? job->target->runner : NULL;
     if (r != NULL && r->message == NULL && r->submit == NULL) {
-        m0_error("%s %s: a %s target cannot take WebSocket messages: 500", job->req.method, job->req.target,
+        m0_error("%s: a %s target cannot take WebSocket messages: 500", M0_REQ_LOG(&job->req),
                  job->target->runner->name);
         return refuse(job, 500, "this application cannot hold WebSockets");
     }
@@ -351,7 +352,8 @@ static void reply(struct m0_server *s, struct m0_conn *c)
     }
     if (rs->status / 100 != 2) {
         if (rs->status != 0)
-            m0_warn("WebSocket message to %s answered %d: nothing sent to the socket", ws->channel, rs->status);
+            m0_warn("WebSocket message to %s answered %d: nothing sent to the socket",
+                    M0_LOG_TEXT(ws->channel, ws->channel_len), rs->status);
         return;
     }
     if (n == 0 || ws->close_sent || ws->peer_gone)

@@ -2,62 +2,26 @@
  * main.c — parse the configuration, then run the master.
  * Exit statuses: 0 clean stop, 1 failure (including an application that
  * cannot be loaded), 2 a bad flag or value, 78 a virtualenv of another
- * Python version than the one built in, or a --grant-key-file refused
- * (unreadable, open to other users, malformed: its contents are
- * configuration, not a flag's syntax).
+ * Python version than the one built in, or a --grant-key-file or
+ * --grip-key-file refused (unreadable, open to other users, malformed:
+ * the flag's syntax is right, the file it names is configuration —
+ * keyfile.h, one rule for both).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 
 #include "m0/broker_url.h"
 #include "m0/buf.h"
 #include "m0/config.h"
 #include "m0/grant.h"
+#include "m0/keyfile.h"
 #include "m0/log.h"
+#include "m0/log_text.h"
 #include "m0/master.h"
 #include "m0/publish_cli.h"
 #include "m0/pyrt.h"
 #include <string.h>
 #include "m0/static.h"
-
-/* --grip-key-file: the first line (without its line end) is the key, its
- * bytes as given (gripcontrol's key= string, UTF-8). Refused when another
- * user can read the file, when it cannot be read, or when the line is
- * empty. Returns M0_OK or M0_ERR with a one-line message in err. */
-static int grip_key_load(struct m0_config *cfg, char *err, size_t cap)
-{
-    const char *path = cfg->grip_key_file;
-    FILE *f = fopen(path, "re");
-    struct stat st;
-    if (f == NULL || fstat(fileno(f), &st) == -1) {
-        snprintf(err, cap, "m0serve: error: --grip-key-file: cannot read '%s': %s", path, strerror(errno));
-        if (f != NULL)
-            fclose(f);
-        return M0_ERR;
-    }
-    if (st.st_mode & (S_IRGRP | S_IROTH)) {
-        snprintf(err, cap, "m0serve: error: --grip-key-file: '%s' is readable by other users (chmod 600 it)", path);
-        fclose(f);
-        return M0_ERR;
-    }
-    char line[4096];
-    size_t n = 0;
-    if (fgets(line, sizeof line, f) != NULL)
-        n = strcspn(line, "\r\n");
-    fclose(f);
-    if (n == 0) {
-        snprintf(err, cap, "m0serve: error: --grip-key-file: '%s': the first line (the key) is empty", path);
-        return M0_ERR;
-    }
-    cfg->grip_key = m0_xmalloc(n);
-    memcpy(cfg->grip_key, line, n);
-    cfg->grip_key_len = n;
-    if (n < 32)
-        fprintf(stderr, "m0serve: warning: --grip-key-file: the key has %zu bytes; PyJWT warns on HMAC keys under 32\n", n);
-    return M0_OK;
-}
 
 int main(int argc, char **argv)
 {
@@ -107,10 +71,17 @@ int main(int argc, char **argv)
         setenv("M0_GRANT_KEY_FILE", abs != NULL ? abs : cfg.grant_key_file, 1);
         free(abs);
     }
-    if (cfg.grip_key_file != NULL && grip_key_load(&cfg, err, sizeof err) != M0_OK) {
-        fprintf(stderr, "%s\n", err);
-        return M0_EXIT_USAGE;
+    if (cfg.grip_key_file != NULL) {
+        if (m0_keyfile_grip(cfg.grip_key_file, &cfg.grip_key, &cfg.grip_key_len, err, sizeof err) != M0_OK) {
+            fprintf(stderr, "%s\n", err);
+            return M0_EXIT_CONFIG;
+        }
+        if (cfg.grip_key_len < 32)
+            fprintf(stderr, "m0serve: warning: --grip-key-file: the key has %zu bytes; PyJWT warns on HMAC keys "
+                    "under 32\n", cfg.grip_key_len);
     }
+    /* Its value is a credential in every log line (log_text.h). */
+    m0_log_secret_cookie(cfg.grant_cookie);
     /* m0pub.grant_url() builds PREFIX/sse and PREFIX/ws from it ("/": the root). */
     if (cfg.grant_path != NULL)
         setenv("M0_GRANT_PATH", cfg.grant_path[0] ? cfg.grant_path : "/", 1);

@@ -369,6 +369,7 @@ static void finish_reload(struct m0_master *m)
             return;
     }
     m->reloading = 0;
+    m0_master_keys_commit(m);
     m0_info("SIGHUP: new workers booted; retiring the old ones");
     for (int i = 0; i < m->cap; i++) {
         struct m0_master_worker *w = &m->w[i];
@@ -387,6 +388,7 @@ static void abort_reload(struct m0_master *m, const char *why)
 {
     m0_error("reload failed (%s): the workers already serving keep serving", why);
     m->reloading = 0;
+    m0_master_keys_restore(m);
     m->want_ready = 0;
     m0_notify("READY=1\nSTATUS=reload failed (%s); the previous workers serve", why);
     m->dismissed = m->gen;
@@ -414,17 +416,7 @@ void m0_master_reload(struct m0_master *m)
         m0_warn("SIGHUP: a reload is already in progress");
         return;
     }
-    if (m->cfg->grant_keys != NULL) {
-        /* Key rotation (issue 18): the new generation verifies with the
-         * file as it is now; a bad file keeps the keys that serve. The
-         * master verifies nothing: the keys are only read after fork. */
-        char err[256];
-        struct m0_config *cfg = (struct m0_config *)m->cfg;
-        if (m0_grant_keys_reload(&cfg->grant_keys, cfg->grant_key_file, err, sizeof err) != M0_OK)
-            m0_warn("SIGHUP: %s: the grant keys already loaded stay", err);
-        else
-            m0_info("SIGHUP: grant keys re-read from %s", cfg->grant_key_file);
-    }
+    m0_master_keys_reread(m);       /* key rotation: the new generation's keys */
     m0_info("SIGHUP: booting %d new worker(s)", m->nworkers);
     m0_notify("RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading: booting %d new worker(s)",
               (unsigned long long)m0_notify_monotonic_usec(), m->nworkers);

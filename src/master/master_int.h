@@ -1,6 +1,6 @@
 /*
- * master_int.h — the master's state, shared by master.c (worker lifecycle)
- * and resize.c (SIGTTIN/SIGTTOU). Nothing else includes it: the master's
+ * master_int.h — the master's state, shared by master.c (worker lifecycle),
+ * resize.c (SIGTTIN/SIGTTOU) and master_keys.c (key files across a reload). Nothing else includes it: the master's
  * contract is master.h.
  */
 #ifndef M0_MASTER_INT_H
@@ -62,6 +62,10 @@ struct m0_master {
     int remove_draining;     /* ... and its workers were told to drain */
     uint64_t remove_since;   /* ms: new connections were steered away from it */
     int hup_pending;         /* a reload waits for the resize in progress */
+    /* The serving generation's keys while a reload's new ones boot (master_keys.c). */
+    struct m0_grant_keys *prev_grant_keys;
+    unsigned char *prev_grip_key;
+    size_t prev_grip_key_len;
 };
 
 /* master.c. find: the live worker of slot idx in state st (of the current
@@ -75,6 +79,15 @@ void m0_master_tell(struct m0_master_worker *w, char what);
 void m0_master_close_ctl(struct m0_master_worker *w);
 void m0_master_spawn(struct m0_master *m, int idx);
 void m0_master_reload(struct m0_master *m);
+
+/* master_keys.c. keys_reread: SIGHUP re-reads --grant-key-file and
+ * --grip-key-file for the new generation (a bad file: one warning, the key
+ * in use stays); the serving generation's keys are kept until keys_commit
+ * (the new generation serves) or put back by keys_restore (it could not
+ * boot), so a worker replacing a serving one gets its siblings' keys. */
+void m0_master_keys_reread(struct m0_master *m);
+void m0_master_keys_commit(struct m0_master *m);
+void m0_master_keys_restore(struct m0_master *m);
 
 /* resize.c. ask_resize: SIGTTIN (+1) or SIGTTOU (-1), logged; refused under
  * --realtime, below 1 or above M0_MAX_SLOTS. resize: from the main loop

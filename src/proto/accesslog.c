@@ -16,6 +16,7 @@
 #include "m0/accesslog.h"
 #include "m0/http.h"
 #include "m0/log.h"
+#include "m0/log_text.h"
 
 #define MAX_OPS 64
 #define MAX_NAME 64
@@ -222,33 +223,34 @@ static void put_esc(struct out *o, const char *s, size_t n, int json)
 }
 
 /* A query string (n bytes after '?'), escaped, with the value of every
- * "token" parameter (a grant, grant.h) and "access_token" (RFC 6750 §2.3)
- * written as REDACTED: a bearer token in a log is a credential anyone
- * reading the log can replay (RFC 6750 §5.3). Cheap when no pair could
- * match: one memmem. */
+ * "token" and "access_token" parameter written as REDACTED: where they are
+ * is m0_log_query_secret's one rule (log_text.h), the error log's too. */
 static void put_query(struct out *o, const char *q, size_t n, int json)
 {
-    if (n < 6 || memmem(q, n, "token=", 6) == NULL) {
-        put_esc(o, q, n, json);
+    size_t pos = 0, s0, s1;
+    while (m0_log_query_secret(q, n, pos, &s0, &s1)) {
+        put_esc(o, q + pos, s0 - pos, json);
+        puts_(o, M0_LOG_REDACTED);
+        pos = s1;
+    }
+    put_esc(o, q + pos, n - pos, json);
+}
+
+/* A header's value (name nl bytes), its credentials (Authorization's, the
+ * grant cookie's: m0_log_header_secret) written as REDACTED. */
+static void put_header(struct out *o, const char *name, size_t nl, const char *v, size_t n)
+{
+    if (v == NULL) {
+        put(o, "-", 1);
         return;
     }
-    const char *p = q, *end = q + n;
-    for (;;) {
-        const char *amp = memchr(p, '&', (size_t)(end - p));
-        const char *pe = amp ? amp : end;
-        const char *eq = memchr(p, '=', (size_t)(pe - p));
-        size_t nl = eq ? (size_t)(eq - p) : 0;
-        if (eq != NULL && ((nl == 5 && memcmp(p, "token", 5) == 0) || (nl == 12 && memcmp(p, "access_token", 12) == 0))) {
-            put(o, p, nl + 1);
-            puts_(o, "REDACTED");
-        } else {
-            put_esc(o, p, (size_t)(pe - p), json);
-        }
-        if (amp == NULL)
-            break;
-        put(o, "&", 1);
-        p = amp + 1;
+    size_t pos = 0, s0, s1;
+    while (pos < n && m0_log_header_secret(name, nl, v, n, pos, &s0, &s1)) {
+        put_esc(o, v + pos, s0 - pos, 0);
+        puts_(o, M0_LOG_REDACTED);
+        pos = s1;
     }
+    put_esc(o, v + pos, n - pos, 0);
 }
 
 /* A request-target: its query through put_query. */
@@ -520,13 +522,13 @@ static void render_atoms(struct out *o, const struct m0_access *a)
             break;
         case OP_REQ_HDR: {
             const struct m0_hdr *h = req_hdr(r, names + op->off, op->len);
-            put_opt(o, h ? h->value : NULL, h ? h->value_len : 0);
+            put_header(o, names + op->off, op->len, h ? h->value : NULL, h ? h->value_len : 0);
             break;
         }
         case OP_RESP_HDR: {
             size_t vlen = 0;
             const char *v = resp_hdr(a, names + op->off, op->len, &vlen);
-            put_opt(o, v, vlen);
+            put_header(o, names + op->off, op->len, v, vlen);
             break;
         }
         }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "m0/http.h"
+#include "m0/log_text.h"
 
 const struct m0_hdr *m0_req_header(const struct m0_req *r, const char *name)
 {
@@ -193,4 +194,9 @@ unsigned m0_http_query_param(const char *q, size_t n, const char *name, const ch
         p = amp + 1;
     }
     return count;
+}
+
+const char *m0_req_log(char *dst, size_t cap, const struct m0_req *r)
+{
+    return m0_log_request(dst, cap, r->method, r->method_len, r->target, r->target_len);
 }

@@ -467,7 +467,7 @@ static void emit(struct m0_job *job, const char *p, size_t n)
     if (job->body.framing != M0_FRAME_NONE)
         job->resp.body_bytes += took;
     if (job->body.truncated && !was_truncated)
-        m0_warn("%s %s: body exceeds Content-Length %lld; truncated", job->req.method, job->req.target,
+        m0_warn("%s: body exceeds Content-Length %lld; truncated", M0_REQ_LOG(&job->req),
                 (long long)job->body.length);
 }
 
@@ -475,8 +475,8 @@ static void emit(struct m0_job *job, const char *p, size_t n)
 static void finish_response(struct m0_job *job)
 {
     if (m0_body_finish(&job->body, &job->resp.out) != M0_OK) {
-        m0_error("%s %s: body shorter than its Content-Length (%llu of %lld bytes); aborting the connection",
-                 job->req.method, job->req.target, (unsigned long long)job->body.sent, (long long)job->body.length);
+        m0_error("%s: body shorter than its Content-Length (%llu of %lld bytes); aborting the connection",
+                 M0_REQ_LOG(&job->req), (unsigned long long)job->body.sent, (long long)job->body.length);
         job->resp.flags |= M0_RESP_ABORT;
     }
     m0_asgi_done(job);
@@ -653,14 +653,14 @@ static PyObject *py_defer(PyObject *self, PyObject *args)
 }
 
 /* debug(text): one line at the server's DEBUG level (--log-level debug),
- * nothing otherwise. */
+ * nothing otherwise; escaped (log_text.h): it holds a decoded path. */
 static PyObject *py_debug(PyObject *self, PyObject *arg)
 {
     (void)self;
     const char *text = PyUnicode_AsUTF8(arg);
     if (text == NULL)
         return NULL;
-    m0_debug("%s", text);
+    m0_debug("%s", M0_LOG_TEXT(text, strlen(text)));
     Py_RETURN_NONE;
 }
 

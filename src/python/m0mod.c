@@ -10,7 +10,17 @@
 #include "m0/metrics.h"
 #include "m0/reload.h"
 #include "m0/fork.h"
+#include "m0/grant.h"
 #include "m0/pyrt.h"
+
+/* The worker's grant keys (m0_module_grant_keys): per process, read-only
+ * once the applications load. */
+static const struct m0_grant_keys *grant_keys;
+
+void m0_module_grant_keys(const struct m0_grant_keys *k)
+{
+    grant_keys = k;
+}
 
 /* This process's metrics block (metrics.h), for any thread; NULL: none. */
 static struct m0_mx_block *mx_block(void)
@@ -109,6 +119,28 @@ static PyObject *py_loop_index(PyObject *self, PyObject *unused)
     return PyLong_FromUnsignedLong(m0_py_loop());
 }
 
+/* _grant_keys(): [(kid, secret bytes)] in the key file's order, the keys
+ * this worker verifies grants with; None without --grant-key-file. */
+static PyObject *py_grant_keys(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (grant_keys == NULL)
+        Py_RETURN_NONE;
+    const struct m0_jwt_keys *set = m0_grant_keys_jwt(grant_keys);
+    PyObject *list = PyList_New((Py_ssize_t)set->n);
+    for (size_t i = 0; list != NULL && i < set->n; i++) {
+        PyObject *pair = Py_BuildValue("(sy#)", set->v[i].kid, (const char *)set->v[i].secret,
+                                       (Py_ssize_t)set->v[i].len);
+        if (pair == NULL) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, pair);
+    }
+    return list;
+}
+
 static PyMethodDef m0_functions[] = {
     {"loop_index", py_loop_index, METH_NOARGS,
      "loop_index() -> int: which of the worker's event loops (--threads N: 0..N-1) the calling "
@@ -129,6 +161,10 @@ static PyMethodDef m0_functions[] = {
      "enabled() -> bool: publish() reaches held streams (the server runs with --realtime or --broker)."},
     {"_brokered", py_brokered, METH_NOARGS,
      "_brokered() -> bool: publish() goes through the broker (--broker), one network round trip."},
+    {"_grant_keys", py_grant_keys, METH_NOARGS,
+     "_grant_keys() -> list[tuple[str, bytes]] | None: the (kid, secret) pairs this worker verifies grants "
+     "with (--grant-key-file as it was when the worker started; the last one signs); None without it. "
+     "m0pub.grant signs with them."},
     {"_after_fork_child", py_after_fork_child, METH_NOARGS,
      "_after_fork_child(): close the server's descriptors in a process forked by a view "
      "(registered with os.register_at_fork)."},

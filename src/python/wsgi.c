@@ -57,6 +57,7 @@
 
 #include "m0/config.h"
 #include "m0/log.h"
+#include "m0/log_text.h"
 #include "m0/pyrt.h"
 #include "m0/runner.h"
 #include "m0/target.h"
@@ -338,7 +339,7 @@ static int commit(struct m0_job *job, int64_t body_len)
          * framing appends bytes as they are). A WebSocket approval: no head
          * and no body (FRAME_NONE); the loop writes the 101. */
         if (job->body.committed) {
-            m0_error("BUG: %s %s: a second head for one response refused", r->method, r->target);
+            m0_error("BUG: %s: a second head for one response refused", M0_REQ_LOG(r));
             return -1;
         }
         job->body.committed = 1;
@@ -364,7 +365,7 @@ static int commit(struct m0_job *job, int64_t body_len)
      * HEAD). Anywhere else the same response goes out as an ordinary short
      * one — the property that lets hold views run under any server. */
     if (m0_job_commit(job, body_len, m0_job_may_hold(job)) != M0_OK) {
-        m0_error("BUG: %s %s: a second head for one response refused", r->method, r->target);
+        m0_error("BUG: %s: a second head for one response refused", M0_REQ_LOG(r));
         return -1;
     }
     if (ws->pending.len > 0) {
@@ -402,7 +403,7 @@ static void emit(struct m0_job *job, const char *p, size_t n)
     if (job->body.framing != M0_FRAME_NONE)
         job->resp.body_bytes += took;
     if (job->body.truncated && !was_truncated)
-        m0_warn("%s %s: body exceeds Content-Length %lld; truncated", job->req.method, job->req.target,
+        m0_warn("%s: body exceeds Content-Length %lld; truncated", M0_REQ_LOG(&job->req),
                 (long long)job->body.length);
 }
 
@@ -437,7 +438,7 @@ static void maybe_commit(struct m0_job *job)
 
 static void log_app_error(struct m0_job *job, const char *when)
 {
-    m0_error("error %s %s %s; traceback follows", when, job->req.method, job->req.target);
+    m0_error("error %s %s; traceback follows", when, M0_REQ_LOG(&job->req));
     m0_py_print_exception();
 }
 
@@ -521,13 +522,13 @@ static int complete(struct m0_job *job)
     if (!job->body.committed && commit(job, (int64_t)ws->produced) != 0)
         job->resp.flags |= M0_RESP_ABORT;
     if (ws->too_big) {
-        m0_error("%s %s: the reply to a WebSocket message is over %d bytes; closing the socket", job->req.method,
-                 job->req.target, REPLY_CAP);
+        m0_error("%s: the reply to a WebSocket message is over %d bytes; closing the socket",
+                 M0_REQ_LOG(&job->req), REPLY_CAP);
         job->resp.flags |= M0_RESP_ABORT;
     }
     if (m0_body_finish(&job->body, &job->resp.out) != M0_OK) {
-        m0_error("%s %s: body shorter than its Content-Length (%llu of %lld bytes); aborting the connection",
-                 job->req.method, job->req.target, (unsigned long long)job->body.sent,
+        m0_error("%s: body shorter than its Content-Length (%llu of %lld bytes); aborting the connection",
+                 M0_REQ_LOG(&job->req), (unsigned long long)job->body.sent,
                  (long long)job->body.length);
         job->resp.flags |= M0_RESP_ABORT;
     }
@@ -635,8 +636,7 @@ static int try_sendfile(struct m0_job *job, PyObject *result)
         job->resp.file_left = len;
         job->resp.body_bytes = len;
         if (declared >= 0 && (uint64_t)declared > len) {
-            m0_error("%s %s: file shorter than its Content-Length; aborting after it",
-                     job->req.method, job->req.target);
+            m0_error("%s: file shorter than its Content-Length; aborting after it", M0_REQ_LOG(&job->req));
             job->resp.flags |= M0_RESP_ABORT;
         }
     } else {

@@ -47,6 +47,7 @@
 #include "m0/fork.h"
 #include "m0/rt.h"
 #include "m0/log.h"
+#include "m0/log_text.h"
 #include "m0/loop.h"
 #include "m0/redis_loop.h"
 #include "m0/sse.h"
@@ -636,7 +637,8 @@ static void on_resume(redisAsyncContext *ac, void *reply, void *priv)
         return;
     }
     if (k == M0_BREPLY_ERROR) {
-        m0_error("broker %s: resume on %.*s failed: %s", b->cfg->shown, (int)res->clen, res->channel, r->str);
+        m0_error("broker %s: resume on %s failed: %s", b->cfg->shown, M0_LOG_TEXT(res->channel, res->clen),
+                 M0_LOG_TEXT(r->str, strlen(r->str)));
         note_error(b, r->str);
     }
     finish_resume(b, res, r);

@@ -6,7 +6,7 @@
   /scope               the scope as JSON (bytes as latin-1 strings)
   /gated?gate=P        streams "b1", then "b2" once the file P2 exists (no length)
   /sleep?s=S           asyncio.sleep(S), then "slept"
-  /wait-disconnect?tag=T  never answers; logs "asgi: left before the answer tag=T" on http.disconnect
+  /wait-disconnect[/ANY]?tag=T  never answers; logs "asgi: left before the answer tag=T" on http.disconnect
   /after?tag=T         answers, then works 0.5 s more and logs "asgi: after-work done tag=T"
   /ticks?tag=T         a block every 0.2 s until http.disconnect, which it logs
                        to stderr as "asgi: disconnect tag=T"
@@ -99,7 +99,7 @@ async def app(scope, receive, send):
             await asyncio.sleep(0.005)
         await send({"type": "http.response.body", "body": b"b2"})
         return
-    if path == "/wait-disconnect":
+    if path == "/wait-disconnect" or path.startswith("/wait-disconnect/"):
         # Never answers: waits for the client to leave.
         while (await receive())["type"] != "http.disconnect":
             pass

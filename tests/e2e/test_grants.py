@@ -350,6 +350,41 @@ def test_cross_origin_websocket_refused_without_cors_origins(server):
     assert RawWS(server.port, "/rt/ws?token=" + tok, headers=[("Origin", "http://127.0.0.1")]).status == 101
 
 
+@pytest.mark.parametrize("origin", ["https://127.0.0.1", "evil://127.0.0.1", "x-scheme://127.0.0.1",
+                                    "ws://127.0.0.1", "http://127.0.0.1:8080", "http://127.0.0.1/",
+                                    "http://u@127.0.0.1", "null", "127.0.0.1"])
+def test_same_origin_is_scheme_host_and_port(server, origin):
+    """RFC 6454: the request's own origin is its Host on the scheme it came on
+    (plain http here: Host 127.0.0.1 is http://127.0.0.1:80); the right host
+    under another scheme or port is another origin (issue 27 item 2)."""
+    tok = good()
+    assert RawWS(server.port, "/rt/ws?token=" + tok, headers=[("Origin", origin)]).status == 403
+    with SSEStream(server.port, "/rt/sse?token=" + tok, headers=[("Origin", origin)]) as s:
+        assert s.status == 403
+    for own in ("http://127.0.0.1", "http://127.0.0.1:80", "HTTP://127.0.0.1"):
+        assert RawWS(server.port, "/rt/ws?token=" + tok, headers=[("Origin", own)]).status == 101, own
+
+
+def test_https_origin_only_from_a_trusted_proxy(start_server, key_file):
+    """A trusted proxy's X-Forwarded-Proto / Forwarded proto=https makes the
+    request's origin https://HOST; from an untrusted peer the header is
+    ignored and https://HOST is another origin."""
+    tok = good()
+    trusted = start_server(APP, "--realtime", "--grant-key-file", str(key_file), "--grant-path", "/rt")
+    for proto in (("X-Forwarded-Proto", "https"), ("Forwarded", "for=192.0.2.1;proto=https")):
+        ws = lambda origin: RawWS(trusted.port, "/rt/ws?token=" + tok, headers=[("Origin", origin), proto]).status
+        assert ws("https://127.0.0.1") == 101, proto
+        assert ws("https://127.0.0.1:443") == 101, proto
+        assert ws("http://127.0.0.1") == 403, proto
+        with SSEStream(trusted.port, "/rt/sse?token=" + tok, headers=[("Origin", "https://127.0.0.1"), proto]) as s:
+            assert s.status == 200, proto
+    untrusted = start_server(APP, "--realtime", "--grant-key-file", str(key_file), "--grant-path", "/rt",
+                             "--forwarded-allow-ips", "192.0.2.7")
+    hdrs = [("Origin", "https://127.0.0.1"), ("X-Forwarded-Proto", "https")]
+    assert RawWS(untrusted.port, "/rt/ws?token=" + tok, headers=hdrs).status == 403
+    assert RawWS(untrusted.port, "/rt/ws?token=" + tok, headers=[("Origin", "http://127.0.0.1")]).status == 101
+
+
 def test_the_access_log_never_has_a_token(server):
     tok = good()
     with SSEStream(server.port, "/rt/sse?token=" + tok) as s:
@@ -361,6 +396,42 @@ def test_the_access_log_never_has_a_token(server):
     assert server.stdout.wait_for(re.compile(r'"GET /rt/sse\?token=REDACTED HTTP/1.1" 200'), 5)
     text = server.stdout.text() + server.stderr.text()
     assert tok.split(".")[2] not in text and tok.split(".")[1] not in text
+
+
+def test_credential_headers_are_redacted_in_the_access_log(start_server, key_file):
+    """Issue 27 item 3: a header atom of --access-log-format prints the
+    credentials of Authorization and of the grant cookie as REDACTED."""
+    server = start_server(APP, "--realtime", "--grant-key-file", str(key_file), "--grant-path", "/rt",
+                          "--grant-cookie", "m0g", "--access-log", "--access-log-format",
+                          "%(r)s %(s)s auth=[%({Authorization}i)s] cookie=[%({Cookie}i)s]")
+    tok = good()
+    with SSEStream(server.port, "/rt/sse", headers=[("Authorization", "Bearer " + tok)]) as s:
+        assert s.status == 200
+    with SSEStream(server.port, "/rt/sse", headers=[("Cookie", "theme=dark; m0g=%s; lang=en" % tok)]) as s:
+        assert s.status == 200
+    assert server.stdout.wait_for(re.compile(r"GET /rt/sse HTTP/1.1 200 auth=\[Bearer REDACTED\] cookie=\[-\]"), 5)
+    assert server.stdout.wait_for(re.compile(
+        r"GET /rt/sse HTTP/1.1 200 auth=\[-\] cookie=\[theme=dark; m0g=REDACTED; lang=en\]"), 5)
+    text = server.stdout.text() + server.stderr.text()
+    assert tok.split(".")[2] not in text and tok.split(".")[1] not in text
+
+
+def test_a_sub_cannot_forge_a_debug_line(start_server, key_file):
+    """Issue 27 item 5: at --log-level debug the grant's sub (and path, kid)
+    is escaped: a newline in it is written as \\n, never a line of its own."""
+    server = start_server(APP, "--realtime", "--grant-key-file", str(key_file), "--grant-path", "/rt",
+                          "--log-level", "debug")
+    forged = "[2026-12-05 00:00:00 +0000] [1] [ERROR] forged line"
+    tok = good(sub="alice\n" + forged + "\r\x1b[2J")
+    with SSEStream(server.port, "/rt/sse?token=" + tok) as s:
+        assert s.status == 200
+    assert get(server, "/rt/sse?channel=other&token=" + tok)[0].status == 403
+    held_line = server.stderr.wait_for(re.compile(r"grant /rt/sse held: kid k1, sub alice\\n\[2026"), 5)
+    assert held_line, server.stderr.text()
+    assert "\\r\\x1b[2J" in held_line.string
+    assert server.stderr.wait_for(re.compile(r"grant /rt/sse \(kid k1, sub alice\\n\[2026.* refused"), 5)
+    assert not any(line.startswith(forged) for line in server.stderr.text().split("\n"))
+    assert "\x1b" not in server.stderr.text()
 
 
 def test_no_python_call_across_a_thousand_subscribes(server):

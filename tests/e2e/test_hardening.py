@@ -4,6 +4,7 @@ what they say, queued work of vanished clients is dropped, endless bodies
 stop once enough is sent, SIGHUP twice in a row, response-line rules."""
 
 import json
+import re
 import signal
 import socket
 import struct
@@ -204,3 +205,54 @@ def test_every_listener_answered_in_c_refuses_before_reading(start_server, tmp_p
         raw = b"GET %s HTTP/1.1\r\nHost: a\r\nContent-Length: 1000000000\r\n\r\n" % path.encode()
         assert answered_from_the_head(port, raw, "GET").status == (400 if what == "grant" else get_status), what
     assert (calls.read_text() if calls.exists() else "") == before      # never the application
+
+
+# ------------------------------------------------- credentials in the error log
+
+SLOW_START = re.compile(r"conformance: slow start tag=busy\b")
+
+
+def test_error_log_lines_redact_tokens(start_server):
+    """Issue 27 item 3: the traceback line of a view that raises and the
+    --request-timeout lines ("still running", "503 ... still queued") print
+    the target as the access log does: token and access_token REDACTED."""
+    server = start_server("conformance:application", "--blocking-threads", "1", "--request-timeout", "0.5")
+    r = request(server.port, "GET", "/error/before?token=SECRET1.x.y&access_token=SECRET2&k=v")
+    assert r.status == 500
+    assert server.stderr.wait_for(re.compile(
+        r"error .*GET /error/before\?token=REDACTED&access_token=REDACTED&k=v; traceback follows"), 5)
+    busy = threading.Thread(target=request, args=(server.port, "GET", "/slow?s=2&tag=busy&token=SECRET3"),
+                            kwargs={"timeout": 30}, daemon=True)
+    busy.start()
+    assert server.stderr.wait_for(SLOW_START, 10)
+    assert request(server.port, "GET", "/?access_token=SECRET4", timeout=10).status == 503
+    busy.join(30)
+    assert server.stderr.wait_for(re.compile(r"503 for GET /\?access_token=REDACTED: still queued"), 5)
+    assert server.stderr.wait_for(re.compile(
+        r"view still running after .* GET /slow\?s=2&tag=busy&token=REDACTED$", re.M), 5)
+    inline = start_server("conformance:application", "--blocking-threads", "0", "--request-timeout", "0.2")
+    assert request(inline.port, "GET", "/slow?s=0.4&token=SECRET5", timeout=10).status == 200
+    assert inline.stderr.wait_for(re.compile(r"over --request-timeout\): GET /slow\?s=0.4&token=REDACTED"), 5)
+    for text in (server.stderr.text(), inline.stderr.text()):
+        assert "SECRET" not in text, text
+
+
+def test_a_decoded_path_cannot_forge_a_debug_line(start_server):
+    """Issue 27 item 5: the ASGI executor's debug line prints the decoded
+    path (scope["path"]): a %0A in it is written as \\n, not a new line."""
+    server = start_server("asgi_raw:app", "--log-level", "debug")
+    forged = "[2026-12-05 00:00:00 +0000] [1] [ERROR] forged"
+    with Conn(server.port) as conn:
+        conn.send(b"GET /wait-disconnect/%0A" + forged.replace(" ", "%20").encode()
+                  + b"%1B?tag=fg HTTP/1.1\r\nHost: a\r\n\r\n")
+        # The view waits for the client to leave once its slot runs (the
+        # first RUN was the start-up probe's).
+        runs = re.compile(r"\[DEBUG\] slot \d+ \(h1\): READ_BODY -> RUN")
+        deadline = time.monotonic() + 5
+        while len(runs.findall(server.stderr.text())) < 2:
+            assert time.monotonic() < deadline, server.stderr.text()
+            time.sleep(0.01)
+    assert server.stderr.wait_for(re.compile(r"asgi: left before the answer tag=fg"), 10)
+    line = server.stderr.wait_for(re.compile(r"/wait-disconnect/\\n\[2026.*forged\\x1b: the client left"), 10)
+    assert line, server.stderr.text()
+    assert not any(l.startswith(forged) for l in server.stderr.text().split("\n"))

@@ -33,6 +33,9 @@
  *    the bytes before the message end; no framing means no body; the body
  *    reads back in any piece sizes to the same bytes, then 0 at its end;
  *    body bytes kept in memory are min(body_len, body_mem);
+ *  - an Origin header against the Host (origin.h): a parsed origin lies in
+ *    the value with a sane host and port, is the own origin of its own
+ *    "host:port", and no origin is the request's own on both schemes;
  *  - the outcome does not depend on how the bytes were split into reads:
  *    same messages (method, target, headers, flags, body, where each
  *    ended), and the same final state (input exhausted, or an error). The
@@ -45,6 +48,7 @@
 #include <strings.h>
 
 #include "m0/http.h"
+#include "m0/origin.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -108,6 +112,34 @@ static int name_is(const struct m0_hdr *hd, const char *name)
     return hd->name_len == strlen(name) && strcasecmp(hd->name, name) == 0;
 }
 
+/* The Origin header against the Host (origin.h, RFC 6454), the grants'
+ * same-origin check: a parsed origin lies inside the value, has a host
+ * without '/', '@', '?' or white space and a port 1..65535; no origin is
+ * the request's own on both schemes; "host:port" of a parsed origin is a
+ * Host that origin is the own origin of. */
+static void check_origin(const struct m0_req *r)
+{
+    const struct m0_hdr *o = m0_req_header(r, "origin"), *h = m0_req_header(r, "host");
+    if (o == NULL)
+        return;
+    struct m0_origin a;
+    if (m0_origin_parse(o->value, o->value_len, &a) == 0) {
+        CHECK(a.host >= o->value && a.host_len > 0 && a.host + a.host_len <= o->value + o->value_len);
+        CHECK(a.port >= 1 && a.port <= 65535 && (a.https == 0 || a.https == 1));
+        for (size_t i = 0; i < a.host_len; i++)
+            CHECK(strchr("/@?# \t", a.host[i]) == NULL && (unsigned char)a.host[i] > 0x20);
+        char own[600];
+        int n = snprintf(own, sizeof own, "%.*s:%u", (int)a.host_len, a.host, a.port);
+        if (n > 0 && (size_t)n < sizeof own)
+            CHECK(m0_origin_same(o->value, o->value_len, own, (size_t)n, a.https) == 1);
+    }
+    if (h != NULL) {
+        int on_http = m0_origin_same(o->value, o->value_len, h->value, h->value_len, 0);
+        int on_https = m0_origin_same(o->value, o->value_len, h->value, h->value_len, 1);
+        CHECK((on_http == 0 || on_http == 1) && (on_https == 0 || on_https == 1) && !(on_http && on_https));
+    }
+}
+
 /* Invariants of a request whose head just completed. */
 static void check_head(const struct m0_req *r, const struct m0_limits *lim, size_t head_bytes)
 {
@@ -169,6 +201,7 @@ static void check_head(const struct m0_req *r, const struct m0_limits *lim, size
         const struct m0_hdr *ex = m0_req_header(r, "expect");
         CHECK(r->http_minor == 1 && ex != NULL && strcasecmp(ex->value, "100-continue") == 0);
     }
+    check_origin(r);
 }
 
 /* Read the body back in pieces whose sizes come from *rnd; returns its hash. */

@@ -77,6 +77,8 @@ def http_seeds():
         "upgrade": (b"GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
                     b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
                     b"\x81\x85\x37\xfa\x21\x3d\x7f\x9f\x4d\x51\x58"),
+        "origin": (b"GET /rt/ws HTTP/1.1\r\nHost: [::1]:8000\r\nOrigin: https://[::1]:8000\r\n\r\n"
+                   b"GET /rt/sse HTTP/1.1\r\nHost: a\r\nOrigin: http://a:80\r\n\r\n"),
         "options-asterisk": b"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n",
         "absolute-query": b"GET http://example.com:8080?x=1 HTTP/1.1\r\nHost: example.com:8080\r\n\r\n",
         "http10-keepalive": b"GET /k HTTP/1.0\r\nConnection: keep-alive\r\n\r\n" + get,

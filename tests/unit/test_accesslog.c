@@ -17,6 +17,7 @@
 #include "m0/accesslog.h"
 #include "m0/http.h"
 #include "m0/log.h"
+#include "m0/log_text.h"
 
 static struct m0_req req;
 static struct m0_hdr hdrs[8];
@@ -173,6 +174,30 @@ static void test_token_in_query_redacted(void **state)
     assert_string_equal(render("%(q)s", &a), "x=\\x22&token=REDACTED");
 }
 
+/* Issue 27: the credentials of a header atom (Authorization's, the grant
+ * cookie's in Cookie and Set-Cookie) and a percent-encoded token name are
+ * redacted by the error log's rule (log_text.h). */
+static void test_credentials_redacted(void **state)
+{
+    (void)state;
+    struct m0_access a = sample();
+    m0_log_secret_cookie("m0grant");
+    add("Cookie", "theme=dark; m0grant=eyJh.eyJz.c2ln; lang=en");
+    static const char head[] = "Set-Cookie: m0grant=eyJh.eyJz.c2ln; Path=/; HttpOnly\r\nX-Cache: HIT\r\n";
+    a.resp_head = head;
+    a.resp_head_len = sizeof head - 1;
+    const char *l = render("%({authorization}i)s|%({Cookie}i)s|%({set-cookie}o)s|%(u)s", &a);
+    assert_string_equal(l, "Basic REDACTED|theme=dark; m0grant=REDACTED; lang=en|m0grant=REDACTED; Path=/; HttpOnly|bob");
+    hdrs[2].value = "Bearer eyJh.eyJz.c2ln";
+    hdrs[2].value_len = (uint32_t)strlen(hdrs[2].value);
+    assert_string_equal(render("%({Authorization}i)s", &a), "Bearer REDACTED");
+    m0_log_secret_cookie(NULL);
+    assert_string_equal(render("%({Cookie}i)s", &a), "theme=dark; m0grant=eyJh.eyJz.c2ln; lang=en");
+    req.target = "/s?%74oken=abc&access%5Ftoken=def&tok%65n2=keep";
+    req.target_len = (uint32_t)strlen(req.target);
+    assert_string_equal(render("%(r)s", &a), "GET /s?%74oken=REDACTED&access%5Ftoken=REDACTED&tok%65n2=keep HTTP/1.1");
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -265,6 +290,7 @@ int main(void)
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_client_cannot_forge_a_line),
         cmocka_unit_test(test_token_in_query_redacted),
+        cmocka_unit_test(test_credentials_redacted),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_stamp_ignores_tz),
         cmocka_unit_test(test_a_kept_line_renders_as_the_request_did),

@@ -18,6 +18,7 @@
 
 #include "m0/config.h"
 #include "m0/grant.h"
+#include "m0/keyfile.h"
 #include "m0/http.h"
 #include "jwt_vectors.h"
 
@@ -153,6 +154,51 @@ static void test_key_file_load_and_mode(void **state)
     snprintf(path, sizeof path, "%s/missing", tmpdir);
     assert_null(m0_grant_keys_load(path, err, sizeof err));
     assert_non_null(strstr(err, "cannot open"));
+}
+
+/* --grip-key-file under the grant key file's rule (keyfile.h, issue 27
+ * item 20): the first line is the key; the same refusals, the same shape. */
+static void test_grip_key_file(void **state)
+{
+    (void)state;
+    char path[128], err[256];
+    unsigned char *key = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s/grip", tmpdir);
+    write_file(path, "the-grip-key with spaces\r\nsecond line\n", 0600);
+    assert_int_equal(m0_keyfile_grip(path, &key, &len, err, sizeof err), M0_OK);
+    assert_int_equal(len, 24);
+    assert_memory_equal(key, "the-grip-key with spaces", 24);
+    m0_keyfile_free(key, len);
+    write_file(path, "no-newline-key", 0400);
+    assert_int_equal(m0_keyfile_grip(path, &key, &len, err, sizeof err), M0_OK);
+    assert_int_equal(len, 14);
+    m0_keyfile_free(key, len);
+    static const mode_t open_modes[] = {0640, 0604, 0620, 0601, 0610};
+    for (size_t i = 0; i < sizeof open_modes / sizeof open_modes[0]; i++) {
+        chmod(path, open_modes[i]);
+        assert_int_equal(m0_keyfile_grip(path, &key, &len, err, sizeof err), M0_ERR);
+        char want[300];
+        snprintf(want, sizeof want, "m0serve: error: --grip-key-file: %s: group or other users have access "
+                 "(mode %04o): chmod 600 it", path, (unsigned)open_modes[i]);
+        assert_string_equal(err, want);
+    }
+    write_file(path, "\nkey on the second line\n", 0600);
+    assert_int_equal(m0_keyfile_grip(path, &key, &len, err, sizeof err), M0_ERR);
+    assert_non_null(strstr(err, "the first line (the key) is empty"));
+    FILE *f = fopen(path, "w");
+    fwrite("ab\0cd\n", 1, 6, f);
+    fclose(f);
+    assert_int_equal(m0_keyfile_grip(path, &key, &len, err, sizeof err), M0_ERR);
+    assert_non_null(strstr(err, "NUL"));
+    assert_int_equal(m0_keyfile_grip(tmpdir, &key, &len, err, sizeof err), M0_ERR);
+    assert_non_null(strstr(err, "not a regular file"));
+    f = fopen(path, "w");
+    for (int i = 0; i < 5000; i++)
+        fputc('k', f);
+    fclose(f);
+    assert_int_equal(m0_keyfile_grip(path, &key, &len, err, sizeof err), M0_ERR);
+    assert_non_null(strstr(err, "larger than 4 KiB"));
 }
 
 static void test_key_file_reload(void **state)
@@ -524,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_key_file_refusals),
         cmocka_unit_test(test_key_file_load_and_mode),
         cmocka_unit_test(test_key_file_reload),
+        cmocka_unit_test(test_grip_key_file),
         cmocka_unit_test(test_grant_channels),
         cmocka_unit_test(test_grant_refusals),
         cmocka_unit_test(test_answers),
