@@ -47,6 +47,7 @@
 #include "m0/metrics.h"
 #include "m0/pool.h"
 #include "m0/proxy.h"
+#include "m0/pubsock.h"
 #include "m0/rt.h"
 #include "m0/runner.h"
 #include "m0/static.h"
@@ -389,6 +390,11 @@ static void route(struct m0_server *s, struct m0_conn *c)
     const struct m0_req *r = &c->job->req;
     set_client(s, c->job);
     c->job->mx_mount = -1;
+    if (c->job->pub_conn) {             /* pubsock.h: the local publish socket, in C, never the app */
+        begin_request(s, c);
+        m0_pubsock_answer(s, c);
+        return;
+    }
     if (c->job->grip_conn) {            /* grip_control.h: EPCP in C, never the app */
         begin_request(s, c);
         m0_grip_control_answer(s, c);
@@ -532,6 +538,10 @@ static void h1_parse(struct m0_server *s, struct m0_conn *c)
                  * body, so --max-body answers 413 before the application
                  * runs and CONTENT_LENGTH is exact. */
                 put_continue(s, c);
+            } else if ((job->req.flags & M0_REQ_EXPECT100) && job->pub_conn && job->req.content_length > 0) {
+                /* pubsock.h: a body within its limits (m0_pubreq_limits
+                 * refused a larger one already) is always wanted. */
+                put_continue(s, c);
             } else if ((job->req.flags & M0_REQ_EXPECT100) && job->req.content_length > 0) {
                 /* The application decides whether the body is wanted. */
                 const struct m0_target *t = m0_target_match(&m0_targets, job->req.path, job->req.path_len);
@@ -605,10 +615,13 @@ static void check_request_timeout(struct m0_server *s, struct m0_conn *c)
 static void h1_complete(struct m0_server *s, struct m0_conn *c, const struct m0_completion *done)
 {
     struct m0_job *job = c->job;
-    if (job->grip_conn) {
-        /* An EPCP publish through the broker (grip_control.h): answered now. */
+    if (job->grip_conn || job->pub_conn) {
+        /* A publish through the broker (grip_control.h, pubsock.h): answered now. */
         if (done->kind == M0_CPL_DONE) {
-            m0_grip_control_complete(s, c);
+            if (job->pub_conn)
+                m0_pubsock_complete(s, c);
+            else
+                m0_grip_control_complete(s, c);
             if (c->state == M0_CONN_READ_HEAD && m0_buf_unread(&c->in) > 0)
                 h1_parse(s, c);   /* pipelined requests waited their turn */
         }
@@ -679,6 +692,7 @@ static void h1_resume(struct m0_server *s, struct m0_conn *c, const char *peer, 
     job->https = 0;
     job->metrics_conn = 0;              /* a GRIP hold is on the public listener */
     job->grip_conn = 0;
+    job->pub_conn = 0;
     c->flags &= ~(C_STREAMING | C_SENT_100 | C_LAZY_BODY | C_MORE | C_HEAD_TIMER);
     c->resp_flags = 0;
     if (m0_buf_unread(&c->in) == 0)
