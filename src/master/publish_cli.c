@@ -99,8 +99,10 @@ static int send_all(int fd, const char *p, size_t n)
     return M0_OK;
 }
 
-/* One publish over the socket at path: the exit status (the id printed). */
-static int sock_once(const char *path, const struct m0_buf *req, int *draining)
+/* One publish over the socket at path: the exit status (the id printed).
+ * quiet_draining: a "Draining" 503 sets *draining and prints nothing (the
+ * caller tries again). */
+static int sock_once(const char *path, const struct m0_buf *req, int quiet_draining, int *draining)
 {
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
     *draining = 0;
@@ -155,7 +157,9 @@ static int sock_once(const char *path, const struct m0_buf *req, int *draining)
         rc = M0_EXIT_OK;
     } else {
         *draining = status == 503 && blen >= 8 && memcmp(body, "Draining", 8) == 0;
-        fprintf(stderr, "m0serve publish: %s%.*s\n", status == 400 || status == 413 ? "error: " : "", (int)blen, body);
+        if (!*draining || !quiet_draining)
+            fprintf(stderr, "m0serve publish: %s%.*s\n", status == 400 || status == 413 ? "error: " : "", (int)blen,
+                    body);
         rc = status == 400 || status == 413 ? M0_EXIT_USAGE : status == 504 ? EXIT_UNKNOWN : M0_EXIT_FAIL;
     }
     m0_buf_free(&in);
@@ -177,9 +181,9 @@ static int publish_sock(const char *path, const char *channel, const char *event
                   "Content-Length: %zu\r\nConnection: close\r\n\r\n", body.len);
     m0_buf_append(&req, body.data, body.len);
     m0_buf_free(&body);
-    int draining, rc = sock_once(path, &req, &draining);
+    int draining, rc = sock_once(path, &req, 1, &draining);
     if (draining)                 /* a worker being replaced published nothing: a new connection */
-        rc = sock_once(path, &req, &draining);
+        rc = sock_once(path, &req, 0, &draining);
     m0_buf_free(&req);
     return rc;
 }

@@ -20,6 +20,8 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 import pytest
 
@@ -304,6 +306,54 @@ def test_stopping_answers_503_and_then_no_server_is_a_clear_error(start_server, 
     rc, _, err = python_publish(env, "news", "x")
     assert rc != 0 and "m0pub.PublishError: no m0serve at unix:%s" % path in err, err
     assert server.wait(10) == 0
+
+
+def wait_lines(server, text, n, timeout=20.0):
+    """Until the server's stderr holds n lines containing text (bounded)."""
+    deadline = time.monotonic() + timeout
+    while sum(text in line for line in list(server.stderr.lines)) < n:
+        assert time.monotonic() < deadline, "no %d lines %r in:\n%s" % (n, text, server.stderr.text())
+        time.sleep(0.05)
+
+
+def test_publishing_through_reloads_loses_nothing(start_server, rundir):
+    """SIGHUP replaces the workers (the socket stays the master's): every
+    publish of a plain Python process gets an id, in order, none twice --
+    a publish a draining worker took is answered 503 and tried again."""
+    server = serve(start_server, rundir, workers=2)
+    code = ("import m0pub, select, sys\n"
+            "i = 0\n"
+            "while not select.select([sys.stdin], [], [], 0)[0]:\n"    # until stdin closes
+            "    print(m0pub.publish('news', 'e%d' % i), flush=True)\n"
+            "    i += 1\n")
+    env = dict(plain_env(XDG_RUNTIME_DIR=rundir), PYTHONPATH=str(PYDIR))
+    pub = subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    ids = []
+    reader = threading.Thread(target=lambda: ids.extend(int(x) for x in pub.stdout), daemon=True)
+    reader.start()
+
+    def more(n, timeout=20.0):
+        want, deadline = len(ids) + n, time.monotonic() + timeout
+        while len(ids) < want:
+            assert pub.poll() is None and time.monotonic() < deadline, pub.stderr.read() if pub.poll() else ids[-3:]
+            time.sleep(0.01)
+
+    try:
+        more(1)
+        for n in (1, 2):
+            server.signal(signal.SIGHUP)
+            wait_lines(server, "SIGHUP: new workers booted; retiring the old ones", n)
+            more(200)                                     # while the old ones drain, and after
+            wait_lines(server, "worker exiting", 2 * n)
+            more(50)
+        pub.stdin.close()
+        assert pub.wait(30) == 0, pub.stderr.read()
+        reader.join(10)
+    finally:
+        if pub.poll() is None:
+            pub.kill()
+    assert ids == list(range(ids[0], ids[0] + len(ids)))  # one sequence: nothing lost, nothing twice
 
 
 def test_without_any_server_publishers_keep_todays_behaviour(rundir):
