@@ -275,6 +275,7 @@ def test_the_socket_goes_at_exit_a_stale_one_is_replaced_a_live_one_never_taken(
     crash = serve(start_server, rundir, "--publish-socket", path, workers=1)
     kill_group(crash.proc)
     crash.proc.wait(10)
+    wait_unheard(path)                                   # its worker's threads are gone too
     assert stat.S_ISSOCK(os.stat(path).st_mode)          # left behind
     rc, _, err = shell_publish("news", "x", env=plain_env(M0_PUBLISH_SOCKET=path))
     assert rc == 1 and "Connection refused" in err and "nothing was published" in err
@@ -306,6 +307,23 @@ def test_stopping_answers_503_and_then_no_server_is_a_clear_error(start_server, 
     rc, _, err = python_publish(env, "news", "x")
     assert rc != 0 and "m0pub.PublishError: no m0serve at unix:%s" % path in err, err
     assert server.wait(10) == 0
+
+
+def wait_unheard(path, timeout=10.0):
+    """Until no socket listens at path any more (/proc/net/unix: a killed
+    process's descriptors go after its last thread; bounded)."""
+    def listening():
+        with open("/proc/net/unix") as f:
+            next(f)
+            for line in f:
+                fields = line.split()
+                if len(fields) >= 8 and fields[7] == path and int(fields[3], 16) & 0x10000:   # __SO_ACCEPTCON
+                    return True
+        return False
+    deadline = time.monotonic() + timeout
+    while listening():
+        assert time.monotonic() < deadline, "something still listens at %s" % path
+        time.sleep(0.02)
 
 
 def wait_lines(server, text, n, timeout=20.0):
