@@ -10,7 +10,8 @@ held by any worker receive it, numbered with a global id (``id:`` line) that
 returns within about a millisecond (it never waits for a busy worker: one
 that misses the event tells its streams with an ``m0-gap`` event). Outside
 m0serve (gunicorn, a management command, tests) ``publish`` is a no-op that
-returns ``None`` and logs once -- unless a broker is configured.
+returns ``None`` and logs once -- unless a broker is configured or a
+server's publish socket is there (below).
 
 With a broker (``m0serve --broker URL``; docs/broker.md) events go through
 Redis and reach every m0serve host using it. A process that is not a
@@ -26,6 +27,19 @@ event could not be published -- never a silent drop -- or its subclass
 have been published). ``publish(..., key="order-42-shipped")`` makes a retry
 safe: the broker remembers the key for five minutes and answers a repeat
 with the first id, appending nothing.
+
+Without a broker, a process on the same host publishes through the server's
+local publish socket (``m0serve --realtime`` makes one; docs/realtime.md):
+``M0_PUBLISH_SOCKET`` names it (``""``: none), else the server's default
+path is used when a server made it there (``default_socket()``:
+``$XDG_RUNTIME_DIR/m0serve/publish.sock`` and its fallbacks). The server
+publishes the event exactly as a view's publish (the same ids, every
+worker's streams; through its broker when it has one) and answers with the
+id. Such a call blocks for one local round trip (at most SOCKET_TIMEOUT
+seconds for the answer) and raises ``PublishError`` when the event could
+not be published -- no server at the socket, or it refused -- never a
+silent drop; ``PublishOutcomeUnknown`` when it was sent and no answer came.
+``M0_BROKER`` wins when both are there.
 
 From a coroutine (FastAPI, Starlette, an async Django view), ``publish`` is
 safe to call as is without a broker (about a millisecond at most); with one,
@@ -52,8 +66,8 @@ import stat
 import threading
 import time
 
-__all__ = ["publish", "apublish", "MAX_FRAME", "enabled", "BrokerError", "PublishOutcomeUnknown",
-           "grant", "grant_url", "verify_grant", "GrantError"]
+__all__ = ["publish", "apublish", "MAX_FRAME", "enabled", "PublishError", "BrokerError", "PublishOutcomeUnknown",
+           "default_socket", "grant", "grant_url", "verify_grant", "GrantError"]
 
 MAX_FRAME = 65536          # bytes of one framed event (the bus datagram cap)
 CHANNEL_MAX = 200          # bytes of a channel name
@@ -62,17 +76,22 @@ _warned = False
 _m0 = None
 
 
-class BrokerError(ConnectionError):
+class PublishError(ConnectionError):
+    """The event was not published: outside a server, no server answers at
+    the publish socket, or it refused the event (docs/realtime.md)."""
+
+
+class BrokerError(PublishError):
     """The broker could not take the event. Raised as BrokerError itself: it
     could not be reached or refused the event, which was not published."""
 
 
 class PublishOutcomeUnknown(BrokerError):
-    """The event was sent to the broker and no answer came (a timeout, a
-    connection that dropped): the broker may have published it or not.
-    Retrying with the same ``key=`` publishes it at most once (within
-    KEY_TTL_MS of the first try); retrying without a key may publish it
-    twice."""
+    """The event was sent (to the broker, or to a server's publish socket)
+    and no answer came (a timeout, a connection that dropped): it may have
+    been published or not. Retrying with the same ``key=`` publishes it at
+    most once through a broker (within KEY_TTL_MS of the first try);
+    retrying without a key, or without a broker, may publish it twice."""
 
 
 # Keep these equal to the server's (include/m0/broker.h, src/realtime/broker_url.c):
@@ -333,6 +352,140 @@ def _broker_publish(settings, name, event, data, key=None):
         "the same key publishes it at most once)" % (cfg["shown"], why))
 
 
+SOCKET_TIMEOUT = 5.0       # seconds: a publish socket's answer
+
+
+def default_socket(uid=None):
+    """The path of the publish socket an ``m0serve --realtime`` running as
+    uid (default: this process's user) makes when not told otherwise --
+    the rule of include/m0/pubpath.h: ``$XDG_RUNTIME_DIR/m0serve/publish.sock``
+    (this user's environment only), else ``/run/user/UID/m0serve/publish.sock``
+    when that runtime directory is the user's, else
+    ``/run/m0serve/publish.sock`` for root and ``/tmp/m0serve-UID/publish.sock``
+    for others."""
+    me = os.getuid()
+    uid = me if uid is None else uid
+    xdg = os.environ.get("XDG_RUNTIME_DIR") if uid == me else None
+    if xdg and xdg.startswith("/"):
+        return xdg + "/m0serve/publish.sock"
+    run = "/run/user/%d" % uid
+    try:
+        st = os.lstat(run)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == uid:
+            return run + "/m0serve/publish.sock"
+    except OSError:
+        pass
+    return "/run/m0serve/publish.sock" if uid == 0 else "/tmp/m0serve-%d/publish.sock" % uid
+
+
+def _socket_path():
+    """(path, is_default) of the publish socket to use outside a server, or
+    None: M0_PUBLISH_SOCKET ("" is none), else the default path when a
+    socket is there."""
+    path = os.environ.get("M0_PUBLISH_SOCKET")
+    if path is not None:
+        return (path, False) if path else None
+    path = default_socket()
+    try:
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
+            return path, True
+    except OSError:
+        pass
+    return None
+
+
+def _read_answer(sock):
+    """(status, body bytes) of the socket's answer, read to the end; raises
+    OSError (a timeout included) or ValueError (not an answer)."""
+    buf = bytearray()
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+        if len(buf) > 65536:
+            break
+    head, sep, body = bytes(buf).partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    if not sep or not lines[0].startswith(b"HTTP/1.") or len(lines[0]) < 12 or not lines[0][9:12].isdigit():
+        raise ValueError("not an HTTP answer")
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            n = int(value.strip())
+            if n > len(body):
+                raise ValueError("a short answer")
+            body = body[:n]
+    return int(lines[0][9:12]), body
+
+
+def _socket_publish(where, name, event, data, key):
+    """Publish through a server's publish socket (pubsock.h): the id. Raises
+    PublishError (not published), BrokerError (the server's broker refused
+    it), PublishOutcomeUnknown (sent, not answered) or ValueError (the
+    server refused the arguments)."""
+    path, is_default = where
+    if is_default:
+        # Only a directory of this user's that no one else may write: a
+        # socket put there by someone else could read the events.
+        d = os.path.dirname(path)
+        try:
+            st = os.lstat(d)
+        except OSError as e:
+            raise PublishError("publish socket %s: %s" % (path, e.strerror)) from None
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+            raise PublishError("the default publish socket %s is not used: its directory is not this user's alone "
+                               "(set M0_PUBLISH_SOCKET)" % path)
+    msg = {"channel": name.decode("ascii"), "data": data.decode("utf-8") if isinstance(data, bytes) else data}
+    if event is not None:
+        msg["event"] = event
+    if key is not None:
+        msg["key"] = key.decode("ascii")
+    body = json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    req = (b"POST /publish HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+           b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)) + body
+    for attempt in range(2):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(SOCKET_TIMEOUT)
+        try:
+            try:
+                sock.connect(path)
+            except OSError as e:
+                stale = " (a socket left by a server that is gone)" if isinstance(e, ConnectionRefusedError) else ""
+                raise PublishError("no m0serve at unix:%s: %s%s; nothing was published"
+                                   % (path, e.strerror or e, stale)) from None
+            try:
+                sock.sendall(req)
+            except OSError as e:
+                raise PublishError("unix:%s: the event could not be sent (%s); nothing was published"
+                                   % (path, e.strerror or e)) from None
+            try:
+                status, text = _read_answer(sock)
+            except (OSError, ValueError) as e:
+                why = "no answer within %g s" % SOCKET_TIMEOUT if isinstance(e, socket.timeout) else \
+                    "no complete answer (%s)" % (getattr(e, "strerror", None) or e)
+                raise PublishOutcomeUnknown("unix:%s: %s after the event was sent: it may have been published "
+                                            "(outcome unknown)" % (path, why)) from None
+        finally:
+            sock.close()
+        text = text.decode("utf-8", "replace").strip()
+        if status == 200:
+            try:
+                return int(json.loads(text)["id"])
+            except (ValueError, KeyError, TypeError):
+                raise PublishOutcomeUnknown("unix:%s answered %r: it may have been published" % (path, text)) from None
+        if status == 503 and text.startswith("Draining") and attempt == 0:
+            continue                     # a worker being replaced published nothing: a new connection
+        if status in (400, 413):
+            raise ValueError("unix:%s: %s" % (path, text))
+        if status == 504:
+            raise PublishOutcomeUnknown("unix:%s: %s" % (path, text))
+        if status == 503 and text.startswith("Not published:"):
+            raise BrokerError("unix:%s: %s" % (path, text))
+        raise PublishError("unix:%s answered %d: %s" % (path, status, text))
+    raise PublishError("unix:%s: every worker is draining; nothing was published" % path)
+
+
 def _setup():
     """The server's built-in module when it runs with --realtime, else None."""
     global _m0
@@ -347,8 +500,9 @@ def _setup():
 
 def enabled():
     """True when publish() reaches held streams: running under m0serve
-    --realtime or --broker, or M0_BROKER is set."""
-    return _setup() is not None or bool(os.environ.get("M0_BROKER"))
+    --realtime or --broker, or M0_BROKER is set, or a server's publish
+    socket is there (M0_PUBLISH_SOCKET, or the default path)."""
+    return _setup() is not None or bool(os.environ.get("M0_BROKER")) or _socket_path() is not None
 
 
 def _check_channel(channel):
@@ -399,13 +553,14 @@ def publish(channel, data, event=None, key=None):
     """Send data (str or bytes, UTF-8) as one event on channel to every held
     stream of every worker (with a broker: of every host). Returns the
     event's global id (int), or None outside m0serve --realtime without
-    M0_BROKER.
+    M0_BROKER or a server's publish socket.
 
     Raises TypeError/ValueError for a bad channel, event, data or key, and
     ValueError when the framed event exceeds 64 KB; with a broker,
     BrokerError (a ConnectionError) when it could not be published, or its
     subclass PublishOutcomeUnknown when it was sent and no answer came (it
-    may have been published).
+    may have been published); through a publish socket, PublishError when
+    no server answers there or it refused the event (not published).
 
     key (str, 1..200 printable ASCII bytes; with a broker) makes a retry
     safe: the broker remembers it for KEY_TTL_MS (five minutes), and a
@@ -430,10 +585,13 @@ def publish(channel, data, event=None, key=None):
         settings = _broker_settings()
         if settings is not None:
             return _broker_publish(settings, name, event, data, rawkey)
+        where = _socket_path()
+        if where is not None:
+            return _socket_publish(where, name, event, data, rawkey)
         if not _warned:
             _warned = True
-            _log.warning("m0pub.publish(%r): not running under m0serve --realtime; events are dropped",
-                         channel)
+            _log.warning("m0pub.publish(%r): not running under m0serve --realtime, no M0_BROKER and no publish "
+                         "socket at %s (M0_PUBLISH_SOCKET); events are dropped", channel, default_socket())
         return None
     # Framing, numbering and the writes happen in the server (m0.publish):
     # it never waits for a full bus (that worker misses the event and tells
@@ -448,11 +606,12 @@ def publish(channel, data, event=None, key=None):
 
 
 def _brokered():
-    """True when a publish from this process goes through the broker."""
+    """True when a publish from this process takes a round trip: through the
+    broker, or (outside a server) to a publish socket."""
     m0 = _setup()
     if m0 is not None:
         return m0._brokered()
-    return _broker_settings() is not None
+    return _broker_settings() is not None or _socket_path() is not None
 
 
 async def apublish(channel, data, event=None, key=None):
@@ -461,8 +620,10 @@ async def apublish(channel, data, event=None, key=None):
     Without a broker the event is published directly: the call never waits
     for a worker (about a millisecond at most), so it needs no thread. With
     a broker (--broker, or M0_BROKER outside the server) the call takes one
-    Redis round trip, up to about 3 s when the broker is down; it runs in
-    the running loop's default executor so the event loop serves on
+    Redis round trip, up to about 3 s when the broker is down; so does one
+    through a server's publish socket outside the server (a local round
+    trip, up to SOCKET_TIMEOUT when the server is stalled): it runs in the
+    running loop's default executor so the event loop serves on
     meanwhile."""
     if not _brokered():
         return publish(channel, data, event, key)

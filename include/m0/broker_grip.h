@@ -34,7 +34,13 @@ struct m0_broker_batch {
      * the broker and the reason. */
     int rc;
     unsigned published;             /* items published before the failure */
+    uint64_t id;                    /* the id of the last item published (0: none) */
     char err[320];
+    /* An event batch (m0_broker_batch_event; the publish socket, pubsock.h):
+     * its one item's frame holds the event's data, published as
+     * m0_broker_publish publishes a view's event, with its name and key. */
+    uint8_t is_event, has_event_name, has_key;
+    struct m0_buf event_name, key;  /* NUL-terminated when present */
 };
 
 /* A batch for the request of (slot, gen), with room for n items. */
@@ -43,6 +49,15 @@ struct m0_broker_batch *m0_broker_batch_new(uint32_t slot, uint32_t gen, unsigne
 void m0_broker_batch_add(struct m0_broker_batch *b, const char *channel, size_t clen, const char *frame,
                          size_t flen);
 void m0_broker_batch_free(struct m0_broker_batch *b);
+
+/* A batch of one event for the request of (slot, gen): channel (clen
+ * bytes), data (dlen bytes, UTF-8), event (NULL: none) and key (NULL:
+ * none), checked by the caller; the publisher frames and publishes it with
+ * m0_broker_publish (broker_pub.h), as a view's m0pub.publish does, and
+ * sets b->id. */
+struct m0_broker_batch *m0_broker_batch_event(uint32_t slot, uint32_t gen, const char *channel, size_t clen,
+                                              const char *data, size_t dlen, const char *event, const char *key,
+                                              size_t klen);
 
 /* The publisher of loop l, for connection slots below nslots: starts its
  * thread (signals blocked there: they are the loop's). NULL (logged) when

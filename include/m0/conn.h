@@ -202,6 +202,7 @@ struct m0_server {
     struct m0_mx_block *mx;        /* this process's metrics block (metrics.h); NULL: none */
     int metrics_fd;                /* the --metrics-bind listener, -1 */
     int grip_fd;                   /* the --grip-control listener, -1 */
+    int pub_fd;                    /* the publish socket's listener (pubsock.h), -1 */
     uint32_t listen_shared;        /* bit i: listen_fds[i] is a socket every loop accepts on
                                       (a unix path, systemd's), not one of this loop's own */
     /* --threads: give an accepted connection of shared listener lidx to
@@ -209,7 +210,8 @@ struct m0_server {
      * this loop takes it. NULL: a lone loop. */
     int (*hand_off)(struct m0_server *s, int fd, int lidx, const void *addr, unsigned addr_len);
     int inbox_fd;                  /* --threads: where other loops hand connections to this one, -1 */
-    struct m0_broker_grip *grip_pub;   /* --grip-control with --broker: the publisher thread (grip_control.c); NULL until used */
+    struct m0_broker_grip *grip_pub;   /* with --broker: the publisher thread of --grip-control and the publish
+                                          socket (grip_control.c, pubsock.c); NULL until used */
 };
 
 #define M0_CONN_CHUNK_SHIFT 12

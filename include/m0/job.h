@@ -168,6 +168,7 @@ struct m0_job {
     uint16_t peer_port;
     int8_t metrics_conn;        /* accepted on --metrics-bind: only the metrics endpoint answers */
     int8_t grip_conn;           /* accepted on --grip-control: only EPCP publishes are answered */
+    int8_t pub_conn;            /* accepted on the publish socket: only its publishes are answered (pubsock.h) */
     int8_t mx_mount;            /* metrics: the mount (target index) that answers, -1 none */
     /* Who answers the request in flight, decided once when its head is
      * complete, before any of its body is read (h1.c: decide()): the

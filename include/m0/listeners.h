@@ -19,6 +19,7 @@ struct m0_listener {
     int port;            /* per_slot: the port they share */
     long backlog;        /* per_slot: listen(2) backlog of each */
     char *unix_path;     /* bound here: unlinked at exit */
+    int lock_fd;         /* the publish socket's only: the claim on its path (pubpath.h) */
     char where[200];     /* for the banner */
 };
 
@@ -86,5 +87,21 @@ void m0_listeners_drop_slot(struct m0_listeners *ls, int idx);
  * grip_control.c), never the public listener; sets cfg->grip_listener.
  * M0_OK, or the exit status to return (logged). */
 int m0_grip_listen(struct m0_listeners *ls, struct m0_config *cfg);
+
+/* The local publish socket (pubsock.h), with --realtime, after the other
+ * listeners: at cfg->publish_socket, or (NULL) at the default path for the
+ * user the server runs as (pubpath.h; its directory made when missing).
+ * Claimed as pubpath.h says; cfg->publish_listener set to its index, and
+ * M0_PUBLISH_SOCKET to its path for the workers (a view's subprocess finds
+ * it). The default path another server holds, or a directory unfit for it,
+ * leaves this server without one (logged); an explicit path that cannot be
+ * had is an error. M0_OK, or the exit status to return (logged). */
+int m0_publish_listen(struct m0_listeners *ls, struct m0_config *cfg);
+
+/* At the start of a stop: unlink the publish socket and close the master's
+ * descriptor of it and its claim, so a publisher is told at once that no
+ * server is there (instead of waiting in a backlog no worker accepts from
+ * any more) and a new server may take the path while this one drains. */
+void m0_publish_unlisten(struct m0_listeners *ls, const struct m0_config *cfg);
 
 #endif

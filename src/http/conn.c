@@ -36,6 +36,7 @@
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/metrics.h"
+#include "m0/pubreq.h"
 #include "m0/target.h"
 #include "m0/timer.h"
 
@@ -520,6 +521,8 @@ static int open_slot(struct m0_server *s, struct m0_conn *c, int fd, int lfd, co
     job->https = 0;
     job->metrics_conn = lfd != -1 && lfd == s->metrics_fd;
     job->grip_conn = lfd != -1 && lfd == s->grip_fd;
+    if ((job->pub_conn = lfd != -1 && lfd == s->pub_fd))
+        job->http.lim = &m0_pubreq_limits;     /* its own small limits: a 413 before a large body is read */
     m0_mx_add(s->mx, M0_MX_ACCEPTED, 1);
     if (m0_loop_add_slot(s->loop, fd, slot, c->gen, c->events) == M0_ERR) {
         m0_log_errno("epoll_ctl(ADD)");
@@ -560,10 +563,10 @@ int m0_conn_take(struct m0_server *s, int fd, int lfd, const void *addr)
 }
 
 /* lfd's index among s's listeners when it is one the loops share and may
- * hand connections of to each other (not the metrics or GRIP port), else -1. */
+ * hand connections of to each other (not a port answered in C), else -1. */
 static int shared_index(const struct m0_server *s, int lfd)
 {
-    if (s->hand_off == NULL || lfd == s->metrics_fd || lfd == s->grip_fd)
+    if (s->hand_off == NULL || lfd == s->metrics_fd || lfd == s->grip_fd || lfd == s->pub_fd)
         return -1;
     for (int i = 0; i < s->nlisten; i++) {
         if (s->listen_fds[i] == lfd)

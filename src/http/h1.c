@@ -56,6 +56,7 @@
 #include "m0/metrics.h"
 #include "m0/pool.h"
 #include "m0/proxy.h"
+#include "m0/pubsock.h"
 #include "m0/rt.h"
 #include "m0/runner.h"
 #include "m0/static.h"
@@ -398,12 +399,12 @@ static void set_client(struct m0_server *s, struct m0_job *job)
 
 /* Who answers a request (job->route). Everything but an application
  * route is answered in C, on the loop. */
-enum route { R_UNDECIDED, R_GRIP, R_METRICS, R_HEALTH, R_GRANT, R_APP, R_STATIC, R_UNMOUNTED };
+enum route { R_UNDECIDED, R_PUBLISH, R_GRIP, R_METRICS, R_HEALTH, R_GRANT, R_APP, R_STATIC, R_UNMOUNTED };
 
 /* The one decision of who answers c's request, made when its head is
  * complete and before any byte of its body is read; the Expect branch of
  * h1_parse and route() act on it alone. The order is the precedence: a
- * listener of its own (GRIP control, --metrics-bind) answers everything
+ * listener of its own (the publish socket, GRIP control, --metrics-bind) answers everything
  * sent to it; then the metrics path, the health path, the grant paths, the
  * mounts. The GRIP control port decides here too (its credential checked
  * once, before the body: m0_grip_control_verdict). */
@@ -413,7 +414,9 @@ static void decide(struct m0_server *s, struct m0_conn *c)
     const struct m0_req *r = &job->req;
     set_client(s, job);
     job->route_target = NULL;
-    if (job->grip_conn) {               /* grip_control.h: EPCP in C, never the app */
+    if (job->pub_conn) {                /* pubsock.h: the local publish socket, in C, never the app */
+        job->route = R_PUBLISH;         /* its parser's own limits refused a larger body already */
+    } else if (job->grip_conn) {        /* grip_control.h: EPCP in C, never the app */
         job->route = R_GRIP;
         job->route_verdict = (int16_t)m0_grip_control_verdict(s, c);
         if (job->route_verdict == 0)
@@ -432,11 +435,11 @@ static void decide(struct m0_server *s, struct m0_conn *c)
 }
 
 /* Does the answerer of the decided route read the request's body? Only an
- * application and an authenticated GRIP publish within its limit do; every
- * other answer in C is given from the head alone. */
+ * application, the publish socket and an authenticated GRIP publish within
+ * its limit do; every other answer in C is given from the head alone. */
 static int reads_body(const struct m0_job *job)
 {
-    return job->route == R_APP || (job->route == R_GRIP && job->route_verdict == 0);
+    return job->route == R_APP || job->route == R_PUBLISH || (job->route == R_GRIP && job->route_verdict == 0);
 }
 
 /* A complete request (or, with head_only, a head whose body is not read):
@@ -449,6 +452,10 @@ static void route(struct m0_server *s, struct m0_conn *c, int head_only)
         decide(s, c);
     job->mx_mount = -1;
     switch (job->route) {
+    case R_PUBLISH:
+        begin_request(s, c);
+        m0_pubsock_answer(s, c);
+        return;
     case R_GRIP:
         begin_request(s, c);
         m0_grip_control_answer(s, c, job->route_verdict);
@@ -683,10 +690,13 @@ static void check_request_timeout(struct m0_server *s, struct m0_conn *c)
 static void h1_complete(struct m0_server *s, struct m0_conn *c, const struct m0_completion *done)
 {
     struct m0_job *job = c->job;
-    if (job->grip_conn) {
-        /* An EPCP publish through the broker (grip_control.h): answered now. */
+    if (job->grip_conn || job->pub_conn) {
+        /* A publish through the broker (grip_control.h, pubsock.h): answered now. */
         if (done->kind == M0_CPL_DONE) {
-            m0_grip_control_complete(s, c);
+            if (job->pub_conn)
+                m0_pubsock_complete(s, c);
+            else
+                m0_grip_control_complete(s, c);
             if (c->state == M0_CONN_READ_HEAD && m0_buf_unread(&c->in) > 0)
                 h1_parse(s, c);   /* pipelined requests waited their turn */
         }
@@ -757,6 +767,7 @@ static void h1_resume(struct m0_server *s, struct m0_conn *c, const char *peer, 
     job->https = 0;
     job->metrics_conn = 0;              /* a GRIP hold is on the public listener */
     job->grip_conn = 0;
+    job->pub_conn = 0;
     c->flags &= ~(C_STREAMING | C_SENT_100 | C_LAZY_BODY | C_MORE | C_HEAD_TIMER);
     c->resp_flags = 0;
     if (m0_buf_unread(&c->in) == 0)

@@ -76,6 +76,7 @@ static const struct opt opts[] = {
     {"--broker-prefix", "M0_BROKER_PREFIX", T_STR, O(broker_prefix), 0, 0, "P", "key prefix in the broker (default m0:)"},
     {"--broker-retention", "M0_BROKER_RETENTION", T_LONG, O(broker_retention), 1, 10000000, "N", "events the broker keeps per channel for Last-Event-ID resume on any host (default 1000)"},
     {"--broker-backlog", "M0_BROKER_BACKLOG", T_LONG, O(broker_backlog), 100, 100000000, "N", "events the broker keeps in its all-channel log, how far a reconnecting worker catches up (default 100000)"},
+    {"--publish-socket", "M0_PUBLISH_SOCKET", T_STR0, O(publish_socket), 0, 0, "PATH", "with --realtime: the unix socket where local processes publish (m0serve publish, m0pub.publish outside a worker; POST /publish); default $XDG_RUNTIME_DIR/m0serve/publish.sock (docs/realtime.md); '' disables"},
     {"--health-path", "M0_HEALTH_PATH", T_STR0, O(health_path), 0, 0, "PATH", "path answered in C with worker health as JSON (default /health with --realtime; '' disables)"},
     {"--metrics-bind", "M0_METRICS_BIND", T_STR, O(metrics_bind), 0, 0, "ADDR", "HOST:PORT or unix:PATH of a listener that answers Prometheus scrapes (any path but --metrics-path gets 404; default: none)"},
     {"--metrics-path", "M0_METRICS_PATH", T_STR0, O(metrics_path), 0, 0, "PATH", "Prometheus metrics, summed over every worker, answered in C (default /metrics on --metrics-bind; on the main listener only for peers in --forwarded-allow-ips)"},
@@ -205,6 +206,7 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->metrics_listener = -1;
     cfg->grip_listener = -1;
     cfg->grip_max_body = 1024 * 1024;   /* Pushpin's publishes are an item of a few hundred KiB */
+    cfg->publish_listener = -1;
 }
 
 void m0_config_resolve(struct m0_config *cfg)
@@ -224,7 +226,8 @@ void m0_config_resolve(struct m0_config *cfg)
 void m0_config_usage(void)
 {
     printf("usage: m0serve [MODULE[:ATTR]] [--mount PREFIX=SPEC]... [--static PREFIX=DIR]... [options]\n"
-           "       m0serve publish CHANNEL DATA [--event NAME] [--broker URL]   (DATA '-': stdin)\n\n"
+           "       m0serve publish CHANNEL DATA [--event NAME] [--key KEY] [--broker URL | --publish-socket PATH]\n"
+           "                                    (DATA '-': stdin; without a broker: the server's publish socket)\n\n"
            "Serve WSGI (PEP 3333) and ASGI applications over HTTP/1.1 with prefork workers.\n"
            "A bare MODULE tries MODULE.asgi:application, MODULE.wsgi:application,\n"
            "MODULE:application, MODULE:app and MODULE.main:app, in that order (a\n"
@@ -722,6 +725,11 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
     }
     if (cfg->grip_key_file != NULL)
         cfg->realtime = 1;       /* GRIP holds are held streams */
+    if (cfg->publish_socket != NULL && cfg->publish_socket[0] != '\0' && cfg->publish_socket[0] != '/') {
+        snprintf(err, cap, "m0serve: error: --publish-socket: invalid value '%s' (an absolute path, or '' for none)",
+                 cfg->publish_socket);
+        return M0_ERR;
+    }
     struct m0_bind_parts parts;
     if (m0_config_bind_parts(cfg, &parts, err, cap) != M0_OK)
         return M0_ERR;

@@ -25,6 +25,8 @@
 #include "m0/listeners.h"
 #include "m0/log.h"
 #include "m0/metrics_text.h"
+#include "m0/privs.h"
+#include "m0/pubpath.h"
 
 void m0_listeners_of(const struct m0_listeners *ls, int idx, int i, int *out)
 {
@@ -289,4 +291,85 @@ int m0_grip_listen(struct m0_listeners *ls, struct m0_config *cfg)
         m0_info("GRIP control (EPCP POST /publish/) at %.*s", bare_len(where, "GRIP control"), where);
     }
     return rc;
+}
+
+int m0_publish_listen(struct m0_listeners *ls, struct m0_config *cfg)
+{
+    const char *given = cfg->publish_socket;
+    if (!cfg->realtime) {
+        if (given != NULL && given[0] != '\0')
+            m0_warn("--publish-socket %s is not used without --realtime (nothing to publish to)", given);
+        return M0_OK;
+    }
+    if (given != NULL && given[0] == '\0')
+        return M0_OK;                            /* '' : none */
+    char err[512], path[M0_PUBPATH_MAX];
+    struct m0_ident id;
+    if (m0_privs_resolve(cfg->user, cfg->group, &id, err, sizeof err) != M0_OK) {
+        fprintf(stderr, "%s\n", err);
+        return M0_EXIT_USAGE;
+    }
+    uid_t uid = id.set_uid ? id.uid : geteuid();
+    uid_t give_uid = id.set_uid ? id.uid : (uid_t)-1;
+    gid_t give_gid = id.set_gid ? id.gid : (gid_t)-1;
+    if (ls->n == M0_MAX_LISTENERS) {
+        m0_error("--publish-socket: more than %d listening sockets", M0_MAX_LISTENERS);
+        return M0_EXIT_USAGE;
+    }
+    if (given == NULL) {
+        /* The default: found by publishers of the same user with no
+         * configuration; one server per user has it (a second is told). */
+        if (m0_pubpath_default(path, sizeof path, uid, uid == geteuid()) != M0_OK) {
+            m0_warn("no publish socket: the default path is too long for a unix socket (give --publish-socket PATH)");
+            return M0_OK;
+        }
+        if (m0_pubpath_dir_ok(path, uid, give_gid, 1, err, sizeof err) != M0_OK) {
+            m0_warn("no publish socket: %s (give --publish-socket PATH)", err);
+            return M0_OK;
+        }
+    } else {
+        snprintf(path, sizeof path, "%s", given);
+    }
+    int lock_fd, busy;
+    int fd = m0_pubpath_listen(path, 64, give_uid, give_gid, &lock_fd, &busy, err, sizeof err);
+    if (fd == -1 && given == NULL) {
+        m0_info("no publish socket for this server: %s (give --publish-socket PATH)", err);
+        return M0_OK;
+    }
+    if (fd == -1) {
+        m0_error("--publish-socket: %s", err);
+        return M0_EXIT_FAIL;
+    }
+    struct m0_listener *l = &ls->l[ls->n];
+    memset(l, 0, sizeof *l);
+    l->fds = calloc(1, sizeof *l->fds);
+    l->unix_path = strdup(path);
+    if (l->fds == NULL || l->unix_path == NULL) {
+        m0_error("out of memory for the listeners");
+        return M0_EXIT_FAIL;
+    }
+    l->fds[0] = fd;
+    l->lock_fd = lock_fd;
+    snprintf(l->where, sizeof l->where, "unix:%s (publish)", path);
+    cfg->publish_listener = ls->n++;
+    setenv("M0_PUBLISH_SOCKET", path, 1);
+    m0_info("publish socket (POST /publish; m0serve publish, m0pub.publish) at unix:%s", path);
+    return M0_OK;
+}
+
+void m0_publish_unlisten(struct m0_listeners *ls, const struct m0_config *cfg)
+{
+    int k = cfg->publish_listener;
+    if (k < 0 || k >= ls->n || ls->l[k].unix_path == NULL)
+        return;
+    struct m0_listener *l = &ls->l[k];
+    if (unlink(l->unix_path) == -1 && errno != ENOENT)
+        m0_log_errno("cannot remove unix:%s", l->unix_path);
+    free(l->unix_path);
+    l->unix_path = NULL;                         /* m0_listeners_close: nothing left to unlink */
+    if (l->fds[0] != -1)
+        close(l->fds[0]);
+    l->fds[0] = -1;
+    close(l->lock_fd);                           /* the claim: a new server may take the path */
+    l->lock_fd = -1;
 }

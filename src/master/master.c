@@ -252,6 +252,7 @@ static void begin_stop(struct m0_master *m, int code, int graceful)
     if (!m->stopping) {
         m->stopping = 1;
         m->reloading = 0;
+        m0_publish_unlisten(&m->ls, m->cfg);    /* publishers are told at once: no server here */
         m->exit_code = code;
         m->kill_at = m0_clock_ms() + (uint64_t)(m->cfg->graceful_timeout * 1000) + 1000;
         m0_info("shutting down: %s", graceful ? "draining workers" : "stopping workers now");
@@ -747,6 +748,8 @@ int m0_master_run(struct m0_config *cfg)
         rc = m0_metrics_listen(&m->ls, cfg);
     if (rc == M0_OK)
         rc = m0_grip_listen(&m->ls, cfg);
+    if (rc == M0_OK)
+        rc = m0_publish_listen(&m->ls, cfg);
     if (rc != M0_OK)
         return rc;
     m0_metrics_create(cfg);      /* before the first fork; without it: no metrics, logged */

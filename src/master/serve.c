@@ -38,6 +38,7 @@
 #include "m0/h1.h"
 #include "m0/handoff.h"
 #include "m0/grip_control.h"
+#include "m0/pubsock.h"
 #include "m0/grip_hold.h"
 #include "m0/hold.h"
 #include "m0/job.h"
@@ -493,6 +494,7 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
     m0_loop_add_hook(s->loop, serve_hook, v);
     m0_metrics_attach(s);
     m0_grip_control_attach(s);
+    m0_pubsock_attach(s);
     s->next_sweep = m0_loop_now(s->loop) + SWEEP_MS;
     s->env = (struct m0_runner_env){.loop = s->loop, .jobs = s->jobs, .njobs = s->nconns, .draining = &s->draining,
                                     .newest_id = m0_rt_newest, .newest_ctx = s->rt};

@@ -60,10 +60,32 @@ void m0_broker_batch_add(struct m0_broker_batch *b, const char *channel, size_t 
     b->nitems++;
 }
 
+struct m0_broker_batch *m0_broker_batch_event(uint32_t slot, uint32_t gen, const char *channel, size_t clen,
+                                              const char *data, size_t dlen, const char *event, const char *key,
+                                              size_t klen)
+{
+    struct m0_broker_batch *b = m0_broker_batch_new(slot, gen, 1);
+    m0_broker_batch_add(b, channel, clen, data, dlen);
+    b->is_event = 1;
+    if (event != NULL) {
+        b->has_event_name = 1;
+        m0_buf_puts(&b->event_name, event);
+        m0_buf_append(&b->event_name, "", 1);
+    }
+    if (key != NULL) {
+        b->has_key = 1;
+        m0_buf_append(&b->key, key, klen);
+        m0_buf_append(&b->key, "", 1);
+    }
+    return b;
+}
+
 void m0_broker_batch_free(struct m0_broker_batch *b)
 {
     if (b == NULL)
         return;
+    m0_buf_free(&b->event_name);
+    m0_buf_free(&b->key);
     for (unsigned i = 0; i < b->nitems; i++) {
         m0_buf_free(&b->channel[i]);
         m0_buf_free(&b->frame[i]);
@@ -80,13 +102,22 @@ static void publish(struct m0_broker_batch *b)
     b->rc = M0_OK;
     for (unsigned i = 0; i < b->nitems; i++) {
         uint64_t id;
-        int rc = m0_broker_publish_frame(b->channel[i].data, b->channel[i].len, b->frame[i].data, b->frame[i].len,
+        int rc;
+        if (b->is_event)
+            rc = m0_broker_publish(b->channel[i].data, b->channel[i].len,
+                                   b->has_event_name ? b->event_name.data : NULL,
+                                   b->frame[i].data ? b->frame[i].data : "", b->frame[i].len,
+                                   b->has_key ? b->key.data : NULL, b->has_key ? b->key.len - 1 : 0, &id, b->err,
+                                   sizeof b->err);
+        else
+            rc = m0_broker_publish_frame(b->channel[i].data, b->channel[i].len, b->frame[i].data, b->frame[i].len,
                                          &id, b->err, sizeof b->err);
         if (rc != M0_OK) {
             b->rc = rc;
             return;
         }
         b->published++;
+        b->id = id;
     }
 }
 
@@ -135,7 +166,7 @@ struct m0_broker_grip *m0_broker_grip_new(struct m0_loop *l, uint32_t nslots)
     pthread_cond_init(&g->cond, NULL);
     int rc = pthread_create(&g->th, NULL, thread_main, g);
     if (rc != 0) {
-        m0_error("GRIP control: cannot start the broker publisher thread: %s", strerror(rc));
+        m0_error("cannot start the broker publisher thread (GRIP control, publish socket): %s", strerror(rc));
         pthread_cond_destroy(&g->cond);
         pthread_mutex_destroy(&g->lock);
         free(g->done);

@@ -11,6 +11,8 @@ broker tests, stopped at teardown.
 The binary is $M0SERVE, default <repo>/m0serve.
 """
 
+import atexit
+import os
 import shutil
 import tempfile
 
@@ -18,6 +20,15 @@ import pytest
 
 from redisproc import Redis
 from serverproc import Server
+
+
+# m0pub.publish and `m0serve publish` run by the tests outside a server look
+# for a server's publish socket under XDG_RUNTIME_DIR: an empty directory of
+# this run's (the servers make theirs elsewhere: serverproc.base_env), so a
+# server on the host, or one a test left running, is never found by chance.
+os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="m0xdg.")
+atexit.register(shutil.rmtree, os.environ["XDG_RUNTIME_DIR"], True)
+os.environ.pop("M0_PUBLISH_SOCKET", None)
 
 
 class _Pool:

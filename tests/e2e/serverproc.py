@@ -11,12 +11,15 @@ gets VIRTUAL_ENV pointing at it, so the embedded interpreter imports the
 venv's Django and Flask; outside one, VIRTUAL_ENV is removed.
 """
 
+import atexit
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -90,14 +93,25 @@ def free_port():
         return s.getsockname()[1]
 
 
+# A --realtime server makes its publish socket at the default path under
+# XDG_RUNTIME_DIR (docs/realtime.md): the servers of this run make theirs in
+# a directory of the run's own, never the machine's, and the suite's own
+# process (conftest.py) looks in another, empty one -- so "publish outside
+# a server" means the same whatever else runs on the host.
+SERVER_RUNTIME_DIR = tempfile.mkdtemp(prefix="m0srv.")
+atexit.register(shutil.rmtree, SERVER_RUNTIME_DIR, True)
+
+
 def base_env():
     """The environment every server starts from: ours, with VIRTUAL_ENV set
-    to the virtualenv this interpreter runs in (removed when it runs in none)."""
+    to the virtualenv this interpreter runs in (removed when it runs in none)
+    and XDG_RUNTIME_DIR the run's server directory (SERVER_RUNTIME_DIR)."""
     env = dict(os.environ)
     if sys.prefix != sys.base_prefix:
         env["VIRTUAL_ENV"] = sys.prefix
     else:
         env.pop("VIRTUAL_ENV", None)
+    env["XDG_RUNTIME_DIR"] = SERVER_RUNTIME_DIR
     return env
 
 

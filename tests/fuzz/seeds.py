@@ -309,12 +309,32 @@ def epcp_seeds():
     }
 
 
+# Publish socket bodies and answers (fuzz_pubreq.c): what m0pub and
+# `m0serve publish` send, and what the server answers.
+def pubreq_seeds():
+    return {
+        "publish": b'{"channel":"news","data":"hello"}',
+        "publish-all": b'{"channel": "orders", "data": "a\\nb\\u0000c\\u00e9", "event": "msg", "key": "k-42"}',
+        "nulls": b'{"channel":"c","data":"","event":null,"key":null}',
+        "id": b'{"channel":"c","data":"d","id":7}',
+        "unknown": b'{"channel":"c","data":"d","evnt":"x"}',
+        "dup": b'{"channel":"a","channel":"b","data":"d"}',
+        "reserved": b'{"channel":"m0.x","data":"d"}',
+        "event-lf": b'{"channel":"c","data":"d","event":"a\\nb"}',
+        "answer-200": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\n"
+                      b'{"id": 417}\n',
+        "answer-400": b"HTTP/1.1 400 Bad Request\r\nContent-Length: 17\r\n\r\nchannel: required",
+        "answer-503": b"HTTP/1.1 503 Service Unavailable\r\n\r\nDraining",
+    }
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: seeds.py OUTDIR")
     for driver, seeds in (("http", http_seeds()), ("bus", bus_seeds()), ("sse", sse_seeds()),
                           ("registry", registry_seeds()), ("broker", broker_seeds()), ("grip", grip_seeds()),
-                          ("epcp", epcp_seeds()), ("jwt", jwt_seeds())):
+                          ("epcp", epcp_seeds()), ("jwt", jwt_seeds()),
+                          ("pubreq", pubreq_seeds())):
         d = os.path.join(sys.argv[1], driver)
         os.makedirs(d, exist_ok=True)
         for i, (name, data) in enumerate(sorted(seeds.items())):
