@@ -97,7 +97,7 @@ static const struct opt opts[] = {
     {"--grip-key-file", "M0_GRIP_KEY_FILE", T_STR, O(grip_key_file), 0, 0, "FILE", "GRIP: the shared key (the file's first line; not readable by other users); Grip-* instructions are honoured, requests carry Grip-Sig; implies --realtime"},
     {"--grip-control", "M0_GRIP_CONTROL", T_STR, O(grip_control), 0, 0, "ADDR", "GRIP: HOST:PORT or unix:PATH answering EPCP POST /publish/ (Bearer key or JWT); needs --grip-key-file"},
     {"--grant-key-file", "M0_GRANT_KEY_FILE", T_STR, O(grant_key_file), 0, 0, "FILE", "signed stream grants: HMAC keys, one 'KID SECRET' a line, mode 600 (checked at start; exit 78 when refused)"},
-    {"--grant-path", "M0_GRANT_PATH", T_PREFIX, O(grant_path), 0, 0, "PREFIX", "signed stream grants: PREFIX/sse and PREFIX/ws hold a grant's channels, no Python call"},
+    {"--grant-path", "M0_GRANT_PATH", T_PREFIX, O(grant_path), 0, 0, "PREFIX", "signed stream grants: PREFIX/sse and PREFIX/ws hold a grant's channels, no Python call; needs --grant-key-file; implies --realtime"},
     {"--grant-cookie", "M0_GRANT_COOKIE", T_STR, O(grant_cookie), 0, 0, "NAME", "signed stream grants: the token may also come in cookie NAME"},
     {"--grant-cors-origin", "M0_GRANT_CORS_ORIGINS", T_ORIGIN, O(grant_cors_origins), 0, 0, "ORIGIN", "signed stream grants: an origin (https://host[:port]) that may subscribe with credentials; repeatable; M0_GRANT_CORS_ORIGINS lists several, comma-separated"},
     {"--grant-inbound", "M0_GRANT_INBOUND", T_STR, O(grant_inbound), 0, 0, "PATH", "signed stream grants: POST a granted socket's messages to PATH (default: close 1008)"},
@@ -718,8 +718,10 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
         snprintf(err, cap, "m0serve: error: --grip-control: needs --grip-key-file (publishes are authenticated with the key)");
         return M0_ERR;
     }
-    if (cfg->grip_key_file != NULL)
-        cfg->realtime = 1;       /* GRIP holds are held streams */
+    /* GRIP holds and grants are held streams: either flag implies
+     * --realtime, as the realtime flags a user would not think to add. */
+    if (cfg->grip_key_file != NULL || cfg->grant_path != NULL)
+        cfg->realtime = 1;
     struct m0_bind_parts parts;
     if (m0_config_bind_parts(cfg, &parts, err, cap) != M0_OK)
         return M0_ERR;

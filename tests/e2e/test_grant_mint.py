@@ -231,7 +231,7 @@ def test_grant_url_and_the_framework_helpers(key_file, monkeypatch):
 
 def test_bad_grant_flags_are_one_line():
     base = ["grant_app:application", "--app-dir", str(APPS_DIR), "--bind", "127.0.0.1:0"]
-    for args, want in ((["--grant-path", "/rt"], "m0serve: error: --grant-path: needs --realtime"),
+    for args, want in ((["--grant-path", "/rt"], "m0serve: error: --grant-path: needs --grant-key-file"),
                        (["--realtime", "--grant-path", "/rt"], "m0serve: error: --grant-path: needs --grant-key-file"),
                        (["--grant-cookie", "g"], "m0serve: error: --grant-cookie: needs --grant-path"),
                        (["--grant-cors-origin", "*"], "m0serve: error: --grant-cors-origin: invalid value '*'"),
@@ -260,3 +260,21 @@ def test_workers_mint_with_the_servers_key_file_and_no_token_is_logged(start_ser
     assert line, server.stdout.text()
     assert "/anything?a=1&token=REDACTED&b=2 HTTP/1.1" in line.group(0)
     assert tok not in server.stdout.text() and tok.split(".")[2] not in server.stdout.text()
+
+
+def test_grant_path_implies_realtime_as_grip_key_file_does(start_server, key_file):
+    """One rule for the flags that need held streams (issue 27 item 20):
+    --grip-key-file implies --realtime, and so does --grant-path; a server
+    started without --realtime holds a grant's stream."""
+    server = start_server("grant_app:application", "--grant-key-file", str(key_file), "--grant-path", "/rt")
+    assert "realtime=on" in server.banner, server.banner
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn.request("GET", "/url")
+    url = conn.getresponse().read().decode()
+    assert url.startswith("/rt/sse?token="), url
+    conn.close()
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn.request("GET", url)
+    resp = conn.getresponse()
+    assert resp.status == 200 and resp.getheader("Content-Type").startswith("text/event-stream")
+    conn.close()
