@@ -124,7 +124,8 @@ static const struct opt *find_opt(const char *name, size_t n)
     return NULL;
 }
 
-/* "unrecognized option 'X'" plus the nearest flag or a gunicorn hint. */
+/* "unrecognized option 'X'" plus what a gunicorn/uvicorn/Granian flag is
+ * here, or the nearest flag (cli_hint.h). */
 static void unknown_flag(const char *a, size_t n, char *err, size_t cap)
 {
     const char *known[M0_ARRAY_LEN(opts) + 2];
@@ -132,8 +133,8 @@ static void unknown_flag(const char *a, size_t n, char *err, size_t cap)
         known[k] = opts[k].flag;
     known[M0_ARRAY_LEN(opts)] = "--help";
     known[M0_ARRAY_LEN(opts) + 1] = "--version";
-    const char *hint = m0_cli_gunicorn_hint(a, n);
-    const char *near = hint == NULL && n > 2 && a[1] == '-' ? m0_cli_nearest(a, n, known, M0_ARRAY_LEN(known)) : NULL;
+    const char *hint, *near;
+    m0_cli_explain(a, n, known, M0_ARRAY_LEN(known), &hint, &near);
     if (hint != NULL)
         snprintf(err, cap, "m0serve: error: unrecognized option '%.*s'; %s", (int)n, a, hint);
     else if (near != NULL)

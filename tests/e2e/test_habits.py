@@ -82,6 +82,35 @@ def test_gunicorn_timeout_flag_is_explained_not_mapped():
     assert "--request-timeout" in lines[0]
 
 
+def test_other_servers_flags_get_what_m0serve_does_instead():
+    """Flags uvicorn, Granian and gunicorn users type by habit get one line
+    on what m0serve does instead, and a near spelling is offered only when
+    it is a near meaning (issue 27 item 17: --proxy-headers was offered
+    --max-headers, --preload --reload, --root-path --grant-path)."""
+    cases = {
+        "--proxy-headers": "from the peers in --forwarded-allow-ips",
+        "--preload": "nothing to preload",
+        "--root-path": "--mount PREFIX=MODULE:ATTR",
+        "--timeout-graceful-shutdown": "did you mean '--graceful-timeout'?",
+        "--uds": "did you mean '--bind unix:PATH'?",
+        "--fd": "LISTEN_FDS",
+        "--statsd-host": "--metrics-bind",
+        "--ssl-keyfile": "not supported yet: terminate TLS in nginx",
+        "--ssl-certfile": "not supported yet: terminate TLS in nginx",
+        "--certfile": "not supported yet: terminate TLS in nginx",
+        "--limit-max-requests": "did you mean '--max-requests'?",
+        "--access-log-fmt": "did you mean '--access-log-format'?",
+    }
+    for flag, want in cases.items():
+        status, stderr = run_to_exit(["conformance:application", flag, "x"])
+        lines = stderr.strip().splitlines()
+        assert status == 2 and len(lines) == 1, (flag, status, stderr)
+        assert lines[0].startswith("m0serve: error: unrecognized option '%s'; " % flag), lines[0]
+        assert want in lines[0], lines[0]
+        for wrong in ("'--max-headers'", "'--reload'", "'--grant-path'"):
+            assert wrong not in lines[0], lines[0]
+
+
 # ------------------------------------------------------------ item 16
 
 def test_a_module_not_on_sys_path_says_so_with_the_directories(tmp_path):
