@@ -78,7 +78,7 @@ static const struct opt opts[] = {
     {"--broker-backlog", "M0_BROKER_BACKLOG", T_LONG, O(broker_backlog), 100, 100000000, "N", "events the broker keeps in its all-channel log, how far a reconnecting worker catches up (default 100000)"},
     {"--health-path", "M0_HEALTH_PATH", T_STR0, O(health_path), 0, 0, "PATH", "path answered in C with worker health as JSON (default /health with --realtime; '' disables)"},
     {"--metrics-bind", "M0_METRICS_BIND", T_STR, O(metrics_bind), 0, 0, "ADDR", "HOST:PORT or unix:PATH of a listener that answers Prometheus scrapes (any path but --metrics-path gets 404; default: none)"},
-    {"--metrics-path", "M0_METRICS_PATH", T_STR0, O(metrics_path), 0, 0, "PATH", "Prometheus metrics, summed over every worker, answered in C (default /metrics on --metrics-bind; on the main listener only for peers in --forwarded-allow-ips)"},
+    {"--metrics-path", "M0_METRICS_PATH", T_STR0, O(metrics_path), 0, 0, "PATH", "Prometheus metrics, summed over every worker, answered in C (default /metrics on --metrics-bind; on the main listener only for peers in --forwarded-allow-ips: a proxy is one, so it must refuse the path itself)"},
     {"--mount", "M0_MOUNTS", T_MOUNT, M0_MOUNT_APP, 0, 0, "PREFIX=SPEC", "serve the application SPEC (MODULE[:ATTR]) under PREFIX; repeatable; the positional MODULE is PREFIX /; M0_MOUNTS lists several, comma-separated"},
     {"--static", "M0_STATIC", T_MOUNT, M0_MOUNT_STATIC, 0, 0, "PREFIX=DIR", "serve the files of DIR under PREFIX from the event loop (sendfile, no Python); repeatable; M0_STATIC lists several, comma-separated"},
     {"--static-max-age", "M0_STATIC_MAX_AGE", T_LONG, O(static_max_age), 0, 315360000, "S", "static files: Cache-Control: public, max-age=S (default: no Cache-Control)"},

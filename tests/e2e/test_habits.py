@@ -170,6 +170,19 @@ def test_help_readme_and_discovery_list_the_same_lookups(tmp_path):
     assert lookups_of(stderr.split("tried: ", 1)[1].splitlines()[0]) == help_lookups
 
 
+def test_every_flag_of_help_is_in_the_readme_flag_table():
+    """The README's flag table is where a user looks a flag up: each flag
+    --help lists has a row (or is named in one), --metrics-bind and
+    --metrics-path included (issue 27 item 20)."""
+    usage = subprocess.run([BINARY, "--help"], capture_output=True, text=True, timeout=10).stdout
+    flags = re.findall(r"^  (?:-\w, )?(--[a-z0-9-]+)", usage.split("options:", 1)[1], re.M)
+    assert "--metrics-bind" in flags and "--workers" in flags, flags
+    readme = (REPO / "README.md").read_text()
+    table = "\n".join(line for line in readme.splitlines() if line.startswith("| `"))
+    missing = [f for f in flags if f not in ("--help", "--version")
+               and not re.search(re.escape(f) + r"(?![\w-])", table)]
+    assert missing == [], missing
+
 def test_banner_of_an_asgi_only_server_has_no_pool(start_server):
     server = start_server("asgi_only:app", workers=None)
     assert "blocking-threads" not in server.banner and "elastic" not in server.banner
