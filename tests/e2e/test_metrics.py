@@ -29,7 +29,7 @@ import urllib.request
 import pytest
 
 from rawhttp import get_to_close
-from serverproc import kill_group, spawn
+from serverproc import REPO, kill_group, spawn
 from sse import SSEStream
 
 APP = "metrics_app"
@@ -222,6 +222,45 @@ def test_prometheus_reads_the_sum_over_two_workers(start_server, tmp_path):
     finally:
         for st in streams:
             st.close()
+        prom.stop()
+
+
+def documented_query(marker):
+    """The PromQL line of docs/deploy.md's example block that contains marker."""
+    text = (REPO / "docs" / "deploy.md").read_text()
+    block = text.split("```promql\n", 1)[1].split("```", 1)[0]
+    (line,) = [l for l in block.splitlines() if marker in l and not l.startswith("#")]
+    return line
+
+
+def test_documented_5xx_share_is_0_before_the_first_5xx(start_server, tmp_path):
+    """The 5xx share query of docs/deploy.md, run by Prometheus: 0 while
+    every answer was a success (a series m0serve_requests_total{status="5xx"}
+    does not exist yet, and a bare ratio of it is an empty result, which a
+    dashboard shows as "no data" and an alert never fires on), then the share."""
+    need("prometheus")
+    query = documented_query('status="5xx"')
+    server = start_server(APP, "--metrics-bind", "127.0.0.1:0", workers=1)
+    port = metrics_port(server)
+    for _ in range(5):
+        get_pid(server.port)
+    prom = Prometheus(tmp_path, "127.0.0.1:%d" % port)
+    try:
+        prom.wait_value('up{job="m0serve"}', 1.0)
+        # rate() needs two scrapes that saw requests
+        wait_until(lambda: prom.query('sum(rate(m0serve_requests_total[5m])) > 0'), "a request rate")
+        assert prom.query(query) == [0.0], query
+        # A series is born at its first value, so rate() sees an increase
+        # only from the second scrape of it on: fail, let it be scraped, fail.
+        for _ in range(5):
+            assert http_get(server.port, "/fail")[0] == 500
+        wait_until(lambda: prom.query('m0serve_requests_total{status="5xx"}'), "the 5xx series")
+        for _ in range(5):
+            assert http_get(server.port, "/fail")[0] == 500
+        wait_until(lambda: (prom.query(query) or [0.0])[0] > 0, "a 5xx share above 0")
+        share = prom.query(query)
+        assert len(share) == 1 and 0 < share[0] < 1, share
+    finally:
         prom.stop()
 
 
