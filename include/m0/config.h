@@ -31,8 +31,10 @@ struct m0_mount {
 #define M0_MAX_MOUNTS 32
 
 /* The separator of the M0_MOUNTS and M0_STATIC lists
- * ("/flask=flaskapp:app,/api=api.main:app"): a module spec never holds a
- * comma; a directory whose path does must be given with --static. */
+ * ("/flask=flaskapp:app,/api=api.main:app"): a module spec holds a comma
+ * only inside a factory call's parentheses ("api:make('a', 1)"), which
+ * M0_MOUNTS skips; a directory whose path has one must be given with
+ * --static. */
 #define M0_MOUNT_LIST_SEP ','
 
 /* --grant-cors-origin may repeat this often (M0_GRANT_CORS_ORIGINS lists
@@ -54,6 +56,7 @@ struct m0_config {
     double request_timeout;     /* seconds; 0 = off */
     const char *app_dir;        /* put first on sys.path; default "." */
     enum m0_protocol protocol;
+    int factory;                /* --factory: MODULE:ATTR names an application factory, called with no arguments */
     const char *asgi_loop;      /* --loop: auto | asyncio | uvloop */
     const char *lifespan;       /* --lifespan: auto | on | off */
     double lifespan_timeout;    /* seconds lifespan startup may take; 0 = no limit */

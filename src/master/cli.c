@@ -53,6 +53,7 @@ static const struct opt opts[] = {
     {"--request-timeout", "M0_REQUEST_TIMEOUT", T_SECONDS, O(request_timeout), 0, 0, "S", "503 for a request still queued after S seconds; log views running longer (default 0: off)"},
     {"--app-dir", "M0_APP_DIR", T_STR, O(app_dir), 0, 0, "DIR", "directory put first on sys.path (default .)"},
     {"--protocol", "M0_PROTOCOL", T_PROTOCOL, O(protocol), 0, 0, "P", "auto|wsgi|asgi (default auto: detect from the callable)"},
+    {"--factory", "M0_FACTORY", T_BOOL, O(factory), 0, 0, NULL, "MODULE:ATTR is an application factory: call ATTR with no arguments, serve what it returns (uvicorn's --factory; MODULE:ATTR() or MODULE:ATTR('x', n=1) calls one with literal arguments, as gunicorn)"},
     {"--loop", "M0_LOOP", T_CHOICE, O(asgi_loop), 0, 0, "auto|asyncio|uvloop", "ASGI: the asyncio event loop of the executor (default auto: uvloop when importable)"},
     {"--lifespan", "M0_LIFESPAN", T_CHOICE, O(lifespan), 0, 0, "auto|on|off", "ASGI lifespan protocol (default auto: used when the app speaks it)"},
     {"--lifespan-timeout", "M0_LIFESPAN_TIMEOUT", T_SECONDS, O(lifespan_timeout), 0, 0, "S", "ASGI: a lifespan startup not complete after S seconds fails the boot (default 60; 0: wait forever)"},
@@ -366,6 +367,34 @@ static int add_mount(struct m0_config *cfg, enum m0_mount_kind kind, const char 
     return M0_OK;
 }
 
+/* The end of the list item at p: the next separator, or NULL. In an
+ * application list a separator inside a factory call's parentheses or
+ * quotes ("/a=api:make('x,y', n=1),/b=b") belongs to the item. */
+static const char *list_item_end(const char *p, enum m0_mount_kind kind)
+{
+    if (kind != M0_MOUNT_APP)
+        return strchr(p, M0_MOUNT_LIST_SEP);
+    int depth = 0;
+    char quote = 0;
+    for (; *p; p++) {
+        if (quote != 0) {
+            if (*p == '\\' && p[1] != '\0')
+                p++;
+            else if (*p == quote)
+                quote = 0;
+        } else if (*p == '\'' || *p == '"') {
+            quote = *p;
+        } else if (*p == '(' || *p == '[' || *p == '{') {
+            depth++;
+        } else if ((*p == ')' || *p == ']' || *p == '}') && depth > 0) {
+            depth--;
+        } else if (*p == M0_MOUNT_LIST_SEP && depth == 0) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
 /* --mount/--static (one item) or M0_MOUNTS/M0_STATIC (a list). The first
  * item of a kind on the command line drops that kind's environment items. */
 static int apply_mounts(struct m0_config *cfg, enum m0_mount_kind kind, const char *val, int from_env,
@@ -382,7 +411,7 @@ static int apply_mounts(struct m0_config *cfg, enum m0_mount_kind kind, const ch
     }
     const char *p = val;
     for (;;) {
-        const char *end = strchr(p, M0_MOUNT_LIST_SEP);
+        const char *end = list_item_end(p, kind);
         size_t n = end ? (size_t)(end - p) : strlen(p);
         while (n > 0 && isspace((unsigned char)*p)) {
             p++;

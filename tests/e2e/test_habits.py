@@ -211,3 +211,75 @@ def test_readme_realtime_snippet_defines_every_name_it_uses():
     for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
         if "user_" in ast.unparse(fn):
             assert "login_required" in [ast.unparse(d) for d in fn.decorator_list], fn.name
+
+
+# ---------------------------------------------------- application factories
+
+def get_json(server, path="/"):
+    response = request(server.port, "GET", path)
+    assert response.status == 200, (response.status, response.body)
+    return json.loads(response.body)
+
+
+def test_gunicorn_factory_spec_calls_it_with_literal_arguments(start_server):
+    """gunicorn's MODULE:ATTR(...) (issue 27 item 16): was 'module has no
+    attribute "create_app()"'."""
+    server = start_server("factories:create_app()")
+    seen = get_json(server)
+    assert (seen["name"], seen["n"], seen["extra"], seen["built"]) == ("default", 1, None, 1), seen
+    server = start_server("factories:create_app('prod', n=2, extra={'k': [1, (2, 3)], 'on': True})", workers=2)
+    seen = get_json(server)
+    assert (seen["name"], seen["n"], seen["extra"]) == ("prod", 2, {"k": [1, [2, 3]], "on": True}), seen
+    assert seen["built"] == 1                 # once per worker, not per request
+    assert "mounts=/=factories:create_app('prod', n=2" in server.banner
+    server = start_server("factories:settings.build()")
+    assert get_json(server)["name"] == "from settings"
+
+
+def test_uvicorn_factory_flag_calls_attr_with_no_arguments(start_server):
+    """uvicorn's and Granian's --factory (M0_FACTORY): ATTR() is served, its
+    protocol detected from what it returned (here Starlette: ASGI)."""
+    server = start_server("factories:make_asgi", "--factory")
+    seen = get_json(server)
+    assert seen["asgi"] is True
+    assert "asgi" in server.stderr.wait_for(re.compile(r"worker booted.*"), 10).group(0)
+    server = start_server("factories:create_app", env={"M0_FACTORY": "1"})
+    assert get_json(server)["name"] == "default"
+
+
+def test_factories_in_mounts(start_server):
+    """--mount PREFIX=SPEC takes a factory too, and M0_MOUNTS keeps a comma
+    inside a call's parentheses or quotes within its item."""
+    server = start_server("conformance:application", "--mount", "/api=factories:make_asgi()",
+                          "--mount", "/f=factories:create_app('mounted', n=5)")
+    assert get_json(server, "/api/")["root_path"] == "/api"
+    assert get_json(server, "/f/")["name"] == "mounted"
+    server = start_server("conformance:application",
+                          env={"M0_MOUNTS": "/a=factories:create_app('x,y', n=3), /b=factories:make_asgi()"})
+    seen = get_json(server, "/a/")
+    assert (seen["name"], seen["n"]) == ("x,y", 3), seen
+    assert get_json(server, "/b/")["asgi"] is True
+
+
+def test_a_bad_factory_spec_is_one_clear_line():
+    cases = [
+        ("factories:create_app(os.getcwd())", "the arguments of create_app() must be literals"),
+        ("factories:create_app(*['a'])", "the arguments of create_app() must be literals"),
+        ("factories:create_app(", "is not an attribute name or a call"),
+        ("factories:create_app()()", "is not an attribute name or a call"),
+        ("factories:create_app(nope=1)", "create_app() got an unexpected keyword argument 'nope'"),
+        ("factories:missing()", "module 'factories' has no attribute 'missing'"),
+        ("factories:returns_none()", "returned None, which is not an application"),
+        ("factories:handler", "factories:handler takes no arguments, so it is no application: if it is an "
+                              "application factory, call it: 'factories:handler()' (or --factory)"),
+    ]
+    for spec, want in cases:
+        status, stderr = run_to_exit([spec, "--bind", "127.0.0.1:0", "--app-dir", str(REPO / "tests" / "apps")])
+        assert status == 1, (spec, status, stderr)
+        line = next((l for l in stderr.splitlines() if "cannot load the application" in l), stderr)
+        assert want in line, (spec, line)
+        assert "Traceback" not in stderr, (spec, stderr)
+    # An error inside the factory is the application's: its traceback.
+    status, stderr = run_to_exit(["factories:broken()", "--bind", "127.0.0.1:0",
+                                  "--app-dir", str(REPO / "tests" / "apps")])
+    assert status == 1 and "Traceback" in stderr and "the factory failed on purpose" in stderr, stderr

@@ -229,6 +229,14 @@ static void test_mount_lists_in_the_environment(void **state)
     setenv("M0_MOUNTS", "/ok=a,bad", 1);
     assert_int_equal(parse(&cfg, err, 2, argv), M0_ERR);
     assert_non_null(strstr(err, "M0_MOUNTS"));
+    /* A factory call's commas (in its parentheses, brackets or quotes)
+     * stay in its item (issue 27 item 16). */
+    setenv("M0_MOUNTS", "/a=api:make('x,y', n=(1, 2)),/b=b:f(\"q\\\",)\", [3, 4]), /c=c:app", 1);
+    assert_int_equal(parse(&cfg, err, 2, argv), M0_OK);
+    assert_int_equal(cfg.nmounts, 5);
+    assert_string_equal(cfg.mounts[1].spec, "api:make('x,y', n=(1, 2))");
+    assert_string_equal(cfg.mounts[2].spec, "b:f(\"q\\\",)\", [3, 4])");
+    assert_string_equal(cfg.mounts[3].spec, "c:app");
     unsetenv("M0_MOUNTS");
     unsetenv("M0_STATIC");
 }
