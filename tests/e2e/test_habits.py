@@ -283,3 +283,52 @@ def test_a_bad_factory_spec_is_one_clear_line():
     status, stderr = run_to_exit(["factories:broken()", "--bind", "127.0.0.1:0",
                                   "--app-dir", str(REPO / "tests" / "apps")])
     assert status == 1 and "Traceback" in stderr and "the factory failed on purpose" in stderr, stderr
+
+
+# ------------------------------------------- a virtualenv of another Python
+
+PYENV_PYTHON = "/root/.pyenv/versions/3.11.7/bin/python3"
+
+
+def test_a_virtualenv_of_the_same_version_from_another_python_exits_78(tmp_path):
+    """A venv of the embedded version made from another build of it (pyenv's
+    3.11 beside Debian's) passed the version check and every worker died on
+    its first compiled module ("No module named '_socket'"): its home leads
+    CPython to that build's standard library. One line, exit 78, as for a
+    venv of another version (issue 27 item 18)."""
+    import os
+    import pytest
+    if not os.access(PYENV_PYTHON, os.X_OK):
+        pytest.skip("%s is not installed" % PYENV_PYTHON)
+    built_for = subprocess.run([BINARY, "--version"], capture_output=True, text=True, timeout=10).stdout
+    embedded = os.path.realpath(built_for.rsplit("built for ", 1)[1].rstrip(")\n"))
+    theirs = subprocess.run([PYENV_PYTHON, "-c", "import sys; print('%d.%d' % sys.version_info[:2], sys.prefix)"],
+                            capture_output=True, text=True, timeout=30).stdout.split()
+    if theirs[0] != "%d.%d" % sys.version_info[:2] or os.path.realpath(theirs[1]) == os.path.dirname(
+            os.path.dirname(embedded)):
+        pytest.skip("%s is not another build of the embedded Python %d.%d" % ((PYENV_PYTHON,) + sys.version_info[:2]))
+    venv = tmp_path / "pyenv-venv"
+    subprocess.run([PYENV_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    app = tmp_path / "sockapp.py"
+    app.write_text("import socket\n\ndef application(environ, start_response):\n"
+                   "    start_response('200 OK', [])\n    return [b'ok']\n")
+    status, stderr = run_to_exit(["sockapp", "--bind", "127.0.0.1:0", "--app-dir", str(tmp_path)],
+                                 env={"VIRTUAL_ENV": str(venv)})
+    lines = stderr.strip().splitlines()
+    assert status == 78 and len(lines) == 1, (status, stderr)
+    assert lines[0].startswith("m0serve: error: VIRTUAL_ENV=%s was made from another Python of the same version (%s"
+                               % (venv, theirs[1])), lines[0]
+    assert "but this m0serve embeds %s" % built_for.rsplit("built for ", 1)[1].rstrip(")\n") in lines[0], lines[0]
+    assert "pip install" in lines[0], lines[0]
+    # A venv of the embedded interpreter itself, through a symlink to it, serves.
+    link = tmp_path / "bin"
+    link.mkdir()
+    (link / "python3").symlink_to(embedded)
+    own = tmp_path / "own-venv"
+    subprocess.run([str(link / "python3"), "-m", "venv", "--without-pip", str(own)], check=True, timeout=120)
+    server = Server("sockapp", app_dir=tmp_path, env={"VIRTUAL_ENV": str(own)})
+    try:
+        server.start()
+        assert request(server.port, "GET", "/").body == b"ok"
+    finally:
+        server.stop()
