@@ -27,6 +27,10 @@ struct m0_mount {
     int from_env;               /* given by M0_MOUNTS/M0_STATIC (argv replaces those) */
 };
 
+/* --max-workers when not given (or --workers, if more): SIGTTIN's ceiling,
+ * which the metrics' shared blocks are sized for (metrics.h). */
+#define M0_MAX_WORKERS_DEFAULT 64
+
 /* Mounts per server, the root included (the target table's size). */
 #define M0_MAX_MOUNTS 32
 
@@ -49,6 +53,7 @@ struct m0_config {
     const char *host;           /* --host, default 127.0.0.1 */
     long port;                  /* --port, default 8000 */
     long workers;               /* processes, >= 1 */
+    long max_workers;           /* --max-workers: SIGTTIN's ceiling (>= workers; 0 until parsed: 64 or workers) */
     long loops;                 /* --threads: event loops per worker process, >= 1 (> 1: free-threaded only) */
     long blocking_threads;      /* handler threads per loop (the elastic pool's floor); -1 until resolved */
     long blocking_threads_max;  /* the elastic pool's ceiling */

@@ -40,12 +40,15 @@ struct opt {
 };
 
 #define O(f) offsetof(struct m0_config, f)
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 static const struct opt opts[] = {
     {"--bind", "M0_BIND", T_STR, O(bind), 0, 0, "ADDR", "HOST:PORT or unix:PATH to listen on (default 127.0.0.1:8000)"},
     {"--host", "M0_HOST", T_STR, O(host), 0, 0, "HOST", "interface to bind (default 127.0.0.1)"},
     {"--port", "M0_PORT", T_LONG, O(port), 0, 65535, "PORT", "TCP port to bind (default 8000; 0 picks a free one)"},
     {"--workers", "M0_WORKERS", T_LONG, O(workers), 1, 1024, "N", "worker processes (default 1)"},
+    {"--max-workers", "M0_MAX_WORKERS", T_LONG, O(max_workers), 1, 1024, "N", "the most workers SIGTTIN adds up to, and what the metrics are sized for (default " STR(M0_MAX_WORKERS_DEFAULT) ", or --workers if more)"},
     {"--threads", "M0_THREADS", T_LONG, O(loops), 1, M0_MAX_LOOPS, "N", "event loops per worker process, each on its own thread with its own connections, pool and executors (free-threaded CPython only; default 1)"},
     {"--blocking-threads", "M0_BLOCKING_THREADS", T_LONG, O(blocking_threads), 0, 1024, "N", "handler threads per worker so slow views never stall the loop (default min(cores, 8); 0 runs views on the loop thread)"},
     {"--blocking-threads-max", "M0_BLOCKING_THREADS_MAX", T_LONG, O(blocking_threads_max), 1, 1024, "N", "the most handler threads the elastic pool grows to (default 40; ignored when --blocking-threads pins the size)"},
@@ -715,6 +718,13 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
     }
     if (cfg->nmounts == 0) {
         snprintf(err, cap, "m0serve: error: MODULE[:ATTR]: the application is required (or --mount/--static; see --help)");
+        return M0_ERR;
+    }
+    if (cfg->max_workers == 0)
+        cfg->max_workers = cfg->workers > M0_MAX_WORKERS_DEFAULT ? cfg->workers : M0_MAX_WORKERS_DEFAULT;
+    else if (cfg->max_workers < cfg->workers) {
+        snprintf(err, cap, "m0serve: error: --max-workers: %ld is fewer than --workers %ld", cfg->max_workers,
+                 cfg->workers);
         return M0_ERR;
     }
     if (cfg->bind != NULL && host_port_given) {

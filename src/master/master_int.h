@@ -62,6 +62,7 @@ struct m0_master {
     int remove_draining;     /* ... and its workers were told to drain */
     uint64_t remove_since;   /* ms: new connections were steered away from it */
     int hup_pending;         /* a reload waits for the resize in progress */
+    int mx_waiting;          /* a spawn waits for a free metrics block (logged once) */
 };
 
 /* master.c. find: the live worker of slot idx in state st (of the current
@@ -76,9 +77,13 @@ void m0_master_close_ctl(struct m0_master_worker *w);
 void m0_master_spawn(struct m0_master *m, int idx);
 void m0_master_reload(struct m0_master *m);
 
-/* resize.c. ask_resize: SIGTTIN (+1) or SIGTTOU (-1), logged; refused under
- * --realtime, below 1 or above M0_MAX_SLOTS. resize: from the main loop
+/* resize.c. claim_block: before a fork for slot idx, its metrics block
+ * (m0_metrics_claim; -1 without metrics), or M0_MX_NO_ROOM when every block
+ * is a live process's: the spawn is then retried shortly (respawn_at),
+ * logged once per wait. ask_resize: SIGTTIN (+1) or SIGTTOU (-1), logged;
+ * refused under --realtime, below 1 or above --max-workers. resize: from the main loop
  * while not stopping, the next step towards the count asked for. */
+int m0_master_claim_block(struct m0_master *m, int idx);
 void m0_master_ask_resize(struct m0_master *m, int delta);
 void m0_master_resize(struct m0_master *m, uint64_t now);
 

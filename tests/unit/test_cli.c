@@ -273,6 +273,29 @@ static void test_gunicorn_short_flags(void **state)
     assert_true(cfg.show_version);
 }
 
+/* --max-workers: SIGTTIN's ceiling, the metrics' sizing (issue 27 item 12):
+ * 64 or --workers when more; never fewer than --workers. */
+static void test_max_workers(void **state)
+{
+    (void)state;
+    struct m0_config cfg;
+    char err[256];
+    char *dflt[] = {"m0serve", "app:app", "-w", "3"};
+    assert_int_equal(parse(&cfg, err, 4, dflt), M0_OK);
+    assert_int_equal(cfg.max_workers, M0_MAX_WORKERS_DEFAULT);
+    char *many[] = {"m0serve", "app:app", "-w", "100"};
+    assert_int_equal(parse(&cfg, err, 4, many), M0_OK);
+    assert_int_equal(cfg.max_workers, 100);
+    char *given[] = {"m0serve", "app:app", "-w", "2", "--max-workers", "8"};
+    assert_int_equal(parse(&cfg, err, 6, given), M0_OK);
+    assert_int_equal(cfg.max_workers, 8);
+    char *fewer[] = {"m0serve", "app:app", "-w", "4", "--max-workers", "3"};
+    assert_int_equal(parse(&cfg, err, 6, fewer), M0_ERR);
+    assert_string_equal(err, "m0serve: error: --max-workers: 3 is fewer than --workers 4");
+    char *zero[] = {"m0serve", "app:app", "--max-workers", "0"};
+    assert_int_equal(parse(&cfg, err, 4, zero), M0_ERR);
+}
+
 /* An unknown flag is answered with the nearest known one, on one line. */
 static void test_unknown_flag_gets_the_nearest(void **state)
 {
@@ -350,6 +373,7 @@ int main(void)
         cmocka_unit_test(test_unknown_flag_is_named),
         cmocka_unit_test(test_bad_value_is_named),
         cmocka_unit_test(test_threads_flag),
+        cmocka_unit_test(test_max_workers),
         cmocka_unit_test(test_environment_then_argv),
         cmocka_unit_test(test_bind_forms),
         cmocka_unit_test(test_mounts),
