@@ -451,7 +451,11 @@ deps:
 VENV       := .venv
 BENCH_VENV := .venv-bench
 VPY        := $(VENV)/bin/python
-PIP_INSTALL := -m pip install -q --disable-pip-version-check --no-input
+# --use-pep517: a package with only a setup.py (pubcontrol, gripcontrol,
+# django-grip) is built into a wheel by setuptools in an isolated build
+# environment, as every other one is, not installed by the legacy
+# `setup.py install` that pip announces with a DEPRECATION warning each.
+PIP_INSTALL := -m pip install -q --disable-pip-version-check --no-input --use-pep517
 
 # $(call mkvenv,DIR,REQUIREMENTS)
 define mkvenv

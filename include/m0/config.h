@@ -27,12 +27,18 @@ struct m0_mount {
     int from_env;               /* given by M0_MOUNTS/M0_STATIC (argv replaces those) */
 };
 
+/* --max-workers when not given (or --workers, if more): SIGTTIN's ceiling,
+ * which the metrics' shared blocks are sized for (metrics.h). */
+#define M0_MAX_WORKERS_DEFAULT 64
+
 /* Mounts per server, the root included (the target table's size). */
 #define M0_MAX_MOUNTS 32
 
 /* The separator of the M0_MOUNTS and M0_STATIC lists
- * ("/flask=flaskapp:app,/api=api.main:app"): a module spec never holds a
- * comma; a directory whose path does must be given with --static. */
+ * ("/flask=flaskapp:app,/api=api.main:app"): a module spec holds a comma
+ * only inside a factory call's parentheses ("api:make('a', 1)"), which
+ * M0_MOUNTS skips; a directory whose path has one must be given with
+ * --static. */
 #define M0_MOUNT_LIST_SEP ','
 
 /* --grant-cors-origin may repeat this often (M0_GRANT_CORS_ORIGINS lists
@@ -47,6 +53,7 @@ struct m0_config {
     const char *host;           /* --host, default 127.0.0.1 */
     long port;                  /* --port, default 8000 */
     long workers;               /* processes, >= 1 */
+    long max_workers;           /* --max-workers: SIGTTIN's ceiling (>= workers; 0 until parsed: 64 or workers) */
     long loops;                 /* --threads: event loops per worker process, >= 1 (> 1: free-threaded only) */
     long blocking_threads;      /* handler threads per loop (the elastic pool's floor); -1 until resolved */
     long blocking_threads_max;  /* the elastic pool's ceiling */
@@ -54,6 +61,7 @@ struct m0_config {
     double request_timeout;     /* seconds; 0 = off */
     const char *app_dir;        /* put first on sys.path; default "." */
     enum m0_protocol protocol;
+    int factory;                /* --factory: MODULE:ATTR names an application factory, called with no arguments */
     const char *asgi_loop;      /* --loop: auto | asyncio | uvloop */
     const char *lifespan;       /* --lifespan: auto | on | off */
     double lifespan_timeout;    /* seconds lifespan startup may take; 0 = no limit */

@@ -153,8 +153,8 @@ int m0_grant_token(const struct m0_req *r, const char *cookie_name, const char *
 const char *m0_grant_origin_error(const char *s, size_t n);
 
 /* The --grant-* flags against each other (the key file's contents are
- * m0_grant_keys_load's business): --grant-path needs --realtime and
- * --grant-key-file; --grant-cookie, --grant-cors-origin and --grant-inbound
+ * m0_grant_keys_load's business): --grant-path needs --grant-key-file (it
+ * implies --realtime: m0_config_parse sets it); --grant-cookie, --grant-cors-origin and --grant-inbound
  * need --grant-path; --grant-cookie must be a token (RFC 6265 §4.1.1
  * cookie-name), --grant-inbound an absolute path. M0_OK, or M0_ERR with
  * one line naming the flag in err. */

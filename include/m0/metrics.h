@@ -113,20 +113,25 @@ static inline void m0_mx_set(struct m0_mx_block *b, unsigned i, uint64_t v)
 
 /* ------------------------------------------------------------- master */
 
-/* Before the first fork: map the shared blocks for up to cfg->workers
- * processes per generation (four generations at once; a fifth process of
- * the same moments records nothing, logged). Returns M0_OK, or M0_ERR
- * (errno; logged) — the server then runs without metrics. A no-op
- * returning M0_OK when neither --metrics-bind nor --metrics-path is set
- * (and PROMETHEUS_MULTIPROC_DIR is remembered either way). */
+/* Before the first fork: map the shared blocks for the most processes the
+ * master runs at once: 4 × cfg->max_workers + 4 (every slot SIGTTIN may add,
+ * a reload's or a replacement's successor, retirees still draining). A
+ * process never runs without one: the master waits for a free block before
+ * it forks (m0_metrics_claim). Returns M0_OK, or M0_ERR (errno; logged) —
+ * the server then runs without metrics. A no-op returning M0_OK when
+ * neither --metrics-bind nor --metrics-path is set (and
+ * PROMETHEUS_MULTIPROC_DIR is remembered either way). */
 int m0_metrics_create(const struct m0_config *cfg);
 
 
 /* The master's own block (worker starts, exits, reloads), or NULL. */
 struct m0_mx_block *m0_metrics_master(void);
 
-/* Master, before fork(): claim a block for a worker of listener slot idx.
- * Returns its index, or -1 (none free, or no metrics). */
+/* Master, before fork(): claim a block for a worker of listener slot idx
+ * (counted as a start). Returns its index; -1 with no metrics (fork
+ * anyway); M0_MX_NO_ROOM when every block is a live process's (fork later,
+ * once one has been reaped: a worker without a block would go uncounted). */
+#define M0_MX_NO_ROOM (-2)
 int m0_metrics_claim(int idx);
 
 /* After fork() returned pid (blk from claim; -1 is ignored): in the

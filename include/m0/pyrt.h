@@ -60,10 +60,12 @@ void m0_py_finalize(void);
 
 /* Before anything starts: is the virtualenv the interpreter would run in
  * ($VIRTUAL_ENV, or the one pip installed this binary into) made from the
- * Python version this binary embeds, and of the same kind (free-threaded or
- * with the GIL)? Returns M0_OK, or M0_ERR with one line in err (the caller
- * exits M0_EXIT_CONFIG): a libpython of one version cannot run another
- * version's standard library and packages. */
+ * Python version this binary embeds, of the same kind (free-threaded or
+ * with the GIL), and from that interpreter itself — its pyvenv.cfg "home"
+ * leading to the same standard library (not pyenv's 3.11 beside Debian's)?
+ * Returns M0_OK, or M0_ERR with one line in err (the caller exits
+ * M0_EXIT_CONFIG): a libpython cannot run another build's standard library,
+ * compiled modules and packages. */
 int m0_py_check_env(char *err, size_t cap);
 
 /* The interpreter this binary was built against ("/usr/bin/python3.11"). */

@@ -1,6 +1,6 @@
 """Application discovery for the embedded interpreter (called from C).
 
-``load(spec, protocol, app_dir)`` imports ``MODULE[:ATTR]`` and returns
+``load(spec, protocol, app_dir, factory)`` imports ``MODULE[:ATTR]`` and returns
 ``(callable, kind, found)`` where kind is ``"wsgi"`` or ``"asgi"`` and
 found is the ``MODULE:ATTR`` that was loaded (for the banner); an ASGI 2
 application (a class whose instances have an async ``__call__(receive,
@@ -15,12 +15,24 @@ attribute, so ``mysite.wsgi`` works as in Django's deployment docs),
 names does not exist; an error raised *inside* an existing module
 propagates, so its traceback reaches the user instead of "not found".
 
+ATTR is a name (dotted for an attribute of an attribute), or a call of one
+with literal arguments, as gunicorn reads it: ``MODULE:create_app()`` or
+``MODULE:create_app('prod', workers=2)`` is an application factory, called
+once per worker after the import, whose result is served. The arguments are
+parsed with ``ast`` and evaluated by ``ast.literal_eval`` (strings, numbers,
+tuples, lists, dicts, sets, booleans, None): nothing in a spec is executed.
+With ``factory`` (``--factory``, uvicorn's and Granian's flag) the object a
+spec without parentheses names is called with no arguments. A plain function
+that takes no argument at all is refused at boot instead of failing every
+request: it can only be a factory.
+
 When nothing is found the one-line LoadError says which failure it is: the
 module itself cannot be imported from ``sys.path`` (the message names the
 current directory and ``--app-dir``: the usual cause is running from the
 wrong directory), or it imports and has none of the attributes tried.
 """
 
+import ast
 import importlib
 import inspect
 import os
@@ -77,6 +89,46 @@ def _not_importable(spec, exc, app_dir):
                      f"directory that holds it, or give that directory as --app-dir")
 
 
+def _dotted(node):
+    """'a.b.c' for the expression a.b.c (names only), else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _parse_attr(spec, attr):
+    """(name, call): the dotted name ATTR gives, and (args, kwargs) of the
+    literal call it makes, or None when it is a bare name."""
+    want = "want MODULE:ATTR, or MODULE:ATTR(...) with literal arguments for an application factory"
+    try:
+        node = ast.parse(attr.strip(), mode="eval").body
+    except SyntaxError:
+        raise LoadError(f"invalid application spec {spec!r}: {attr!r} is not an attribute name or a call ({want})") \
+            from None
+    call = None
+    if isinstance(node, ast.Call):
+        call, node = node, node.func
+    name = _dotted(node)
+    if name is None:
+        raise LoadError(f"invalid application spec {spec!r}: {attr!r} is not an attribute name or a call ({want})")
+    if call is None:
+        return name, None
+    try:
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            raise ValueError
+        args = tuple(ast.literal_eval(a) for a in call.args)
+        kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+    except ValueError:
+        raise LoadError(f"invalid application spec {spec!r}: the arguments of {name}() must be literals "
+                        f"(strings, numbers, tuples, lists, dicts, sets, True, False, None)") from None
+    return name, (args, kwargs)
+
+
 def _resolve(modname, attr):
     module = importlib.import_module(modname)
     obj = module
@@ -87,6 +139,61 @@ def _resolve(modname, attr):
             raise LoadError(f"module {modname!r} has no attribute {attr!r}") from None
     if not callable(obj):
         raise LoadError(f"{modname}:{attr} is not callable")
+    return obj
+
+
+def _build(factory, args, kwargs, where):
+    """Call an application factory; its result must be an application."""
+    if inspect.iscoroutinefunction(factory):
+        raise LoadError(f"{where}: an async application factory cannot be called at import time; "
+                        f"make it a plain function that returns the application")
+    try:
+        app = factory(*args, **kwargs)
+    except TypeError as exc:
+        # Raised by the call itself (wrong arguments), not inside the
+        # factory: one line, as for a spec naming nothing.
+        if exc.__traceback__ is not None and exc.__traceback__.tb_next is None:
+            raise LoadError(f"{where}: {exc}") from None
+        raise
+    if app is None or not callable(app):
+        raise LoadError(f"{where} returned {app!r}, which is not an application (not callable)")
+    return app
+
+
+def _takes_nothing(obj):
+    """A plain function that accepts no argument: never a WSGI or ASGI
+    application (those take two or three), so a factory not called."""
+    if not inspect.isfunction(obj) or inspect.iscoroutinefunction(obj):
+        return False
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return False
+    for n in (2, 3):
+        try:
+            sig.bind(*range(n))
+            return False
+        except TypeError:
+            pass
+    try:
+        sig.bind()
+    except TypeError:
+        return False
+    return True
+
+
+def _app_of(spec, modname, attr, factory):
+    """The application MODULE:ATTR names: ATTR resolved, then called when
+    ATTR is a call or factory is set."""
+    name, call = _parse_attr(spec, attr)
+    obj = _resolve(modname, name)
+    if call is not None:
+        return _build(obj, call[0], call[1], f"{modname}:{attr.strip()}")
+    if factory:
+        return _build(obj, (), {}, f"{modname}:{name}() (--factory)")
+    if _takes_nothing(obj):
+        raise LoadError(f"{modname}:{name} takes no arguments, so it is no application: if it is an application "
+                        f"factory, call it: '{modname}:{name}()' (or --factory)")
     return obj
 
 
@@ -101,15 +208,16 @@ def _kind(app, protocol):
     return app, "wsgi"
 
 
-def load(spec, protocol="auto", app_dir=None):
+def load(spec, protocol="auto", app_dir=None, factory=False):
     """Import spec and return (app, kind, found). Raises LoadError or the
-    app's own error. app_dir is --app-dir as resolved (for the message)."""
+    app's own error. app_dir is --app-dir as resolved (for the message);
+    factory: --factory, call what a spec without parentheses names."""
     if ":" in spec:
         modname, attr = spec.split(":", 1)
         if not modname or not attr:
             raise LoadError(f"invalid application spec {spec!r} (want MODULE[:ATTR])")
         try:
-            app = _resolve(modname, attr)
+            app = _app_of(spec, modname, attr, factory)
         except ModuleNotFoundError as exc:
             if _missing(exc, modname):
                 raise _not_importable(modname, exc, app_dir) from None
@@ -122,7 +230,7 @@ def load(spec, protocol="auto", app_dir=None):
     absent = None              # spec itself did not import: the ModuleNotFoundError
     for modname, attr in candidates:
         try:
-            app = _resolve(modname, attr)
+            obj = _resolve(modname, attr)
         except ModuleNotFoundError as exc:
             if _missing(exc, modname):
                 tried.append(f"{modname}:{attr}")
@@ -133,6 +241,7 @@ def load(spec, protocol="auto", app_dir=None):
         except LoadError:
             tried.append(f"{modname}:{attr}")
             continue
+        app = _build(obj, (), {}, f"{modname}:{attr}() (--factory)") if factory else obj
         return _kind(app, protocol) + (f"{modname}:{attr}",)
     if absent is not None:
         raise _not_importable(spec, absent, app_dir)

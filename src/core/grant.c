@@ -417,10 +417,6 @@ const char *m0_grant_origin_error(const char *s, size_t n)
 int m0_grant_check_flags(const struct m0_config *cfg, char *err, size_t cap)
 {
     if (cfg->grant_path != NULL) {
-        if (!cfg->realtime) {
-            snprintf(err, cap, "m0serve: error: --grant-path: needs --realtime (a grant opens a held stream)");
-            return M0_ERR;
-        }
         if (cfg->grant_key_file == NULL) {
             snprintf(err, cap, "m0serve: error: --grant-path: needs --grant-key-file (the keys grants are signed with)");
             return M0_ERR;

@@ -48,7 +48,10 @@ int m0_metrics_create(const struct m0_config *cfg)
     multiproc_dir = dir != NULL && dir[0] != '\0' ? dir : NULL;
     if (cfg->metrics_bind == NULL && (cfg->metrics_path == NULL || cfg->metrics_path[0] == '\0'))
         return M0_OK;
-    int n = (int)cfg->workers * 4 + 4;
+    /* The most processes at once: --max-workers slots (SIGTTIN's ceiling),
+     * each with room for a reload's successor and retirees still draining;
+     * past that the master waits for a block before it forks (master.c). */
+    int n = (int)cfg->max_workers * 4 + 4;
     size_t size = sizeof(struct shared) + (size_t)n * sizeof(struct m0_mx_block);
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
@@ -93,9 +96,7 @@ int m0_metrics_claim(int idx)
             return i;
         }
     }
-    m0_warn("metrics: more than %d worker processes at once: worker %d records no metrics", sh->nblocks, idx);
-    m0_mx_add(&sh->master, M0_MX_WORKER_STARTS, 1);
-    return -1;
+    return M0_MX_NO_ROOM;
 }
 
 /* Fold block b into the retired one and free it (master). */

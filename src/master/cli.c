@@ -40,12 +40,15 @@ struct opt {
 };
 
 #define O(f) offsetof(struct m0_config, f)
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 static const struct opt opts[] = {
     {"--bind", "M0_BIND", T_STR, O(bind), 0, 0, "ADDR", "HOST:PORT or unix:PATH to listen on (default 127.0.0.1:8000)"},
     {"--host", "M0_HOST", T_STR, O(host), 0, 0, "HOST", "interface to bind (default 127.0.0.1)"},
     {"--port", "M0_PORT", T_LONG, O(port), 0, 65535, "PORT", "TCP port to bind (default 8000; 0 picks a free one)"},
     {"--workers", "M0_WORKERS", T_LONG, O(workers), 1, 1024, "N", "worker processes (default 1)"},
+    {"--max-workers", "M0_MAX_WORKERS", T_LONG, O(max_workers), 1, 1024, "N", "the most workers SIGTTIN adds up to, and what the metrics are sized for (default " STR(M0_MAX_WORKERS_DEFAULT) ", or --workers if more)"},
     {"--threads", "M0_THREADS", T_LONG, O(loops), 1, M0_MAX_LOOPS, "N", "event loops per worker process, each on its own thread with its own connections, pool and executors (free-threaded CPython only; default 1)"},
     {"--blocking-threads", "M0_BLOCKING_THREADS", T_LONG, O(blocking_threads), 0, 1024, "N", "handler threads per worker so slow views never stall the loop (default min(cores, 8); 0 runs views on the loop thread)"},
     {"--blocking-threads-max", "M0_BLOCKING_THREADS_MAX", T_LONG, O(blocking_threads_max), 1, 1024, "N", "the most handler threads the elastic pool grows to (default 40; ignored when --blocking-threads pins the size)"},
@@ -53,6 +56,7 @@ static const struct opt opts[] = {
     {"--request-timeout", "M0_REQUEST_TIMEOUT", T_SECONDS, O(request_timeout), 0, 0, "S", "503 for a request still queued after S seconds; log views running longer (default 0: off)"},
     {"--app-dir", "M0_APP_DIR", T_STR, O(app_dir), 0, 0, "DIR", "directory put first on sys.path (default .)"},
     {"--protocol", "M0_PROTOCOL", T_PROTOCOL, O(protocol), 0, 0, "P", "auto|wsgi|asgi (default auto: detect from the callable)"},
+    {"--factory", "M0_FACTORY", T_BOOL, O(factory), 0, 0, NULL, "MODULE:ATTR is an application factory: call ATTR with no arguments, serve what it returns (uvicorn's --factory; MODULE:ATTR() or MODULE:ATTR('x', n=1) calls one with literal arguments, as gunicorn)"},
     {"--loop", "M0_LOOP", T_CHOICE, O(asgi_loop), 0, 0, "auto|asyncio|uvloop", "ASGI: the asyncio event loop of the executor (default auto: uvloop when importable)"},
     {"--lifespan", "M0_LIFESPAN", T_CHOICE, O(lifespan), 0, 0, "auto|on|off", "ASGI lifespan protocol (default auto: used when the app speaks it)"},
     {"--lifespan-timeout", "M0_LIFESPAN_TIMEOUT", T_SECONDS, O(lifespan_timeout), 0, 0, "S", "ASGI: a lifespan startup not complete after S seconds fails the boot (default 60; 0: wait forever)"},
@@ -79,7 +83,7 @@ static const struct opt opts[] = {
     {"--publish-socket", "M0_PUBLISH_SOCKET", T_STR0, O(publish_socket), 0, 0, "PATH", "with --realtime: the unix socket where local processes publish (m0serve publish, m0pub.publish outside a worker; POST /publish); default $XDG_RUNTIME_DIR/m0serve/publish.sock (docs/realtime.md); '' disables"},
     {"--health-path", "M0_HEALTH_PATH", T_STR0, O(health_path), 0, 0, "PATH", "path answered in C with worker health as JSON (default /health with --realtime; '' disables)"},
     {"--metrics-bind", "M0_METRICS_BIND", T_STR, O(metrics_bind), 0, 0, "ADDR", "HOST:PORT or unix:PATH of a listener that answers Prometheus scrapes (any path but --metrics-path gets 404; default: none)"},
-    {"--metrics-path", "M0_METRICS_PATH", T_STR0, O(metrics_path), 0, 0, "PATH", "Prometheus metrics, summed over every worker, answered in C (default /metrics on --metrics-bind; on the main listener only for peers in --forwarded-allow-ips)"},
+    {"--metrics-path", "M0_METRICS_PATH", T_STR0, O(metrics_path), 0, 0, "PATH", "Prometheus metrics, summed over every worker, answered in C (default /metrics on --metrics-bind; on the main listener only for peers in --forwarded-allow-ips: a proxy is one, so it must refuse the path itself)"},
     {"--mount", "M0_MOUNTS", T_MOUNT, M0_MOUNT_APP, 0, 0, "PREFIX=SPEC", "serve the application SPEC (MODULE[:ATTR]) under PREFIX; repeatable; the positional MODULE is PREFIX /; M0_MOUNTS lists several, comma-separated"},
     {"--static", "M0_STATIC", T_MOUNT, M0_MOUNT_STATIC, 0, 0, "PREFIX=DIR", "serve the files of DIR under PREFIX from the event loop (sendfile, no Python); repeatable; M0_STATIC lists several, comma-separated"},
     {"--static-max-age", "M0_STATIC_MAX_AGE", T_LONG, O(static_max_age), 0, 315360000, "S", "static files: Cache-Control: public, max-age=S (default: no Cache-Control)"},
@@ -99,7 +103,7 @@ static const struct opt opts[] = {
     {"--grip-control", "M0_GRIP_CONTROL", T_STR, O(grip_control), 0, 0, "ADDR", "GRIP: HOST:PORT or unix:PATH answering EPCP POST /publish/ (Bearer key or JWT); needs --grip-key-file"},
     {"--grip-max-body", "M0_GRIP_MAX_BODY", T_BYTES, O(grip_max_body), 0, 0, "BYTES", "GRIP: the largest publish body the control port reads, else 413 before reading it (default 1m)"},
     {"--grant-key-file", "M0_GRANT_KEY_FILE", T_STR, O(grant_key_file), 0, 0, "FILE", "signed stream grants: HMAC keys, one 'KID SECRET' a line, mode 600 (checked at start; exit 78 when refused)"},
-    {"--grant-path", "M0_GRANT_PATH", T_PREFIX, O(grant_path), 0, 0, "PREFIX", "signed stream grants: PREFIX/sse and PREFIX/ws hold a grant's channels, no Python call"},
+    {"--grant-path", "M0_GRANT_PATH", T_PREFIX, O(grant_path), 0, 0, "PREFIX", "signed stream grants: PREFIX/sse and PREFIX/ws hold a grant's channels, no Python call; needs --grant-key-file; implies --realtime"},
     {"--grant-cookie", "M0_GRANT_COOKIE", T_STR, O(grant_cookie), 0, 0, "NAME", "signed stream grants: the token may also come in cookie NAME"},
     {"--grant-cors-origin", "M0_GRANT_CORS_ORIGINS", T_ORIGIN, O(grant_cors_origins), 0, 0, "ORIGIN", "signed stream grants: an origin (https://host[:port]) that may subscribe with credentials; repeatable; M0_GRANT_CORS_ORIGINS lists several, comma-separated"},
     {"--grant-inbound", "M0_GRANT_INBOUND", T_STR, O(grant_inbound), 0, 0, "PATH", "signed stream grants: POST a granted socket's messages to PATH (default: close 1008)"},
@@ -126,7 +130,8 @@ static const struct opt *find_opt(const char *name, size_t n)
     return NULL;
 }
 
-/* "unrecognized option 'X'" plus the nearest flag or a gunicorn hint. */
+/* "unrecognized option 'X'" plus what a gunicorn/uvicorn/Granian flag is
+ * here, or the nearest flag (cli_hint.h). */
 static void unknown_flag(const char *a, size_t n, char *err, size_t cap)
 {
     const char *known[M0_ARRAY_LEN(opts) + 2];
@@ -134,8 +139,8 @@ static void unknown_flag(const char *a, size_t n, char *err, size_t cap)
         known[k] = opts[k].flag;
     known[M0_ARRAY_LEN(opts)] = "--help";
     known[M0_ARRAY_LEN(opts) + 1] = "--version";
-    const char *hint = m0_cli_gunicorn_hint(a, n);
-    const char *near = hint == NULL && n > 2 && a[1] == '-' ? m0_cli_nearest(a, n, known, M0_ARRAY_LEN(known)) : NULL;
+    const char *hint, *near;
+    m0_cli_explain(a, n, known, M0_ARRAY_LEN(known), &hint, &near);
     if (hint != NULL)
         snprintf(err, cap, "m0serve: error: unrecognized option '%.*s'; %s", (int)n, a, hint);
     else if (near != NULL)
@@ -370,6 +375,34 @@ static int add_mount(struct m0_config *cfg, enum m0_mount_kind kind, const char 
     return M0_OK;
 }
 
+/* The end of the list item at p: the next separator, or NULL. In an
+ * application list a separator inside a factory call's parentheses or
+ * quotes ("/a=api:make('x,y', n=1),/b=b") belongs to the item. */
+static const char *list_item_end(const char *p, enum m0_mount_kind kind)
+{
+    if (kind != M0_MOUNT_APP)
+        return strchr(p, M0_MOUNT_LIST_SEP);
+    int depth = 0;
+    char quote = 0;
+    for (; *p; p++) {
+        if (quote != 0) {
+            if (*p == '\\' && p[1] != '\0')
+                p++;
+            else if (*p == quote)
+                quote = 0;
+        } else if (*p == '\'' || *p == '"') {
+            quote = *p;
+        } else if (*p == '(' || *p == '[' || *p == '{') {
+            depth++;
+        } else if ((*p == ')' || *p == ']' || *p == '}') && depth > 0) {
+            depth--;
+        } else if (*p == M0_MOUNT_LIST_SEP && depth == 0) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
 /* --mount/--static (one item) or M0_MOUNTS/M0_STATIC (a list). The first
  * item of a kind on the command line drops that kind's environment items. */
 static int apply_mounts(struct m0_config *cfg, enum m0_mount_kind kind, const char *val, int from_env,
@@ -386,7 +419,7 @@ static int apply_mounts(struct m0_config *cfg, enum m0_mount_kind kind, const ch
     }
     const char *p = val;
     for (;;) {
-        const char *end = strchr(p, M0_MOUNT_LIST_SEP);
+        const char *end = list_item_end(p, kind);
         size_t n = end ? (size_t)(end - p) : strlen(p);
         while (n > 0 && isspace((unsigned char)*p)) {
             p++;
@@ -692,6 +725,13 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
         snprintf(err, cap, "m0serve: error: MODULE[:ATTR]: the application is required (or --mount/--static; see --help)");
         return M0_ERR;
     }
+    if (cfg->max_workers == 0)
+        cfg->max_workers = cfg->workers > M0_MAX_WORKERS_DEFAULT ? cfg->workers : M0_MAX_WORKERS_DEFAULT;
+    else if (cfg->max_workers < cfg->workers) {
+        snprintf(err, cap, "m0serve: error: --max-workers: %ld is fewer than --workers %ld", cfg->max_workers,
+                 cfg->workers);
+        return M0_ERR;
+    }
     if (cfg->bind != NULL && host_port_given) {
         snprintf(err, cap, "m0serve: error: --bind: cannot be combined with --host/--port");
         return M0_ERR;
@@ -723,8 +763,10 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
         snprintf(err, cap, "m0serve: error: --grip-control: needs --grip-key-file (publishes are authenticated with the key)");
         return M0_ERR;
     }
-    if (cfg->grip_key_file != NULL)
-        cfg->realtime = 1;       /* GRIP holds are held streams */
+    /* GRIP holds and grants are held streams: either flag implies
+     * --realtime, as the realtime flags a user would not think to add. */
+    if (cfg->grip_key_file != NULL || cfg->grant_path != NULL)
+        cfg->realtime = 1;
     if (cfg->publish_socket != NULL && cfg->publish_socket[0] != '\0' && cfg->publish_socket[0] != '/') {
         snprintf(err, cap, "m0serve: error: --publish-socket: invalid value '%s' (an absolute path, or '' for none)",
                  cfg->publish_socket);

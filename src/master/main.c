@@ -2,7 +2,7 @@
  * main.c — parse the configuration, then run the master.
  * Exit statuses: 0 clean stop, 1 failure (including an application that
  * cannot be loaded), 2 a bad flag or value, 78 a virtualenv of another
- * Python version than the one built in, or a --grant-key-file or
+ * Python (version, kind or build) than the one built in, or a --grant-key-file or
  * --grip-key-file refused (unreadable, open to other users, malformed:
  * the flag's syntax is right, the file it names is configuration —
  * keyfile.h, one rule for both).

@@ -166,9 +166,12 @@ void m0_master_spawn(struct m0_master *m, int idx)
         m->w = w;
         m->cap = cap;
     }
-    int sv[2];
+    int blk = m0_master_claim_block(m, idx), sv[2];
+    if (blk == M0_MX_NO_ROOM)
+        return;                            /* retried once a process is reaped (resize.c) */
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
         m0_log_errno("socketpair");
+        m0_metrics_owned(blk, -1);
         m->respawn_at[idx] = m0_clock_ms() + 1000;
         return;
     }
@@ -176,6 +179,7 @@ void m0_master_spawn(struct m0_master *m, int idx)
     int loops = m->ls.loops, *fds = calloc((size_t)(loops * (m->ls.n > 0 ? m->ls.n : 1)), sizeof *fds);
     if (fds == NULL) {
         m0_log_errno("cannot fork a worker");
+        m0_metrics_owned(blk, -1);
         close(sv[0]);
         close(sv[1]);
         m->respawn_at[idx] = m0_clock_ms() + 1000;
@@ -183,7 +187,6 @@ void m0_master_spawn(struct m0_master *m, int idx)
     }
     for (int i = 0; i < loops; i++)
         m0_listeners_of(&m->ls, idx, i, fds + i * m->ls.n);
-    int blk = m0_metrics_claim(idx);
     pid_t pid = fork();
     m0_metrics_owned(blk, pid);
     if (pid == -1) {

@@ -66,6 +66,7 @@ struct m0_master {
     struct m0_grant_keys *prev_grant_keys;
     unsigned char *prev_grip_key;
     size_t prev_grip_key_len;
+    int mx_waiting;          /* a spawn waits for a free metrics block (logged once) */
 };
 
 /* master.c. find: the live worker of slot idx in state st (of the current
@@ -89,9 +90,13 @@ void m0_master_keys_reread(struct m0_master *m);
 void m0_master_keys_commit(struct m0_master *m);
 void m0_master_keys_restore(struct m0_master *m);
 
-/* resize.c. ask_resize: SIGTTIN (+1) or SIGTTOU (-1), logged; refused under
- * --realtime, below 1 or above M0_MAX_SLOTS. resize: from the main loop
+/* resize.c. claim_block: before a fork for slot idx, its metrics block
+ * (m0_metrics_claim; -1 without metrics), or M0_MX_NO_ROOM when every block
+ * is a live process's: the spawn is then retried shortly (respawn_at),
+ * logged once per wait. ask_resize: SIGTTIN (+1) or SIGTTOU (-1), logged;
+ * refused under --realtime, below 1 or above --max-workers. resize: from the main loop
  * while not stopping, the next step towards the count asked for. */
+int m0_master_claim_block(struct m0_master *m, int idx);
 void m0_master_ask_resize(struct m0_master *m, int delta);
 void m0_master_resize(struct m0_master *m, uint64_t now);
 

@@ -1,13 +1,18 @@
 /*
  * resize.c — SIGTTIN/SIGTTOU, as gunicorn's: the master adds or removes a
  * worker while serving (master_int.h), one more or less, never fewer than
- * one. Slots change one at a time, at the end of the table, so the
- * listener slot of every other worker stays as it is.
+ * one nor more than --max-workers (what the metrics are sized for). Slots
+ * change one at a time, at the end of the table, so the listener slot of
+ * every other worker stays as it is.
  *
  * Adding: a new SO_REUSEPORT socket joins the port's group, its worker
  * boots, and only once it serves does the kernel hand it connections
  * (listeners.h, m0_listeners_steer). If it cannot load the application,
  * the slot goes again and the server stays at its size.
+ *
+ * The processes at once are bounded too: every worker needs a block of the
+ * metrics' shared mapping (metrics.h), sized for --max-workers; a spawn
+ * that finds none waits until the master has reaped a process.
  *
  * Removing: new connections are steered away from the last slot's socket
  * first; its worker keeps accepting what is already queued there, and is
@@ -20,6 +25,7 @@
 
 #include "m0/listeners.h"
 #include "m0/log.h"
+#include "m0/metrics.h"
 #include "master_int.h"
 #include "m0/timer.h"
 #include "m0/worker.h"
@@ -49,12 +55,33 @@ void m0_master_ask_resize(struct m0_master *m, int delta)
         m0_warn("%s: ignored: already down to 1 worker", sig);
         return;
     }
-    if (want > M0_MAX_SLOTS) {
-        m0_warn("%s: ignored: already at %d workers, the most there can be", sig, M0_MAX_SLOTS);
+    if (want > m->cfg->max_workers) {
+        m0_warn("%s: ignored: already at %d workers, the most --max-workers allows", sig, m->want);
         return;
     }
     m->want = want;
     m0_info("%s: %s a worker (%d asked for)", sig, delta > 0 ? "adding" : "removing", want);
+}
+
+int m0_master_claim_block(struct m0_master *m, int idx)
+{
+    int blk = m0_metrics_claim(idx);
+    if (blk != M0_MX_NO_ROOM) {
+        m->mx_waiting = 0;
+        return blk;
+    }
+    /* Every metrics block is a live process's (reloads whose old workers
+     * still drain): a worker forked now would go uncounted. */
+    if (!m->mx_waiting) {
+        int alive = 0;
+        for (int i = 0; i < m->cap; i++)
+            alive += m->w[i].pid != 0;
+        m0_warn("metrics: %d worker processes hold every metrics block: worker %d starts once one of them has "
+                "exited", alive, idx);
+    }
+    m->mx_waiting = 1;
+    m->respawn_at[idx] = m0_clock_ms() + 100;
+    return M0_MX_NO_ROOM;
 }
 
 static int slot_alive(const struct m0_master *m, int idx)

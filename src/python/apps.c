@@ -115,7 +115,7 @@ static int load_mount(PyObject *boot, const struct m0_config *cfg, const struct 
     char appdir[PATH_MAX];
     if (realpath(cfg->app_dir, appdir) == NULL)
         snprintf(appdir, sizeof appdir, "%s", cfg->app_dir);
-    PyObject *res = PyObject_CallMethod(boot, "load", "sss", m->spec, protos[cfg->protocol], appdir);
+    PyObject *res = PyObject_CallMethod(boot, "load", "sssi", m->spec, protos[cfg->protocol], appdir, cfg->factory);
     if (res == NULL) {
         report_load_error(boot, where, m->spec);
         return M0_ERR;

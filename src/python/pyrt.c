@@ -158,9 +158,98 @@ static int find_venv(char *out, size_t cap, int *from_env)
     return 1;
 }
 
+/* The standard library CPython's getpath would find from bindir (the
+ * directory of its executable, or a virtualenv's "home"): lib/pythonX.Y[t]
+ * holding os.py or os.pyc in bindir or the nearest directory above it,
+ * symlinks resolved (Debian's /lib/python3.11 is /usr/lib/python3.11), in
+ * out. 0 when none is found (Python falls back to the prefix it was built
+ * with). */
+static int stdlib_dir(const char *bindir, char *out, size_t cap)
+{
+#define M0_STDLIB "/lib/python" M0_STR(PY_MAJOR_VERSION) "." M0_STR(PY_MINOR_VERSION) M0_ABI_THREAD
+    static const char *const landmarks[] = {M0_STDLIB "/os.py", M0_STDLIB "/os.pyc"};
+    char dir[PATH_MAX], cand[PATH_MAX + 64];
+    if (bindir[0] != '/' || strlen(bindir) >= sizeof dir)
+        return 0;
+    snprintf(dir, sizeof dir, "%s", bindir);
+    for (;;) {
+        size_t n = strlen(dir);
+        while (n > 1 && dir[n - 1] == '/')
+            dir[--n] = '\0';
+        for (size_t i = 0; i < M0_ARRAY_LEN(landmarks); i++) {
+            snprintf(cand, sizeof cand, "%s%s", n == 1 ? "" : dir, landmarks[i]);
+            if (access(cand, F_OK) == 0) {
+                snprintf(cand, sizeof cand, "%s" M0_STDLIB, n == 1 ? "" : dir);
+                char *real = realpath(cand, NULL);
+                int ok = real != NULL && strlen(real) < cap;
+                if (ok)
+                    snprintf(out, cap, "%s", real);
+                free(real);
+                return ok;
+            }
+        }
+        char *slash = strrchr(dir, '/');
+        if (slash == NULL || n == 1)
+            return 0;
+        slash[slash == dir] = '\0';       /* "/usr/bin" -> "/usr", "/usr" -> "/" */
+    }
+#undef M0_STDLIB
+}
+
+/* A virtualenv's base interpreter must be the one this binary embeds: its
+ * "home" leads CPython to a standard library (and lib-dynload of compiled
+ * modules) of its own, so a venv of the same version made from another
+ * build (pyenv's, /usr/local's) runs this libpython on that build's files
+ * and fails on the first compiled module ("No module named '_socket'").
+ * The same standard library: M0_OK. venv is its directory, home and exe
+ * what its pyvenv.cfg says ("" if absent). */
+static int check_base(const char *who, const char *venv, const char *home, const char *exe, char *err, size_t cap)
+{
+    char ours[PATH_MAX], theirs[PATH_MAX], bindir[PATH_MAX];
+    char *real = realpath(M0_PYTHON_EXE, NULL);
+    snprintf(bindir, sizeof bindir, "%s", real != NULL ? real : M0_PYTHON_EXE);
+    free(real);
+    char *slash = strrchr(bindir, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    if (home[0] == '\0' || !stdlib_dir(bindir, ours, sizeof ours) || !stdlib_dir(home, theirs, sizeof theirs) ||
+        strcmp(ours, theirs) == 0)
+        return M0_OK;           /* the same, or unknown: let Python judge */
+    snprintf(err, cap,
+             "m0serve: error: %s%s was made from another Python of the same version (%s, its library %s), "
+             "but this m0serve embeds %s (%s): install m0serve into that virtualenv (pip install), or use one "
+             "made from %s",
+             who, venv, exe[0] != '\0' ? exe : home, theirs, M0_PYTHON_EXE, ours, M0_PYTHON_EXE);
+    return M0_ERR;
+}
+
+/* pyvenv.cfg's value for key (a "key = value" line) into out; "" if none. */
+static void cfg_value(const char *line, const char *key, char *out, size_t cap)
+{
+    size_t k = strlen(key);
+    while (*line == ' ' || *line == '\t')
+        line++;
+    if (strncmp(line, key, k) != 0)
+        return;
+    line += k;
+    while (*line == ' ' || *line == '\t')
+        line++;
+    if (*line++ != '=')
+        return;
+    while (*line == ' ' || *line == '\t')
+        line++;
+    size_t n = strcspn(line, "\r\n");
+    while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t'))
+        n--;
+    if (n < cap) {
+        memcpy(out, line, n);
+        out[n] = '\0';
+    }
+}
+
 int m0_py_check_env(char *err, size_t cap)
 {
-    char venv[PATH_MAX], path[PATH_MAX + 32], line[512];
+    char venv[PATH_MAX], path[PATH_MAX + 32], line[512], home[PATH_MAX] = "", exe[PATH_MAX] = "";
     int from_env;
     if (!find_venv(venv, sizeof venv, &from_env))
         return M0_OK;
@@ -176,12 +265,16 @@ int m0_py_check_env(char *err, size_t cap)
         /* "version = 3.11.2" (venv), "version_info = 3.12.1.final.0" (virtualenv, uv) */
         char key[32];
         int a, b;
-        if (sscanf(line, " %31[a-z_] = %d.%d", key, &a, &b) == 3 &&
+        if (major == -1 && sscanf(line, " %31[a-z_] = %d.%d", key, &a, &b) == 3 &&
             (strcmp(key, "version") == 0 || strcmp(key, "version_info") == 0)) {
             major = a;
             minor = b;
-            break;
         }
+        /* "home = /usr/bin" (all of them); the interpreter it was made
+         * from: "executable" (venv, 3.11+), "base-executable" (virtualenv). */
+        cfg_value(line, "home", home, sizeof home);
+        cfg_value(line, "executable", exe, sizeof exe);
+        cfg_value(line, "base-executable", exe, sizeof exe);
     }
     fclose(f);
     if (major == -1)
@@ -208,7 +301,7 @@ int m0_py_check_env(char *err, size_t cap)
                  m0_py_free_threaded() ? "free-threaded" : "GIL", M0_PYTHON_EXE, M0_PYTHON_EXE);
         return M0_ERR;
     }
-    return M0_OK;
+    return check_base(who, venv, home, exe, err, cap);
 }
 
 const char *m0_py_built_for(void)

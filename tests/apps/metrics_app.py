@@ -2,6 +2,7 @@
 
   /hello          200 "ok"
   /missing        404 from the view
+  /fail           500 from the view
   /events         holds an SSE stream on channel "m" (M0-Hold)
   /publish        publishes one event on "m"
   /pid            the worker's pid
@@ -45,5 +46,8 @@ def application(environ, start_response):
     if path == "/missing":
         start_response("404 Not Found", [("Content-Type", "text/plain")])
         return [b"no"]
+    if path == "/fail":
+        start_response("500 Internal Server Error", [("Content-Type", "text/plain")])
+        return [b"failed"]
     start_response("200 OK", [("Content-Type", "text/plain")])
     return [str(os.getpid()).encode() if path == "/pid" else b"ok"]

@@ -364,3 +364,39 @@ def test_umask_lets_www_data_reach_a_socket_m0serve_binds(site_venv, site, nginx
         assert status == 200, ngx.error_log()
     finally:
         stop(proc)
+
+
+def unix_get(path, target):
+    """GET target straight from m0serve over its unix socket (the peer nginx is)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(path)
+    s.sendall(("GET %s HTTP/1.1\r\nHost: mysite.test\r\nConnection: close\r\n\r\n" % target).encode())
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body
+
+
+def test_the_site_keeps_metrics_path_off_the_public_side(site, start_unit, nginx_for):
+    """--metrics-path on the main listener answers trusted peers, and nginx
+    (a unix peer, M0_FORWARDED_ALLOW_IPS=unix) is one: the site config must
+    answer the path itself (404), however a client spells it, or every
+    visitor reads the server's metrics."""
+    unit = start_unit(extra_env={"M0_METRICS_PATH": "/metrics"})
+    unit.first_response()
+    unit.notify.wait_for("READY", "1")
+    status, body = unix_get(unit.unix_path, "/metrics")
+    assert status == 200 and b"m0serve_requests_total" in body      # what nginx itself would be given
+    ngx = nginx_for(site_conf(site))
+    for target in ("/metrics", "/metrics?x=1", "/%6Detrics", "//metrics", "/./metrics", "/static/../metrics"):
+        status, hdrs, body = http(ngx.port, "GET", target)
+        assert b"m0serve_" not in body, target
+        assert status == 404 and hdrs["server"].startswith("nginx"), (target, status, body)
+    status, _, body = http(ngx.port, "GET", "/")          # the site itself still passes
+    assert status == 200 and b"m0serve" in body

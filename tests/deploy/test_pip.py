@@ -148,3 +148,20 @@ def test_refuses_a_virtualenv_of_another_python(site_venv, tmp_path):
     r = subprocess.run([str(venv / "bin" / "m0serve"), "app:app"], capture_output=True, text=True, env=env,
                        timeout=20)
     assert r.returncode == 78 and "not a virtualenv" in r.stderr
+
+
+def test_make_venv_is_quiet(site_venv, tmp_path):
+    """`make venv` from scratch prints its one VENV line and nothing else: the
+    pinned packages that ship only a setup.py (pubcontrol, gripcontrol,
+    django-grip) are built as PEP 517 wheels, not installed by the legacy
+    `setup.py install` that pip announces with a DEPRECATION warning each."""
+    home, _ = site_venv
+    venv = tmp_path / "venv"
+    r = subprocess.run(["make", "--no-print-directory", "VENV=%s" % venv, "venv"], cwd=REPO,
+                       capture_output=True, text=True, env=run_env(home), timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = [line.strip() for line in (r.stdout + r.stderr).strip().splitlines()]
+    assert out == ["VENV    %s <- requirements/test.txt" % venv], out
+    imported = subprocess.run([str(venv / "bin" / "python"), "-c", "import gripcontrol, pubcontrol; from importlib.metadata import version; version('django-grip')"],
+                              capture_output=True, text=True)
+    assert imported.returncode == 0, imported.stderr

@@ -235,7 +235,7 @@ def test_grant_url_and_the_framework_helpers(key_file, monkeypatch):
 
 def test_bad_grant_flags_are_one_line():
     base = ["grant_app:application", "--app-dir", str(APPS_DIR), "--bind", "127.0.0.1:0"]
-    for args, want in ((["--grant-path", "/rt"], "m0serve: error: --grant-path: needs --realtime"),
+    for args, want in ((["--grant-path", "/rt"], "m0serve: error: --grant-path: needs --grant-key-file"),
                        (["--realtime", "--grant-path", "/rt"], "m0serve: error: --grant-path: needs --grant-key-file"),
                        (["--grant-cookie", "g"], "m0serve: error: --grant-cookie: needs --grant-path"),
                        (["--grant-cors-origin", "*"], "m0serve: error: --grant-cors-origin: invalid value '*'"),
@@ -403,3 +403,21 @@ def test_rotation_under_load_with_a_failing_reload(start_server, tmp_path):
     for phase in ("before", "failed", "replaced"):
         assert {r[1] for r in load.of(phase)} == {"k1"}, phase
     assert {r[1] for r in load.of("after")} == {"k2"}
+
+
+def test_grant_path_implies_realtime_as_grip_key_file_does(start_server, key_file):
+    """One rule for the flags that need held streams (issue 27 item 20):
+    --grip-key-file implies --realtime, and so does --grant-path; a server
+    started without --realtime holds a grant's stream."""
+    server = start_server("grant_app:application", "--grant-key-file", str(key_file), "--grant-path", "/rt")
+    assert "realtime=on" in server.banner, server.banner
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn.request("GET", "/url")
+    url = conn.getresponse().read().decode()
+    assert url.startswith("/rt/sse?token="), url
+    conn.close()
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn.request("GET", url)
+    resp = conn.getresponse()
+    assert resp.status == 200 and resp.getheader("Content-Type").startswith("text/event-stream")
+    conn.close()

@@ -29,7 +29,7 @@ import urllib.request
 import pytest
 
 from rawhttp import get_to_close
-from serverproc import kill_group, spawn
+from serverproc import REPO, kill_group, spawn
 from sse import SSEStream
 
 APP = "metrics_app"
@@ -225,6 +225,45 @@ def test_prometheus_reads_the_sum_over_two_workers(start_server, tmp_path):
         prom.stop()
 
 
+def documented_query(marker):
+    """The PromQL line of docs/deploy.md's example block that contains marker."""
+    text = (REPO / "docs" / "deploy.md").read_text()
+    block = text.split("```promql\n", 1)[1].split("```", 1)[0]
+    (line,) = [l for l in block.splitlines() if marker in l and not l.startswith("#")]
+    return line
+
+
+def test_documented_5xx_share_is_0_before_the_first_5xx(start_server, tmp_path):
+    """The 5xx share query of docs/deploy.md, run by Prometheus: 0 while
+    every answer was a success (a series m0serve_requests_total{status="5xx"}
+    does not exist yet, and a bare ratio of it is an empty result, which a
+    dashboard shows as "no data" and an alert never fires on), then the share."""
+    need("prometheus")
+    query = documented_query('status="5xx"')
+    server = start_server(APP, "--metrics-bind", "127.0.0.1:0", workers=1)
+    port = metrics_port(server)
+    for _ in range(5):
+        get_pid(server.port)
+    prom = Prometheus(tmp_path, "127.0.0.1:%d" % port)
+    try:
+        prom.wait_value('up{job="m0serve"}', 1.0)
+        # rate() needs two scrapes that saw requests
+        wait_until(lambda: prom.query('sum(rate(m0serve_requests_total[5m])) > 0'), "a request rate")
+        assert prom.query(query) == [0.0], query
+        # A series is born at its first value, so rate() sees an increase
+        # only from the second scrape of it on: fail, let it be scraped, fail.
+        for _ in range(5):
+            assert http_get(server.port, "/fail")[0] == 500
+        wait_until(lambda: prom.query('m0serve_requests_total{status="5xx"}'), "the 5xx series")
+        for _ in range(5):
+            assert http_get(server.port, "/fail")[0] == 500
+        wait_until(lambda: (prom.query(query) or [0.0])[0] > 0, "a 5xx share above 0")
+        share = prom.query(query)
+        assert len(share) == 1 and 0 < share[0] < 1, share
+    finally:
+        prom.stop()
+
+
 # ---------------------------------------------------------- restarts
 
 
@@ -267,6 +306,87 @@ def test_counters_survive_a_killed_worker(start_server, tmp_path):
     left = sorted(p.name for p in mp.iterdir())
     assert left == sorted(["gauge_all_%d.db" % victim, "counter_%d.db" % victim, "histogram_%d.db" % victim,
                            "gauge_livesum_%d.db" % (victim + 100000)]), left
+
+
+def requests_at_root(port):
+    return sample_sum(scrape(port)[1], "m0serve_requests_total", mount="/")
+
+
+def wait_count(port, want, what):
+    """Wait until the root mount's request counter is want; fail if it passes it."""
+    def check():
+        got = requests_at_root(port)
+        assert got <= want, "%s: counted %s, more than the %s sent" % (what, got, want)
+        return got == want
+    try:
+        wait_until(check, what)
+    except AssertionError:
+        raise AssertionError("%s: counted %s of %s" % (what, requests_at_root(port), want))
+
+
+def test_every_request_is_counted_after_sigttin_to_many_workers(start_server):
+    """The shared blocks were sized once for 4 x --workers + 4 processes:
+    with 2 workers grown to 16 by SIGTTIN, 4 of them recorded nothing and
+    only the log said so (issue 27 item 12). They are sized for
+    --max-workers (default 64), which SIGTTIN never passes."""
+    server = start_server(APP, "--metrics-bind", "127.0.0.1:0", workers=2)
+    port = metrics_port(server)
+    base = wait_until(lambda: requests_at_root(port), "the probe")
+    for n in range(3, 17):
+        server.signal(signal.SIGTTIN)      # one at a time: signals of one kind coalesce
+        assert server.stderr.wait_for(re.compile(r"worker %d added: %d worker\(s\)" % (n - 1, n)), WAIT), \
+            server.stderr.text()
+    seen = {}
+    for _ in range(400):
+        pid = get_pid(server.port)
+        seen[pid] = seen.get(pid, 0) + 1
+    assert len(seen) >= 13, "SO_REUSEPORT spread 400 connections over %d workers only" % len(seen)
+    wait_count(port, base + 400, "400 requests over %d workers" % len(seen))
+    assert sample_sum(scrape(port)[1], "m0serve_worker_starts_total") == 16
+    assert "records no metrics" not in server.stderr.text()
+
+
+def test_reloads_wait_for_a_metrics_block_rather_than_run_uncounted(start_server, tmp_path):
+    """Reloads whose old workers still drain pile up processes: with every
+    block a live process's (--max-workers 1: 8 blocks), the next worker
+    starts once one of them has exited, said once in the log, and every
+    request of every process is counted."""
+    calls, release = tmp_path / "calls", tmp_path / "release"
+    server = start_server(APP, "--metrics-bind", "127.0.0.1:0", "--max-workers", "1", workers=1,
+                          env={"METRICS_APP_CALLS": str(calls), "METRICS_APP_RELEASE": str(release)})
+    port = metrics_port(server)
+    base = wait_until(lambda: requests_at_root(port), "the probe")
+    ncalls = lambda: len(calls.read_text().splitlines()) if calls.exists() else 0  # noqa: E731
+    booted = re.compile(r"SIGHUP: new workers booted")
+    blocked = []
+    try:
+        for gen in range(8):
+            # The serving worker gets a request that waits for the release
+            # file: once retired it drains, and holds its block, until then.
+            before = ncalls()
+            t = threading.Thread(target=http_get, args=(server.port, "/block"), kwargs={"timeout": 60})
+            t.start()
+            blocked.append(t)
+            wait_until(lambda: ncalls() > before, "the view of generation %d" % gen)
+            server.signal(signal.SIGHUP)
+            if gen < 7:
+                wait_until(lambda: len([l for l in server.stderr.lines if booted.search(l)]) == gen + 1,
+                           "reload %d" % (gen + 1))
+        # Eight processes hold the eight blocks: the ninth waits, said once.
+        assert server.stderr.wait_for(re.compile(r"metrics: 8 worker processes hold every metrics block: worker 0 "
+                                                 r"starts once one of them has exited"), WAIT), server.stderr.text()
+        assert len([l for l in server.stderr.lines if booted.search(l)]) == 7      # the eighth waits
+        release.write_text("go")
+        wait_until(lambda: len([l for l in server.stderr.lines if booted.search(l)]) == 8, "the waiting reload")
+    finally:
+        release.write_text("go")
+        for t in blocked:
+            t.join(60)
+    for _ in range(20):
+        get_pid(server.port)
+    wait_count(port, base + 8 + 20, "the blocked requests and 20 more")
+    assert sample_sum(scrape(port)[1], "m0serve_worker_starts_total") == 9
+    assert len([l for l in server.stderr.lines if "hold every metrics block" in l]) == 1
 
 
 # ------------------------------------------------------- no Python call

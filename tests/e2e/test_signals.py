@@ -165,3 +165,19 @@ def test_sigttin_is_refused_with_realtime(start_server):
                                   WAIT)
     assert server.proc.poll() is None
     assert len(server.worker_pids()) == 1
+
+
+def test_sigttin_stops_at_max_workers_with_one_line(start_server):
+    """SIGTTIN adds workers up to --max-workers (what the metrics' shared
+    blocks are sized for, issue 27 item 12), then says so and adds none."""
+    server = start_server("conformance:application", "--max-workers", "2", workers=1)
+    server.signal(signal.SIGTTIN)
+    assert server.stderr.wait_for(re.compile(r"worker 1 added: 2 worker\(s\)"), WAIT)
+    server.signal(signal.SIGTTIN)
+    assert server.stderr.wait_for(re.compile(r"SIGTTIN: ignored: already at 2 workers, the most --max-workers "
+                                             r"allows"), WAIT)
+    assert len(server.worker_pids()) == 2
+    assert_serves(server)
+    proc = spawn(["conformance:application", "--bind", "127.0.0.1:0", "--workers", "3", "--max-workers", "2"])
+    _, err = proc.communicate(timeout=WAIT)
+    assert proc.returncode == 2 and err.decode().strip() == "m0serve: error: --max-workers: 2 is fewer than --workers 3"

@@ -229,6 +229,14 @@ static void test_mount_lists_in_the_environment(void **state)
     setenv("M0_MOUNTS", "/ok=a,bad", 1);
     assert_int_equal(parse(&cfg, err, 2, argv), M0_ERR);
     assert_non_null(strstr(err, "M0_MOUNTS"));
+    /* A factory call's commas (in its parentheses, brackets or quotes)
+     * stay in its item (issue 27 item 16). */
+    setenv("M0_MOUNTS", "/a=api:make('x,y', n=(1, 2)),/b=b:f(\"q\\\",)\", [3, 4]), /c=c:app", 1);
+    assert_int_equal(parse(&cfg, err, 2, argv), M0_OK);
+    assert_int_equal(cfg.nmounts, 5);
+    assert_string_equal(cfg.mounts[1].spec, "api:make('x,y', n=(1, 2))");
+    assert_string_equal(cfg.mounts[2].spec, "b:f(\"q\\\",)\", [3, 4])");
+    assert_string_equal(cfg.mounts[3].spec, "c:app");
     unsetenv("M0_MOUNTS");
     unsetenv("M0_STATIC");
 }
@@ -265,6 +273,29 @@ static void test_gunicorn_short_flags(void **state)
     assert_true(cfg.show_version);
 }
 
+/* --max-workers: SIGTTIN's ceiling, the metrics' sizing (issue 27 item 12):
+ * 64 or --workers when more; never fewer than --workers. */
+static void test_max_workers(void **state)
+{
+    (void)state;
+    struct m0_config cfg;
+    char err[256];
+    char *dflt[] = {"m0serve", "app:app", "-w", "3"};
+    assert_int_equal(parse(&cfg, err, 4, dflt), M0_OK);
+    assert_int_equal(cfg.max_workers, M0_MAX_WORKERS_DEFAULT);
+    char *many[] = {"m0serve", "app:app", "-w", "100"};
+    assert_int_equal(parse(&cfg, err, 4, many), M0_OK);
+    assert_int_equal(cfg.max_workers, 100);
+    char *given[] = {"m0serve", "app:app", "-w", "2", "--max-workers", "8"};
+    assert_int_equal(parse(&cfg, err, 6, given), M0_OK);
+    assert_int_equal(cfg.max_workers, 8);
+    char *fewer[] = {"m0serve", "app:app", "-w", "4", "--max-workers", "3"};
+    assert_int_equal(parse(&cfg, err, 6, fewer), M0_ERR);
+    assert_string_equal(err, "m0serve: error: --max-workers: 3 is fewer than --workers 4");
+    char *zero[] = {"m0serve", "app:app", "--max-workers", "0"};
+    assert_int_equal(parse(&cfg, err, 4, zero), M0_ERR);
+}
+
 /* An unknown flag is answered with the nearest known one, on one line. */
 static void test_unknown_flag_gets_the_nearest(void **state)
 {
@@ -284,6 +315,44 @@ static void test_unknown_flag_gets_the_nearest(void **state)
         {"-t", "unrecognized option '-t'; m0serve has no worker timeout"},
         {"-k", "unrecognized option '-k'; m0serve has one kind of worker"},
         {"-D", "stays in the foreground"},
+        /* Habits of uvicorn and Granian users (issue 27 item 17): what m0serve
+         * does instead, never a near spelling of another meaning. */
+        {"--proxy-headers", "from the peers in --forwarded-allow-ips"},
+        {"--preload", "nothing to preload"},
+        {"--root-path", "--mount PREFIX=MODULE:ATTR"},
+        {"--url-path-prefix", "--mount PREFIX=MODULE:ATTR"},
+        {"--timeout-graceful-shutdown", "did you mean '--graceful-timeout'?"},
+        {"--uds", "did you mean '--bind unix:PATH'?"},
+        {"--fd", "LISTEN_FDS"},
+        {"--statsd-host", "--metrics-bind"},
+        {"--ssl-keyfile", "not supported yet: terminate TLS in nginx"},
+        {"--ssl-certfile", "not supported yet: terminate TLS in nginx"},
+        {"--ssl-certificate", "not supported yet: terminate TLS in nginx"},
+        {"--certfile", "not supported yet: terminate TLS in nginx"},
+        {"--keyfile", "not supported yet: terminate TLS in nginx"},
+        {"--limit-max-requests", "did you mean '--max-requests'?"},
+        {"--limit-concurrency", "did you mean '--max-connections'?"},
+        {"--worker-connections", "did you mean '--max-connections'?"},
+        {"--ws-max-size", "did you mean '--ws-max-message'?"},
+        {"--interface", "did you mean '--protocol'?"},
+        {"--reload-dir", "takes no paths"},
+        {"--access-log-fmt", "did you mean '--access-log-format'?"},
+        {"--pid-file", "did you mean '--pid'?"},
+        {"--workers-max-rss", "did you mean '--worker-max-rss'?"},
+        {"--runtime-threads", "did you mean '--threads'?"},
+        {"--uds-permissions", "did you mean '--umask'?"},
+        {"--http2-max-frame-size", "HTTP/1.1"},
+        /* Slips still get the flag they slipped from ... */
+        {"--accesslog", "did you mean '--access-log'?"},
+        {"--grcaeful-timout", "did you mean '--graceful-timeout'?"},
+        {"--max-header", "did you mean '--max-headers'?"},
+        /* ... and a near spelling of another meaning gets none. */
+        {"--boot-path", "--mount PREFIX=MODULE:ATTR"},        /* --root-path's slip, not --grant-path's */
+        {"--mac-headers", "did you mean '--max-headers'?"},
+        /* A slip of another server's flag gets that flag's answer. */
+        {"--proxy-header", "from the peers in --forwarded-allow-ips"},
+        {"--prelaod", "nothing to preload"},
+        {"--timeout-graceful", "unrecognized option '--timeout-graceful' (see --help)"},
         {"--zzzzzz", "unrecognized option '--zzzzzz' (see --help)"},
         {"-x", "unrecognized option '-x' (see --help)"},
     };
@@ -304,6 +373,7 @@ int main(void)
         cmocka_unit_test(test_unknown_flag_is_named),
         cmocka_unit_test(test_bad_value_is_named),
         cmocka_unit_test(test_threads_flag),
+        cmocka_unit_test(test_max_workers),
         cmocka_unit_test(test_environment_then_argv),
         cmocka_unit_test(test_bind_forms),
         cmocka_unit_test(test_mounts),

@@ -494,13 +494,25 @@ static void test_flags(void **state)
     assert_string_equal(cfg.grant_path, "");
     char *keys_only[] = {"m0serve", "app:app", "--grant-key-file", "/k"};   /* for m0pub.grant in the app */
     assert_int_equal(parse(&cfg, err, 4, keys_only), M0_OK);
+    assert_false(cfg.realtime);
+    /* One rule with --grip-key-file (issue 27 item 20): --grant-path
+     * implies --realtime (a grant opens a held stream), in either spelling. */
+    char *implied[] = {"m0serve", "app:app", "--grant-key-file", "/k", "--grant-path", "/rt"};
+    assert_int_equal(parse(&cfg, err, 6, implied), M0_OK);
+    assert_true(cfg.realtime);
+    setenv("M0_GRANT_PATH", "/rt", 1);
+    char *implied_env[] = {"m0serve", "app:app", "--grant-key-file", "/k"};
+    assert_int_equal(parse(&cfg, err, 4, implied_env), M0_OK);
+    unsetenv("M0_GRANT_PATH");
+    assert_true(cfg.realtime);
+    assert_string_equal(cfg.grant_path, "/rt");
 
     static const struct {
         int argc;
         char *argv[10];
         const char *want;
     } bad[] = {
-        {4, {"m0serve", "app:app", "--grant-path", "/rt"}, "--grant-path: needs --realtime"},
+        {4, {"m0serve", "app:app", "--grant-path", "/rt"}, "--grant-path: needs --grant-key-file"},
         {5, {"m0serve", "app:app", "--realtime", "--grant-path", "/rt"}, "--grant-path: needs --grant-key-file"},
         {4, {"m0serve", "app:app", "--grant-cookie", "g"}, "--grant-cookie: needs --grant-path"},
         {4, {"m0serve", "app:app", "--grant-cors-origin", "https://a.example"}, "--grant-cors-origin: needs --grant-path"},
