@@ -313,20 +313,92 @@ def test_sigterm_drains_every_loop(start_server):
     assert "event loop 1: " in text and "draining" in text, text
 
 
+def _conns_on_loop(port, loop, n, limit=64):
+    """n keep-alive connections that loop serves (others closed); each
+    costs one GET /gil, and the misses one each too."""
+    from rawhttp import Conn
+    got = []
+    for _ in range(limit):
+        c = Conn(port, timeout=30)
+        if _loop_of(c)["loop"] == loop:
+            got.append(c)
+            if len(got) == n:
+                return got
+        else:
+            c.close()
+    raise AssertionError("only %d of %d connections on loop %d" % (len(got), n, loop))
+
+
+MAX_REQUESTS_CLIENTS = 8
+ASKED_RE = re.compile(r"worker answered (\d+) requests \(--max-requests\): asking to be replaced")
+
+
 def test_max_requests_counts_the_process_and_replaces_it_whole(start_server):
-    """--max-requests 40 with two loops: the requests of both count; the
-    worker process is replaced once they add up, without a failed request."""
+    """--max-requests 40 with two loops, under load from 8 clients that are
+    all on the second loop: the loops add to one count, so the worker asks
+    to be replaced at 40 plus at most the requests in flight when the count
+    reached 40 (fewer than 8: each client waits for its answer before it
+    sends again), whichever loop takes them; it is replaced whole, without
+    a failed request. (Counting the first loop only, it would never ask;
+    reading the count once a sweep, it asked hundreds over.)"""
+    from rawhttp import IncompleteResponse
     s = start_server("threads_app:app", "--threads", "2", "--max-requests", "40")
-    pids = []
+    conns = _conns_on_loop(s.port, 1, MAX_REQUESTS_CLIENTS)    # about 16 requests of the 40
+    first = _loop_of(conns[0])["pid"]
+    stop = threading.Event()
+    failures = []
+
+    def client(c):
+        while not stop.is_set():
+            try:
+                seen = _loop_of(c)
+            except (IncompleteResponse, ConnectionError):
+                return                  # the draining worker closed it between two requests
+            except Exception as exc:
+                failures.append(repr(exc))
+                return
+            if seen["pid"] != first or seen["loop"] != 1:
+                failures.append(seen)
+    threads = [threading.Thread(target=client, args=(c,)) for c in conns]
+    for t in threads:
+        t.start()
+    try:
+        asked = s.stderr.wait_for(ASKED_RE, 30)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+        for c in conns:
+            c.close()
+    assert asked is not None, s.stderr.text()
+    print("--max-requests 40, %d clients on loop 1: asked at %s" % (MAX_REQUESTS_CLIENTS, asked.group(1)))
+    assert 40 <= int(asked.group(1)) < 40 + MAX_REQUESTS_CLIENTS, s.stderr.text()
+    assert failures == [], failures[:5]
     deadline = time.monotonic() + 60
-    while len(set(pids)) < 2 and time.monotonic() < deadline:
-        status, seen = _get_json(s.port, "/gil")
-        assert status == 200, seen
-        pids.append(seen["pid"])
-    assert len(set(pids)) >= 2, pids
-    # The loops' sum is checked each sweep (200 ms) at most: a few over 40.
-    asked = re.search(r"worker answered (\d+) requests \(--max-requests\)", s.stderr.text())
-    assert asked is not None and 40 <= int(asked.group(1)) < 40 + 2000, s.stderr.text()
+    while _get_json(s.port, "/gil")[1]["pid"] == first:
+        assert time.monotonic() < deadline, s.stderr.text()
+    assert s.stderr.wait_for(re.compile(r"worker exiting \(pid %d\)" % first), 30), s.stderr.text()
+
+
+def test_max_requests_is_the_process_count_to_the_request(start_server):
+    """Requests one at a time, alternating between the two loops, with
+    --max-requests 40: the worker asks to be replaced at the process's 40th
+    request exactly (the ask is logged before that request is answered),
+    not when one loop alone has answered 40, and not before."""
+    s = start_server("threads_app:app", "--threads", "2", "--max-requests", "40", "--health-path", "/health")
+    conns = _conns_on_every_loop(s.port, 2)
+    status, health = _get_json(s.port, "/health")
+    assert status == 200, health
+    done = health["requests"]            # every request so far, this one included
+    assert done < 40, health
+    while done < 40:
+        assert ASKED_RE.search(s.stderr.text()) is None, (done, s.stderr.text())
+        assert _loop_of(conns[done % 2])["loop"] == done % 2
+        done += 1
+    asked = s.stderr.wait_for(ASKED_RE, 10)
+    for c in conns.values():
+        c.close()
+    assert asked is not None and int(asked.group(1)) == 40, s.stderr.text()
 
 
 def test_the_watchdog_sees_a_blocked_loop_that_is_not_the_first(start_server, tmp_path):
