@@ -10,7 +10,8 @@
               view cannot even start while the first spins; without it,
               both spin at once.
 /cpu?ms=M     about M ms of pure-Python work (the benchmark's CPU-bound view)
-/sleep?ms=M   sleeps M ms (a view that blocks its thread)
+/sleep?ms=M   sleeps M ms (a view that blocks its thread); with &mark=PATH it
+              first writes its time.monotonic() to PATH
 /publish?channel=C   publishes one event (m0pub.publish) and says its id
 /stream?channel=C    an M0-Hold: stream on channel C
 /publish-threads?n=N N threads, one after another, each publishing one
@@ -90,6 +91,10 @@ def app(environ, start_response):
                 x += i * i
         return _json(start_response, dict(me, x=x % 7))
     if path == "/sleep":
+        mark = environ.get("QUERY_STRING", "").partition("mark=")[2].partition("&")[0]
+        if mark:
+            with open(mark, "w") as f:
+                f.write(repr(time.monotonic()))
         time.sleep(_arg(environ, "ms", 100) / 1000.0)
         return _json(start_response, me)
     if path == "/publish":

@@ -522,6 +522,19 @@ def test_a_shared_socket_spreads_its_connections_over_the_loops(start_server, tm
     assert min(loops.count(k) for k in range(3)) >= 3, loops
 
 
+def _stalled_since(mark, seconds, timeout=10):
+    """Until the view that writes its time.monotonic() to the file mark
+    (threads_app's /sleep&mark=) has been running for seconds: its loop
+    (views inline) is stalled that long."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = mark.read_text() if mark.exists() else ""
+        if text and time.monotonic() >= float(text) + seconds:
+            return
+        assert time.monotonic() < deadline, "the view never began"
+        time.sleep(0.01)
+
+
 def test_a_stalled_loop_is_passed_over_by_the_shared_socket(start_server, tmp_path):
     """A view inline on loop 1 (--blocking-threads 0) sleeps 3 s: the
     connections whose turn is loop 1's go to the next loop, not into a
@@ -540,8 +553,9 @@ def test_a_stalled_loop_is_passed_over_by_the_shared_socket(start_server, tmp_pa
             break
         c.close()
     assert held is not None
-    held.sendall(b"GET /sleep?ms=3000 HTTP/1.1\r\nHost: x\r\n\r\n")
-    time.sleep(0.3)              # loop 1 is inside the view (stalled past 50 ms)
+    mark = tmp_path / "in-view"
+    held.sendall(b"GET /sleep?ms=3000&mark=%s HTTP/1.1\r\nHost: x\r\n\r\n" % str(mark).encode())
+    _stalled_since(mark, 0.1)    # loop 1 is inside the view, stalled past 50 ms
     t0 = time.monotonic()
     seen = [_unix_get(path, "/gil", timeout=2.5)["loop"] for _ in range(6)]
     assert time.monotonic() - t0 < 2.0 and seen == [0] * 6, seen
