@@ -428,6 +428,55 @@ def test_the_watchdog_sees_a_blocked_loop_that_is_not_the_first(start_server, tm
         ns.close()
 
 
+def test_a_loop_that_stops_counts_as_retired_and_as_having_answered(start_server, tmp_path):
+    """An event loop that stops while its worker serves (threads_app's
+    /stop-loop puts /dev/null in place of its loop's epoll descriptor, as an
+    application that clobbers descriptors it does not own would) drains the
+    worker, and counts as retired and as having answered the master's pings:
+    the master goes on hearing the worker (WATCHDOG=1 keeps coming while the
+    first loop drains a half-sent request) and, told that it retired,
+    replaces it without taking its end for a failure."""
+    import socket
+    path = str(tmp_path / "notify.sock")
+    ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    ns.bind(path)
+    ns.settimeout(10)
+    try:
+        s = start_server("threads_app:app", "--threads", "2", "--blocking-threads", "0",
+                         env={"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "400000"})
+        got = b""
+        while got.count(b"WATCHDOG=1") < 2:    # pings answered by both loops
+            got += ns.recv(4096) + b"\n"
+        conns = _conns_on_every_loop(s.port, 2)
+        first = _loop_of(conns[0])["pid"]
+        conns[0].send(b"GET /gil HTTP/1.1\r\nHost: x\r\n")      # half a head: loop 0 drains until it ends
+        conns[1].send(b"GET /stop-loop HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert s.stderr.wait_for(re.compile(r"event loop 1 of this worker stopped: draining the worker"), 10), \
+            s.stderr.text()
+        ns.setblocking(False)
+        try:
+            while True:
+                ns.recv(4096)                   # what was sent before
+        except BlockingIOError:
+            pass
+        ns.settimeout(3)
+        beats = 0
+        while beats < 3:                        # a tick is 100 ms
+            beats += ns.recv(4096).count(b"WATCHDOG=1")
+        assert first in s.worker_pids()         # while it drains
+        conns[0].send(b"\r\n")
+        assert conns[0].read_response("GET").status == 200
+        for c in conns.values():
+            c.close()
+        deadline = time.monotonic() + 30
+        while _get_json(s.port, "/gil")[1]["pid"] == first:
+            assert time.monotonic() < deadline, s.stderr.text()
+        text = s.stderr.text()
+        assert "exited with status" not in text and "did not answer a ping" not in text, text
+    finally:
+        ns.close()
+
+
 def _served_conns(port, n):
     """n keep-alive connections, one request each: (open served ones,
     refused count, {loop: served})."""
