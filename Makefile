@@ -219,7 +219,8 @@ test: deps
 # project, or PYTHON_TARBALL — and says SKIP otherwise): make python-ft once per clone (cached
 # by the tarball's hash), m0serve built for it in its own build directory,
 # a virtualenv of it with requirements/threads.txt (only what the test
-# needs, all installable on a free-threaded CPython), tests/e2e/test_threads.py.
+# needs, all installable on a free-threaded CPython), tests/e2e/test_threads.py
+# and tests/e2e/test_freethreaded_build.py (M0_PYTHON_FT: the interpreter).
 THREADS_VENV := build/venv-threads
 smoke-threads:
 	$(Q)$(MAKE) --no-print-directory python-ft
@@ -227,7 +228,8 @@ smoke-threads:
 
 smoke-threads-run: $(BUILD)/m0serve
 	$(call mkvenv,$(THREADS_VENV),requirements/threads.txt)
-	$(Q)M0SERVE=$(CURDIR)/$(BUILD)/m0serve $(THREADS_VENV)/bin/python -m pytest tests/e2e/test_threads.py -q
+	$(Q)M0SERVE=$(CURDIR)/$(BUILD)/m0serve M0_PYTHON_FT=$(PYTHON) $(THREADS_VENV)/bin/python -m pytest \
+	    tests/e2e/test_threads.py tests/e2e/test_freethreaded_build.py -q
 
 smoke-core: m0serve venv
 	$(Q)$(VPY) -m pytest tests/e2e -q -k "conformance or malformed or django or flask"

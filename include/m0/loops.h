@@ -65,6 +65,10 @@ struct m0_loops {
     _Atomic uint32_t conns;           /* connections open on every loop (each server's
                                          worker_conns): --max-connections is the worker's */
     _Atomic unsigned turn;            /* the loop whose turn the next handed connection is */
+    _Atomic uint64_t requests;        /* requests begun on every loop: --max-requests counts the
+                                         process, each loop adds as it begins one */
+    _Atomic int replace_asked;        /* --max-requests: a loop has asked for the process's
+                                         replacement (serve.c): the others do not */
     int inbox_w[M0_MAX_LOOPS];        /* each loop's hand-off inbox, the sending end (handoff.h) */
     struct m0_loop_share share[];     /* by loop index */
 };
@@ -77,6 +81,19 @@ void m0_loops_free(struct m0_loops *ls);
 /* Loop thread of s: its own numbers into its share (a no-op without a
  * table). Called once per pass (serve.c) and before a sum. */
 void m0_loops_publish(struct m0_server *s);
+
+/* Loop thread of s: one more request begun on it (s->requests), added to
+ * the worker's count in the table too. */
+void m0_loops_begin_request(struct m0_server *s);
+
+/* The requests begun by s's worker so far: every loop's (the table's
+ * count, exact at once), or s's own without a table. Any loop thread. */
+uint64_t m0_loops_requests(const struct m0_server *s);
+
+/* --max-requests: 1 for the first loop that calls it (its ask for the
+ * process's replacement is the one that goes to the master), 0 for every
+ * later call; always 1 without a table. Any loop thread. */
+int m0_loops_claim_replace(struct m0_server *s);
 
 /* Every loop of s's worker, summed (s's own numbers fresh: it publishes
  * first). Without a table: s's alone. Loop thread of s. */

@@ -145,7 +145,7 @@ static void begin_request(struct m0_server *s, struct m0_conn *c)
     c->started_us = m0_clock_us();
     c->flags &= ~(C_SLOW_LOGGED | C_MORE | C_STREAMING);
     c->resp_flags = 0;
-    s->requests++;
+    m0_loops_begin_request(s);
 }
 
 static void finish(struct m0_server *s, struct m0_conn *c)

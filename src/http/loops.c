@@ -83,6 +83,28 @@ void m0_loops_publish(struct m0_server *s)
     }
 }
 
+void m0_loops_begin_request(struct m0_server *s)
+{
+    s->requests++;
+    if (s->loops != NULL)
+        atomic_fetch_add_explicit(&s->loops->requests, 1, memory_order_relaxed);
+}
+
+uint64_t m0_loops_requests(const struct m0_server *s)
+{
+    if (s->loops == NULL)
+        return s->requests;
+    return atomic_load_explicit(&s->loops->requests, memory_order_relaxed);
+}
+
+int m0_loops_claim_replace(struct m0_server *s)
+{
+    if (s->loops == NULL)
+        return 1;
+    return atomic_load_explicit(&s->loops->replace_asked, memory_order_relaxed) == 0 &&
+           atomic_exchange(&s->loops->replace_asked, 1) == 0;
+}
+
 void m0_loops_read(const struct m0_server *s, unsigned i, struct m0_loop_sum *out)
 {
     const struct m0_loop_share *sh = &s->loops->share[i];

@@ -70,8 +70,7 @@ struct serve {
     int serving;               /* the master said go */
     int stop_now;              /* SIGQUIT */
     int rc;
-    uint64_t quota;            /* --max-requests (+ jitter) for this worker; 0 = none */
-    uint64_t answered;         /* the first loop with --threads: every loop's requests, as of the last sweep */
+    uint64_t quota;            /* --max-requests (+ jitter) for this worker, every loop's; 0 = none */
     uint64_t asked_at;         /* loop ms M0_CTL_REPLACE was last sent; 0 = never */
 };
 
@@ -353,17 +352,17 @@ static void serve_hook(struct m0_loop *l, void *ctx)
     if (now >= s->next_sweep) {
         m0_conn_sweep(s);
         s->next_sweep = now + SWEEP_MS;
-        if (v->quota != 0 && nloops(v) > 1) {      /* --max-requests: every loop's, once a sweep */
-            struct m0_loop_sum sum;
-            m0_loops_sum(s, &sum);
-            v->answered = sum.v[M0_LS_REQUESTS];
-        }
     }
     m0_conn_release_closed(s);
     m0_loops_publish(s);
-    uint64_t answered = nloops(v) > 1 ? v->answered : s->requests;
+    /* --max-requests counts the process: every loop adds to one count as
+     * it begins a request (loops.h), and the first loop to end a pass with
+     * the count at the bound asks, once. It is over by at most the requests
+     * begun on the loops between the crossing and that pass's end: those
+     * already in flight then (a client that waits for each answer has one). */
+    uint64_t answered = m0_loops_requests(s);
     if (v->quota != 0 && answered >= v->quota && !atomic_load(&s->draining) &&
-        (v->asked_at == 0 || now - v->asked_at >= ASK_AGAIN_MS)) {
+        (v->asked_at != 0 ? now - v->asked_at >= ASK_AGAIN_MS : m0_loops_claim_replace(s))) {
         /* --max-requests: the master boots a replacement first, then
          * drains this worker (as a reload does, for one slot). Asked again
          * after a while if nothing came of it (the master was reloading,
@@ -519,7 +518,7 @@ int m0_serve_group(struct m0_server **loops, unsigned n)
             return M0_ERR;
         if (i == 0)
             continue;
-        serve_of(s)->quota = 0;    /* --max-requests counts the process: the first loop sums */
+        serve_of(s)->quota = serve_of(loops[0])->quota;    /* --max-requests counts the process: one draw */
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
             m0_log_errno("socketpair (event loops)");

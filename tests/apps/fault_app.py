@@ -12,9 +12,10 @@
                         write(b"abc"), then return wsgi.file_wrapper over P
   /write-flood?mb=N     N MiB through write() in 64 KiB pieces; logs
                         "fault: write raised" if write() raises (client gone)
-  /hold-gated?gate=P&n=N
+  /hold-gated?gate=P&n=N[&entered=E]
                         an M0-Hold response whose generator body (N blocks
-                        of 64 KiB, default 4) is produced once the file P exists
+                        of 64 KiB, default 4) is produced once the file P exists;
+                        the view writes the file E (when given) as it begins to wait
   /status-nonlatin      start_response with a status that is not latin-1
   /header-nonlatin      a header value that is not latin-1
   /pid                  the worker pid
@@ -98,6 +99,9 @@ def application(environ, start_response):
             raise
         return []
     if path == "/hold-gated":
+        if "entered" in q:
+            with open(q["entered"], "w") as f:
+                f.write("in")
         _wait_for(q["gate"])
         start_response("200 OK", [("Content-Type", "text/event-stream"), ("M0-Hold", "stream"),
                                   ("M0-Channel", "gated")])

@@ -10,9 +10,14 @@
               view cannot even start while the first spins; without it,
               both spin at once.
 /cpu?ms=M     about M ms of pure-Python work (the benchmark's CPU-bound view)
-/sleep?ms=M   sleeps M ms (a view that blocks its thread)
+/sleep?ms=M   sleeps M ms (a view that blocks its thread); with &mark=PATH it
+              first writes its time.monotonic() to PATH
 /publish?channel=C   publishes one event (m0pub.publish) and says its id
 /stream?channel=C    an M0-Hold: stream on channel C
+/stop-loop    stops the event loop that serves it, as a failure would while its
+              worker serves: /dev/null takes the place of that loop's epoll
+              descriptor (the one watching this connection), as in an
+              application that clobbers descriptors it does not own
 /publish-threads?n=N N threads, one after another, each publishing one
                      60 KB event and ending; the worker's RSS in KiB after
 
@@ -57,6 +62,33 @@ def _arg(environ, name, default):
     return default
 
 
+def _clobber_epoll_of(server_port, remote_port):
+    """/dev/null in place of the epoll descriptor that watches this process's
+    TCP connection server_port <- remote_port (/proc: the connection's socket
+    inode, its descriptor, the eventpoll whose fdinfo lists it)."""
+    with open("/proc/self/net/tcp") as f:
+        rows = [line.split() for line in f.readlines()[1:]]
+    inode = next(r[9] for r in rows if int(r[1].split(":")[1], 16) == server_port
+                 and int(r[2].split(":")[1], 16) == remote_port)
+
+    def links():
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                yield int(fd), os.readlink("/proc/self/fd/" + fd)
+            except OSError:
+                pass
+    conn = next(fd for fd, link in links() if link == "socket:[%s]" % inode)
+    for fd, link in links():
+        if link == "anon_inode:[eventpoll]":
+            with open("/proc/self/fdinfo/%d" % fd) as f:
+                if any(line.split()[:2] == ["tfd:", str(conn)] for line in f):
+                    null = os.open("/dev/null", os.O_RDONLY)
+                    os.dup2(null, fd)
+                    os.close(null)
+                    return
+    raise RuntimeError("no epoll watches descriptor %d" % conn)
+
+
 def app(environ, start_response):
     path = environ["PATH_INFO"]
     me = {"pid": os.getpid(), "thread": threading.get_ident(), "loop": m0.loop_index()}
@@ -90,6 +122,10 @@ def app(environ, start_response):
                 x += i * i
         return _json(start_response, dict(me, x=x % 7))
     if path == "/sleep":
+        mark = environ.get("QUERY_STRING", "").partition("mark=")[2].partition("&")[0]
+        if mark:
+            with open(mark, "w") as f:
+                f.write(repr(time.monotonic()))
         time.sleep(_arg(environ, "ms", 100) / 1000.0)
         return _json(start_response, me)
     if path == "/publish":
@@ -106,6 +142,9 @@ def app(environ, start_response):
         with open("/proc/self/statm") as f:
             rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
         return _json(start_response, dict(me, rss_kib=rss))
+    if path == "/stop-loop":
+        _clobber_epoll_of(int(environ["SERVER_PORT"]), int(environ["REMOTE_PORT"]))
+        return _json(start_response, me)
     if path == "/stream":
         channel = environ.get("QUERY_STRING", "").partition("channel=")[2] or "c"
         start_response("200 OK", [("Content-Type", "text/event-stream"), ("M0-Hold", "stream"),

@@ -221,3 +221,33 @@ def request(port, method, target, headers=(), body=None, version="HTTP/1.1", tim
     """One request on a fresh connection."""
     with Conn(port, timeout) as conn:
         return conn.request(method, target, headers, body, version)
+
+
+def tcp_queues():
+    """The IPv4 TCP sockets of this network namespace (/proc/net/tcp):
+    {(local port, remote port): (bytes sent and not yet acknowledged, bytes
+    received and not yet read)}. The tests' sockets are all on 127.0.0.1."""
+    out = {}
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            local, remote, queues = fields[1], fields[2], fields[4]
+            tx, rx = (int(q, 16) for q in queues.split(":"))
+            out[(int(local.split(":")[1], 16), int(remote.split(":")[1], 16))] = (tx, rx)
+    return out
+
+
+def wait_read_by_peer(sock, timeout):
+    """Until the server has read every byte sent on the TCP connection sock:
+    they were acknowledged (sock's send queue is empty) and the server's end
+    holds none unread. True, or False after timeout seconds."""
+    mine, theirs = sock.getsockname()[1], sock.getpeername()[1]
+    deadline = time.monotonic() + timeout
+    while True:
+        q = tcp_queues()
+        if q.get((mine, theirs), (1, 0))[0] == 0 and q.get((theirs, mine), (0, 1))[1] == 0:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)

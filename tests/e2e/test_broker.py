@@ -541,11 +541,15 @@ class FakeRedis:
             t.join(2)
 
 
+def expected(cmd):
+    """The reply cmd expects (of the commands a connection begins with)."""
+    name = cmd[0].upper()
+    return {b"PING": b"+PONG\r\n", b"GET": b"$-1\r\n", b"XREAD": b"*-1\r\n"}.get(name, b"+OK\r\n")
+
+
 def twice(cmd):
     """Each command answered with the reply it expects, twice."""
-    name = cmd[0].upper()
-    one = {b"PING": b"+PONG\r\n", b"GET": b"$-1\r\n", b"XREAD": b"*-1\r\n"}.get(name, b"+OK\r\n")
-    return one * 2
+    return expected(cmd) * 2
 
 
 def random_resp(rng):
@@ -566,7 +570,15 @@ def random_resp(rng):
         return b"*%d\r\n" % n + b"".join(value(depth + 1) for _ in range(n))
 
     def replies(cmd):
-        return b"".join(value() for _ in range(rng.randrange(1, 4)))
+        """The reply cmd expects, then one to three random ones nobody asked
+        for, the first not an error: an unasked reply reaches hiredis's
+        abort only after an answer it took (one it refuses drops the
+        connection first) and when it is not an error reply (an unasked
+        error is the one hiredis itself turns into a disconnect)."""
+        extra = value()
+        while extra.startswith(b"-"):
+            extra = value()
+        return expected(cmd) + extra + b"".join(value() for _ in range(rng.randrange(3)))
     return replies
 
 

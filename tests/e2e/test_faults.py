@@ -172,12 +172,15 @@ def test_item4_write_then_file_wrapper_sends_one_head(start_server, tmp_path, th
 @pytest.mark.parametrize("blocks", [4, 40])
 def test_item4_a_refused_hold_never_sends_a_second_head(start_server, tmp_path, blocks):
     server = start_server(FAULT, "--realtime", "--blocking-threads", "2", "--graceful-timeout", "10")
-    gate = tmp_path / "gate"
+    gate, entered = tmp_path / "gate", tmp_path / "entered"
     with Conn(server.port, timeout=10) as conn:
-        conn.send(build_request("GET", "/hold-gated?gate=%s&n=%d" % (gate, blocks)))
-        time.sleep(0.3)                   # the request is in the view, waiting on its gate
+        conn.send(build_request("GET", "/hold-gated?gate=%s&n=%d&entered=%s" % (gate, blocks, entered)))
+        deadline = time.monotonic() + 10
+        while not entered.exists():       # the request is in the view, waiting on its gate
+            assert time.monotonic() < deadline, server.stderr.text()
+            time.sleep(0.01)
         server.signal(signal.SIGTERM)     # the worker drains: it takes no new hold
-        time.sleep(0.3)
+        assert server.stderr.wait_for(re.compile(r"worker draining"), 10), server.stderr.text()
         gate.write_text("go")
         assert conn.wait_closed(10)
         raw = bytes(conn.buf)

@@ -14,7 +14,9 @@ or later), and skipped otherwise:
   working bin/m0serve (rpath, --version, serves from the venv's own
   site-packages: lib/python3.Nt), and Django from PyPI serves a page on it.
 
-Not part of `make test` (the interpreter takes minutes to build):
+Run by `make smoke-threads` (part of `make test` when a CPython source
+tarball is there to build the interpreter from), which sets M0_PYTHON_FT; by
+hand:
     make python-ft && M0_PYTHON_FT=build/python/ft .venv/bin/python -m pytest tests/e2e/test_freethreaded_build.py
 """
 

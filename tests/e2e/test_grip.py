@@ -20,6 +20,7 @@ import time
 
 import pytest
 
+from rawhttp import tcp_queues
 from serverproc import APPS_DIR, free_port, run_to_exit
 from sse import SSEStream
 from wsraw import BINARY, TEXT, RawWS
@@ -865,10 +866,16 @@ def test_a_publish_whose_reply_never_comes_is_outcome_unknown_and_the_loop_serve
         os.kill(redis.proc.pid, signal.SIGSTOP)
         try:
             got = {}
-            t = threading.Thread(target=lambda: got.update(r=_post(a.cport, item("ust", "maybe\n"), BEARER)))
+            # 8 KiB of content: the publish is the one command that leaves
+            # that much unread in the stopped Redis's socket (the reader's
+            # and the probe's commands are a few dozen bytes).
+            big = "maybe " + "x" * 8192 + "\n"
+            t = threading.Thread(target=lambda: got.update(r=_post(a.cport, item("ust", big), BEARER)))
             t0 = time.monotonic()
             t.start()
-            time.sleep(0.2)                 # the publish is on its way (no event to wait for from outside)
+            while max([rx for (local, _), (_, rx) in tcp_queues().items() if local == redis.port] + [0]) < 8192:
+                assert time.monotonic() - t0 < 0.5, "the publish never reached Redis"
+                time.sleep(0.005)
             status, _, body = get(a.cport, "/")
             assert status == 200 and body == b"m0serve GRIP control\n"
             assert get(a.port, "/echo")[0] == 200

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from rawhttp import Conn, request
+from rawhttp import Conn, request, wait_read_by_peer
 from redisproc import Redis
 from serverproc import APPS_DIR, StreamCollector, kill_group, run_to_exit, spawn
 
@@ -40,7 +40,7 @@ def test_item3_inline_hold_refused_while_draining_closes_with_a_thread_state(sta
     with Conn(server.port, timeout=10) as conn:
         # Half a head: the connection is in a request when the drain starts.
         conn.send(b"GET /hold-big?n=40&mark=%s HTTP/1.1\r\nHost: a\r\n" % str(mark).encode())
-        time.sleep(0.2)
+        assert wait_read_by_peer(conn.sock, 10)          # the loop has it: in a request
         server.signal(signal.SIGTERM)
         assert server.stderr.wait_for(re.compile("worker draining"), 10), server.stderr.text()
         conn.send(b"\r\n")

@@ -9,10 +9,11 @@ import signal
 import threading
 import time
 
-from rawhttp import request
+from rawhttp import Conn, build_request, request
 from serverproc import Server, StreamCollector, spawn
 
 WAIT = 15
+QUEUED = 300     # connections queued on a stopped worker (resizing under load)
 
 
 def pid_of(server):
@@ -90,12 +91,28 @@ def test_sigttou_removes_a_worker_but_never_the_last(start_server):
     assert server.worker_pids() == after
 
 
+def sigterm_pending_within(pid, seconds):
+    """Whether a SIGTERM waits, undelivered, on the stopped process pid
+    within seconds (/proc/PID/status: ShdPnd, the process's pending set)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with open("/proc/%d/status" % pid) as f:
+            pending = dict(line.split(":", 1) for line in f if ":" in line)
+        if int(pending["ShdPnd"], 16) & (1 << (signal.SIGTERM - 1)):
+            return True
+        time.sleep(0.02)
+    return False
+
+
 def test_resizing_under_load_loses_no_connection(start_server):
     """Every connection opened while a worker is added and one removed is
     answered: the removed worker's socket gets no new connections first and
-    closes only once its queue is empty."""
+    closes only once its queue is empty. The worker being removed is stopped
+    (SIGSTOP) while connections queue on its socket and TTOU arrives, then
+    continued: only the master's wait for that queue to empty before it
+    tells the worker to drain gets those connections answered."""
     server = start_server("conformance:application", workers=2)
-    server.wait_workers(lambda pids: len(pids) == 2)
+    before = server.wait_workers(lambda pids: len(pids) == 2)
     stop = threading.Event()
     failures, answered = [], [0]
 
@@ -112,20 +129,58 @@ def test_resizing_under_load_loses_no_connection(start_server):
     threads = [threading.Thread(target=client) for _ in range(4)]
     for t in threads:
         t.start()
+    queued, stopped = [], None
     try:
         server.signal(signal.SIGTTIN)
         assert server.stderr.wait_for(re.compile(r"worker 2 added"), WAIT)
+        (stopped_pid,) = server.wait_workers(lambda pids: len(pids) == 3) - before
+        stopped = stopped_pid
+        os.kill(stopped, signal.SIGSTOP)
+        # SO_REUSEPORT spreads connections by their ports: about a third of
+        # these wait in the stopped worker's queue, more than the 64 a loop
+        # accepts in one wakeup (conn.c), so that the drain it would read
+        # next, had the master sent it at once, would close the queue on
+        # the rest.
+        for _ in range(QUEUED):
+            conn = Conn(server.port, timeout=WAIT)
+            conn.send(build_request("GET", "/pid", headers=[("Connection", "close")]))
+            queued.append(conn)
         server.signal(signal.SIGTTOU)
+        assert server.stderr.wait_for(re.compile(r"worker 2 gets no new connections"), WAIT)
+        # While its queue is not empty the master must not tell it to drain
+        # (the 'D' and the SIGTERM it sends with it): watch for that SIGTERM
+        # past the settle time (500 ms) and two of the master's wakeups (at
+        # least one a second). A drain read before the rest of the queue is
+        # accepted closes the queue on those connections.
+        drained_early = sigterm_pending_within(stopped, 2.5)
+        os.kill(stopped, signal.SIGCONT)
+        stopped = None
         assert server.stderr.wait_for(re.compile(r"worker 2 removed"), WAIT)
+        answered_by = []
+        for conn in queued:
+            try:
+                response = conn.read_response()
+                assert response.status == 200, response
+                answered_by.append(int(response.body))
+            except Exception as exc:  # a reset: the queue was closed under it
+                failures.append("queued: %r" % exc)
         server.signal(signal.SIGTTOU)
         assert server.stderr.wait_for(re.compile(r"worker 1 removed"), WAIT)
     finally:
+        if stopped is not None:
+            os.kill(stopped, signal.SIGCONT)
+        for conn in queued:
+            conn.close()
         stop.set()
         for t in threads:
             t.join(15)
     assert failures == []
+    assert not drained_early, "the master told a worker with a non-empty accept queue to drain"
     assert answered[0] > 0
     assert len(server.worker_pids()) == 1
+    # The stopped worker answered what queued on it before it drained:
+    # more than one wakeup's accepts (a mean of 100, 64 is 4.4 sd below).
+    assert answered_by.count(stopped_pid) > 64, answered_by.count(stopped_pid)
 
 
 def test_sighup_after_sigttin_reloads_every_worker(start_server):

@@ -357,20 +357,92 @@ def test_loops_that_disagree_on_speaking_lifespan_fail_the_boot():
     assert "lifespan" in err and "loop 1" in err and "worker booted" not in err, err
 
 
+def _conns_on_loop(port, loop, n, limit=64):
+    """n keep-alive connections that loop serves (others closed); each
+    costs one GET /gil, and the misses one each too."""
+    from rawhttp import Conn
+    got = []
+    for _ in range(limit):
+        c = Conn(port, timeout=30)
+        if _loop_of(c)["loop"] == loop:
+            got.append(c)
+            if len(got) == n:
+                return got
+        else:
+            c.close()
+    raise AssertionError("only %d of %d connections on loop %d" % (len(got), n, loop))
+
+
+MAX_REQUESTS_CLIENTS = 8
+ASKED_RE = re.compile(r"worker answered (\d+) requests \(--max-requests\): asking to be replaced")
+
+
 def test_max_requests_counts_the_process_and_replaces_it_whole(start_server):
-    """--max-requests 40 with two loops: the requests of both count; the
-    worker process is replaced once they add up, without a failed request."""
+    """--max-requests 40 with two loops, under load from 8 clients that are
+    all on the second loop: the loops add to one count, so the worker asks
+    to be replaced at 40 plus at most the requests in flight when the count
+    reached 40 (fewer than 8: each client waits for its answer before it
+    sends again), whichever loop takes them; it is replaced whole, without
+    a failed request. (Counting the first loop only, it would never ask;
+    reading the count once a sweep, it asked hundreds over.)"""
+    from rawhttp import IncompleteResponse
     s = start_server("threads_app:app", "--threads", "2", "--max-requests", "40")
-    pids = []
+    conns = _conns_on_loop(s.port, 1, MAX_REQUESTS_CLIENTS)    # about 16 requests of the 40
+    first = _loop_of(conns[0])["pid"]
+    stop = threading.Event()
+    failures = []
+
+    def client(c):
+        while not stop.is_set():
+            try:
+                seen = _loop_of(c)
+            except (IncompleteResponse, ConnectionError):
+                return                  # the draining worker closed it between two requests
+            except Exception as exc:
+                failures.append(repr(exc))
+                return
+            if seen["pid"] != first or seen["loop"] != 1:
+                failures.append(seen)
+    threads = [threading.Thread(target=client, args=(c,)) for c in conns]
+    for t in threads:
+        t.start()
+    try:
+        asked = s.stderr.wait_for(ASKED_RE, 30)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+        for c in conns:
+            c.close()
+    assert asked is not None, s.stderr.text()
+    print("--max-requests 40, %d clients on loop 1: asked at %s" % (MAX_REQUESTS_CLIENTS, asked.group(1)))
+    assert 40 <= int(asked.group(1)) < 40 + MAX_REQUESTS_CLIENTS, s.stderr.text()
+    assert failures == [], failures[:5]
     deadline = time.monotonic() + 60
-    while len(set(pids)) < 2 and time.monotonic() < deadline:
-        status, seen = _get_json(s.port, "/gil")
-        assert status == 200, seen
-        pids.append(seen["pid"])
-    assert len(set(pids)) >= 2, pids
-    # The loops' sum is checked each sweep (200 ms) at most: a few over 40.
-    asked = re.search(r"worker answered (\d+) requests \(--max-requests\)", s.stderr.text())
-    assert asked is not None and 40 <= int(asked.group(1)) < 40 + 2000, s.stderr.text()
+    while _get_json(s.port, "/gil")[1]["pid"] == first:
+        assert time.monotonic() < deadline, s.stderr.text()
+    assert s.stderr.wait_for(re.compile(r"worker exiting \(pid %d\)" % first), 30), s.stderr.text()
+
+
+def test_max_requests_is_the_process_count_to_the_request(start_server):
+    """Requests one at a time, alternating between the two loops, with
+    --max-requests 40: the worker asks to be replaced at the process's 40th
+    request exactly (the ask is logged before that request is answered),
+    not when one loop alone has answered 40, and not before."""
+    s = start_server("threads_app:app", "--threads", "2", "--max-requests", "40", "--health-path", "/health")
+    conns = _conns_on_every_loop(s.port, 2)
+    status, health = _get_json(s.port, "/health")
+    assert status == 200, health
+    done = health["requests"]            # every request so far, this one included
+    assert done < 40, health
+    while done < 40:
+        assert ASKED_RE.search(s.stderr.text()) is None, (done, s.stderr.text())
+        assert _loop_of(conns[done % 2])["loop"] == done % 2
+        done += 1
+    asked = s.stderr.wait_for(ASKED_RE, 10)
+    for c in conns.values():
+        c.close()
+    assert asked is not None and int(asked.group(1)) == 40, s.stderr.text()
 
 
 def test_the_watchdog_sees_a_blocked_loop_that_is_not_the_first(start_server, tmp_path):
@@ -396,6 +468,56 @@ def test_the_watchdog_sees_a_blocked_loop_that_is_not_the_first(start_server, tm
         assert r.status == 200 and json.loads(r.body)["loop"] == 1
         for c in conns.values():
             c.close()
+    finally:
+        ns.close()
+
+
+def test_a_loop_that_stops_counts_as_retired_and_as_having_answered(start_server, tmp_path):
+    """An event loop that stops while its worker serves (threads_app's
+    /stop-loop puts /dev/null in place of its loop's epoll descriptor, as an
+    application that clobbers descriptors it does not own would) drains the
+    worker, and counts as retired and as having answered the master's pings:
+    the master goes on hearing the worker (WATCHDOG=1 keeps coming while the
+    first loop drains a half-sent request) and, told that it retired,
+    replaces it without taking its end for a failure."""
+    import socket
+    path = str(tmp_path / "notify.sock")
+    ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    ns.bind(path)
+    ns.settimeout(10)
+    try:
+        s = start_server("threads_app:app", "--threads", "2", "--blocking-threads", "0",
+                         env={"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "400000"})
+        got = b""
+        while got.count(b"WATCHDOG=1") < 2:    # pings answered by both loops
+            got += ns.recv(4096) + b"\n"
+        conns = _conns_on_every_loop(s.port, 2)
+        first = _loop_of(conns[0])["pid"]
+        conns[0].send(b"GET /gil HTTP/1.1\r\nHost: x\r\n")      # half a head: loop 0 drains until it ends
+        conns[1].send(b"GET /stop-loop HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert s.stderr.wait_for(re.compile(r"event loop 1 of this worker stopped: draining the worker"), 10), \
+            s.stderr.text()
+        ns.setblocking(False)
+        try:
+            while True:
+                ns.recv(4096)                   # what was sent before
+        except BlockingIOError:
+            pass
+        ns.settimeout(3)
+        beats = 0
+        while beats < 3:                        # a tick is 100 ms
+            beats += ns.recv(4096).count(b"WATCHDOG=1")
+        assert first in s.worker_pids()         # while it drains
+        conns[0].send(b"\r\n")
+        assert conns[0].read_response("GET").status == 200
+        for c in conns.values():
+            c.close()
+        deadline = time.monotonic() + 30
+        while _get_json(s.port, "/gil")[1]["pid"] == first:
+            assert time.monotonic() < deadline, s.stderr.text()
+        # (Before the loop stopped, the view itself may have held it past a ping.)
+        after = s.stderr.text().split("event loop 1 of this worker stopped", 1)[1]
+        assert "exited with status" not in after and "did not answer a ping" not in after, s.stderr.text()
     finally:
         ns.close()
 
@@ -494,6 +616,19 @@ def test_a_shared_socket_spreads_its_connections_over_the_loops(start_server, tm
     assert min(loops.count(k) for k in range(3)) >= 3, loops
 
 
+def _stalled_since(mark, seconds, timeout=10):
+    """Until the view that writes its time.monotonic() to the file mark
+    (threads_app's /sleep&mark=) has been running for seconds: its loop
+    (views inline) is stalled that long."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = mark.read_text() if mark.exists() else ""
+        if text and time.monotonic() >= float(text) + seconds:
+            return
+        assert time.monotonic() < deadline, "the view never began"
+        time.sleep(0.01)
+
+
 def test_a_stalled_loop_is_passed_over_by_the_shared_socket(start_server, tmp_path):
     """A view inline on loop 1 (--blocking-threads 0) sleeps 3 s: the
     connections whose turn is loop 1's go to the next loop, not into a
@@ -512,8 +647,9 @@ def test_a_stalled_loop_is_passed_over_by_the_shared_socket(start_server, tmp_pa
             break
         c.close()
     assert held is not None
-    held.sendall(b"GET /sleep?ms=3000 HTTP/1.1\r\nHost: x\r\n\r\n")
-    time.sleep(0.3)              # loop 1 is inside the view (stalled past 50 ms)
+    mark = tmp_path / "in-view"
+    held.sendall(b"GET /sleep?ms=3000&mark=%s HTTP/1.1\r\nHost: x\r\n\r\n" % str(mark).encode())
+    _stalled_since(mark, 0.1)    # loop 1 is inside the view, stalled past 50 ms
     t0 = time.monotonic()
     seen = [_unix_get(path, "/gil", timeout=2.5)["loop"] for _ in range(6)]
     assert time.monotonic() - t0 < 2.0 and seen == [0] * 6, seen
