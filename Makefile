@@ -12,7 +12,7 @@
 #   make smoke-deploy pip install . in a fresh venv, the systemd unit, nginx in front
 #   make smoke-threads the free-threaded build: Python in parallel in one worker (make python-ft once; part of make test)
 #   make e2e-debian  the e2e suite against Debian's python3-django/-flask instead
-#   make sabotage    undo each guard of tests/sabotage/mutations.toml in a scratch worktree; its tests must fail
+#   make sabotage    undo each guard of tests/sabotage/*.toml in a scratch worktree; its tests must fail
 #   make sabotage-list  one line per mutation: its name, the guard, its tests
 #   make fuzz        libFuzzer drivers build/fuzz/fuzz_* (clang, ASan+UBSan)
 #   make fuzz-smoke  each driver FUZZ_SECONDS (30) over its corpus; fails on a crash

@@ -4,7 +4,7 @@
 usage: tools/sabotage.py [--list] [--tag TAG] [--only NAME[,NAME...]]
                          [--table FILE] [--keep] [--no-baseline] [--python PY]
 
-The table (tests/sabotage/mutations.toml, README there) lists mutations:
+The table (tests/sabotage/*.toml, README there) lists mutations:
 each undoes one guard of the server (a find/replace in one file, or a
 unified diff) and names the tests that must fail under it. For each one
 this runner
@@ -67,13 +67,21 @@ FIELDS = {"name", "guard", "tests", "tags", "file", "find", "replace", "patch", 
 
 
 def load_table(path):
-    """The mutations of the table, checked: each has a unique name, a guard,
-    tests, and exactly one way to edit (file/find/replace, edits, or patch)."""
-    with open(path, "rb") as f:
-        data = tomllib.load(f)
-    muts = data.get("mutation", [])
+    """The mutations of the table (a .toml file, or a directory whose *.toml
+    files, in name order, together are the table), checked: each has a
+    unique name, a guard, tests, and exactly one way to edit
+    (file/find/replace, edits, or patch)."""
+    paths = sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith(".toml")) \
+        if os.path.isdir(path) else [path]
+    muts = []
+    for p in paths:
+        with open(p, "rb") as f:
+            for m in tomllib.load(f).get("mutation", []):
+                m["_from"] = os.path.basename(p)
+                muts.append(m)
     seen = set()
     for m in muts:
+        path = m.pop("_from")
         name = m.get("name")
         if not name or name in seen:
             raise TableError("%s: a mutation without a name, or %r twice" % (path, name))
@@ -280,7 +288,8 @@ def restore(saved):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--table", default=os.path.join(ROOT, "tests", "sabotage", "mutations.toml"))
+    ap.add_argument("--table", default=os.path.join(ROOT, "tests", "sabotage"),
+                    help="a .toml file, or a directory of them (default: tests/sabotage)")
     ap.add_argument("--list", action="store_true", help="one line per mutation: name, guard, tests")
     ap.add_argument("--tag", help="only the mutations with this tag (make test: fast)")
     ap.add_argument("--only", help="only these mutations (comma-separated names)")
@@ -379,4 +388,5 @@ def main():
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)     # --list | head
     sys.exit(main())
