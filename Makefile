@@ -12,6 +12,8 @@
 #   make smoke-deploy pip install . in a fresh venv, the systemd unit, nginx in front
 #   make smoke-threads the free-threaded build: Python in parallel in one worker (make python-ft once; part of make test)
 #   make e2e-debian  the e2e suite against Debian's python3-django/-flask instead
+#   make sabotage    undo each guard of tests/sabotage/*.toml in a scratch worktree; its tests must fail
+#   make sabotage-list  one line per mutation: its name, the guard, its tests
 #   make fuzz        libFuzzer drivers build/fuzz/fuzz_* (clang, ASan+UBSan)
 #   make fuzz-smoke  each driver FUZZ_SECONDS (30) over its corpus; fails on a crash
 #   make fuzz-run FUZZ=http FUZZ_SECONDS=600   one driver, longer, by hand
@@ -20,6 +22,7 @@
 #   make demo        serve the Django example on http://127.0.0.1:8000
 #   make hybrid-demo Django at /, Flask at /flask, static files at /static (examples/hybrid)
 #   make bench       hello-world benchmark against gunicorn, uWSGI and nginx
+#   make bench-NAME  bench/NAME.sh (asgi broker grants grip mixed realtime static stream threads ws)
 #   make bench-tools build/bench/hold_client and fanout_floor (bench/realtime.sh, bench/ws.sh)
 #   make install PREFIX=/usr/local
 #   make python-ft   a free-threaded CPython in build/python/ft-<sha12>/prefix (python-gil: with the GIL)
@@ -92,7 +95,7 @@ endif
 .SECONDARY:
 .PHONY: FORCE all deps venv bench-venv bench-tools test layers unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
         smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics smoke-grip smoke-grip-browser smoke-grants smoke-grants-browser \
-        python-ft python-gil tsan smoke-threads smoke-threads-run
+        python-ft python-gil tsan smoke-threads smoke-threads-run sabotage sabotage-list sabotage-fast print-build
 
 all: m0serve
 
@@ -213,6 +216,7 @@ test: deps
 	    echo "  SKIP    smoke-threads: no CPython source tarball in $(PYTHON_SHARED) to build a free-threaded"; \
 	    echo "          interpreter from (make smoke-threads PYTHON_TARBALL=path/Python-3.13.X.tar.xz)"; \
 	fi
+	$(Q)$(MAKE) --no-print-directory sabotage-fast
 
 # The free-threaded smoke (issue 17; make test runs it when there is a CPython
 # source tarball to build from — ../shared/python beside a checkout of the
@@ -228,34 +232,57 @@ smoke-threads:
 
 smoke-threads-run: $(BUILD)/m0serve
 	$(call mkvenv,$(THREADS_VENV),requirements/threads.txt)
-	$(Q)M0SERVE=$(CURDIR)/$(BUILD)/m0serve M0_PYTHON_FT=$(PYTHON) $(THREADS_VENV)/bin/python -m pytest \
-	    tests/e2e/test_threads.py tests/e2e/test_freethreaded_build.py -q
+	$(Q)M0SERVE=$(CURDIR)/$(BUILD)/m0serve M0_PYTHON_FT=$(PYTHON) PY=$(THREADS_VENV)/bin/python smoke/threads.sh
 
 smoke-core: m0serve venv
-	$(Q)$(VPY) -m pytest tests/e2e -q -k "conformance or malformed or django or flask"
+	$(Q)PY=$(VPY) smoke/core.sh
 
 smoke-pool: m0serve venv
-	$(Q)$(VPY) -m pytest tests/e2e/test_pool.py tests/e2e/test_matrix.py -q
+	$(Q)PY=$(VPY) smoke/pool.sh
 
 smoke-django-realtime: m0serve venv
-	$(Q)$(VPY) -m pytest tests/e2e/test_realtime.py tests/e2e/test_realtime_edges.py -q
+	$(Q)PY=$(VPY) smoke/django-realtime.sh
 
 smoke-asgi: m0serve venv
-	$(Q)$(VPY) -m pytest tests/e2e/test_asgi.py tests/e2e/test_asgi_ws.py -q
+	$(Q)PY=$(VPY) smoke/asgi.sh
 
 smoke-streaming: m0serve venv
-	$(Q)$(VPY) -m pytest tests/e2e/test_streaming.py -q
+	$(Q)PY=$(VPY) smoke/streaming.sh
 
 # Two m0serve "hosts" on one redis-server the test starts itself (make test
 # runs it as part of e2e).
 smoke-broker: m0serve venv
-	$(Q)$(VPY) -m pytest tests/e2e/test_broker.py -q
+	$(Q)PY=$(VPY) smoke/broker.sh
 
 # The metrics endpoint (issue 21): promtool check metrics, and Debian's
 # prometheus started by the test on an ephemeral port, scraping two workers
 # (make test runs it as part of e2e).
 smoke-metrics: m0serve venv
-	$(Q)$(VPY) -m pytest tests/e2e/test_metrics.py -q
+	$(Q)PY=$(VPY) smoke/metrics.sh
+
+# ---------------------------------------------------------------- sabotage
+# Tests that prove themselves (tests/sabotage/README.md): each mutation of
+# the table undoes one guard in a scratch worktree (build/sabotage/wt, never
+# the checkout), rebuilds what changed, runs the tests it names and reports
+# caught or SURVIVED; a survivor, a stale edit or a broken build fails.
+# make test runs the mutations tagged fast (tests under 10 s in all);
+# mutations of --threads code run when make smoke-threads has built the
+# free-threaded interpreter and its venv (else SKIPPED). SABOTAGE_ARGS:
+# --only NAME,... --keep --no-baseline.
+SABOTAGE_ARGS ?=
+sabotage: m0serve venv
+	$(Q)$(VPY) tools/sabotage.py $(SABOTAGE_ARGS)
+
+sabotage-fast: m0serve venv
+	$(Q)$(VPY) tools/sabotage.py --tag fast $(SABOTAGE_ARGS)
+
+sabotage-list:
+	$(Q)$(PYTHON) tools/sabotage.py --list
+
+# The build directory of $(PYTHON) (tools/sabotage.py builds the free-threaded
+# binary of its scratch tree there).
+print-build:
+	@echo $(BUILD)
 
 # -------------------------------------------------------------------- fuzz
 # libFuzzer drivers (tests/fuzz/README.md) over the pure modules only, built
@@ -355,7 +382,7 @@ fuzz-merge: build/fuzz/fuzz_$(FUZZ)
 # GRIP (issue 19): django-eventstream, django-grip and gripcontrol against
 # --grip-key-file/--grip-control, no Pushpin (make test runs it as part of e2e).
 smoke-grip: m0serve venv
-	$(Q)$(VPY) -m pytest tests/e2e/test_grip.py -q
+	$(Q)PY=$(VPY) smoke/grip.sh
 
 # The django-eventstream project's page in headless Chromium receiving
 # send_event's events through m0serve's GRIP holds (smoke/grip_browser.py);
@@ -366,7 +393,7 @@ smoke-grip-browser: deps
 	$(Q)mkdir -p build && $(VPY) smoke/grip_browser.py --screenshot build/grip.png
 
 smoke-hybrid: m0serve venv
-	$(Q)$(VPY) -m pytest tests/e2e/test_static.py tests/e2e/test_mounts.py -q
+	$(Q)PY=$(VPY) smoke/hybrid.sh
 
 # The demo's chat page in headless Chromium, driven over the DevTools
 # protocol (smoke/chat_browser.py). Not part of `make test`: it installs
@@ -386,10 +413,10 @@ smoke-fastapi-browser: deps
 
 # WebSocket holds (issue 10); part of `make test` through e2e.
 smoke-django-realtime-ws: m0serve venv
-	$(Q)$(VPY) -m pytest tests/e2e/test_realtime_ws.py -q
+	$(Q)PY=$(VPY) smoke/django-realtime-ws.sh
 # Signed stream grants (issue 18); part of `make test` through e2e.
 smoke-grants: m0serve venv
-	$(Q)$(VPY) -m pytest tests/e2e/test_grants.py tests/e2e/test_grant_mint.py -q
+	$(Q)PY=$(VPY) smoke/grants.sh
 
 # A cross-origin EventSource with a grant in headless Chromium
 # (smoke/grants_browser.py); not part of `make test`, like the other browser
@@ -405,7 +432,7 @@ smoke-grants-browser: deps
 # with a notify socket, nginx in front (root: its workers run as www-data),
 # proxy headers, --max-requests under load, --reload.
 smoke-deploy: m0serve venv
-	$(Q)$(VPY) -m pytest tests/deploy $(SMOKE_DEPLOY_E2E) -q
+	$(Q)PY=$(VPY) smoke/deploy.sh
 
 # ---------------------------------------------------- free-threaded CPython
 # make python-ft   a free-threaded CPython (--disable-gil, shared libpython,
@@ -498,6 +525,16 @@ hybrid-demo: deps
 bench: deps
 	$(Q)$(MAKE) --no-print-directory m0serve bench-venv
 	bash bench/run.sh
+
+# One make target per benchmark script (bench/README.md): make bench-realtime
+# runs bench/realtime.sh with its defaults (BENCH_ARGS="--duration 5" to pass
+# options). Each prints its table; none is part of make test.
+BENCH_SCRIPTS := asgi broker grants grip mixed realtime static stream threads ws
+BENCH_ARGS ?=
+.PHONY: $(BENCH_SCRIPTS:%=bench-%)
+$(BENCH_SCRIPTS:%=bench-%): bench-%: deps
+	$(Q)$(MAKE) --no-print-directory m0serve bench-venv bench-tools
+	bash bench/$*.sh $(BENCH_ARGS)
 
 # The C bench tools: an epoll client that holds 100,000 SSE streams or
 # WebSockets (bench/hold_client.c) and the bare send() fan-out floor
