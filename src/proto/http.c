@@ -716,6 +716,10 @@ static llhttp_errno_t read_method(struct m0_http *h, const char *p, size_t n, si
     r->method_len = (uint32_t)h->field.len;
     m0_buf_reset(&h->field);
     h->method_done = 1;
+    /* Known from here on, so that an error the head still earns (414, 431,
+     * a bad field) goes out without content too (RFC 9110 §9.3.2). */
+    if (r->method_len == 4 && memcmp(r->method, "HEAD", 4) == 0)
+        r->flags |= M0_REQ_HEAD;
     h->method_unknown = !known_method(r->method, r->method_len);
     const char *m = h->method_unknown ? "GET" : r->method;
     llhttp_errno_t e = run(h, m, strlen(m), &t);

@@ -2,6 +2,9 @@
 
   /append-header        appends a CRLF-injecting header to the list after start_response
   /append-nontuple      appends a non-tuple to the list after start_response
+  /header-injection?kind=crlf|lf|nul
+                        start_response with a header value that would split
+                        the response (CR LF, a bare LF, a NUL)
   /exit?code=N          sys.exit(N) inside the view
   /kbint                raises KeyboardInterrupt inside the view
   /exit-in-body         sys.exit() from inside the response generator
@@ -55,6 +58,11 @@ def application(environ, start_response):
         headers = [("Content-Type", "text/plain"), ("Content-Length", "2")]
         start_response("200 OK", headers)
         headers.append("not a tuple")
+        return [b"ok"]
+    if path == "/header-injection":
+        value = {"crlf": "v\r\nSet-Cookie: injected=1", "lf": "v\nSet-Cookie: injected=1",
+                 "nul": "v\x00Set-Cookie: injected=1"}[q["kind"]]
+        start_response("200 OK", [("Content-Type", "text/plain"), ("X-A", value), ("Content-Length", "2")])
         return [b"ok"]
     if path == "/crash-at-gate":
         _wait_for(q["gate"])

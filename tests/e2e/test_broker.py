@@ -702,6 +702,36 @@ def test_item8_a_refused_password_is_logged_as_authentication_failed(start_serve
         subprocess.run(["rm", "-rf", tmp], check=False)
 
 
+def test_item8_a_connection_dropped_as_soon_as_it_is_up_keeps_its_backoff(start_server, redis):
+    """The backoff starts over only after a connection stayed up (STABLE_MS,
+    10 s): a broker that takes each connection and drops it at once is
+    redialled 100 ms, 200 ms, 400 ms ... apart, not every 100 ms for ever."""
+    from redisproc import resp_command
+    a = host(start_server, redis.url, workers=1)
+    wait_health(a.port, lambda h: h["broker"]["connected"], workers=1)
+    with socket.create_connection(("127.0.0.1", redis.port), timeout=5) as killer:
+        f = killer.makefile("rb")
+
+        def call(*args):
+            killer.sendall(resp_command(*args))
+            line = f.readline()
+            return f.read(int(line[1:-2]) + 2) if line[:1] == b"$" else line
+
+        def received():
+            return int(re.search(rb"total_connections_received:(\d+)", call("INFO", "stats")).group(1))
+        before = received()
+        deadline = time.monotonic() + 4.0
+        while time.monotonic() < deadline:       # every connection but this one, dropped every 50 ms
+            call("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+            time.sleep(0.05)
+        attempts = received() - before
+    # Two connections (reader, commands), each backing off 100 ms doubling:
+    # about 6 attempts each in 4 s; starting over each time, about 25 each.
+    assert attempts <= 20, attempts
+    h = wait_health(a.port, lambda h: h["broker"]["connected"], workers=1)
+    assert h["status"] == "ok"
+
+
 def test_item8_a_broker_at_maxclients_is_retried_with_backoff_and_logged_once(start_server):
     from redisproc import resp_command
     tmp = tempfile.mkdtemp(prefix="m0redis.")

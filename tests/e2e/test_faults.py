@@ -98,6 +98,19 @@ def test_item1_headers_appended_after_start_response_never_reach_the_wire(start_
     assert worker_pid(server) == pid
 
 
+@pytest.mark.parametrize("kind", ["crlf", "lf", "nul"])
+def test_item1_a_header_value_that_would_split_the_response_is_refused(start_server, kind):
+    """start_response validates each value when it is called (PEP 3333,
+    RFC 9110 §5.5): one that carries CR, LF or NUL is the application's
+    error, a 500 with the reason logged; none of it reaches the wire."""
+    server = start_server(FAULT)
+    response = request(server.port, "GET", "/header-injection?kind=" + kind)
+    assert response.status == 500, response
+    assert response.header("set-cookie") is None and response.header("x-a") is None
+    assert b"injected" not in response.body
+    assert server.stderr.wait_for(re.compile(r"invalid header \('X-A'"), 5), server.stderr.text()
+
+
 # ---------------------------------------------------- 2. SystemExit in a view
 
 @pytest.mark.parametrize("threads", ["0", "2"])
@@ -380,6 +393,24 @@ def test_item12_sighup_under_keepalive_load_loses_no_request(start_server):
             t.join(20)
     assert counts["ok"] > 500
     assert counts["failed"] == 0, counts
+
+
+def test_item12_an_idle_keepalive_connection_gets_a_last_moment_when_the_drain_starts(start_server):
+    """A request sent on an idle keep-alive connection just as its worker
+    starts to drain is answered, with Connection: close, never cut: the
+    drain leaves an idle connection M0_DRAIN_IDLE_MS (1 s) to send one, and
+    every answer while draining says the connection ends."""
+    server = start_server("conformance:application", "--graceful-timeout", "10")
+    with Conn(server.port, timeout=10) as conn:
+        assert conn.request("GET", "/").status == 200        # kept alive, now idle
+        server.signal(signal.SIGTERM)
+        assert server.stderr.wait_for(re.compile("worker draining"), 10)
+        assert not conn.wait_closed(0.3)                     # inside the last moment
+        response = conn.request("GET", "/")
+        assert response.status == 200
+        assert response.header("connection") == "close"
+        assert conn.wait_closed(5)
+    assert server.wait(15) == 0
 
 
 # ------------------------------------------------- 13. a reload that breaks

@@ -11,6 +11,8 @@ import struct
 import threading
 import time
 
+import pytest
+
 from rawhttp import Conn, build_request, request
 
 
@@ -110,6 +112,26 @@ def test_response_line_and_connection_rules(start_server):
     assert request(server.port, "GET", "/informational").status == 500
     head = request(server.port, "HEAD", "/" + "a" * 9000)      # a C-generated error to HEAD
     assert head.status == 414 and head.body == b""
+
+
+@pytest.mark.parametrize("status, raw", [
+    (414, b"HEAD /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: a\r\n\r\n"),
+    (431, b"HEAD / HTTP/1.1\r\nHost: a\r\nX-Big: " + b"x" * 20000 + b"\r\n\r\n"),
+    (400, b"HEAD / HTTP/1.1\r\nHost: a\r\nX@Bad: b\r\n\r\n"),
+    (400, b"HEAD / HTTP/1.1\r\n\r\n"),
+    (408, b"HEAD / HTTP/1.1\r\nHost: a\r\n"),
+], ids=["414", "431", "bad-field", "no-host", "408"])
+def test_an_error_the_server_answers_to_head_has_no_content(start_server, status, raw):
+    """RFC 9110 §9.3.2: a response to HEAD has no content, the server's own
+    refusals too, whenever in the head they come. Read to the close, since
+    a client that asked HEAD does not read a body (it would see none)."""
+    server = start_server("edge_app:application", "--header-timeout", "0.5")
+    with Conn(server.port, timeout=5) as conn:
+        conn.send_tolerant(raw)
+        assert conn.wait_closed(5)
+        sent = bytes(conn.buf)
+    assert sent.startswith(b"HTTP/1.1 %d " % status), sent[:200]
+    assert b"\r\nContent-Length: " in sent and sent.endswith(b"\r\n\r\n"), sent
 
 
 def test_two_sighups_with_a_request_in_flight_keep_a_worker(start_server):
@@ -256,3 +278,28 @@ def test_a_decoded_path_cannot_forge_a_debug_line(start_server):
     line = server.stderr.wait_for(re.compile(r"/wait-disconnect/\\n\[2026.*forged\\x1b: the client left"), 10)
     assert line, server.stderr.text()
     assert not any(l.startswith(forged) for l in server.stderr.text().split("\n"))
+
+
+def test_a_second_sighup_boots_while_the_first_generation_still_drains(start_server):
+    """Repeated SIGHUPs grow the master's table of workers: the third
+    generation boots at once, while the first still drains its request —
+    not once that request is done and a place in the table is free."""
+    server = start_server("conformance:application", "--graceful-timeout", "20")
+    done = threading.Event()
+
+    def slow():
+        request(server.port, "GET", "/slow?s=8&tag=draining", timeout=30)
+        done.set()
+    threading.Thread(target=slow, daemon=True).start()
+    assert server.stderr.wait_for(re.compile("slow start tag=draining"), 10)
+    booted = re.compile("SIGHUP: new workers booted")
+    server.signal(signal.SIGHUP)
+    assert server.stderr.wait_for(booted, 10)
+    server.signal(signal.SIGHUP)
+    deadline = time.monotonic() + 5
+    while len(booted.findall(server.stderr.text())) < 2:
+        assert time.monotonic() < deadline, server.stderr.text()
+        time.sleep(0.05)
+    assert not done.is_set()             # the first generation still drains it
+    assert done.wait(20)
+    assert request(server.port, "GET", "/", timeout=10).status == 200
