@@ -37,6 +37,7 @@ struct m0_broker_cfg {
     int nhosts;
     char master[128];          /* +sentinel: the name the sentinels monitor */
     char path[108];
+    char username[128];        /* ACL user (Redis 6): AUTH username password; "": AUTH password */
     char password[256];        /* "" : no AUTH (the data nodes'; sentinels are asked without) */
     int db;                    /* SELECT db when != 0 */
     char prefix[64];           /* key prefix, default "m0:" */
@@ -52,7 +53,8 @@ struct m0_broker_cfg {
 /*
  * Parse a broker URL into cfg (prefix, retention, backlog, min_replicas and
  * the TLS files are left as they are):
- *   redis://[:PASSWORD@]HOST[:PORT][/DB]       (port 6379; HOST may be "[v6addr]")
+ *   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] (port 6379; HOST may be "[v6addr]";
+ *                                              USER: an ACL user, AUTH USER PASSWORD)
  *   rediss://...                               the same over TLS
  *   redis+sentinel://[:PASSWORD@]HOST[:PORT],HOST[:PORT],.../MASTER[/DB]
  *                                              sentinels (port 26379), the primary's name

@@ -175,7 +175,8 @@ static void dial(struct bconn *bc)
             m0_debug("broker %s: %s: %s", b->cfg->shown, bc->role, why);
         bc->waiting = 1;
         bc->retry_at = m0_loop_now(b->loop) + M0_BC_BACKOFF_MIN_MS;
-        m0_bconn_note_error(b, why);
+        if (b->snt.state == M0_BC_UP)
+            m0_bconn_note_error(b, why);   /* else the sentinel connection's own error says more */
         return;
     }
     bc->waiting = 0;
@@ -246,7 +247,9 @@ static void on_connected(struct m0_rconn *c, void *ctx)
         return;
     }
     /* Pipelined, answered in order: the last reply says the rest passed. */
-    if (cfg->password[0])
+    if (cfg->password[0] && cfg->username[0])
+        m0_rconn_commandf(bc->rc, on_hello, (void *)"AUTH", "AUTH %s %s", cfg->username, cfg->password);
+    else if (cfg->password[0])
         m0_rconn_commandf(bc->rc, on_hello, (void *)"AUTH", "AUTH %s", cfg->password);
     if (cfg->db != 0)
         m0_rconn_commandf(bc->rc, on_hello, (void *)"SELECT", "SELECT %d", cfg->db);

@@ -230,7 +230,7 @@ static int ask_sentinels(const struct m0_broker_cfg *b, struct m0_hostport *out,
  * that could publish. */
 static int dial(const struct m0_broker_cfg *b, struct sconn *c, char *err, size_t cap)
 {
-    char why[240];
+    char why[640];
     struct m0_hostport primary;
     struct m0_xconn_target t = {.host = b->host, .port = b->port, .resolve = 1};
     if (b->is_unix) {
@@ -253,7 +253,8 @@ static int dial(const struct m0_broker_cfg *b, struct sconn *c, char *err, size_
     redisReply *r = NULL;
     const char *what = "AUTH";
     if (b->password[0]) {
-        r = sc_command(c, why, sizeof why, "AUTH %s", b->password);
+        r = b->username[0] ? sc_command(c, why, sizeof why, "AUTH %s %s", b->username, b->password)
+                           : sc_command(c, why, sizeof why, "AUTH %s", b->password);
         if (r == NULL || r->type == REDIS_REPLY_ERROR)
             goto bad;
         freeReplyObject(r);

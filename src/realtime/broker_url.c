@@ -114,11 +114,12 @@ static const struct scheme {
     const char *prefix;
     const char *engine;
     int tls, sentinel, port;        /* default port of HOST */
+    int multi;                      /* HOST:PORT,HOST:PORT,... allowed (nodes or sentinels) */
 } schemes[] = {
-    {"redis://", "redis", 0, 0, 6379},
-    {"rediss://", "redis", 1, 0, 6379},
-    {"redis+sentinel://", "redis", 0, 1, 26379},
-    {"rediss+sentinel://", "redis", 1, 1, 26379},
+    {"redis://", "redis", 0, 0, 6379, 0},
+    {"rediss://", "redis", 1, 0, 6379, 0},
+    {"redis+sentinel://", "redis", 0, 1, 26379, 1},
+    {"rediss+sentinel://", "redis", 1, 1, 26379, 1},
 };
 
 /* One HOST[:PORT] or [V6]:PORT of n bytes at p into *out (port default
@@ -171,7 +172,7 @@ static void show_host(char *out, size_t cap, const struct m0_hostport *h)
 int m0_broker_parse_url(const char *url, struct m0_broker_cfg *cfg, char *err, size_t cap)
 {
     cfg->is_unix = cfg->tls = cfg->sentinel = 0;
-    cfg->host[0] = cfg->path[0] = cfg->password[0] = cfg->master[0] = '\0';
+    cfg->host[0] = cfg->path[0] = cfg->password[0] = cfg->master[0] = cfg->username[0] = '\0';
     cfg->port = 6379;
     cfg->db = 0;
     cfg->nhosts = 0;
@@ -209,13 +210,20 @@ int m0_broker_parse_url(const char *url, struct m0_broker_cfg *cfg, char *err, s
     const char *p = url + strlen(sc->prefix);
     const char *at = strrchr(p, '@');
     if (at != NULL) {
-        /* userinfo: ":password" (Redis < 6 style) or "user:password"; only
-         * the password is used (AUTH password). */
+        /* userinfo: ":password" (Redis < 6 style: AUTH password) or
+         * "user:password" (an ACL user: AUTH user password). */
         const char *colon = memchr(p, ':', (size_t)(at - p));
         const char *pw = colon ? colon + 1 : p;
-        size_t n = (size_t)(at - pw);
+        size_t n = (size_t)(at - pw), un = colon ? (size_t)(colon - p) : 0;
         if (n == 0 || n >= sizeof cfg->password)
             return fail(err, cap, "empty or overlong password");
+        if (un >= sizeof cfg->username)
+            return fail(err, cap, "overlong user name");
+        for (size_t i = 0; i < un; i++)
+            if (!isgraph((unsigned char)p[i]))
+                return fail(err, cap, "bad character in the user name");
+        memcpy(cfg->username, p, un);
+        cfg->username[un] = '\0';
         memcpy(cfg->password, pw, n);
         cfg->password[n] = '\0';
         p = at + 1;
@@ -235,7 +243,7 @@ int m0_broker_parse_url(const char *url, struct m0_broker_cfg *cfg, char *err, s
             break;
         h = comma + 1;
     }
-    if (!cfg->sentinel && cfg->nhosts > 1)
+    if (!sc->multi && cfg->nhosts > 1)
         return fail(err, cap, "one HOST:PORT (several are sentinels: redis+sentinel://)");
     memcpy(cfg->host, cfg->hosts[0].host, sizeof cfg->host);
     cfg->port = cfg->hosts[0].port;
@@ -260,8 +268,8 @@ int m0_broker_parse_url(const char *url, struct m0_broker_cfg *cfg, char *err, s
             return fail(err, cap, "database must be a number");
         cfg->db = (int)v;
     }
-    size_t o = (size_t)snprintf(cfg->shown, sizeof cfg->shown, "%.*s%s", (int)(strlen(sc->prefix) - 3), sc->prefix,
-                                cfg->password[0] ? "://:***@" : "://");
+    size_t o = (size_t)snprintf(cfg->shown, sizeof cfg->shown, "%.*s://%s%s", (int)(strlen(sc->prefix) - 3),
+                                sc->prefix, cfg->username, cfg->password[0] ? ":***@" : "");
     for (int i = 0; i < cfg->nhosts && o < sizeof cfg->shown; i++) {
         char one[300];
         show_host(one, sizeof one, &cfg->hosts[i]);
