@@ -16,9 +16,12 @@ server's publish socket is there (below).
 With a broker (``m0serve --broker URL``; docs/broker.md) events go through
 Redis and reach every m0serve host using it. A process that is not a
 worker (a Celery task, cron, ``manage.py shell``) publishes there too when
-``M0_BROKER`` is set (``redis://[:PASSWORD@]HOST:PORT[/DB]`` or
-``unix:///path/redis.sock``; ``M0_BROKER_PREFIX``, ``M0_BROKER_RETENTION``,
-``M0_BROKER_BACKLOG`` as the servers have them): same framing, limits and
+``M0_BROKER`` is set (``redis://[[USER]:PASSWORD@]HOST:PORT[/DB]``,
+``rediss://...`` over TLS, ``redis+sentinel://HOST:PORT,.../MASTER[/DB]``
+through Sentinel, or ``unix:///path/redis.sock``; ``M0_BROKER_PREFIX``,
+``M0_BROKER_RETENTION``, ``M0_BROKER_BACKLOG``, ``M0_BROKER_MIN_REPLICAS``,
+``M0_BROKER_CA_CERTS``, ``M0_BROKER_CERTFILE``, ``M0_BROKER_KEYFILE`` as the
+servers have them): same framing, limits and
 return value (the global id), through a minimal RESP client below running
 the same script as the server. Such a call blocks for one round trip (at
 most about 3 s when the broker is down) and raises ``BrokerError`` when the
@@ -135,9 +138,10 @@ class _ReplyError(Exception):
 
 
 # The URL schemes and the engine each names (src/realtime/broker_url.c's
-# table): (engine, tls, sentinel, default port).
-_SCHEMES = {"redis": ("redis", False, False, 6379), "rediss": ("redis", True, False, 6379),
-            "redis+sentinel": ("redis", False, True, 26379), "rediss+sentinel": ("redis", True, True, 26379)}
+# table): (engine, tls, sentinel, default port, several hosts allowed).
+_SCHEMES = {"redis": ("redis", False, False, 6379, False), "rediss": ("redis", True, False, 6379, False),
+            "redis+sentinel": ("redis", False, True, 26379, True),
+            "rediss+sentinel": ("redis", True, True, 26379, True)}
 WAIT_MS = 500              # WAIT: how long a publish waits for its replicas (M0_BROKER_WAIT_MS)
 
 
@@ -164,13 +168,14 @@ def _show_host(host, port):
 
 def parse_broker_url(url):
     """A broker URL -> dict(engine, tls, sentinel, hosts, master, host, port,
-    path, password, db, shown), as the server parses it:
-    ``redis://[:PASSWORD@]HOST[:PORT][/DB]``, ``rediss://...`` (TLS),
+    path, username, password, db, shown), as the server parses it:
+    ``redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`` (USER: an ACL user),
+    ``rediss://...`` (TLS),
     ``redis+sentinel://[:PASSWORD@]HOST[:PORT],.../MASTER[/DB]`` (sentinels,
     default port 26379; ``rediss+sentinel://`` with TLS) or
     ``unix:///path[?db=N]``. Raises ValueError."""
     cfg = {"engine": "redis", "tls": False, "sentinel": False, "hosts": [], "master": None, "host": None,
-           "port": 6379, "path": None, "password": None, "db": 0}
+           "port": 6379, "path": None, "username": None, "password": None, "db": 0}
     if url.startswith("unix://"):
         path, _, query = url[7:].partition("?")
         if not path.startswith("/"):
@@ -186,15 +191,17 @@ def parse_broker_url(url):
     if not sep or scheme not in _SCHEMES:
         raise ValueError("M0_BROKER: want redis://[:PASSWORD@]HOST:PORT[/DB], rediss://..., "
                          "redis+sentinel://HOST:PORT,.../MASTER[/DB] or unix:///path/redis.sock")
-    cfg["engine"], cfg["tls"], cfg["sentinel"], default_port = _SCHEMES[scheme]
+    cfg["engine"], cfg["tls"], cfg["sentinel"], default_port, multi = _SCHEMES[scheme]
     if "@" in rest:
         userinfo, rest = rest.rsplit("@", 1)
-        cfg["password"] = userinfo.split(":", 1)[1] if ":" in userinfo else userinfo
+        user, colon, password = userinfo.partition(":")
+        cfg["password"] = password if colon else userinfo
+        cfg["username"] = user if colon and user else None
         if not cfg["password"]:
             raise ValueError("M0_BROKER: empty password")
     hostlist, _, path = rest.partition("/")
     cfg["hosts"] = [_parse_host(h, default_port) for h in hostlist.split(",")]
-    if not cfg["sentinel"] and len(cfg["hosts"]) > 1:
+    if not multi and len(cfg["hosts"]) > 1:
         raise ValueError("M0_BROKER: one HOST:PORT (several are sentinels: redis+sentinel://)")
     cfg["host"], cfg["port"] = cfg["hosts"][0]
     db = path
@@ -207,7 +214,7 @@ def parse_broker_url(url):
         if not db.isdigit():
             raise ValueError("M0_BROKER: database must be a number")
         cfg["db"] = int(db)
-    cfg["shown"] = "%s://%s%s%s/%d" % (scheme, ":***@" if cfg["password"] else "",
+    cfg["shown"] = "%s://%s%s%s%s/%d" % (scheme, cfg["username"] or "", ":***@" if cfg["password"] else "",
                                         ",".join(_show_host(h, p) for h, p in cfg["hosts"]),
                                         "/" + cfg["master"] if cfg["sentinel"] else "", cfg["db"])
     return cfg
@@ -246,7 +253,8 @@ class _Resp:
         self.sock = sock
         try:
             if hello and cfg["password"]:
-                self.command(b"AUTH", cfg["password"].encode())
+                user = [cfg["username"].encode()] if cfg.get("username") else []
+                self.command(b"AUTH", *user, cfg["password"].encode())
             if hello and cfg["db"]:
                 self.command(b"SELECT", str(cfg["db"]).encode())
             if hello and ssl_ctx is not None and not cfg["sentinel"]:
