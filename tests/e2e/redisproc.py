@@ -112,10 +112,18 @@ def _resp_reply(f):
     raise ValueError("not RESP: %r" % line)
 
 
-def ask(port, *args, timeout=2.0):
-    """One command to 127.0.0.1:port over a fresh connection: the whole reply
-    (lists, bytes, ints; an error reply as a RuntimeError value)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+def ask(port, *args, timeout=2.0, tls=False):
+    """One command to 127.0.0.1:port over a fresh connection (TLS without
+    verification when tls: the test's own probe): the whole reply (lists,
+    bytes, ints; an error reply as a RuntimeError value)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
+        s = raw
+        if tls:
+            import ssl
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            s = ctx.wrap_socket(raw)
         s.sendall(resp_command(*args))
         return _resp_reply(s.makefile("rb"))
 
@@ -144,7 +152,9 @@ class SentinelSet:
     sentinels' (small: a failover in about two seconds). stop() kills
     everything it started."""
 
-    def __init__(self, tmpdir, replicas=2, sentinels=3, master="m0", down_after_ms=1000, failover_timeout_ms=2000):
+    def __init__(self, tmpdir, replicas=2, sentinels=3, master="m0", down_after_ms=1000, failover_timeout_ms=2000,
+                 certs=None):
+        self.certs = certs               # a make_certs directory: every node and sentinel speaks TLS only
         self.dir = str(tmpdir)
         self.master = master
         self.down_after_ms = down_after_ms
@@ -155,17 +165,29 @@ class SentinelSet:
 
     @property
     def url(self):
-        return "redis+sentinel://%s/%s" % (",".join("127.0.0.1:%d" % p for p in self.sentinel_ports), self.master)
+        return "%s://%s/%s" % ("rediss+sentinel" if self.certs else "redis+sentinel",
+                               ",".join("127.0.0.1:%d" % p for p in self.sentinel_ports), self.master)
+
+    def _tls(self):
+        """The TLS settings of a node or sentinel (as flags: --name value)."""
+        c = self.certs
+        return ["--tls-cert-file", os.path.join(c, "server.pem"), "--tls-key-file", os.path.join(c, "server.key"),
+                "--tls-ca-cert-file", os.path.join(c, "ca.pem"), "--tls-auth-clients", "no",
+                "--tls-replication", "yes"]
+
+    def ask(self, port, *args):
+        return ask(port, *args, tls=bool(self.certs))
 
     def _start_node(self, port, replicaof=None):
-        args = [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--dir", self.dir, "--save", "",
+        args = [REDIS_SERVER, "--bind", "127.0.0.1", "--dir", self.dir, "--save", "",
                 "--appendonly", "no", "--dbfilename", "dump-%d.rdb" % port, "--daemonize", "no",
                 "--loglevel", "warning", "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"]
+        args += ["--port", "0", "--tls-port", str(port)] + self._tls() if self.certs else ["--port", str(port)]
         if replicaof:
             args += ["--replicaof", "127.0.0.1", str(replicaof)]
         self.procs[port] = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                             stderr=subprocess.DEVNULL, start_new_session=True)
-        wait_for(lambda: ask(port, "PING") == b"PONG", 10, "redis-server on %d" % port)
+        wait_for(lambda: self.ask(port, "PING") == b"PONG", 10, "redis-server on %d" % port)
 
     def start(self, timeout=20.0):
         self._start_node(self.ports[0])
@@ -173,11 +195,18 @@ class SentinelSet:
             self._start_node(p, replicaof=self.ports[0])
         for p in self.sentinel_ports:
             conf = os.path.join(self.dir, "sentinel-%d.conf" % p)
+            quorum = min(2, len(self.sentinel_ports))
             with open(conf, "w") as f:
-                f.write("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor %s 127.0.0.1 %d 2\n"
+                if self.certs:
+                    t = self._tls()
+                    f.write("port 0\ntls-port %d\n" % p + "".join("%s %s\n" % (t[i][2:], t[i + 1])
+                                                                   for i in range(0, len(t), 2)))
+                else:
+                    f.write("port %d\n" % p)
+                f.write("bind 127.0.0.1\ndir %s\nsentinel monitor %s 127.0.0.1 %d %d\n"
                         "sentinel down-after-milliseconds %s %d\nsentinel failover-timeout %s %d\n"
-                        % (p, self.dir, self.master, self.ports[0], self.master, self.down_after_ms, self.master,
-                           self.failover_timeout_ms))
+                        % (self.dir, self.master, self.ports[0], quorum, self.master, self.down_after_ms,
+                           self.master, self.failover_timeout_ms))
             self.procs[p] = subprocess.Popen([REDIS_SENTINEL, conf, "--loglevel", "warning"],
                                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                              stderr=subprocess.DEVNULL, start_new_session=True)
@@ -186,12 +215,12 @@ class SentinelSet:
 
     def primary(self, sentinel=None):
         """The primary's port as a sentinel says (None: not known)."""
-        r = ask(sentinel or self.sentinel_ports[0], "SENTINEL", "get-master-addr-by-name", self.master)
+        r = self.ask(sentinel or self.sentinel_ports[0], "SENTINEL", "get-master-addr-by-name", self.master)
         return int(r[1]) if isinstance(r, list) else None
 
     def linked(self, port):
         """The node at port is a replica whose link to its primary is up."""
-        r = ask(port, "ROLE")
+        r = self.ask(port, "ROLE")
         return isinstance(r, list) and r[0] == b"slave" and r[3] == b"connected"
 
     def wait_settled(self, primary, timeout=20.0):
@@ -203,9 +232,9 @@ class SentinelSet:
             for s in self.sentinel_ports:
                 if self.primary(s) != primary:
                     return False
-                if len(ask(s, "SENTINEL", "sentinels", self.master)) != len(self.sentinel_ports) - 1:
+                if len(self.ask(s, "SENTINEL", "sentinels", self.master)) != len(self.sentinel_ports) - 1:
                     return False
-                seen = {int(dict(zip(r[::2], r[1::2]))[b"port"]) for r in ask(s, "SENTINEL", "replicas", self.master)
+                seen = {int(dict(zip(r[::2], r[1::2]))[b"port"]) for r in self.ask(s, "SENTINEL", "replicas", self.master)
                         if dict(zip(r[::2], r[1::2])).get(b"master-link-status") == b"ok"
                         and b"s_down" not in dict(zip(r[::2], r[1::2]))[b"flags"]}
                 if not set(live) <= seen:

@@ -33,7 +33,7 @@ import time
 import pytest
 
 from rawhttp import request
-from redisproc import SentinelSet, TLSRedis, make_certs, wait_for
+from redisproc import Redis, SentinelSet, TLSRedis, make_certs, wait_for
 from serverproc import BINARY, REPO
 from sse import SSEStream
 
@@ -370,6 +370,38 @@ def test_metrics_name_the_engine_and_primary(start_server, sentinels):
     assert 'm0serve_broker_info{engine="redis",primary="127.0.0.1:%d"} 1' % sentinels.primary() in body, body[-800:]
 
 
+def test_a_publish_is_acknowledged_once_a_replica_has_it(sentinels):
+    """--broker-min-replicas 1 (Sentinel's default): with every replica
+    paused the event reaches the primary, WAIT counts none, and the publisher
+    hears PublishOutcomeUnknown (exit 3), not an id; once a replica is back
+    the retry with the key answers the same event's id, appending nothing."""
+    s = sentinels
+    primary = s.primary()
+    s.wait_settled(primary)
+    replicas = [p for p in s.ports if p != primary and s.alive(p)]
+    for p in replicas:
+        s.pause(p)
+    try:
+        c = subprocess.run([BINARY, "publish", "waited", "x", "--key", "w-shell", "--broker", s.url],
+                           capture_output=True, text=True, timeout=20)
+        assert c.returncode == 3 and "WAIT counted 0 of 1 replicas" in c.stderr, c.stderr
+        p = subprocess.run([sys.executable, "-c", "import m0pub; m0pub.publish('waited', 'y', key='w-python')"],
+                           env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(PYDIR), "M0_BROKER": s.url},
+                           capture_output=True, text=True, timeout=20)
+        assert p.returncode != 0 and "m0pub.PublishOutcomeUnknown" in p.stderr and "WAIT counted 0 of 1" in p.stderr
+    finally:
+        for r in replicas:
+            s.resume(r)
+    before = s.ask(primary, "XLEN", "m0:log")
+    wait_for(lambda: all(s.linked(r) for r in replicas), 20, "the replicas linked again")
+    c = subprocess.run([BINARY, "publish", "waited", "x", "--key", "w-shell", "--broker", s.url],
+                       capture_output=True, text=True, timeout=20)
+    assert c.returncode == 0, c.stderr
+    assert s.ask(primary, "XLEN", "m0:log") == before                  # the retry appended nothing
+    assert s.ask(primary, "GET", "m0:key:w-shell") == c.stdout.strip().encode()
+    s.wait_settled(primary, 30)
+
+
 # ------------------------------------------------------------------------ TLS
 
 @pytest.fixture(scope="module")
@@ -512,6 +544,58 @@ def test_tls_sigstop_is_outcome_unknown_and_a_keyed_retry_publishes_once(start_s
     assert (ev.id, ev.data) == (int(r.body), "marker")      # each event once: nothing in between
     assert tls_redis.command("XLEN", "m0:log") == 5         # warm, the three, marker
     s.close()
+
+
+def test_tls_through_sentinel(start_server, certs):
+    """rediss+sentinel://: the sentinels, the primary and its replica all
+    speak TLS only; each node's certificate is checked against the address
+    the sentinels give (127.0.0.1, an IP entry of the test certificate)."""
+    tmp = tempfile.mkdtemp(prefix="m0tlss.")
+    s = SentinelSet(tmp, replicas=1, sentinels=1, certs=certs).start()
+    try:
+        ca = os.path.join(certs, "ca.pem")
+        a = host(start_server, s.url, "--broker-ca-certs", ca, workers=1)
+        h = wait_health(a.port, lambda h: h["broker"]["connected"], workers=1)["broker"]
+        assert h["tls"] is True and h["mode"] == "sentinel" and h["url"].startswith("rediss+sentinel://")
+        assert h["reading_from"] != h["primary"] == "127.0.0.1:%d" % s.primary()
+        st = SSEStream(a.port, "/events?channel=news", timeout=EVENT_TIMEOUT)
+        st.next()
+        for _ in range(10):          # exit 3 (WAIT counted no replica in time: a loaded machine): retry, same key
+            c = shell_publish(s.url, "--broker-ca-certs", ca, "--key", "tls-sentinel")
+            if c.returncode != 3:
+                break
+        assert c.returncode == 0, c.stderr
+        p = python_publish(s.url, "x", key="tls-sentinel", M0_BROKER_CA_CERTS=ca)      # the same key: the same id
+        assert p.returncode == 0 and int(p.stdout) == int(c.stdout), p.stderr
+        ev = st.next_event(EVENT_TIMEOUT)
+        assert (ev.id, ev.data) == (int(c.stdout), "x")
+        st.close()
+        c = shell_publish(s.url, "--broker-ca-certs", os.path.join(certs, "other-ca.pem"))
+        assert c.returncode == 1 and "certificate verify failed" in c.stderr, c.stderr
+    finally:
+        s.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_an_acl_user_authenticates_as_itself(start_server):
+    """Managed Redis hands out ACL users: redis://USER:PASSWORD@ is AUTH
+    USER PASSWORD (Redis 6), for the server, m0serve publish and m0pub."""
+    tmp = tempfile.mkdtemp(prefix="m0redis.")
+    server = Redis(tmp, persist=False, args=["--user", "alice", "on", ">s3cret", "~*", "&*", "+@all"]).start()
+    try:
+        url = "redis://alice:s3cret@127.0.0.1:%d" % server.port
+        a = host(start_server, url, workers=1)
+        h = wait_health(a.port, lambda h: h["broker"]["connected"], workers=1)["broker"]
+        assert h["url"] == "redis://alice:***@127.0.0.1:%d/0" % server.port
+        c = shell_publish(url)
+        assert c.returncode == 0, c.stderr
+        p = python_publish(url, "x")
+        assert p.returncode == 0, p.stderr
+        c = shell_publish("redis://alice:wrong@127.0.0.1:%d" % server.port)
+        assert c.returncode == 1 and "WRONGPASS" in c.stderr and "s3cret" not in c.stderr, c.stderr
+    finally:
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_bad_tls_and_replica_flags():

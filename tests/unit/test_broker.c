@@ -41,6 +41,10 @@ static void test_tcp_forms(void **state)
     assert_non_null(strstr(b.shown, "***"));
     assert_int_equal(m0_broker_parse_url("redis://user:pw@h", &b, err, sizeof err), M0_OK);
     assert_string_equal(b.password, "pw");
+    assert_string_equal(b.username, "user");            /* an ACL user: AUTH user pw */
+    assert_string_equal(b.shown, "redis://user:***@h:6379/0");
+    assert_int_equal(m0_broker_parse_url("redis://:pw@h", &b, err, sizeof err), M0_OK);
+    assert_string_equal(b.username, "");
     assert_int_equal(m0_broker_parse_url("redis://[::1]:7001/3", &b, err, sizeof err), M0_OK);
     assert_string_equal(b.host, "::1");
     assert_int_equal(b.port, 7001);
