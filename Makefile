@@ -513,7 +513,10 @@ endef
 venv: deps
 	$(call mkvenv,$(VENV),requirements/test.txt)
 
+# bjoern (requirements/bench.txt) is built by pip against libev.
+BENCH_DEB_PKGS := libev-dev
 bench-venv: deps
+	$(Q)$(MAKE) --no-print-directory deps DEB_PKGS="$(BENCH_DEB_PKGS)"
 	$(call mkvenv,$(BENCH_VENV),requirements/bench.txt)
 
 # -------------------------------------------------------------------- demo

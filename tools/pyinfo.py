@@ -58,6 +58,8 @@ def executable_is_pie(path):
 
 
 def link(request):
+    if request not in ("auto", "static", "shared"):
+        sys.exit("LINK=%s: expected auto, static or shared" % request)
     archive = os.path.join(v("LIBPL") or "", v("LIBRARY") or "")
     if not (v("LIBPL") and v("LIBRARY") and os.path.isfile(archive)):
         archive = ""
