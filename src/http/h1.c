@@ -201,7 +201,26 @@ static void finish(struct m0_server *s, struct m0_conn *c)
 
 /* What the runner produced goes to the connection: the hold taken, the
  * bytes and file range moved, then written. rc is the runner's outcome. */
+static void after_run_as(struct m0_server *s, struct m0_conn *c, int rc, int defer);
 static void after_run(struct m0_server *s, struct m0_conn *c, int rc)
+{
+    after_run_as(s, c, rc, 0);
+}
+
+/* A view that ran inline for at least DEFER_MIN_US (and under
+ * DEFER_MAX_US) has its complete answer written on the loop's next pass
+ * (EPOLLOUT), with the other answers of this pass, not at once: on
+ * loopback (a proxy or a benchmark client on the host) each send() runs
+ * the receiver's wake-up, and a client that idled through the view costs
+ * that wake-up per response, ~10 us of the worker's CPU on a VM where a
+ * pool's batched answers paid ~5 (Django: 90 vs 76 us a request inline vs
+ * pooled; docs/performance.md, "The hand-off"). A quick view's client is
+ * still busy with the previous answer (deferring it costs two epoll_ctl);
+ * a slow one's answer is not held behind the rest of the pass. */
+#define DEFER_MIN_US 20
+#define DEFER_MAX_US 1000
+
+static void after_run_as(struct m0_server *s, struct m0_conn *c, int rc, int defer)
 {
     struct m0_job *job = c->job;
     struct m0_resp *rs = &job->resp;
@@ -257,7 +276,10 @@ static void after_run(struct m0_server *s, struct m0_conn *c, int rc)
     else
         c->flags &= ~C_MORE;
     m0_conn_set_state(s, c, M0_CONN_WRITE);
-    m0_conn_flush(s, c);
+    if (defer && rc == M0_DONE && c->file_left == 0 && !(c->resp_flags & M0_RESP_HOLD))
+        m0_conn_interest(s, c, EPOLLOUT);        /* m0_conn_on_event writes it (WRITE state) */
+    else
+        m0_conn_flush(s, c);
 }
 
 
@@ -274,7 +296,7 @@ static void dispatch(struct m0_server *s, struct m0_conn *c, const struct m0_tar
      * do arrive (pipelining, a half-close), the event handler disarms then.
      * Inline, the runner reads and writes the socket itself (blocking). */
     s->inline_io = (struct m0_job_inline){.flush = inline_flush, .read_body = inline_read_body, .ctx = s};
-    uint64_t began = s->request_ms ? m0_clock_ms() : 0;   /* only an inline run is timed here */
+    uint64_t began = m0_clock_us();      /* only an inline run is timed here */
     if (t->grip_key != NULL)
         job->begin_id = m0_rt_newest(s->rt);             /* where a GRIP hold's journal replay starts */
     int rc = m0_dispatch(job, M0_RUN_START, &s->inline_io, m0_loop_now(s->loop));
@@ -285,10 +307,10 @@ static void dispatch(struct m0_server *s, struct m0_conn *c, const struct m0_tar
     }
     /* Logged before after_run: that resets the job for the next request
      * (or closes the connection), and the line names this one. */
-    if (s->request_ms && m0_clock_ms() - began > s->request_ms)
-        m0_warn("view ran %.1f s (over --request-timeout): %s", (double)(m0_clock_ms() - began) / 1000,
-                M0_REQ_LOG(&job->req));
-    after_run(s, c, rc);
+    uint64_t ran_us = m0_clock_us() - began;
+    if (s->request_ms && ran_us / 1000 > s->request_ms)
+        m0_warn("view ran %.1f s (over --request-timeout): %s", (double)ran_us / 1e6, M0_REQ_LOG(&job->req));
+    after_run_as(s, c, rc, ran_us >= DEFER_MIN_US && ran_us < DEFER_MAX_US);
 }
 
 /* A static mount (DESIGN capability 10): answered on the loop thread, no
