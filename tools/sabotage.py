@@ -134,7 +134,7 @@ def files_of(m):
 def run(cmd, cwd, timeout=None, env=None, quiet=True):
     return subprocess.run(cmd, cwd=cwd, timeout=timeout, env=env,
                           stdout=subprocess.PIPE if quiet else None,
-                          stderr=subprocess.STDOUT if quiet else None, text=True)
+                          stderr=subprocess.STDOUT if quiet else None, text=True, errors="replace")
 
 
 def remove_scratch():
