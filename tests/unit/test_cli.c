@@ -353,6 +353,8 @@ static void test_unknown_flag_gets_the_nearest(void **state)
         {"--proxy-header", "from the peers in --forwarded-allow-ips"},
         {"--prelaod", "nothing to preload"},
         {"--timeout-graceful", "unrecognized option '--timeout-graceful' (see --help)"},
+        /* Three edits, all in one word (grip/grant): a near spelling, not a near meaning. */
+        {"--grip-path", "unrecognized option '--grip-path' (see --help)"},
         {"--zzzzzz", "unrecognized option '--zzzzzz' (see --help)"},
         {"-x", "unrecognized option '-x' (see --help)"},
     };
