@@ -1,9 +1,17 @@
 /*
  * conn.h — client connections: the slot table, the state machine, the
- * protocol a connection speaks, and the serving state of one loop (struct
- * m0_server) that conn.c (slots, I/O, timeouts, completion routing), the
- * protocols — h1.c (HTTP/1.1 requests), hold.c (SSE streams), wshold.c
- * (WebSockets) — and serve.c (start, drain, stop) share. Loop thread only.
+ * transport and the protocol a connection speaks, and the serving state of
+ * one loop (struct m0_server) that conn.c (the socket: reads, writes, the
+ * output queue), conn_slots.c (slots, states, timeouts, completion
+ * routing), the protocols — h1.c (HTTP/1.1 requests), hold.c (SSE
+ * streams), wshold.c (WebSockets), grip_hold.c (GRIP) — and serve.c
+ * (start, drain, stop) share. Loop thread only.
+ *
+ * conn.c alone reads and writes a client socket, through the slot's
+ * transport (struct m0_xprt_ops, haproxy's xprt under its mux): the plain
+ * one now, TLS next. A protocol asks conn.c to read (m0_conn_read,
+ * m0_conn_recv), to write (m0_conn_flush, m0_conn_send_now), to shut its
+ * side (m0_conn_shutdown); it never names the descriptor.
  *
  * conn.c knows its protocols only through a table of operations (haproxy's
  * conn->mux): c->proto indexes s->proto[], which the composition root
@@ -24,6 +32,8 @@
 #define M0_CONN_H
 
 #include <stdatomic.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 #include "m0/types.h"
 #include "m0/buf.h"
 #include "m0/http.h"
@@ -85,6 +95,45 @@ struct m0_conn_ops {
     const struct m0_hold_ops *hold;
 };
 
+/* The transport under a connection (plain TCP or unix; TLS next): every
+ * byte a connection reads or writes goes through one of these, called by
+ * conn.c alone. Non-blocking, loop thread. Errors are -1 with errno:
+ * EAGAIN/EWOULDBLOCK when the operation cannot progress now (a TLS
+ * transport that needs the other direction first says so through wants),
+ * anything else: the connection is unusable. */
+struct m0_xprt_ops {
+    const char *name;
+    /* Read up to n bytes into buf: >0 bytes, 0 at the peer's end of
+     * stream (a TLS close_notify or a FIN), -1 with errno. */
+    ssize_t (*recv)(struct m0_server *s, struct m0_conn *c, void *buf, size_t n);
+    /* Write from n iovecs: the bytes taken (perhaps fewer than offered),
+     * or -1 with errno. M0_XPRT_MORE: more follows at once (a head before
+     * its file range): the transport may hold back a small segment. */
+    ssize_t (*writev)(struct m0_server *s, struct m0_conn *c, const struct iovec *iov, int n, unsigned flags);
+    /* Write up to n bytes of file fd from *off (advanced by what went): as
+     * writev (the plain transport: sendfile(2); TLS: kTLS, or reads and
+     * writes of records). 0: the file ended early. */
+    ssize_t (*sendfile)(struct m0_server *s, struct m0_conn *c, int fd, off_t *off, size_t n);
+    /* Our side writes no more (a FIN; TLS: close_notify first). */
+    int (*shutdown)(struct m0_server *s, struct m0_conn *c);
+    /* Bytes already read from the socket and decoded but not yet returned
+     * by recv (TLS records): the caller reads on before waiting for
+     * EPOLLIN. NULL: none ever. */
+    size_t (*pending)(struct m0_server *s, const struct m0_conn *c);
+    /* Epoll events the transport itself needs beside the protocol's (a TLS
+     * write that must read first, a read that must write first); NULL:
+     * none. */
+    uint32_t (*wants)(struct m0_server *s, const struct m0_conn *c);
+};
+
+/* writev's flags. */
+#define M0_XPRT_MORE 0x1u
+
+/* The transports a loop knows (s->xprt[], filled by serve.c; c->xprt
+ * indexes it), and the plain one (conn.c). */
+enum { M0_XPRT_PLAIN, M0_XPRTS = 2 };
+extern const struct m0_xprt_ops m0_xprt_plain;
+
 enum m0_conn_state {
     M0_CONN_FREE,        /* on the free list; fd -1 */
     M0_CONN_READ_HEAD,   /* idle keep-alive, or reading a head: deadline keep-alive, then head timeout */
@@ -128,6 +177,8 @@ struct m0_conn {
     uint32_t slot;           /* its index: chunk << M0_CONN_CHUNK_SHIFT | place in the chunk */
     uint8_t state;           /* enum m0_conn_state: change it with m0_conn_set_state only */
     uint8_t proto;           /* enum m0_conn_proto: s->proto[c->proto] are its operations */
+    uint8_t xprt;            /* its transport: s->xprt[c->xprt] (a TLS one keeps its per-slot
+                                state by slot, not here: an idle held stream pays nothing for it) */
     unsigned flags;          /* C_* */
     uint32_t events;         /* epoll interest currently registered */
     uint64_t deadline;       /* loop clock ms; 0 = none (HELD: the next tick, the wheel's key) */
@@ -192,6 +243,7 @@ struct m0_server {
     struct m0_runner_env env;      /* what runners reach of this loop (job.h) */
     struct m0_job_inline inline_io;    /* a runner on the loop thread does its own I/O (h1.c) */
     const struct m0_conn_ops *proto[M0_CONN_PROTOS];   /* the protocols (filled by serve.c) */
+    const struct m0_xprt_ops *xprt[M0_XPRTS];          /* the transports (filled by serve.c) */
     struct m0_holds *holds;        /* the holds' state (hold.h) */
     struct m0_rt *rt;              /* the realtime engine (rt.h), the holds its sink */
     void *ws;                      /* wshold.c's per-loop scratch (NULL until a socket is held) */
@@ -307,8 +359,26 @@ void m0_conn_job_put(struct m0_server *s, struct m0_conn *c);
 #define M0_JOB_CACHE 256
 /* Free the cache (serve.c, at the end; the pool stopped). */
 void m0_conn_job_cache_free(struct m0_server *s);
-/* Read what is available into c->in (bounded per wakeup). */
-void m0_conn_read(struct m0_conn *c);
+/* Read what is available into c->in (bounded per wakeup); the peer's end
+ * or an error sets C_PEER_GONE. */
+void m0_conn_read(struct m0_server *s, struct m0_conn *c);
+/* One read of at most n bytes into buf (EINTR retried): >0, 0 at the
+ * peer's end, -1 with errno (EAGAIN: nothing now). */
+ssize_t m0_conn_recv(struct m0_server *s, struct m0_conn *c, void *buf, size_t n);
+/* Write what the socket takes of n bytes now, unqueued (EINTR retried):
+ * the bytes written (0: none fit now), or -1 with errno when the
+ * connection is unusable. The caller queues or drops the rest. */
+ssize_t m0_conn_send_now(struct m0_server *s, struct m0_conn *c, const void *p, size_t n);
+/* Our side writes no more (the transport's FIN): lingering close, the end
+ * of a held stream. */
+void m0_conn_shutdown(struct m0_server *s, struct m0_conn *c);
+/* The inline runner (a view on the loop thread) cannot wait for the loop:
+ * m0_conn_send_wait writes all n bytes, blocking up to the write timeout
+ * per stall (M0_OK, or M0_ERR with C_PEER_GONE set);
+ * m0_conn_wait_readable blocks until input is there (or the transport
+ * holds some), at most ms: M0_OK, or M0_ERR (timeout, error). */
+int m0_conn_send_wait(struct m0_server *s, struct m0_conn *c, const char *p, size_t n);
+int m0_conn_wait_readable(struct m0_server *s, struct m0_conn *c, uint64_t ms);
 /* Send an answer the loop made itself (/health, a static file, a 404 no
  * mount claims, the metrics): c->out holds its head and body_bytes of body
  * (a file range may follow), framed as m0_job_framing said; the

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
 
 #include "m0/config.h"
 #include "m0/conn.h"
@@ -322,7 +321,7 @@ static void done(struct m0_server *s, struct m0_conn *c)
         free(peer);
         return;
     }
-    shutdown(c->fd, SHUT_WR);
+    m0_conn_shutdown(s, c);
     m0_conn_close(s, c);
 }
 
@@ -502,7 +501,7 @@ static void grip_end(struct m0_server *s, struct m0_conn *c)
         return;
     }
     m0_hold_flush(s, c);
-    shutdown(c->fd, SHUT_WR);
+    m0_conn_shutdown(s, c);
     m0_conn_close(s, c);
 }
 
@@ -527,7 +526,7 @@ static void held_read(struct m0_server *s, struct m0_conn *c)
     struct m0_griphold *gh = gh_of(c);
     char sink[512];
     for (;;) {
-        ssize_t n = recv(c->fd, sink, sizeof sink, MSG_DONTWAIT);
+        ssize_t n = m0_conn_recv(s, c, sink, sizeof sink);
         if (n > 0 && gh->keep) {
             if (m0_buf_unread(&c->in) + (size_t)n > s->cfg->limits.max_header_bytes) {
                 m0_conn_close(s, c);      /* more than a request head while held */
@@ -540,8 +539,6 @@ static void held_read(struct m0_server *s, struct m0_conn *c)
             continue;
         if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
-        if (n == -1 && errno == EINTR)
-            continue;
         m0_conn_close(s, c);
         return;
     }

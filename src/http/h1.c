@@ -29,12 +29,10 @@
  * authenticated GRIP publish within --grip-max-body read a body.
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "m0/accesslog.h"
@@ -68,35 +66,8 @@ static const char continue_100[] = "HTTP/1.1 100 Continue\r\n\r\n";
 /* ---------------------------------------------------------- inline mode */
 
 /* A runner on the loop thread (no pool) cannot wait for the loop: it
- * writes and reads the socket itself, blocking, bounded by the timeouts. */
-static int wait_fd(int fd, short what, uint64_t ms)
-{
-    struct pollfd p = {.fd = fd, .events = what};
-    int rc;
-    do
-        rc = poll(&p, 1, ms > 600000 ? 600000 : (int)ms);
-    while (rc == -1 && errno == EINTR);
-    return rc == 1 && !(p.revents & (POLLERR | POLLNVAL)) ? M0_OK : M0_ERR;
-}
-
-static int send_all(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
-        if (w == -1) {
-            if (errno == EINTR)
-                continue;
-            if ((errno == EAGAIN || errno == EWOULDBLOCK) && wait_fd(c->fd, POLLOUT, s->write_ms) == M0_OK)
-                continue;
-            c->flags |= C_PEER_GONE;
-            return M0_ERR;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return M0_OK;
-}
-
+ * writes and reads the socket itself, blocking, bounded by the timeouts
+ * (conn.h: m0_conn_send_wait, m0_conn_wait_readable). */
 static int inline_flush(struct m0_job *job, void *ctx)
 {
     struct m0_server *s = ctx;
@@ -105,7 +76,7 @@ static int inline_flush(struct m0_job *job, void *ctx)
         return M0_ERR;
     m0_buf_append(&c->out, job->resp.out.data + job->resp.out.off, m0_buf_unread(&job->resp.out));
     m0_buf_reset(&job->resp.out);
-    int rc = send_all(s, c, c->out.data + c->out.off, m0_buf_unread(&c->out));
+    int rc = m0_conn_send_wait(s, c, c->out.data + c->out.off, m0_buf_unread(&c->out));
     m0_buf_reset(&c->out);
     return rc;
 }
@@ -118,7 +89,7 @@ static int inline_read_body(struct m0_job *job, uint64_t want, void *ctx)
     struct m0_conn *c = m0_conn_of(s, job->slot);
     if (!(c->flags & C_SENT_100)) {
         c->flags |= C_SENT_100;
-        if (send_all(s, c, continue_100, sizeof continue_100 - 1) != M0_OK)
+        if (m0_conn_send_wait(s, c, continue_100, sizeof continue_100 - 1) != M0_OK)
             return M0_ERR;
     }
     for (;;) {
@@ -128,9 +99,9 @@ static int inline_read_body(struct m0_job *job, uint64_t want, void *ctx)
             return M0_OK;
         if (c->flags & C_PEER_GONE)
             return M0_ERR;
-        if (wait_fd(c->fd, POLLIN, s->body_ms) != M0_OK)
+        if (m0_conn_wait_readable(s, c, s->body_ms) != M0_OK)
             return M0_ERR;
-        m0_conn_read(c);
+        m0_conn_read(s, c);
     }
 }
 
@@ -167,7 +138,7 @@ static void finish(struct m0_server *s, struct m0_conn *c)
         /* Unread request bytes would turn our close into an RST that can
          * destroy the response in flight: shut down our side and discard
          * input briefly first (lingering close). */
-        shutdown(c->fd, SHUT_WR);
+        m0_conn_shutdown(s, c);
         if (c->resp_flags & M0_RESP_ABORT) {
             m0_conn_close(s, c);
             return;
@@ -541,7 +512,7 @@ static int feed_body(struct m0_server *s, struct m0_conn *c)
 
 static void read_lazy_body(struct m0_server *s, struct m0_conn *c)
 {
-    m0_conn_read(c);
+    m0_conn_read(s, c);
     feed_body(s, c);
     if (!(c->flags & C_LAZY_BODY)) {
         m0_conn_interest(s, c, 0);      /* pipelined bytes wait their turn */
@@ -559,7 +530,7 @@ static void put_continue(struct m0_server *s, struct m0_conn *c)
     c->flags |= C_SENT_100;
     /* Small and first on the wire: a direct send; what the socket cannot
      * take now goes out ahead of the response. */
-    ssize_t w = send(c->fd, continue_100, sizeof continue_100 - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t w = m0_conn_send_now(s, c, continue_100, sizeof continue_100 - 1);
     if (w < (ssize_t)(sizeof continue_100 - 1))
         m0_buf_append(&c->out, continue_100 + (w > 0 ? w : 0), sizeof continue_100 - 1 - (size_t)(w > 0 ? w : 0));
     c->deadline = m0_loop_now(s->loop) + s->body_ms;

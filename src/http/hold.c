@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "m0/accesslog.h"
@@ -48,16 +47,12 @@ int m0_hold_flush(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_hold *h = c->hold;
     while (m0_buf_unread(&h->outbox) > 0) {
-        ssize_t w = send(c->fd, h->outbox.data + h->outbox.off, m0_buf_unread(&h->outbox),
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w == -1) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                m0_conn_interest(s, c, m0_hold_interest(c, 1));
-                return M0_AGAIN;
-            }
+        ssize_t w = m0_conn_send_now(s, c, h->outbox.data + h->outbox.off, m0_buf_unread(&h->outbox));
+        if (w == -1)
             return M0_ERR;
+        if (w == 0) {
+            m0_conn_interest(s, c, m0_hold_interest(c, 1));
+            return M0_AGAIN;
         }
         /* Which bytes went is not tracked: count the runner's last, so
          * the limit is never applied to them. */
@@ -99,14 +94,14 @@ void m0_hold_send(struct m0_server *s, struct m0_conn *c, const char *p, size_t 
     if ((c->flags & C_DOOMED) || h == NULL)
         return;
     if (c->state == M0_CONN_HELD && m0_buf_unread(&h->outbox) == 0 && !hs->corking) {
-        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t w = m0_conn_send_now(s, c, p, n);
         if (w > 0)
             h->sent += (uint64_t)w;
         if (w == (ssize_t)n) {
             h->last_write = m0_loop_now(s->loop);
             return;
         }
-        if (w == -1 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        if (w == -1) {
             m0_conn_doom(s, c);
             return;
         }
@@ -433,7 +428,7 @@ static void sse_deliver(struct m0_server *s, struct m0_conn *c, const char *fram
 static void sse_end(struct m0_server *s, struct m0_conn *c)
 {
     m0_hold_flush(s, c);
-    shutdown(c->fd, SHUT_WR);
+    m0_conn_shutdown(s, c);
     m0_conn_close(s, c);
 }
 
@@ -441,13 +436,11 @@ static void held_read(struct m0_server *s, struct m0_conn *c)
 {
     char sink[512];
     for (;;) {
-        ssize_t n = recv(c->fd, sink, sizeof sink, MSG_DONTWAIT);
+        ssize_t n = m0_conn_recv(s, c, sink, sizeof sink);
         if (n > 0)
             continue;      /* an event stream has no inbound traffic: discard */
         if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
-        if (n == -1 && errno == EINTR)
-            continue;
         m0_conn_close(s, c);   /* EOF or error: the client left; unsubscribe now */
         return;
     }

@@ -28,7 +28,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "m0/accesslog.h"
@@ -227,7 +226,7 @@ static void send_close(struct m0_server *s, struct m0_conn *c, unsigned code, co
 static void finish_close(struct m0_server *s, struct m0_conn *c)
 {
     m0_hold_release(s, c);
-    shutdown(c->fd, SHUT_WR);
+    m0_conn_shutdown(s, c);
     m0_buf_free(&c->in);
     m0_conn_set_state(s, c, M0_CONN_LINGER);
     m0_conn_interest(s, c, EPOLLIN | EPOLLRDHUP);
@@ -567,7 +566,7 @@ static void read_frames(struct m0_server *s, struct m0_conn *c)
         struct m0_wshold *ws = ws_of(c);
         if (ws->paused || ws->close_sent || ws->close_received)
             break;
-        ssize_t r = recv(c->fd, rbuf, sizeof m0_ws_scratch_of(s)->rbuf, MSG_DONTWAIT);
+        ssize_t r = m0_conn_recv(s, c, rbuf, sizeof m0_ws_scratch_of(s)->rbuf);
         if (r > 0) {
             total += (size_t)r;
             process_input(s, c, rbuf, (size_t)r);
@@ -577,8 +576,6 @@ static void read_frames(struct m0_server *s, struct m0_conn *c)
                 break;
             continue;
         }
-        if (r == -1 && errno == EINTR)
-            continue;
         if (r == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
             break;
         gone = 1;                     /* EOF or an error: the peer left */

@@ -484,6 +484,7 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
     s->proto[M0_CONN_PROTO_SSE] = &m0_sse_conn_ops;
     s->proto[M0_CONN_PROTO_WS] = &m0_ws_conn_ops;
     s->proto[M0_CONN_PROTO_GRIP] = &m0_grip_conn_ops;
+    s->xprt[M0_XPRT_PLAIN] = &m0_xprt_plain;
     m0_holds_init(s);
     if ((sig_fd != -1 && m0_loop_add_fd(s->loop, sig_fd, EPOLLIN, on_signal, v) == M0_ERR) ||
         (ctl_fd != -1 && m0_loop_add_fd(s->loop, ctl_fd, EPOLLIN, on_ctl, v) == M0_ERR)) {
