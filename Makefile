@@ -216,7 +216,7 @@ test: deps
 	    echo "  SKIP    smoke-threads: no CPython source tarball in $(PYTHON_SHARED) to build a free-threaded"; \
 	    echo "          interpreter from (make smoke-threads PYTHON_TARBALL=path/Python-3.13.X.tar.xz)"; \
 	fi
-	$(Q)$(MAKE) --no-print-directory sabotage-fast
+	$(Q)$(MAKE) --no-print-directory sabotage-fast SABOTAGE_ARGS="--no-baseline $(SABOTAGE_ARGS)"
 
 # The free-threaded smoke (issue 17; make test runs it when there is a CPython
 # source tarball to build from — ../shared/python beside a checkout of the
@@ -265,7 +265,8 @@ smoke-metrics: m0serve venv
 # the table undoes one guard in a scratch worktree (build/sabotage/wt, never
 # the checkout), rebuilds what changed, runs the tests it names and reports
 # caught or SURVIVED; a survivor, a stale edit or a broken build fails.
-# make test runs the mutations tagged fast (tests under 10 s in all);
+# make test runs the mutations tagged fast (tests under 10 s in all), without
+# the baseline run (the suite it ran first is the baseline);
 # mutations of --threads code run when make smoke-threads has built the
 # free-threaded interpreter and its venv (else SKIPPED). SABOTAGE_ARGS:
 # --only NAME,... --keep --no-baseline.

@@ -284,6 +284,59 @@ def restore(saved):
             fh.write(text)
 
 
+class Products:
+    """What make builds from the edited files, kept aside so that undoing a
+    mutation costs no rebuild: each edited .c file's objects (in every build
+    directory of the scratch tree) and the linked programs are copied away
+    before the mutation, and put back — with the source's own mtime — after
+    it, so make sees the tree exactly as before. Edits to anything but .c
+    and .py files (a header: every includer would be stale) fall back to
+    make rebuilding what changed."""
+
+    def __init__(self, files):
+        self.ok = all(f.endswith((".c", ".py")) and os.path.isfile(os.path.join(SCRATCH, f)) for f in files)
+        self.mtimes, self.kept, self.absent = {}, {}, []
+        if not self.ok:
+            return
+        self.dir = os.path.join(SCRATCH, "build", "sabotage-keep")
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        for f in files:
+            st = os.stat(os.path.join(SCRATCH, f))
+            self.mtimes[f] = (st.st_atime_ns, st.st_mtime_ns)
+        paths = [os.path.join(SCRATCH, "m0serve")]
+        build = os.path.join(SCRATCH, "build")
+        for d in sorted(os.listdir(build)) if os.path.isdir(build) else []:
+            top = os.path.join(build, d)
+            if d in ("python", "sabotage-keep") or os.path.islink(top) or not os.path.isdir(top):
+                continue
+            paths.append(os.path.join(top, "m0serve"))
+            if d == "unit":
+                paths += [os.path.join(top, n) for n in os.listdir(top) if n.startswith("test_")]
+            for f in files:
+                if f.startswith("src/") and f.endswith(".c"):
+                    rel = f[len("src/"):-len(".c")] + ".o"
+                    paths += [os.path.join(top, rel), os.path.join(top, "obj", rel)]
+        for i, path in enumerate(paths):
+            if os.path.isfile(path):
+                self.kept[path] = os.path.join(self.dir, str(i))
+                shutil.copy2(path, self.kept[path])
+            else:
+                self.absent.append(path)
+
+    def put_back(self):
+        if not self.ok:
+            return
+        for f, (at, mt) in self.mtimes.items():
+            os.utime(os.path.join(SCRATCH, f), ns=(at, mt))
+        for path, copy in self.kept.items():
+            shutil.copy2(copy, path)
+        for path in self.absent:
+            if os.path.exists(path):
+                os.unlink(path)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 # ------------------------------------------------------------------ main
 
 def main():
@@ -344,9 +397,11 @@ def main():
                 print("  %-9s %s (no free-threaded build: make python-ft)" % ("SKIPPED", m["name"]), flush=True)
                 continue
             t0 = time.monotonic()
+            products = Products(files_of(m))
             try:
                 saved = apply(m)
             except TableError as e:
+                products.put_back()
                 counts["STALE"] += 1
                 print("  %-9s %s: %s" % ("STALE", m["name"], e), flush=True)
                 continue
@@ -360,6 +415,7 @@ def main():
                 verdict, detail = run_tests(m["tests"], args.python)
             finally:
                 restore(saved)
+                products.put_back()
             took = time.monotonic() - t0
             if verdict in ("fail", "timeout"):
                 counts["caught"] += 1

@@ -5,7 +5,9 @@ calls, so a test can show a grant subscribe runs no Python.
   /publish?channel=C&data=D    publish D on C; answers the id ("7")
   /hold?channel=a,b            a view hold on the M0-Channel list "a,b"
   /inbound                     a granted socket's message (--grant-inbound):
-                               answers "SUB|CHANNELS|BODY"
+                               answers "SUB|CHANNELS|BODY", and "|saw NAMES"
+                               when it got a query or an Authorization
+                               header (the grant's token must not reach it)
   /url                         m0pub.grant_url(["news", "chat"], sub="alice")
   /page?src=URL                a page whose EventSource (withCredentials)
                                opens URL and lists what it receives
@@ -58,6 +60,9 @@ def application(environ, start_response):
         body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
         out = "%s|%s|%s" % (environ.get("HTTP_M0_GRANT_SUB", "-"), environ.get("HTTP_M0_GRANT_CHANNELS", "-"),
                             body.decode())
+        seen = [k for k in ("QUERY_STRING", "HTTP_AUTHORIZATION") if environ.get(k)]
+        if seen:
+            out += "|saw " + ",".join(seen)
         start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8")])
         return [out.encode()]
     if path == "/page":

@@ -152,7 +152,12 @@ def test_grant_inbound_posts_messages_to_the_view(start_server, key_file):
     assert ws.status == 101
     ws.send_text("hello")
     f = ws.recv()
-    assert f.opcode == 1 and f.payload == b"bob|news,chat|hello"
+    assert f.opcode == 1 and f.payload == b"bob|news,chat|hello"      # no "|saw ...": the token stayed here
+    ws = RawWS(server.port, "/rt/ws", headers=[("Authorization", "Bearer " + tok)])
+    assert ws.status == 101
+    ws.send_text("again")
+    f = ws.recv()
+    assert f.opcode == 1 and f.payload == b"bob|news,chat|again"
 
 
 def test_a_granted_socket_is_logged_as_its_handshake_and_its_messages_as_the_inbound_view(start_server,

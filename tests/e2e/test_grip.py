@@ -333,6 +333,24 @@ def test_a_ws_message_marked_text_that_is_not_utf8_is_refused(grip):
     assert status == 400 and b"not UTF-8" in text, (status, text)
 
 
+def test_an_item_too_large_for_the_bus_refuses_the_whole_request_before_anything_is_published(grip):
+    """One item over the bus's 64 KiB refuses the request (413) before any of
+    its items is published: the small item ahead of it reaches no stream
+    (the next thing the stream gets is the publish after the refusal)."""
+    s = Stream(grip["port"], "/st/?channel=big")
+    try:
+        s.read_until("stream head\n")
+        body = json.dumps({"items": [{"channel": "big", "http-stream": {"content": "small-first\n"}},
+                                     {"channel": "big", "http-stream": {"content": "x" * 70000}}]})
+        status, text = _post(grip["cport"], body.encode(), {"Authorization": "Bearer " + KEY})
+        assert status == 413, (status, text)
+        publisher(grip["cport"]).publish_http_stream("big", "after-the-413\n", blocking=True)
+        s.read_until("after-the-413\n")
+        assert b"small-first" not in s.buf
+    finally:
+        s.close()
+
+
 def test_grip_keep_alive_is_written_on_an_idle_stream(grip):
     s = Stream(grip["port"], "/st/")
     try:
