@@ -83,6 +83,12 @@ struct m0_conn_ops {
     /* A runner's completion for the slot (conn.c has done the DONE
      * bookkeeping: C_RUNNER cleared, an ORPHAN released). */
     void (*complete)(struct m0_server *s, struct m0_conn *c, const struct m0_completion *done);
+    /* HELD: n bytes of c->out were written (the hold's accounting). */
+    void (*wrote)(struct m0_server *s, struct m0_conn *c, size_t n);
+    /* The input events the protocol watches while its output is queued or
+     * written, and once a held stream's is (conn.c's one interest
+     * computation adds EPOLLOUT and the transport's). NULL: none. */
+    uint32_t (*watch)(struct m0_server *s, const struct m0_conn *c);
     /* The loop ends (serve.c): free the protocol's per-loop state. */
     void (*fini)(struct m0_server *s);
     /* H1: a hold hands c back (a long-poll answered on a connection its
@@ -184,7 +190,7 @@ struct m0_conn {
     uint64_t deadline;       /* loop clock ms; 0 = none (HELD: the next tick, the wheel's key) */
     uint64_t started_us;     /* request start, for the access log */
     struct m0_buf in;        /* bytes read, not yet parsed */
-    struct m0_buf out;       /* bytes to write, then the file range */
+    struct m0_buf out;       /* the output queue: bytes to write (a response, or a held stream's), then the file range */
     int file_fd;             /* -1, or a file to sendfile after out */
     off_t file_off;
     uint64_t file_left;
@@ -238,7 +244,7 @@ struct m0_server {
     uint64_t drain_deadline;
     int abandoned;                 /* the graceful timeout left requests unfinished */
     uint64_t keepalive_ms, header_ms, body_ms, write_ms, request_ms;
-    uint64_t next_sweep, next_refusal_log;
+    uint64_t next_sweep, next_refusal_log, next_slow_log;
     struct m0_pool *pool;          /* NULL: runners run on the loop thread */
     struct m0_runner_env env;      /* what runners reach of this loop (job.h) */
     struct m0_job_inline inline_io;    /* a runner on the loop thread does its own I/O (h1.c) */
@@ -310,10 +316,42 @@ void m0_conn_interest(struct m0_server *s, struct m0_conn *c, uint32_t events);
 void m0_conn_close(struct m0_server *s, struct m0_conn *c);
 /* Queue a C-generated error response and close after it (RFC 9110 §15). */
 void m0_conn_error(struct m0_server *s, struct m0_conn *c, int status, const char *reason);
-/* Write c->out then the file range; when all is out, credit a streaming
- * runner and let the protocol go on (s->proto[c->proto]->drained: resume an
- * inline runner, enter a hold, or finish). */
+/*
+ * The connection's one output queue: c->out, then a file range (c->file_*).
+ * A response goes there (its head and body, or a runner's pieces), and
+ * once the connection is HELD so do its hold's bytes: a hold keeps only
+ * its accounting (hold.h). m0_conn_queue appends n bytes (written by the
+ * next m0_conn_write; see also m0_conn_send_now for a write that skips an
+ * empty queue). m0_conn_queued: bytes waiting.
+ *
+ * m0_conn_write is the one writer: c->out then the file range, through the
+ * transport; the interest follows (EPOLLOUT while bytes wait; a HELD
+ * connection's interest is set either way). M0_OK: all out; M0_AGAIN: the
+ * rest waits for EPOLLOUT; M0_ERR: the connection is unusable (the caller
+ * closes it, or dooms it inside a fan-out). Never closes, never calls the
+ * protocol but its wrote.
+ *
+ * m0_conn_flush (WRITE): m0_conn_write, then a streaming runner credited,
+ * and when all is out the protocol goes on (s->proto[c->proto]->drained:
+ * resume an inline runner, enter a hold, or finish); closes on M0_ERR.
+ *
+ * m0_conn_rearm: set the interest the queue and the protocol imply now
+ * (after a hold stopped or resumed reading).
+ */
+void m0_conn_queue(struct m0_conn *c, const void *p, size_t n);
+static inline size_t m0_conn_queued(const struct m0_conn *c)
+{
+    return m0_buf_unread(&c->out);
+}
+int m0_conn_write(struct m0_server *s, struct m0_conn *c);
 void m0_conn_flush(struct m0_server *s, struct m0_conn *c);
+void m0_conn_rearm(struct m0_server *s, struct m0_conn *c);
+/* The one slow-client policy: a client that does not read what is queued
+ * for it — a held stream further behind than its hold allows (hold.c), a
+ * response that made no progress for the write timeout (the sweep) — is
+ * doomed (closed after the current pass, never under a fan-out's feet),
+ * with a line at most once a second saying why. */
+void m0_conn_too_slow(struct m0_server *s, struct m0_conn *c, const char *why);
 /* Close the connections a fan-out doomed (after it, never during). */
 void m0_conn_close_doomed(struct m0_server *s);
 void m0_conn_doom(struct m0_server *s, struct m0_conn *c);

@@ -191,86 +191,117 @@ void m0_conn_read(struct m0_server *s, struct m0_conn *c)
     }
 }
 
-/* Interest while writing: EPOLLOUT for leftovers; a streaming response
- * also watches for the client leaving (RDHUP), so the runner is told at
- * once instead of at its next write. */
-static uint32_t write_interest(const struct m0_conn *c, int leftovers)
+/* The one interest computation of a connection that writes: EPOLLOUT
+ * while bytes are queued, what its protocol watches meanwhile (a streaming
+ * response: the client leaving, RDHUP, so the runner is told at once; a
+ * held stream: its input, unless the hold stops reading), and what its
+ * transport needs. */
+static uint32_t want(struct m0_server *s, const struct m0_conn *c, int leftovers)
 {
-    return (leftovers ? EPOLLOUT : 0) | ((c->flags & C_STREAMING) ? EPOLLRDHUP : 0);
+    const struct m0_conn_ops *ops = s->proto[c->proto];
+    const struct m0_xprt_ops *x = xprt_of(s, c);
+    return (leftovers ? EPOLLOUT : 0) | (ops->watch != NULL ? ops->watch(s, c) : 0) |
+           (x->wants != NULL ? x->wants(s, c) : 0);
+}
+
+void m0_conn_rearm(struct m0_server *s, struct m0_conn *c)
+{
+    m0_conn_interest(s, c, want(s, c, m0_buf_unread(&c->out) > 0 || c->file_left > 0));
+}
+
+void m0_conn_queue(struct m0_conn *c, const void *p, size_t n)
+{
+    m0_buf_append(&c->out, p, n);
+}
+
+int m0_conn_write(struct m0_server *s, struct m0_conn *c)
+{
+    const struct m0_xprt_ops *x = xprt_of(s, c);
+    const struct m0_conn_ops *ops = s->proto[c->proto];
+    int held = c->state == M0_CONN_HELD;
+    uint64_t now = m0_loop_now(s->loop);
+    while (m0_buf_unread(&c->out) > 0) {
+        /* A head followed by a file range (static files, file_wrapper):
+         * MSG_MORE lets the head share the file's first segment. */
+        struct iovec iov = {.iov_base = c->out.data + c->out.off, .iov_len = m0_buf_unread(&c->out)};
+        ssize_t w = x->writev(s, c, &iov, 1, c->file_left > 0 ? M0_XPRT_MORE : 0);
+        if (w == -1) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                goto full;
+            c->flags |= C_PEER_GONE;
+            return M0_ERR;
+        }
+        m0_buf_consume(&c->out, (size_t)w);
+        if (held)
+            ops->wrote(s, c, (size_t)w);         /* the hold's accounting (its deadline is its tick's) */
+        else
+            c->deadline = now + s->write_ms;     /* progress restarts the write timeout */
+    }
+    /* A burst's buffer is not kept idle: a held stream's beyond 16 KiB; a
+     * response's beyond 256 KiB once no runner streams into it (freed and
+     * regrown per window, each cycle was a fresh mmap and a page fault per
+     * 4 KB). */
+    if (held ? c->out.cap > 16 * 1024 : c->out.cap > 256 * 1024 && !(c->flags & C_RUNNER))
+        m0_buf_free(&c->out);
+    while (c->file_left > 0) {
+        size_t chunk = c->file_left > (1u << 30) ? (1u << 30) : (size_t)c->file_left;
+        ssize_t w = x->sendfile(s, c, c->file_fd, &c->file_off, chunk);
+        if (w == -1) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                goto full;
+            if (errno != EPIPE && errno != ECONNRESET)
+                m0_log_errno("sendfile");
+            return M0_ERR;
+        }
+        if (w == 0) {
+            /* The file shrank under us: the promised length cannot be met. */
+            m0_error("sendfile: file ended %llu bytes early; aborting the response",
+                     (unsigned long long)c->file_left);
+            return M0_ERR;
+        }
+        c->file_left -= (uint64_t)w;
+        c->deadline = now + s->write_ms;
+    }
+    if (c->file_fd != -1) {
+        close(c->file_fd);
+        c->file_fd = -1;
+    }
+    if (held)
+        m0_conn_interest(s, c, want(s, c, 0));
+    return M0_OK;
+full:
+    m0_conn_interest(s, c, want(s, c, 1));
+    return M0_AGAIN;
 }
 
 void m0_conn_flush(struct m0_server *s, struct m0_conn *c)
 {
-    const struct m0_xprt_ops *x = xprt_of(s, c);
-    uint64_t now = m0_loop_now(s->loop);
-    for (;;) {
-        while (m0_buf_unread(&c->out) > 0) {
-            /* A head followed by a file range (static files, file_wrapper):
-             * MSG_MORE lets the head share the file's first segment. */
-            struct iovec iov = {.iov_base = c->out.data + c->out.off, .iov_len = m0_buf_unread(&c->out)};
-            ssize_t w = x->writev(s, c, &iov, 1, c->file_left > 0 ? M0_XPRT_MORE : 0);
-            if (w == -1) {
-                if (errno == EINTR)
-                    continue;
-                if (errno == EAGAIN || errno == EWOULDBLOCK)
-                    goto wait_writable;
-                c->flags |= C_PEER_GONE;
-                m0_conn_close(s, c);
-                return;
-            }
-            m0_buf_consume(&c->out, (size_t)w);
-            c->deadline = now + s->write_ms;
-        }
-        /* A burst's buffer is not kept idle; while a runner still streams
-         * into it, it is kept (freed and regrown per window, each cycle
-         * was a fresh mmap and a page fault per 4 KB). */
-        if (c->out.cap > 256 * 1024 && !(c->flags & C_RUNNER))
-            m0_buf_free(&c->out);
-        while (c->file_left > 0) {
-            size_t want = c->file_left > (1u << 30) ? (1u << 30) : (size_t)c->file_left;
-            ssize_t w = x->sendfile(s, c, c->file_fd, &c->file_off, want);
-            if (w == -1) {
-                if (errno == EINTR)
-                    continue;
-                if (errno == EAGAIN || errno == EWOULDBLOCK)
-                    goto wait_writable;
-                if (errno != EPIPE && errno != ECONNRESET)
-                    m0_log_errno("sendfile");
-                m0_conn_close(s, c);
-                return;
-            }
-            if (w == 0) {
-                /* The file shrank under us: the promised length cannot be met. */
-                m0_error("sendfile: file ended %llu bytes early; aborting the response",
-                         (unsigned long long)c->file_left);
-                m0_conn_close(s, c);
-                return;
-            }
-            c->file_left -= (uint64_t)w;
-            c->deadline = now + s->write_ms;
-        }
-        if (c->file_fd != -1) {
-            close(c->file_fd);
-            c->file_fd = -1;
-        }
-        if (c->flags & C_STREAMING) {
-            /* Everything handed over is out: credit the runner, and wait
-             * for its next piece (or its completion). */
-            m0_job_credit(c->job, 0);
-            if (c->flags & C_RUNNER) {
-                m0_conn_interest(s, c, write_interest(c, 0));
-                return;
-            }
-        }
-        /* All of it is out: the protocol goes on (the next piece of an
-         * inline runner, a hold entered, keep-alive or close). */
-        s->proto[c->proto]->drained(s, c);
+    int rc = m0_conn_write(s, c);
+    if (rc == M0_ERR) {
+        m0_conn_close(s, c);
         return;
     }
-wait_writable:
-    if (c->flags & C_STREAMING)
+    if (c->flags & C_STREAMING) {
+        /* A runner on another thread streams: what is still unwritten is
+         * its credit; once all is out, it waits for its next piece (or
+         * its completion). */
         m0_job_credit(c->job, m0_buf_unread(&c->out));
-    m0_conn_interest(s, c, write_interest(c, 1));
+        if (rc == M0_AGAIN)
+            return;
+        if (c->flags & C_RUNNER) {
+            m0_conn_interest(s, c, want(s, c, 0));
+            return;
+        }
+    }
+    if (rc == M0_AGAIN)
+        return;
+    /* All of it is out: the protocol goes on (the next piece of an inline
+     * runner, a hold entered, keep-alive or close). */
+    s->proto[c->proto]->drained(s, c);
 }
 
 void m0_conn_error(struct m0_server *s, struct m0_conn *c, int status, const char *reason)
@@ -369,7 +400,15 @@ void m0_conn_on_event(struct m0_loop *l, uint32_t slot, uint32_t gen, uint32_t e
         }
         break;
     case M0_CONN_RUN:       /* a runner has the request: the protocol decides (a lazy body, a FIN) */
+        s->proto[c->proto]->event(s, c, ev);
+        break;
     case M0_CONN_HELD:
+        /* What a held stream queued is written here, as any response's;
+         * then its protocol reads, or goes on once the queue is empty. */
+        if ((ev & EPOLLOUT) && m0_conn_write(s, c) == M0_ERR) {
+            m0_conn_close(s, c);
+            break;
+        }
         s->proto[c->proto]->event(s, c, ev);
         break;
     case M0_CONN_WRITE:

@@ -317,6 +317,17 @@ void m0_conn_release_closed(struct m0_server *s)
     }
 }
 
+void m0_conn_too_slow(struct m0_server *s, struct m0_conn *c, const char *why)
+{
+    if (c->flags & C_DOOMED)
+        return;
+    if (m0_loop_now(s->loop) >= s->next_slow_log) {
+        m0_warn("closing a slow client's connection: %s (%zu bytes queued)", why, m0_buf_unread(&c->out));
+        s->next_slow_log = m0_loop_now(s->loop) + 1000;
+    }
+    m0_conn_doom(s, c);
+}
+
 void m0_conn_doom(struct m0_server *s, struct m0_conn *c)
 {
     if (c->flags & C_DOOMED)
@@ -621,8 +632,7 @@ void m0_conn_sweep(struct m0_server *s)
                     c->deadline = 0;          /* waiting for the runner, not the client */
                     break;
                 }
-                m0_info("closing a connection whose client stopped reading");
-                m0_conn_close(s, c);
+                m0_conn_too_slow(s, c, "its client stopped reading the response");
                 break;
             case M0_CONN_LINGER:
                 m0_conn_close(s, c);

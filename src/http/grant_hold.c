@@ -7,7 +7,7 @@
  * job's head and response filled as m0_job_commit fills them for a view),
  * on the grant's channels — all of them, or the ones the "channel" query
  * parameter picks among them — so Last-Event-ID resume, the journal, the
- * outbox and the m0-gap notices are the view holds' own.
+ * --outbox-limit and the m0-gap notices are the view holds' own.
  *
  * Refusals (RFC 6750 §3): 401 with WWW-Authenticate: Bearer
  * error="invalid_token" and a one-line public reason (the same for a bad

@@ -29,9 +29,9 @@
 #define CONTENT_FILTERS (M0_GRIP_F_BUILD_ID | M0_GRIP_F_VAR_SUBST)
 
 struct m0_griphold {
-    struct m0_hold base;            /* the outbox, the target (hold.h) */
+    struct m0_hold base;            /* the accounting, the target (hold.h) */
     uint8_t kind;                   /* M0_GRIP_HOLD_STREAM or M0_GRIP_HOLD_RESPONSE */
-    uint8_t finishing;              /* answered or closed: end once the outbox is out */
+    uint8_t finishing;              /* answered or closed: end once the queue is out */
     uint8_t ka_mode;                /* enum m0_grip_ka_mode */
     uint8_t keep;                   /* response hold: the request lets the connection persist */
     uint8_t http10;                 /* response hold: an HTTP/1.0 request (keep-alive is said) */
@@ -266,7 +266,7 @@ static void finish(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_griphold *gh = gh_of(c);
     gh->finishing = 1;
-    if (!s->holds->corking && c->state == M0_CONN_HELD && m0_hold_flush(s, c) == M0_ERR)
+    if (!s->holds->corking && c->state == M0_CONN_HELD && m0_conn_write(s, c) == M0_ERR)
         m0_conn_doom(s, c);
 }
 
@@ -500,7 +500,7 @@ static void grip_end(struct m0_server *s, struct m0_conn *c)
         answer_kept(s, c);     /* drain: the view's answer now */
         return;
     }
-    m0_hold_flush(s, c);
+    m0_conn_write(s, c);
     m0_conn_shutdown(s, c);
     m0_conn_close(s, c);
 }
@@ -544,25 +544,20 @@ static void held_read(struct m0_server *s, struct m0_conn *c)
     }
 }
 
+/* Epoll events on a held GRIP connection (conn.h: event; conn.c wrote
+ * its queue): a finished hold whose bytes are out ends. */
 static void grip_event(struct m0_server *s, struct m0_conn *c, uint32_t ev)
 {
     if (c->state != M0_CONN_HELD)
         return;
-    if (ev & EPOLLOUT) {
-        int rc = m0_hold_flush(s, c);
-        if (rc == M0_ERR) {
-            m0_conn_close(s, c);
-            return;
-        }
-        if (rc == M0_OK && gh_of(c)->finishing) {
-            done(s, c);
-            return;
-        }
+    if ((ev & EPOLLOUT) && gh_of(c)->finishing && m0_conn_queued(c) == 0) {
+        done(s, c);
+        return;
     }
     if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
         held_read(s, c);
         /* The next request came after the answer went out: serve it now. */
-        if (c->state == M0_CONN_HELD && gh_of(c)->finishing && m0_buf_unread(&gh_of(c)->base.outbox) == 0)
+        if (c->state == M0_CONN_HELD && gh_of(c)->finishing && m0_conn_queued(c) == 0)
             done(s, c);
     }
 }
@@ -579,7 +574,7 @@ static void grip_tick(struct m0_server *s, struct m0_conn *c)
     uint64_t now = m0_loop_now(s->loop);
     c->deadline = now;                   /* the next sweep again (conn.h: tick) */
     if (gh->finishing) {
-        if (m0_buf_unread(&gh->base.outbox) == 0)
+        if (m0_conn_queued(c) == 0)
             done(s, c);
         return;
     }
@@ -588,7 +583,7 @@ static void grip_tick(struct m0_server *s, struct m0_conn *c)
             answer_kept(s, c);
         return;
     }
-    if (gh->ka_ms == 0 || m0_buf_unread(&gh->base.outbox) != 0)
+    if (gh->ka_ms == 0 || m0_conn_queued(c) != 0)
         return;
     uint64_t since = gh->ka_mode == M0_GRIP_KA_INTERVAL ? gh->last_ka : gh->base.last_write;
     if (now - since >= gh->ka_ms) {
@@ -608,6 +603,8 @@ const struct m0_hold_ops m0_grip_hold_ops = {
 
 const struct m0_conn_ops m0_grip_conn_ops = {
     .name = "grip",
+    .wrote = m0_hold_wrote,
+    .watch = m0_hold_watch,
     .event = grip_event,
     .tick = grip_tick,
     .closing = m0_hold_release,

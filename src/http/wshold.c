@@ -67,7 +67,7 @@ struct m0_wsmsg {
  * is this struct.
  */
 struct m0_wshold {
-    struct m0_hold base;            /* the outbox, the target (hold.h) */
+    struct m0_hold base;            /* the accounting, the target (hold.h) */
     struct m0_ws_parser parser;     /* frames in: head state, masking, fragment buffer, UTF-8 state */
     const struct m0_target *target; /* the target whose view gated the socket: messages go back to it */
     struct m0_ws_snapshot *req;     /* the handshake request, for the messages' requests */
@@ -251,7 +251,7 @@ static void maybe_finish(struct m0_server *s, struct m0_conn *c)
         return;
     if (ws->peer_gone)
         m0_conn_close(s, c);
-    else if (m0_buf_unread(&c->hold->outbox) == 0)
+    else if (m0_conn_queued(c) == 0)
         finish_close(s, c);
 }
 
@@ -433,7 +433,7 @@ static void drive(struct m0_server *s, struct m0_conn *c)
             if (ws->paused) {
                 /* Room again: what was read meanwhile first, then the socket. */
                 ws->paused = 0;
-                m0_conn_interest(s, c, m0_hold_interest(c, m0_buf_unread(&c->hold->outbox) > 0));
+                m0_conn_rearm(s, c);
                 if (m0_buf_unread(&c->in) > 0) {
                     struct m0_buf in = c->in;
                     memset(&c->in, 0, sizeof c->in);
@@ -601,7 +601,7 @@ static void read_frames(struct m0_server *s, struct m0_conn *c)
     struct m0_wshold *ws = ws_of(c);
     /* A full queue or a close stops the reading: epoll must stop reporting
      * the input it leaves (level-triggered), until drive() resumes. */
-    m0_conn_interest(s, c, m0_hold_interest(c, m0_buf_unread(&c->hold->outbox) > 0));
+    m0_conn_rearm(s, c);
     if (ws->close_sent || ws->close_received) {
         /* Input after a close is discarded until LINGER reads it. */
         maybe_finish(s, c);
@@ -628,7 +628,7 @@ static void ws_enter(struct m0_server *s, struct m0_conn *c)
         process_input(s, c, in.data + in.off, m0_buf_unread(&in));
         m0_buf_free(&in);
         if (c->state == M0_CONN_HELD && c->hold != NULL) {
-            m0_conn_interest(s, c, m0_hold_interest(c, m0_buf_unread(&c->hold->outbox) > 0));
+            m0_conn_rearm(s, c);
             maybe_finish(s, c);
         }
     }
@@ -640,13 +640,8 @@ static void ws_event(struct m0_server *s, struct m0_conn *c, uint32_t ev)
 {
     if (c->state != M0_CONN_HELD)
         return;
-    if ((ev & EPOLLOUT) && m0_hold_flush(s, c) == M0_ERR) {
-        c->flags |= C_PEER_GONE;
-        m0_conn_close(s, c);
-        return;
-    }
     if ((ev & EPOLLOUT) && ws_of(c)->owned && !ws_of(c)->runner_done)
-        m0_job_credit(c->job, m0_buf_unread(&c->hold->outbox));
+        m0_job_credit(c->job, m0_conn_queued(c));
     if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
         read_frames(s, c);
     if (c->state == M0_CONN_HELD && (ev & (EPOLLHUP | EPOLLERR))) {
@@ -735,7 +730,7 @@ static void pull(struct m0_server *s, struct m0_conn *c)
     if (m0_job_take_close(job, &code, reason, &rlen))
         send_close_n(s, c, code, reason, rlen);
     if (!ws->runner_done && !(c->flags & C_DOOMED))
-        m0_job_credit(job, m0_buf_unread(&c->hold->outbox));
+        m0_job_credit(job, m0_conn_queued(c));
 }
 
 static void on_part(struct m0_server *s, struct m0_conn *c)
@@ -806,13 +801,13 @@ static int ws_reads(const struct m0_hold *h)
 }
 
 /* A runner that owns the socket may send again once its bytes are
- * written, however the outbox drained (EPOLLOUT, a fan-out's flush). */
+ * written, however the queue drained (EPOLLOUT, a fan-out's flush). */
 static void ws_written(struct m0_server *s, struct m0_conn *c)
 {
     const struct m0_wshold *ws = ws_of(c);
     (void)s;
     if (ws->owned && !ws->runner_done)
-        m0_job_credit(c->job, m0_buf_unread(&c->hold->outbox));
+        m0_job_credit(c->job, m0_conn_queued(c));
 }
 
 /* A runner's completion for this socket (conn.h: complete; before it is
@@ -860,6 +855,8 @@ const struct m0_hold_ops m0_ws_hold_ops = {
 
 const struct m0_conn_ops m0_ws_conn_ops = {
     .name = "ws",
+    .wrote = m0_hold_wrote,
+    .watch = m0_hold_watch,
     .event = ws_event,
     .tick = ws_sweep,
     .closing = m0_hold_release,
