@@ -36,6 +36,7 @@
 #include <sys/uio.h>
 #include "m0/types.h"
 #include "m0/buf.h"
+#include "m0/endpoint.h"
 #include "m0/http.h"
 #include "m0/job.h"
 #include "m0/loop.h"
@@ -254,13 +255,14 @@ struct m0_server {
     struct m0_rt *rt;              /* the realtime engine (rt.h), the holds its sink */
     void *ws;                      /* wshold.c's per-loop scratch (NULL until a socket is held) */
     struct m0_target_counters tstats;   /* per-target counters (target.h) */
-    const char *health_path;
-    size_t health_len;
     uint64_t requests;             /* requests answered (for /health) */
     struct m0_mx_block *mx;        /* this process's metrics block (metrics.h); NULL: none */
-    int metrics_fd;                /* the --metrics-bind listener, -1 */
-    int grip_fd;                   /* the --grip-control listener, -1 */
-    int pub_fd;                    /* the publish socket's listener (pubsock.h), -1 */
+    /* Who answers a request (endpoint.h), filled once by serve.c in its
+     * fixed order; a listener an endpoint owns is answered by it alone. */
+    const struct m0_endpoint *routes[M0_MAX_ENDPOINTS];
+    unsigned nroutes;
+    uint32_t listen_owned;         /* bit i: listen_fds[i] is owned by an endpoint (never handed off) */
+    const struct m0_limits *listen_limits[M0_MAX_LISTENERS];   /* the parser's limits there; NULL: --limit-* */
     uint32_t listen_shared;        /* bit i: listen_fds[i] is a socket every loop accepts on
                                       (a unix path, systemd's), not one of this loop's own */
     /* --threads: give an accepted connection of shared listener lidx to
@@ -366,11 +368,11 @@ void m0_conn_sweep(struct m0_server *s);
  * to the loops in turn: s->hand_off). */
 void m0_conn_accept(struct m0_loop *l, int fd, uint32_t events, void *ctx);
 /* Serve the accepted connection fd (ownership passes: closed on every
- * failure) from listener lfd (this loop's descriptor of it, or -1) with
+ * failure) from listener lidx (its index among the worker's, or -1) with
  * the peer address addr (a struct sockaddr of its family): a slot, the
  * first read. M0_OK, or M0_ERR: no slot (--max-connections, counted and
  * logged) or epoll refused it. Loop thread. */
-int m0_conn_take(struct m0_server *s, int fd, int lfd, const void *addr);
+int m0_conn_take(struct m0_server *s, int fd, int lidx, const void *addr);
 /* A HELD connection's next tick at due (loop clock ms; at or before now:
  * the next sweep), moved in the wheel. Outside a tick, where setting
  * c->deadline would lose it in the wheel. */

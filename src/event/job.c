@@ -65,7 +65,8 @@ void m0_job_reset(struct m0_job *job)
     job->ch.peer_reason_len = 0;
     job->target = NULL;
     job->mx_mount = -1;
-    job->route = 0;
+    job->route = NULL;
+    job->route_flags = job->route_matched = 0;
     job->route_target = NULL;
     job->inl = NULL;
     job->wake = NULL;

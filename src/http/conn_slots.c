@@ -32,7 +32,6 @@
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/metrics.h"
-#include "m0/pubreq.h"
 #include "m0/target.h"
 #include "m0/timer.h"
 
@@ -470,10 +469,10 @@ void m0_conn_job_cache_free(struct m0_server *s)
     s->njob_cache = 0;
 }
 
-/* A free slot takes the accepted descriptor fd from listener lfd: its job
+/* A free slot takes the accepted descriptor fd from listener lidx: its job
  * (m0_conn_job), the peer, the slot's registration. M0_OK, or M0_ERR
  * (fd closed, the slot free again). */
-static int open_slot(struct m0_server *s, struct m0_conn *c, int fd, int lfd, const void *peer)
+static int open_slot(struct m0_server *s, struct m0_conn *c, int fd, int lidx, const void *peer)
 {
     const union peer *addr = peer;
     uint32_t slot = m0_conn_slot(s, c);
@@ -502,10 +501,9 @@ static int open_slot(struct m0_server *s, struct m0_conn *c, int fd, int lfd, co
     memcpy(job->remote_addr, job->peer_addr, sizeof job->remote_addr);
     job->remote_port = job->peer_port;
     job->https = 0;
-    job->metrics_conn = lfd != -1 && lfd == s->metrics_fd;
-    job->grip_conn = lfd != -1 && lfd == s->grip_fd;
-    if ((job->pub_conn = lfd != -1 && lfd == s->pub_fd))
-        job->http.lim = &m0_pubreq_limits;     /* its own small limits: a 413 before a large body is read */
+    job->lidx = (int8_t)lidx;
+    if (lidx >= 0 && s->listen_limits[lidx] != NULL)
+        job->http.lim = s->listen_limits[lidx];    /* a listener's own (the publish socket's small ones) */
     m0_mx_add(s->mx, M0_MX_ACCEPTED, 1);
     if (m0_loop_add_slot(s->loop, fd, slot, c->gen, c->events) == M0_ERR) {
         m0_log_errno("epoll_ctl(ADD)");
@@ -520,7 +518,7 @@ static int open_slot(struct m0_server *s, struct m0_conn *c, int fd, int lfd, co
     return M0_OK;
 }
 
-int m0_conn_take(struct m0_server *s, int fd, int lfd, const void *addr)
+int m0_conn_take(struct m0_server *s, int fd, int lidx, const void *addr)
 {
     if (s->free_list == NULL)
         m0_conn_grow(s);             /* the next chunk of slots, if --max-connections allows */
@@ -535,7 +533,7 @@ int m0_conn_take(struct m0_server *s, int fd, int lfd, const void *addr)
         return M0_ERR;
     }
     s->free_list = c->next_free;
-    if (open_slot(s, c, fd, lfd, addr) != M0_OK) {
+    if (open_slot(s, c, fd, lidx, addr) != M0_OK) {
         worker_give(s);
         return M0_ERR;
     }
@@ -545,15 +543,12 @@ int m0_conn_take(struct m0_server *s, int fd, int lfd, const void *addr)
     return M0_OK;
 }
 
-/* lfd's index among s's listeners when it is one the loops share and may
- * hand connections of to each other (not a port answered in C), else -1. */
-static int shared_index(const struct m0_server *s, int lfd)
+/* lfd's index among s's listeners, or -1. */
+static int listener_index(const struct m0_server *s, int lfd)
 {
-    if (s->hand_off == NULL || lfd == s->metrics_fd || lfd == s->grip_fd || lfd == s->pub_fd)
-        return -1;
     for (int i = 0; i < s->nlisten; i++) {
         if (s->listen_fds[i] == lfd)
-            return (s->listen_shared >> i) & 1 ? i : -1;
+            return i;
     }
     return -1;
 }
@@ -563,7 +558,10 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
     struct m0_server *s = ctx;
     (void)l;
     (void)events;
-    int shared = shared_index(s, lfd);
+    /* A listener the loops share may have its connections handed to each
+     * other, unless an endpoint answered in C owns it (endpoint.h). */
+    int lidx = listener_index(s, lfd);
+    int shared = s->hand_off != NULL && lidx >= 0 && ((s->listen_shared & ~s->listen_owned) >> lidx) & 1;
     for (int i = 0; i < 64 && s->listening; i++) {
         union peer addr;
         socklen_t alen = sizeof addr;
@@ -572,9 +570,9 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
             accept_failed(s, lfd);
             return;
         }
-        if (shared >= 0 && s->hand_off(s, fd, shared, &addr, alen) == M0_OK)
+        if (shared && s->hand_off(s, fd, lidx, &addr, alen) == M0_OK)
             continue;                    /* another loop's now */
-        m0_conn_take(s, fd, lfd, &addr);
+        m0_conn_take(s, fd, lidx, &addr);
     }
 }
 

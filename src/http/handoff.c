@@ -65,10 +65,9 @@ static void on_inbox(struct m0_loop *l, int inbox, uint32_t events, void *ctx)
             return;
         if (fd == -1)
             continue;
-        /* Served as this loop's own accept of it; after a drain closed the
-         * listeners (-1) it is still served, with Connection: close. */
-        int lfd = m.lidx < s->nlisten ? s->listen_fds[m.lidx] : -1;
-        m0_conn_take(s, fd, lfd, &m.addr);
+        /* Served as this loop's own accept of it (after a drain closed the
+         * listeners it is still served, with Connection: close). */
+        m0_conn_take(s, fd, m.lidx, &m.addr);
     }
 }
 

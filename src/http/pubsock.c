@@ -21,6 +21,7 @@
 #include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/conn.h"
+#include "m0/endpoint.h"
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/loop.h"
@@ -31,13 +32,6 @@
 
 /* The id line m0pub counts a frame with ("id: " and 2**63, the longest). */
 #define ID_LINE_MAX (sizeof "id: 9223372036854775808\n" - 1)
-
-void m0_pubsock_attach(struct m0_server *s)
-{
-    s->pub_fd = -1;
-    if (s->cfg->publish_listener >= 0 && s->cfg->publish_listener < s->nlisten)
-        s->pub_fd = s->listen_fds[s->cfg->publish_listener];
-}
 
 /* A small answer with one extra field (name NULL: none). */
 static void reply(struct m0_server *s, struct m0_conn *c, int status, const char *ctype, const char *body,
@@ -153,7 +147,7 @@ static void publish(struct m0_server *s, struct m0_conn *c, const struct m0_pubr
                                    : "The bus refused the event: nothing was published.\n");
 }
 
-void m0_pubsock_answer(struct m0_server *s, struct m0_conn *c)
+static void answer(struct m0_server *s, struct m0_conn *c)
 {
     const struct m0_req *r = &c->job->req;
     if (path_is(r, "/")) {
@@ -196,10 +190,10 @@ void m0_pubsock_answer(struct m0_server *s, struct m0_conn *c)
     m0_pubreq_free(&p);
 }
 
-void m0_pubsock_complete(struct m0_server *s, struct m0_conn *c)
+static void complete(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_broker_batch *b = m0_broker_grip_take(s->grip_pub, m0_conn_slot(s, c));
-    if (c->state != M0_CONN_RUN || !c->job->pub_conn) {
+    if (c->state != M0_CONN_RUN || c->job->route != &m0_pubsock_endpoint) {
         m0_broker_batch_free(b);
         return;
     }
@@ -223,3 +217,35 @@ void m0_pubsock_complete(struct m0_server *s, struct m0_conn *c)
     m0_mx_add(s->mx, M0_MX_PUBLISH_ERRORS, 1);
     text(s, c, unknown ? 504 : 503, msg);
 }
+
+/* ------------------------------------------------------------ the endpoint */
+
+static int listener(const struct m0_config *cfg)
+{
+    return cfg->publish_listener;
+}
+
+/* Everything sent to the publish socket is its (the router asks no one
+ * else there); its body is read, bounded by its own small limits. */
+static unsigned claims(struct m0_server *s, struct m0_conn *c)
+{
+    int l = c->job->lidx;
+    return l >= 0 && l == s->cfg->publish_listener ? M0_EP_CLAIMED | M0_EP_READS_BODY : 0;
+}
+
+static int answer_ep(struct m0_server *s, struct m0_conn *c, int head_only)
+{
+    (void)head_only;
+    answer(s, c);
+    return c->flags & C_RUNNER ? M0_EP_PENDING : M0_EP_ANSWERED;
+}
+
+const struct m0_endpoint m0_pubsock_endpoint = {
+    .name = "publish",
+    .flags = M0_EP_CLAIMED | M0_EP_READS_BODY | M0_EP_OWN_LISTENER,
+    .claims = claims,
+    .answer = answer_ep,
+    .complete = complete,
+    .listener = listener,
+    .limits = &m0_pubreq_limits,       /* a 413 before a large body is read */
+};

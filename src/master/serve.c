@@ -34,6 +34,9 @@
 #include "m0/broker.h"
 #include "m0/config.h"
 #include "m0/conn.h"
+#include "m0/endpoint.h"
+#include "m0/grant_hold.h"
+#include "m0/health.h"
 #include "m0/fork.h"
 #include "m0/h1.h"
 #include "m0/handoff.h"
@@ -46,9 +49,11 @@
 #include "m0/loop.h"
 #include "m0/loops.h"
 #include "m0/metrics.h"
+#include "m0/metrics_http.h"
 #include "m0/pool.h"
 #include "m0/rt.h"
 #include "m0/serve.h"
+#include "m0/static_http.h"
 #include "m0/timer.h"
 #include "m0/wshold.h"
 #include "m0/control.h"
@@ -462,8 +467,6 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
     s->write_ms = 60000;
     s->request_ms = (uint64_t)(cfg->request_timeout * 1000);
     s->active.next = s->active.prev = &s->active;
-    s->health_path = cfg->health_path;
-    s->health_len = cfg->health_path ? strlen(cfg->health_path) : 0;
     s->nconns = (uint32_t)cfg->max_connections;
     /* Nothing per slot is touched before it is used: the chunks come as
      * connections do, and the job table's pages (calloc: fresh zero pages)
@@ -493,8 +496,16 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
     }
     m0_loop_add_hook(s->loop, serve_hook, v);
     m0_metrics_attach(s);
-    m0_grip_control_attach(s);
-    m0_pubsock_attach(s);
+    /* Who answers a request, in this order (endpoint.h): the listeners
+     * answered in C, the paths answered in C, the mounts, the 404. */
+    m0_endpoint_add(s, &m0_pubsock_endpoint);
+    m0_endpoint_add(s, &m0_grip_control_endpoint);
+    m0_endpoint_add(s, &m0_metrics_endpoint);
+    m0_endpoint_add(s, &m0_health_endpoint);
+    m0_endpoint_add(s, &m0_grant_endpoint);
+    m0_endpoint_add(s, &m0_static_endpoint);
+    m0_endpoint_add(s, &m0_h1_app_endpoint);
+    m0_endpoint_add(s, &m0_unmounted_endpoint);
     s->next_sweep = m0_loop_now(s->loop) + SWEEP_MS;
     s->env = (struct m0_runner_env){.loop = s->loop, .jobs = s->jobs, .njobs = s->nconns, .draining = &s->draining,
                                     .newest_id = m0_rt_newest, .newest_ctx = s->rt};
