@@ -6,7 +6,7 @@ usage: tools/layers.py [ROOT] [-v]
 The folders of src/ are the layers, bottom to top (LAYERS below). A file's
 layer is its folder's; a header in include/m0/ has the layer of the source
 file that owns it (NAME.h and NAME_*.h belong to NAME.c; the few headers
-without a source file are in HEADER_LAYERS). Three rules, all checked:
+without a source file are in HEADER_LAYERS). The rules, all checked:
 
   1. No file includes a header of a layer above its own (the .c files of
      src/ and the headers of include/m0/ and src/ alike).
@@ -14,7 +14,15 @@ without a source file are in HEADER_LAYERS). Three rules, all checked:
      public m0_* names one defines and the other uses — unless they are
      files of one module (NAME.c, NAME_*.c and the files MODULES lists):
      every strongly connected set of files is one module.
-  3. One owner of the socket: conn.c alone calls recv, send, sendfile,
+  3. No m0_* name is used from a higher layer: a function or object
+     defined in a source file is named only by files of its layer or above
+     (a lower header that declares an upper file's function — metrics.h
+     declaring the http layer's, config.h the CLI's — is a violation too,
+     even though its #include lines pass rule 1).
+  4. Every source file has a header of its own (NAME.h in include/m0/ for
+     what other modules call, or beside it in src/LAYER/ when it is private
+     to its module), but the program's entry (main.c).
+  5. One owner of the socket: conn.c alone calls recv, send, sendfile,
      writev or shutdown (or their msg/v relatives) on a client socket,
      through the slot's transport (conn.h: struct m0_xprt_ops). In src/http
      (the layer of the connections) no other file calls them at all, but
@@ -45,6 +53,9 @@ MODULES = {
     "resize": "master",         # behind master_int.h
     "m0mod": "wsgi",            # wsgi.h's built-in module
 }
+
+# Sources without a header: the program's entry point (rule 4).
+NO_HEADER = {"main"}
 
 # src/http files that call the send/recv family on a socket that is not a
 # client's, and why (rule 3).
@@ -183,7 +194,24 @@ def main():
     for v in sorted(graph):
         if v not in index:
             connect(v)
-    # Rule 3: conn.c alone touches a client socket.
+    # Rule 3: no m0_* name from a higher layer, in a source or a header.
+    for path, layer in files:
+        if layer is None:
+            continue
+        code = COMMENTS.sub(" ", texts[path])
+        for name in sorted(set(TOKEN.findall(code))):
+            o = defined.get(name)
+            if o is not None and LAYERS.index(sources[o][1]) > LAYERS.index(layer):
+                problems.append("%s (%s) names %s, defined by %s.c (%s): a layer above its own"
+                                % (os.path.relpath(path, root), layer, name, o, sources[o][1]))
+
+    # Rule 4: a header per source.
+    for s_, (path, layer) in sorted(sources.items()):
+        if s_ not in NO_HEADER and s_ + ".h" not in headers:
+            problems.append("%s: no header of its own (%s.h in include/m0/, or beside it when private)"
+                            % (os.path.relpath(path, root), s_))
+
+    # Rule 5: conn.c alone touches a client socket.
     for s_, (path, layer) in sorted(sources.items()):
         code = COMMENTS.sub(" ", texts[path])
         rel = os.path.relpath(path, root)

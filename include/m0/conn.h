@@ -1,11 +1,11 @@
 /*
- * conn.h — client connections: the slot table, the state machine, the
- * transport and the protocol a connection speaks, and the serving state of
- * one loop (struct m0_server) that conn.c (the socket: reads, writes, the
- * output queue), conn_slots.c (slots, states, timeouts, completion
- * routing), the protocols — h1.c (HTTP/1.1 requests), hold.c (SSE
- * streams), wshold.c (WebSockets), grip_hold.c (GRIP) — and serve.c
- * (start, drain, stop) share. Loop thread only.
+ * conn.h — a client connection: its state machine, the transport and the
+ * protocol it speaks, and what conn.c (the socket: reads, writes, the
+ * output queue) and conn_slots.c (the slot table, states, timeouts,
+ * completion routing) offer the protocols — h1.c (HTTP/1.1 requests),
+ * hold.c (SSE streams), wshold.c (WebSockets), grip_hold.c (GRIP). The
+ * loop's serving state (struct m0_server, with its slot table) is
+ * server.h's. Loop thread only.
  *
  * conn.c alone reads and writes a client socket, through the slot's
  * transport (struct m0_xprt_ops, haproxy's xprt under its mux): the plain
@@ -36,21 +36,12 @@
 #include <sys/uio.h>
 #include "m0/types.h"
 #include "m0/buf.h"
-#include "m0/endpoint.h"
-#include "m0/http.h"
-#include "m0/job.h"
-#include "m0/loop.h"
-#include "m0/target.h"
 
-struct m0_broker_grip;
-struct m0_config;
+struct m0_completion;
 struct m0_hold;
-struct m0_holds;
 struct m0_hold_ops;
+struct m0_job;
 struct m0_loop;
-struct m0_pool;
-struct m0_rt;
-struct m0_mx_block;
 struct m0_server;
 
 /* What a connection speaks: HTTP/1.1 until a hold is entered, then the
@@ -90,8 +81,6 @@ struct m0_conn_ops {
      * written, and once a held stream's is (conn.c's one interest
      * computation adds EPOLLOUT and the transport's). NULL: none. */
     uint32_t (*watch)(struct m0_server *s, const struct m0_conn *c);
-    /* The loop ends (serve.c): free the protocol's per-loop state. */
-    void (*fini)(struct m0_server *s);
     /* H1: a hold hands c back (a long-poll answered on a connection its
      * request let persist, RFC 9112 §9.3); its hold is released already,
      * its job perhaps given back: peer/peer_port are the client's address
@@ -203,76 +192,6 @@ struct m0_conn {
     struct m0_conn *next_doomed;   /* doomed list */
 };
 
-struct m0_server {
-    const struct m0_config *cfg;
-    struct m0_loop *loop;
-    /* The worker's loops (--threads; loops.h), this one at loop_index;
-     * NULL: a lone loop that no other sees. Set before serving. */
-    struct m0_loops *loops;
-    unsigned loop_index;
-    /* With loops: their one count of open connections (in the table), so
-     * --max-connections bounds the worker, not each loop; NULL without. */
-    _Atomic uint32_t *worker_conns;
-    /* The slot table, in chunks of M0_CONN_CHUNK made as the free list runs
-     * dry (none before the first connection; the last may be shorter), up
-     * to nconns (--max-connections) slots. A chunk never moves. */
-    struct m0_conn **chunks;
-    uint32_t nchunks;              /* made so far */
-    struct m0_job **jobs;          /* slot → job (read by pool threads; an entry changes only
-                                      while no runner has the slot's job) */
-    struct m0_job *job_cache;      /* jobs no connection has, for the next request */
-    uint32_t njob_cache;
-    uint32_t nconns;
-    struct m0_conn *free_list;
-    struct m0_conn *release_list;
-    struct m0_conn *doomed;        /* closed after the current fan-out */
-    struct m0_conn active;         /* sentinel of the active list: every open connection not HELD */
-    uint32_t nactive;              /* open connections (the active list and the wheel) */
-    /* HELD connections by the time of their next tick (heartbeats, pings):
-     * M0_CONN_WHEEL buckets of M0_CONN_WHEEL_MS, each a NULL-ended list
-     * (made with the first hold); the sweep runs only the buckets whose
-     * time has come, so an idle held connection costs nothing per sweep. */
-    struct m0_conn **wheel;
-    uint64_t wheel_tick;           /* the next bucket's time, in M0_CONN_WHEEL_MS units */
-    uint32_t jobs_released;        /* jobs given back (holds begun, slots closed) since the last trim */
-    uint64_t next_trim;            /* loop clock: the earliest next malloc_trim */
-    uint32_t norphans;       /* closed slots whose job a runner still has (ORPHAN) */
-    int listen_fds[M0_MAX_LISTENERS];   /* the sockets this worker accepts on */
-    int nlisten;
-    int listening;                 /* accepting; cleared when a drain closes the listeners */
-    int reserve_fd;                /* spare descriptor for the EMFILE trick */
-    atomic_int draining;           /* read by runners when they commit a head */
-    uint64_t drain_deadline;
-    int abandoned;                 /* the graceful timeout left requests unfinished */
-    uint64_t keepalive_ms, header_ms, body_ms, write_ms, request_ms;
-    uint64_t next_sweep, next_refusal_log, next_slow_log;
-    struct m0_pool *pool;          /* NULL: runners run on the loop thread */
-    struct m0_runner_env env;      /* what runners reach of this loop (job.h) */
-    struct m0_job_inline inline_io;    /* a runner on the loop thread does its own I/O (h1.c) */
-    const struct m0_conn_ops *proto[M0_CONN_PROTOS];   /* the protocols (filled by serve.c) */
-    const struct m0_xprt_ops *xprt[M0_XPRTS];          /* the transports (filled by serve.c) */
-    struct m0_holds *holds;        /* the holds' state (hold.h) */
-    struct m0_rt *rt;              /* the realtime engine (rt.h), the holds its sink */
-    void *ws;                      /* wshold.c's per-loop scratch (NULL until a socket is held) */
-    struct m0_target_counters tstats;   /* per-target counters (target.h) */
-    uint64_t requests;             /* requests answered (for /health) */
-    struct m0_mx_block *mx;        /* this process's metrics block (metrics.h); NULL: none */
-    /* Who answers a request (endpoint.h), filled once by serve.c in its
-     * fixed order; a listener an endpoint owns is answered by it alone. */
-    const struct m0_endpoint *routes[M0_MAX_ENDPOINTS];
-    unsigned nroutes;
-    uint32_t listen_owned;         /* bit i: listen_fds[i] is owned by an endpoint (never handed off) */
-    const struct m0_limits *listen_limits[M0_MAX_LISTENERS];   /* the parser's limits there; NULL: --limit-* */
-    uint32_t listen_shared;        /* bit i: listen_fds[i] is a socket every loop accepts on
-                                      (a unix path, systemd's), not one of this loop's own */
-    /* --threads: give an accepted connection of shared listener lidx to
-     * another loop (handoff.h); M0_OK: it is theirs (fd closed here), else
-     * this loop takes it. NULL: a lone loop. */
-    int (*hand_off)(struct m0_server *s, int fd, int lidx, const void *addr, unsigned addr_len);
-    int inbox_fd;                  /* --threads: where other loops hand connections to this one, -1 */
-    struct m0_broker_grip *grip_pub;   /* with --broker: the publisher thread of --grip-control and the publish
-                                          socket (grip_control.c, pubsock.c); NULL until used */
-};
 
 #define M0_CONN_CHUNK_SHIFT 12
 #define M0_CONN_CHUNK (1u << M0_CONN_CHUNK_SHIFT)
@@ -283,39 +202,11 @@ static inline uint32_t m0_conn_slot(const struct m0_server *s, const struct m0_c
     return c->slot;
 }
 
-/* The connection of slot, or NULL when the slot was never made (or is
- * beyond --max-connections). */
-static inline struct m0_conn *m0_conn_at(const struct m0_server *s, uint32_t slot)
-{
-    if (slot >= s->nconns || (slot >> M0_CONN_CHUNK_SHIFT) >= s->nchunks)
-        return NULL;
-    return &s->chunks[slot >> M0_CONN_CHUNK_SHIFT][slot & (M0_CONN_CHUNK - 1)];
-}
-
-/* The connection of a slot known to be made (a job's, a subscriber's). */
-static inline struct m0_conn *m0_conn_of(const struct m0_server *s, uint32_t slot)
-{
-    return &s->chunks[slot >> M0_CONN_CHUNK_SHIFT][slot & (M0_CONN_CHUNK - 1)];
-}
-
 #define M0_CONN_WHEEL 1024
 #define M0_CONN_WHEEL_MS 200
 
-/* Make the next chunk of slots and put them on the free list. M0_OK, or
- * M0_ERR: every slot is made already, or out of memory (logged). */
-int m0_conn_grow(struct m0_server *s);
-/* Every slot made so far (serve.c: at a fork, at the end), through fn. */
-void m0_conn_each(struct m0_server *s, void (*fn)(struct m0_conn *c, void *ctx), void *ctx);
-
-/* Enter st and the deadline it implies (READ_HEAD: keep-alive or head
- * timeout; READ_BODY: body timeout; WRITE: write timeout; LINGER: 2 s;
- * others: none). The one place a connection changes state. */
-void m0_conn_set_state(struct m0_server *s, struct m0_conn *c, enum m0_conn_state st);
 /* Register events as the epoll interest (no-op when unchanged). */
 void m0_conn_interest(struct m0_server *s, struct m0_conn *c, uint32_t events);
-/* Close now: unsubscribe, close the fd, tell a runner that holds the job.
- * The slot is released later (end of batch, or the runner's completion). */
-void m0_conn_close(struct m0_server *s, struct m0_conn *c);
 /* Queue a C-generated error response and close after it (RFC 9110 §15). */
 void m0_conn_error(struct m0_server *s, struct m0_conn *c, int status, const char *reason);
 /*
@@ -348,57 +239,13 @@ static inline size_t m0_conn_queued(const struct m0_conn *c)
 int m0_conn_write(struct m0_server *s, struct m0_conn *c);
 void m0_conn_flush(struct m0_server *s, struct m0_conn *c);
 void m0_conn_rearm(struct m0_server *s, struct m0_conn *c);
-/* The one slow-client policy: a client that does not read what is queued
- * for it — a held stream further behind than its hold allows (hold.c), a
- * response that made no progress for the write timeout (the sweep) — is
- * doomed (closed after the current pass, never under a fan-out's feet),
- * with a line at most once a second saying why. */
-void m0_conn_too_slow(struct m0_server *s, struct m0_conn *c, const char *why);
-/* Close the connections a fan-out doomed (after it, never during). */
-void m0_conn_close_doomed(struct m0_server *s);
-void m0_conn_doom(struct m0_server *s, struct m0_conn *c);
 
-/* Slot events (the loop's slot handler), runners' completions (the loop's
- * completion handler: slot lookup, the runner check, an ORPHAN's release,
- * then the protocol's complete), and the periodic sweep. */
+/* Slot events: the loop's slot handler (the epoll events of a slot's
+ * socket, dispatched by its state to conn.c or its protocol). */
 void m0_conn_on_event(struct m0_loop *l, uint32_t slot, uint32_t gen, uint32_t events, void *ctx);
-void m0_conn_on_complete(struct m0_loop *l, const struct m0_completion *done, void *ctx);
-void m0_conn_sweep(struct m0_server *s);
-/* Accept what is pending on the listener (a shared one's connections go
- * to the loops in turn: s->hand_off). */
-void m0_conn_accept(struct m0_loop *l, int fd, uint32_t events, void *ctx);
-/* Serve the accepted connection fd (ownership passes: closed on every
- * failure) from listener lidx (its index among the worker's, or -1) with
- * the peer address addr (a struct sockaddr of its family): a slot, the
- * first read. M0_OK, or M0_ERR: no slot (--max-connections, counted and
- * logged) or epoll refused it. Loop thread. */
-int m0_conn_take(struct m0_server *s, int fd, int lidx, const void *addr);
-/* A HELD connection's next tick at due (loop clock ms; at or before now:
- * the next sweep), moved in the wheel. Outside a tick, where setting
- * c->deadline would lose it in the wheel. */
-void m0_conn_tick_at(struct m0_server *s, struct m0_conn *c, uint64_t due);
-/* Close every open connection (the loop ends). */
-void m0_conn_close_all(struct m0_server *s);
-/* Call fn for every HELD connection (a drain ends the holds); fn may
- * change the connection's state. */
-void m0_conn_each_held(struct m0_server *s, void (*fn)(struct m0_server *s, struct m0_conn *c));
-/* Return closed slots to the free list (a before-sleep hook). */
-void m0_conn_release_closed(struct m0_server *s);
-/* The job c's request uses: its own, or one from the loop's cache (at most
- * M0_JOB_CACHE kept), or a new one; set in s->jobs for the slot and the
- * parser pointed at its request. Never NULL. */
-struct m0_job *m0_conn_job(struct m0_server *s, struct m0_conn *c);
-/* The connection is done with its job (a hold began, the slot closed, a
- * WebSocket message answered): back to the cache (beyond M0_JOB_CACHE:
- * freed), c->job NULL. No-op while a runner has it (C_RUNNER, C_MORE) or
- * when it is pinned (job.h). The per-connection client address goes with
- * it: a hold that needs it later keeps its own copy. */
-void m0_conn_job_put(struct m0_server *s, struct m0_conn *c);
 /* Jobs the cache keeps (1.3 KB each); about a pool's threads and the
  * requests in flight beside them. */
 #define M0_JOB_CACHE 256
-/* Free the cache (serve.c, at the end; the pool stopped). */
-void m0_conn_job_cache_free(struct m0_server *s);
 /* Read what is available into c->in (bounded per wakeup); the peer's end
  * or an error sets C_PEER_GONE. */
 void m0_conn_read(struct m0_server *s, struct m0_conn *c);
@@ -432,5 +279,7 @@ void m0_conn_answer_body(struct m0_server *s, struct m0_conn *c, int status, con
  * runner built it, the bytes sent, the time since c->started_us; the
  * request as m0_job_keep_access kept it, if it did). */
 void m0_conn_access_log(struct m0_server *s, struct m0_conn *c);
+
+#include "m0/conn_slots.h"
 
 #endif

@@ -13,7 +13,7 @@
 #define M0_GRIP_CONTROL_H
 
 struct m0_endpoint;
-struct m0_server;
+struct m0_ext;
 
 /*
  * The control port's endpoint (endpoint.h): it owns --grip-control's
@@ -42,8 +42,10 @@ struct m0_server;
  */
 extern const struct m0_endpoint m0_grip_control_endpoint;
 
-/* Stop the loop's broker publisher (its current batch finishes) and free
- * it; before the loop is freed. */
-void m0_grip_control_free(struct m0_server *s);
+/* The loop's broker publisher (broker_grip.h), shared with the publish
+ * socket (pubsock.c): an extension (server.h) made at the first publish
+ * through the broker; when the loop ends its current batch finishes and
+ * its thread is joined. */
+extern const struct m0_ext m0_grip_publisher_ext;
 
 #endif

@@ -57,6 +57,7 @@ struct m0_conn;
 struct m0_conn_ops;
 struct m0_hold;
 struct m0_rt;
+struct m0_rt_event;
 struct m0_server;
 struct m0_target;
 
@@ -73,9 +74,9 @@ struct m0_hold_ops {
     int (*reads)(const struct m0_hold *h);
     /* Queued bytes were written (a runner that owns the socket gets credit). */
     void (*written)(struct m0_server *s, struct m0_conn *c);
-    /* One framed SSE event (id line first) from the registry, or a GRIP
-     * item (grip_item.h: m0_grip_is_item), which only GRIP holds take. */
-    void (*deliver)(struct m0_server *s, struct m0_conn *c, const char *frame, size_t n);
+    /* One event from the engine, typed (rt.h): an SSE event, a notice
+     * (m0-gap), or a GRIP item, which only GRIP and WebSocket holds take. */
+    void (*deliver)(struct m0_server *s, struct m0_conn *c, const struct m0_rt_event *ev);
     /* The head and the view's body are out: the connection is HELD now. */
     void (*enter)(struct m0_server *s, struct m0_conn *c);
     /* Drain: end the stream (its client reconnects and resumes). */

@@ -7,11 +7,14 @@
 #define M0_METRICS_HTTP_H
 
 struct m0_endpoint;
+struct m0_ext;
 struct m0_server;
 
-/* After m0_serve_new: point s->mx at this process's block and sample the
- * worker's totals and gauges into it before every sleep of the loop. */
+/* After m0_serve_new: the loop samples the worker's totals and gauges into
+ * this process's block (metrics.h: m0_metrics_block) before every sleep —
+ * the metrics' extension (server.h), registered and started here. */
 void m0_metrics_attach(struct m0_server *s);
+extern const struct m0_ext m0_metrics_ext;
 
 /*
  * The metrics endpoint (endpoint.h): it owns --metrics-bind's listener

@@ -27,8 +27,10 @@
 
 #include "m0/accesslog.h"
 #include "m0/conn.h"
+#include "m0/server.h"
 #include "m0/job.h"
 #include "m0/log.h"
+#include "m0/loop.h"
 #include "m0/timer.h"
 
 #define READ_CHUNK (16 * 1024)
@@ -146,7 +148,7 @@ int m0_conn_send_wait(struct m0_server *s, struct m0_conn *c, const char *p, siz
 {
     while (n > 0) {
         ssize_t w = m0_conn_send_now(s, c, p, n);
-        if (w == 0 && wait_fd(s, c, POLLOUT, s->write_ms) == M0_OK)
+        if (w == 0 && wait_fd(s, c, POLLOUT, s->timeouts.write_ms) == M0_OK)
             continue;
         if (w <= 0) {
             c->flags |= C_PEER_GONE;
@@ -237,7 +239,7 @@ int m0_conn_write(struct m0_server *s, struct m0_conn *c)
         if (held)
             ops->wrote(s, c, (size_t)w);         /* the hold's accounting (its deadline is its tick's) */
         else
-            c->deadline = now + s->write_ms;     /* progress restarts the write timeout */
+            c->deadline = now + s->timeouts.write_ms;     /* progress restarts the write timeout */
     }
     /* A burst's buffer is not kept idle: a held stream's beyond 16 KiB; a
      * response's beyond 256 KiB once no runner streams into it (freed and
@@ -264,7 +266,7 @@ int m0_conn_write(struct m0_server *s, struct m0_conn *c)
             return M0_ERR;
         }
         c->file_left -= (uint64_t)w;
-        c->deadline = now + s->write_ms;
+        c->deadline = now + s->timeouts.write_ms;
     }
     if (c->file_fd != -1) {
         close(c->file_fd);

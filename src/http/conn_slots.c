@@ -29,6 +29,7 @@
 #include "m0/config.h"
 #include "m0/dispatch.h"
 #include "m0/conn.h"
+#include "m0/server.h"
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/metrics.h"
@@ -39,10 +40,10 @@
 
 static void list_link(struct m0_server *s, struct m0_conn *c)
 {
-    c->next = s->active.next;
-    c->prev = &s->active;
-    s->active.next->prev = c;
-    s->active.next = c;
+    c->next = s->slots.active.next;
+    c->prev = &s->slots.active;
+    s->slots.active.next->prev = c;
+    s->slots.active.next = c;
 }
 
 static void list_unlink(struct m0_conn *c)
@@ -57,18 +58,18 @@ static void list_unlink(struct m0_conn *c)
 static struct m0_conn **bucket_of(struct m0_server *s, uint64_t due)
 {
     uint64_t t = due / M0_CONN_WHEEL_MS;
-    if (t < s->wheel_tick)
-        t = s->wheel_tick;               /* already due: the next sweep */
-    return &s->wheel[t % M0_CONN_WHEEL];
+    if (t < s->slots.wheel_tick)
+        t = s->slots.wheel_tick;               /* already due: the next sweep */
+    return &s->slots.wheel[t % M0_CONN_WHEEL];
 }
 
 /* c (HELD) into the bucket of c->deadline. */
 static void wheel_add(struct m0_server *s, struct m0_conn *c)
 {
-    if (s->wheel == NULL) {
-        s->wheel = m0_xmalloc(M0_CONN_WHEEL * sizeof *s->wheel);
-        memset(s->wheel, 0, M0_CONN_WHEEL * sizeof *s->wheel);
-        s->wheel_tick = m0_loop_now(s->loop) / M0_CONN_WHEEL_MS;
+    if (s->slots.wheel == NULL) {
+        s->slots.wheel = m0_xmalloc(M0_CONN_WHEEL * sizeof *s->slots.wheel);
+        memset(s->slots.wheel, 0, M0_CONN_WHEEL * sizeof *s->slots.wheel);
+        s->slots.wheel_tick = m0_loop_now(s->loop) / M0_CONN_WHEEL_MS;
     }
     struct m0_conn **b = bucket_of(s, c->deadline);
     c->prev = NULL;
@@ -97,14 +98,14 @@ static void wheel_del(struct m0_server *s, struct m0_conn *c)
  * as it is. */
 static void wheel_run(struct m0_server *s, uint64_t now)
 {
-    if (s->wheel == NULL)
+    if (s->slots.wheel == NULL)
         return;
     uint64_t until = now / M0_CONN_WHEEL_MS;
-    for (unsigned n = 0; s->wheel_tick <= until && n < M0_CONN_WHEEL; n++) {
-        struct m0_conn **b = &s->wheel[s->wheel_tick % M0_CONN_WHEEL];
+    for (unsigned n = 0; s->slots.wheel_tick <= until && n < M0_CONN_WHEEL; n++) {
+        struct m0_conn **b = &s->slots.wheel[s->slots.wheel_tick % M0_CONN_WHEEL];
         struct m0_conn *c = *b;
         *b = NULL;
-        s->wheel_tick++;
+        s->slots.wheel_tick++;
         while (c != NULL) {
             struct m0_conn *next = c->next;
             c->prev = c->next = NULL;
@@ -124,14 +125,14 @@ static void wheel_run(struct m0_server *s, uint64_t now)
             c = next;
         }
     }
-    if (s->wheel_tick <= until)
-        s->wheel_tick = until + 1;       /* a stall longer than a round: every bucket ran */
+    if (s->slots.wheel_tick <= until)
+        s->slots.wheel_tick = until + 1;       /* a stall longer than a round: every bucket ran */
 }
 
 static void active_add(struct m0_server *s, struct m0_conn *c)
 {
     list_link(s, c);
-    s->nactive++;
+    s->slots.nactive++;
 }
 
 /* --threads: a slot of the worker's --max-connections, counted first and
@@ -139,18 +140,18 @@ static void active_add(struct m0_server *s, struct m0_conn *c)
  * last. 1: taken (given back by active_del), 0: every one is. */
 static int worker_take(struct m0_server *s)
 {
-    if (s->worker_conns == NULL)
+    if (s->slots.worker_conns == NULL)
         return 1;          /* a lone loop: its slot table is the bound */
-    if (atomic_fetch_add_explicit(s->worker_conns, 1, memory_order_relaxed) < s->nconns)
+    if (atomic_fetch_add_explicit(s->slots.worker_conns, 1, memory_order_relaxed) < s->slots.n)
         return 1;
-    atomic_fetch_sub_explicit(s->worker_conns, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(s->slots.worker_conns, 1, memory_order_relaxed);
     return 0;
 }
 
 static void worker_give(struct m0_server *s)
 {
-    if (s->worker_conns != NULL)
-        atomic_fetch_sub_explicit(s->worker_conns, 1, memory_order_relaxed);
+    if (s->slots.worker_conns != NULL)
+        atomic_fetch_sub_explicit(s->slots.worker_conns, 1, memory_order_relaxed);
 }
 
 static void active_del(struct m0_server *s, struct m0_conn *c)
@@ -159,7 +160,7 @@ static void active_del(struct m0_server *s, struct m0_conn *c)
         wheel_del(s, c);
     else if (c->prev != NULL)
         list_unlink(c);                  /* (neither: a held one being ticked) */
-    s->nactive--;
+    s->slots.nactive--;
     worker_give(s);
 }
 
@@ -180,15 +181,15 @@ void m0_conn_set_state(struct m0_server *s, struct m0_conn *c, enum m0_conn_stat
     case M0_CONN_READ_HEAD:
         /* Idle keep-alive until the first byte of a request; from then on
          * (C_HEAD_TIMER) the head timeout bounds it. */
-        c->deadline = now + ((c->flags & C_HEAD_TIMER) ? s->header_ms : s->keepalive_ms);
-        if (atomic_load(&s->draining) && !(c->flags & C_HEAD_TIMER) && c->deadline > now + M0_DRAIN_IDLE_MS)
+        c->deadline = now + ((c->flags & C_HEAD_TIMER) ? s->timeouts.header_ms : s->timeouts.keepalive_ms);
+        if (atomic_load(&s->life.draining) && !(c->flags & C_HEAD_TIMER) && c->deadline > now + M0_DRAIN_IDLE_MS)
             c->deadline = now + M0_DRAIN_IDLE_MS;    /* draining: a last moment to send one */
         break;
     case M0_CONN_READ_BODY:
-        c->deadline = now + s->body_ms;
+        c->deadline = now + s->timeouts.body_ms;
         break;
     case M0_CONN_WRITE:
-        c->deadline = now + s->write_ms;
+        c->deadline = now + s->timeouts.write_ms;
         break;
     case M0_CONN_LINGER:
         c->deadline = now + LINGER_MS;
@@ -223,17 +224,17 @@ void m0_conn_tick_at(struct m0_server *s, struct m0_conn *c, uint64_t due)
 
 void m0_conn_close_all(struct m0_server *s)
 {
-    struct m0_conn *c = s->active.next;
-    while (c != &s->active) {
+    struct m0_conn *c = s->slots.active.next;
+    while (c != &s->slots.active) {
         struct m0_conn *next = c->next;
         m0_conn_close(s, c);
         c = next;
     }
-    if (s->wheel == NULL)
+    if (s->slots.wheel == NULL)
         return;
     for (unsigned i = 0; i < M0_CONN_WHEEL; i++) {
-        while (s->wheel[i] != NULL)
-            m0_conn_close(s, s->wheel[i]);
+        while (s->slots.wheel[i] != NULL)
+            m0_conn_close(s, s->slots.wheel[i]);
     }
 }
 
@@ -277,7 +278,7 @@ void m0_conn_close(struct m0_server *s, struct m0_conn *c)
         m0_job_cancel(job);
         m0_job_gone(job);
         m0_conn_set_state(s, c, M0_CONN_ORPHAN);
-        s->norphans++;
+        s->slots.norphans++;
         return;
     }
     if (c->flags & C_MORE) {
@@ -286,15 +287,15 @@ void m0_conn_close(struct m0_server *s, struct m0_conn *c)
         m0_dispatch_abandon(job);
     }
     m0_conn_set_state(s, c, M0_CONN_CLOSING);
-    c->next_free = s->release_list;
-    s->release_list = c;
+    c->next_free = s->slots.release_list;
+    s->slots.release_list = c;
 }
 
 void m0_conn_release_closed(struct m0_server *s)
 {
-    while (s->release_list != NULL) {
-        struct m0_conn *c = s->release_list;
-        s->release_list = c->next_free;
+    while (s->slots.release_list != NULL) {
+        struct m0_conn *c = s->slots.release_list;
+        s->slots.release_list = c->next_free;
         m0_buf_free(&c->in);
         m0_buf_free(&c->out);
         if (c->file_fd != -1)
@@ -311,8 +312,8 @@ void m0_conn_release_closed(struct m0_server *s)
         c->flags = 0;
         c->resp_flags = 0;
         c->deadline = 0;
-        c->next_free = s->free_list;
-        s->free_list = c;
+        c->next_free = s->slots.free_list;
+        s->slots.free_list = c;
     }
 }
 
@@ -320,9 +321,9 @@ void m0_conn_too_slow(struct m0_server *s, struct m0_conn *c, const char *why)
 {
     if (c->flags & C_DOOMED)
         return;
-    if (m0_loop_now(s->loop) >= s->next_slow_log) {
+    if (m0_loop_now(s->loop) >= s->slots.next_slow_log) {
         m0_warn("closing a slow client's connection: %s (%zu bytes queued)", why, m0_buf_unread(&c->out));
-        s->next_slow_log = m0_loop_now(s->loop) + 1000;
+        s->slots.next_slow_log = m0_loop_now(s->loop) + 1000;
     }
     m0_conn_doom(s, c);
 }
@@ -332,8 +333,8 @@ void m0_conn_doom(struct m0_server *s, struct m0_conn *c)
     if (c->flags & C_DOOMED)
         return;
     c->flags |= C_DOOMED;
-    c->next_doomed = s->doomed;
-    s->doomed = c;
+    c->next_doomed = s->slots.doomed;
+    s->slots.doomed = c;
 }
 
 /* A doomed connection may have been closed by another path meanwhile
@@ -341,9 +342,9 @@ void m0_conn_doom(struct m0_server *s, struct m0_conn *c)
  * apart from the free and release lists. */
 void m0_conn_close_doomed(struct m0_server *s)
 {
-    while (s->doomed != NULL) {
-        struct m0_conn *c = s->doomed;
-        s->doomed = c->next_doomed;
+    while (s->slots.doomed != NULL) {
+        struct m0_conn *c = s->slots.doomed;
+        s->slots.doomed = c->next_doomed;
         c->next_doomed = NULL;
         c->flags &= ~C_DOOMED;
         m0_conn_close(s, c);
@@ -364,20 +365,20 @@ static void accept_failed(struct m0_server *s, int lfd)
 {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED)
         return;
-    if ((errno == EMFILE || errno == ENFILE) && s->reserve_fd != -1) {
+    if ((errno == EMFILE || errno == ENFILE) && s->accept.reserve_fd != -1) {
         /* Out of descriptors: free the spare one, take the pending
          * connection and close it, so the client gets a prompt close
          * instead of waiting in the backlog forever. */
-        close(s->reserve_fd);
+        close(s->accept.reserve_fd);
         int tmp = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
         if (tmp != -1)
             close(tmp);
-        s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        m0_mx_add(s->mx, M0_MX_REFUSED_FDS, 1);
-        if (m0_loop_now(s->loop) >= s->next_refusal_log) {
+        s->accept.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        m0_mx_add(m0_metrics_block(), M0_MX_REFUSED_FDS, 1);
+        if (m0_loop_now(s->loop) >= s->slots.next_refusal_log) {
             m0_warn("out of file descriptors (%u connections open): refusing new connections "
-                    "(raise ulimit -n)", s->nactive);
-            s->next_refusal_log = m0_loop_now(s->loop) + 1000;
+                    "(raise ulimit -n)", s->slots.nactive);
+            s->slots.next_refusal_log = m0_loop_now(s->loop) + 1000;
         }
         return;
     }
@@ -386,10 +387,10 @@ static void accept_failed(struct m0_server *s, int lfd)
 
 int m0_conn_grow(struct m0_server *s)
 {
-    uint32_t first = s->nchunks << M0_CONN_CHUNK_SHIFT;
-    if (first >= s->nconns)
+    uint32_t first = s->slots.nchunks << M0_CONN_CHUNK_SHIFT;
+    if (first >= s->slots.n)
         return M0_ERR;
-    uint32_t n = s->nconns - first < M0_CONN_CHUNK ? s->nconns - first : M0_CONN_CHUNK;
+    uint32_t n = s->slots.n - first < M0_CONN_CHUNK ? s->slots.n - first : M0_CONN_CHUNK;
     struct m0_conn *chunk = calloc(n, sizeof *chunk);
     if (chunk == NULL) {
         m0_log_errno("cannot make %u more connection slots", n);
@@ -399,20 +400,20 @@ int m0_conn_grow(struct m0_server *s)
         chunk[i].fd = -1;
         chunk[i].file_fd = -1;
         chunk[i].slot = first + i;
-        chunk[i].next_free = s->free_list;
-        s->free_list = &chunk[i];
+        chunk[i].next_free = s->slots.free_list;
+        s->slots.free_list = &chunk[i];
     }
-    s->chunks[s->nchunks++] = chunk;
+    s->slots.chunks[s->slots.nchunks++] = chunk;
     return M0_OK;
 }
 
 void m0_conn_each(struct m0_server *s, void (*fn)(struct m0_conn *c, void *ctx), void *ctx)
 {
-    for (uint32_t k = 0; k < s->nchunks; k++) {
+    for (uint32_t k = 0; k < s->slots.nchunks; k++) {
         uint32_t first = k << M0_CONN_CHUNK_SHIFT;
-        uint32_t n = s->nconns - first < M0_CONN_CHUNK ? s->nconns - first : M0_CONN_CHUNK;
+        uint32_t n = s->slots.n - first < M0_CONN_CHUNK ? s->slots.n - first : M0_CONN_CHUNK;
         for (uint32_t i = 0; i < n; i++)
-            fn(&s->chunks[k][i], ctx);
+            fn(&s->slots.chunks[k][i], ctx);
     }
 }
 
@@ -421,19 +422,19 @@ struct m0_job *m0_conn_job(struct m0_server *s, struct m0_conn *c)
     if (c->job != NULL)
         return c->job;
     uint32_t slot = m0_conn_slot(s, c);
-    struct m0_job *job = s->job_cache;
+    struct m0_job *job = s->slots.job_cache;
     if (job != NULL) {
-        s->job_cache = job->next_free;
-        s->njob_cache--;
+        s->slots.job_cache = job->next_free;
+        s->slots.njob_cache--;
         job->next_free = NULL;
     } else {
         job = m0_job_new(slot);
         job->loop = s->loop;
-        job->env = &s->env;
+        job->env = &s->run.env;
     }
     job->slot = slot;
     m0_http_init(&job->http, &job->req, &s->cfg->limits);
-    s->jobs[slot] = job;     /* before any dispatch: the lane's submit orders it for the pool */
+    s->slots.jobs[slot] = job;     /* before any dispatch: the lane's submit orders it for the pool */
     c->job = job;
     return job;
 }
@@ -443,30 +444,30 @@ void m0_conn_job_put(struct m0_server *s, struct m0_conn *c)
     struct m0_job *job = c->job;
     if (job == NULL || job->pinned || (c->flags & (C_RUNNER | C_MORE)))
         return;
-    s->jobs[m0_conn_slot(s, c)] = NULL;
+    s->slots.jobs[m0_conn_slot(s, c)] = NULL;
     c->job = NULL;
-    s->jobs_released++;
+    s->slots.jobs_released++;
     m0_http_free(&job->http);
     m0_job_reset(job);
     m0_req_reset(&job->req);
-    if (s->njob_cache >= M0_JOB_CACHE) {
+    if (s->slots.njob_cache >= M0_JOB_CACHE) {
         m0_job_free(job);
         return;
     }
-    job->next_free = s->job_cache;
-    s->job_cache = job;
-    s->njob_cache++;
+    job->next_free = s->slots.job_cache;
+    s->slots.job_cache = job;
+    s->slots.njob_cache++;
 }
 
 void m0_conn_job_cache_free(struct m0_server *s)
 {
-    while (s->job_cache != NULL) {
-        struct m0_job *job = s->job_cache;
-        s->job_cache = job->next_free;
+    while (s->slots.job_cache != NULL) {
+        struct m0_job *job = s->slots.job_cache;
+        s->slots.job_cache = job->next_free;
         m0_http_free(&job->http);
         m0_job_free(job);
     }
-    s->njob_cache = 0;
+    s->slots.njob_cache = 0;
 }
 
 /* A free slot takes the accepted descriptor fd from listener lidx: its job
@@ -502,15 +503,15 @@ static int open_slot(struct m0_server *s, struct m0_conn *c, int fd, int lidx, c
     job->remote_port = job->peer_port;
     job->https = 0;
     job->lidx = (int8_t)lidx;
-    if (lidx >= 0 && s->listen_limits[lidx] != NULL)
-        job->http.lim = s->listen_limits[lidx];    /* a listener's own (the publish socket's small ones) */
-    m0_mx_add(s->mx, M0_MX_ACCEPTED, 1);
+    if (lidx >= 0 && s->accept.limits[lidx] != NULL)
+        job->http.lim = s->accept.limits[lidx];    /* a listener's own (the publish socket's small ones) */
+    m0_mx_add(m0_metrics_block(), M0_MX_ACCEPTED, 1);
     if (m0_loop_add_slot(s->loop, fd, slot, c->gen, c->events) == M0_ERR) {
         m0_log_errno("epoll_ctl(ADD)");
         close(fd);
         c->fd = -1;
-        c->next_free = s->free_list;
-        s->free_list = c;
+        c->next_free = s->slots.free_list;
+        s->slots.free_list = c;
         return M0_ERR;
     }
     active_add(s, c);
@@ -520,19 +521,19 @@ static int open_slot(struct m0_server *s, struct m0_conn *c, int fd, int lidx, c
 
 int m0_conn_take(struct m0_server *s, int fd, int lidx, const void *addr)
 {
-    if (s->free_list == NULL)
+    if (s->slots.free_list == NULL)
         m0_conn_grow(s);             /* the next chunk of slots, if --max-connections allows */
-    struct m0_conn *c = s->free_list;
+    struct m0_conn *c = s->slots.free_list;
     if (c == NULL || !worker_take(s)) {     /* the loop's slots, then the worker's */
         close(fd);
-        m0_mx_add(s->mx, M0_MX_REFUSED_SLOTS, 1);
-        if (m0_loop_now(s->loop) >= s->next_refusal_log) {   /* at most one line a second */
-            m0_warn("all %u connection slots busy: refusing connections (see --max-connections)", s->nconns);
-            s->next_refusal_log = m0_loop_now(s->loop) + 1000;
+        m0_mx_add(m0_metrics_block(), M0_MX_REFUSED_SLOTS, 1);
+        if (m0_loop_now(s->loop) >= s->slots.next_refusal_log) {   /* at most one line a second */
+            m0_warn("all %u connection slots busy: refusing connections (see --max-connections)", s->slots.n);
+            s->slots.next_refusal_log = m0_loop_now(s->loop) + 1000;
         }
         return M0_ERR;
     }
-    s->free_list = c->next_free;
+    s->slots.free_list = c->next_free;
     if (open_slot(s, c, fd, lidx, addr) != M0_OK) {
         worker_give(s);
         return M0_ERR;
@@ -546,8 +547,8 @@ int m0_conn_take(struct m0_server *s, int fd, int lidx, const void *addr)
 /* lfd's index among s's listeners, or -1. */
 static int listener_index(const struct m0_server *s, int lfd)
 {
-    for (int i = 0; i < s->nlisten; i++) {
-        if (s->listen_fds[i] == lfd)
+    for (int i = 0; i < s->accept.n; i++) {
+        if (s->accept.fds[i] == lfd)
             return i;
     }
     return -1;
@@ -561,8 +562,8 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
     /* A listener the loops share may have its connections handed to each
      * other, unless an endpoint answered in C owns it (endpoint.h). */
     int lidx = listener_index(s, lfd);
-    int shared = s->hand_off != NULL && lidx >= 0 && ((s->listen_shared & ~s->listen_owned) >> lidx) & 1;
-    for (int i = 0; i < 64 && s->listening; i++) {
+    int shared = s->accept.hand_off != NULL && lidx >= 0 && ((s->accept.shared & ~s->accept.owned) >> lidx) & 1;
+    for (int i = 0; i < 64 && s->accept.on; i++) {
         union peer addr;
         socklen_t alen = sizeof addr;
         int fd = accept4(lfd, &addr.sa, &alen, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -570,7 +571,7 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
             accept_failed(s, lfd);
             return;
         }
-        if (shared && s->hand_off(s, fd, lidx, &addr, alen) == M0_OK)
+        if (shared && s->accept.hand_off(s, fd, lidx, &addr, alen) == M0_OK)
             continue;                    /* another loop's now */
         m0_conn_take(s, fd, lidx, &addr);
     }
@@ -589,10 +590,10 @@ void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
 static void trim(struct m0_server *s, uint64_t now)
 {
 #ifdef __GLIBC__
-    if (s->jobs_released < TRIM_AFTER || now < s->next_trim)
+    if (s->slots.jobs_released < TRIM_AFTER || now < s->slots.next_trim)
         return;
-    s->jobs_released = 0;
-    s->next_trim = now + 1000;
+    s->slots.jobs_released = 0;
+    s->slots.next_trim = now + 1000;
     malloc_trim(0);
 #else
     (void)s;
@@ -603,8 +604,8 @@ static void trim(struct m0_server *s, uint64_t now)
 void m0_conn_sweep(struct m0_server *s)
 {
     uint64_t now = m0_loop_now(s->loop);
-    struct m0_conn *c = s->active.next;
-    while (c != &s->active) {
+    struct m0_conn *c = s->slots.active.next;
+    while (c != &s->slots.active) {
         struct m0_conn *next = c->next;
         const struct m0_conn_ops *ops = s->proto[c->proto];
         if (ops->tick != NULL)
@@ -662,14 +663,14 @@ void m0_conn_on_complete(struct m0_loop *l, const struct m0_completion *done, vo
         /* The runner is finished with the job: it is the loop's again. */
         c->flags &= ~C_RUNNER;
         if (job->target != NULL)
-            m0_target_stats_of(&s->tstats, job->target)->in_flight--;
+            m0_target_stats_of(&s->run.tstats, job->target)->in_flight--;
         if (c->state == M0_CONN_ORPHAN) {
-            s->norphans--;
+            s->slots.norphans--;
             /* The client left while the job ran: the runner is done with
              * the job (close() included), so the slot is free at last. */
             m0_conn_set_state(s, c, M0_CONN_CLOSING);
-            c->next_free = s->release_list;
-            s->release_list = c;
+            c->next_free = s->slots.release_list;
+            s->slots.release_list = c;
             return;
         }
     }

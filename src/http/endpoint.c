@@ -12,6 +12,7 @@
 
 #include "m0/config.h"
 #include "m0/conn.h"
+#include "m0/server.h"
 #include "m0/endpoint.h"
 #include "m0/job.h"
 #include "m0/log.h"
@@ -27,16 +28,16 @@ void m0_endpoint_add(struct m0_server *s, const struct m0_endpoint *ep)
     if (!(ep->flags & M0_EP_OWN_LISTENER))
         return;
     int l = ep->listener(s->cfg);
-    if (l < 0 || l >= s->nlisten)
+    if (l < 0 || l >= s->accept.n)
         return;
-    s->listen_owned |= 1u << l;             /* answered in C: never handed round the loops */
-    s->listen_limits[l] = ep->limits;
+    s->accept.owned |= 1u << l;             /* answered in C: never handed round the loops */
+    s->accept.limits[l] = ep->limits;
 }
 
 const struct m0_endpoint *m0_endpoint_route(struct m0_server *s, struct m0_conn *c, unsigned *flags)
 {
     int l = c->job->lidx;
-    int owned = l >= 0 && l < M0_MAX_LISTENERS && ((s->listen_owned >> l) & 1);
+    int owned = l >= 0 && l < M0_MAX_LISTENERS && ((s->accept.owned >> l) & 1);
     for (unsigned i = 0; i < s->nroutes; i++) {
         const struct m0_endpoint *ep = s->routes[i];
         /* On a listener an endpoint owns, only that one answers. */

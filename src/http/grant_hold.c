@@ -32,6 +32,7 @@
 #include "m0/body.h"
 #include "m0/config.h"
 #include "m0/conn.h"
+#include "m0/server.h"
 #include "m0/endpoint.h"
 #include "m0/grant.h"
 #include "m0/grant_hold.h"

@@ -30,6 +30,7 @@
 #include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/conn.h"
+#include "m0/server.h"
 #include "m0/endpoint.h"
 #include "m0/epcp.h"
 #include "m0/grip_control.h"
@@ -76,9 +77,8 @@ static int hand_over(struct m0_server *s, struct m0_conn *c, const struct m0_epc
     unsigned n = 0;
     for (unsigned i = 0; i < pub->nitems; i++)
         n += frames[i].len != 0;
-    if (s->grip_pub == NULL)
-        s->grip_pub = m0_broker_grip_new(s->loop, s->nconns);
-    if (s->grip_pub == NULL)
+    struct m0_broker_grip *gp = m0_ext_of(s, &m0_grip_publisher_ext);
+    if (gp == NULL)
         return 503;
     struct m0_broker_batch *b = m0_broker_batch_new(m0_conn_slot(s, c), c->gen, n);
     for (unsigned i = 0; i < pub->nitems; i++) {
@@ -89,7 +89,7 @@ static int hand_over(struct m0_server *s, struct m0_conn *c, const struct m0_epc
     c->job->queued_ms = m0_loop_now(s->loop);      /* --request-timeout's view-still-running note counts from here */
     c->flags |= C_RUNNER;
     m0_conn_set_state(s, c, M0_CONN_RUN);
-    m0_broker_grip_submit(s->grip_pub, b);
+    m0_broker_grip_submit(gp, b);
     return PENDING;
 }
 
@@ -144,7 +144,7 @@ static void published(struct m0_server *s, struct m0_conn *c)
 
 static void complete(struct m0_server *s, struct m0_conn *c)
 {
-    struct m0_broker_batch *b = m0_broker_grip_take(s->grip_pub, m0_conn_slot(s, c));
+    struct m0_broker_batch *b = m0_broker_grip_take(m0_ext_peek(s, &m0_grip_publisher_ext), m0_conn_slot(s, c));
     if (c->state != M0_CONN_RUN || c->job->route != &m0_grip_control_endpoint) {
         m0_broker_batch_free(b);
         return;
@@ -175,11 +175,21 @@ static void complete(struct m0_server *s, struct m0_conn *c)
     reply(s, c, 503, "text/plain", msg, NULL, NULL);
 }
 
-void m0_grip_control_free(struct m0_server *s)
+/* The loop's broker publisher (server.h: an extension), made at the first
+ * publish through the broker, its thread joined when the loop ends. */
+static void *publisher_init(struct m0_server *s)
 {
-    m0_broker_grip_free(s->grip_pub);
-    s->grip_pub = NULL;
+    return m0_broker_grip_new(s->loop, s->slots.n);
 }
+
+static void publisher_fini(struct m0_server *s, void *state)
+{
+    (void)s;
+    m0_broker_grip_free(state);
+}
+
+const struct m0_ext m0_grip_publisher_ext = {.name = "broker-publisher", .init = publisher_init,
+                                             .fini = publisher_fini};
 
 /* The request body, whole (the loop read it before routing). NULL (and
  * *n 0) when it cannot be read. */

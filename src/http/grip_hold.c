@@ -16,6 +16,7 @@
 
 #include "m0/config.h"
 #include "m0/conn.h"
+#include "m0/server.h"
 #include "m0/grip.h"
 #include "m0/grip_hold.h"
 #include "m0/grip_item.h"
@@ -25,6 +26,7 @@
 #include "m0/log_text.h"
 #include "m0/loop.h"
 #include "m0/response.h"
+#include "m0/rt.h"
 
 #define CONTENT_FILTERS (M0_GRIP_F_BUILD_ID | M0_GRIP_F_VAR_SUBST)
 
@@ -282,7 +284,7 @@ static void answer(struct m0_server *s, struct m0_conn *c, int code, const char 
     struct m0_griphold *gh = gh_of(c);
     if (gh->finishing)
         return;
-    if (atomic_load(&s->draining))
+    if (atomic_load(&s->life.draining))
         gh->keep = 0;
     int bodiless = m0_status_bodiless(code);
     if (bodiless)
@@ -421,20 +423,20 @@ static int filtered(const struct m0_griphold *gh, uint32_t filters, const struct
     return 0;
 }
 
-static void grip_deliver(struct m0_server *s, struct m0_conn *c, const char *frame, size_t n)
+static void grip_deliver(struct m0_server *s, struct m0_conn *c, const struct m0_rt_event *ev)
 {
     struct m0_griphold *gh = gh_of(c);
     if (gh->finishing)
         return;
-    if (!m0_grip_is_item(frame, n)) {
+    if (ev->kind != M0_RT_GRIP) {
         /* An m0 SSE event on the same channel is not GRIP content; the
          * worker's gap notice is a missed item. */
-        if (n >= 13 && memcmp(frame, "event: m0-gap", 13) == 0)
+        if (ev->kind == M0_RT_NOTICE)
             missed(s, c);
         return;
     }
     struct m0_grip_item it;
-    if (m0_grip_item_decode(frame, n, &it) != M0_OK)
+    if (m0_grip_item_decode(ev->frame, ev->n, &it) != M0_OK)
         return;
     if (gh->kind == M0_GRIP_HOLD_STREAM && !(it.flags & (M0_GRIP_IT_STREAM | M0_GRIP_IT_STREAM_CLOSE)))
         return;

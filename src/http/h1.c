@@ -41,6 +41,7 @@
 #include "m0/accesslog.h"
 #include "m0/config.h"
 #include "m0/conn.h"
+#include "m0/server.h"
 #include "m0/dispatch.h"
 #include "m0/endpoint.h"
 #include "m0/h1.h"
@@ -95,7 +96,7 @@ static int inline_read_body(struct m0_job *job, uint64_t want, void *ctx)
             return M0_OK;
         if (c->flags & C_PEER_GONE)
             return M0_ERR;
-        if (m0_conn_wait_readable(s, c, s->body_ms) != M0_OK)
+        if (m0_conn_wait_readable(s, c, s->timeouts.body_ms) != M0_OK)
             return M0_ERR;
         m0_conn_read(s, c);
     }
@@ -125,7 +126,7 @@ static void finish(struct m0_server *s, struct m0_conn *c)
     /* Counted as logged: every response, the server's own refusals too (a
      * request rejected before its method counts as method "other"). */
     if (job->resp.status != 0)
-        m0_metrics_request(s->mx, job->mx_mount, job->req.method, job->resp.status, m0_clock_us() - c->started_us, 0);
+        m0_metrics_request(m0_metrics_block(), job->mx_mount, job->req.method, job->resp.status, m0_clock_us() - c->started_us, 0);
     /* Every response that went out, the server's own refusals included (a
      * request rejected before its method has none: its line says "-"). */
     if (s->cfg->access_log && job->resp.status != 0)
@@ -232,18 +233,18 @@ static void dispatch(struct m0_server *s, struct m0_conn *c, const struct m0_tar
 {
     struct m0_job *job = c->job;
     job->target = t;
-    struct m0_target_stats *ts = m0_target_stats_of(&s->tstats, t);
+    struct m0_target_stats *ts = m0_target_stats_of(&s->run.tstats, t);
     ts->requests++;
     m0_conn_set_state(s, c, M0_CONN_RUN);
     /* EPOLLIN stays armed while the request is served: a client that waits
      * for its answer sends nothing, so no epoll_ctl is spent here. If bytes
      * do arrive (pipelining, a half-close), the event handler disarms then.
      * Inline, the runner reads and writes the socket itself (blocking). */
-    s->inline_io = (struct m0_job_inline){.flush = inline_flush, .read_body = inline_read_body, .ctx = s};
-    uint64_t began = s->request_ms ? m0_clock_ms() : 0;   /* only an inline run is timed here */
+    s->run.inline_io = (struct m0_job_inline){.flush = inline_flush, .read_body = inline_read_body, .ctx = s};
+    uint64_t began = s->timeouts.request_ms ? m0_clock_ms() : 0;   /* only an inline run is timed here */
     if (t->grip_key != NULL)
         job->begin_id = m0_rt_newest(s->rt);             /* where a GRIP hold's journal replay starts */
-    int rc = m0_dispatch(job, M0_RUN_START, &s->inline_io, m0_loop_now(s->loop));
+    int rc = m0_dispatch(job, M0_RUN_START, &s->run.inline_io, m0_loop_now(s->loop));
     if (rc == M0_QUEUED) {
         c->flags |= C_RUNNER;
         ts->in_flight++;                 /* until its final completion */
@@ -251,7 +252,7 @@ static void dispatch(struct m0_server *s, struct m0_conn *c, const struct m0_tar
     }
     /* Logged before after_run: that resets the job for the next request
      * (or closes the connection), and the line names this one. */
-    if (s->request_ms && m0_clock_ms() - began > s->request_ms)
+    if (s->timeouts.request_ms && m0_clock_ms() - began > s->timeouts.request_ms)
         m0_warn("view ran %.1f s (over --request-timeout): %s", (double)(m0_clock_ms() - began) / 1000,
                 M0_REQ_LOG(&job->req));
     after_run(s, c, rc);
@@ -379,7 +380,7 @@ static void read_lazy_body(struct m0_server *s, struct m0_conn *c)
         m0_conn_interest(s, c, 0);      /* pipelined bytes wait their turn */
         c->deadline = 0;
     } else if (c->flags & C_SENT_100) {
-        c->deadline = m0_loop_now(s->loop) + s->body_ms;     /* progress restarts the idle timeout */
+        c->deadline = m0_loop_now(s->loop) + s->timeouts.body_ms;     /* progress restarts the idle timeout */
     }
 }
 
@@ -394,7 +395,7 @@ static void put_continue(struct m0_server *s, struct m0_conn *c)
     ssize_t w = m0_conn_send_now(s, c, continue_100, sizeof continue_100 - 1);
     if (w < (ssize_t)(sizeof continue_100 - 1))
         m0_buf_append(&c->out, continue_100 + (w > 0 ? w : 0), sizeof continue_100 - 1 - (size_t)(w > 0 ? w : 0));
-    c->deadline = m0_loop_now(s->loop) + s->body_ms;
+    c->deadline = m0_loop_now(s->loop) + s->timeouts.body_ms;
     m0_conn_interest(s, c, EPOLLIN | EPOLLRDHUP);
 }
 
@@ -500,13 +501,13 @@ static void check_request_timeout(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_job *job = c->job;
     uint64_t now = m0_loop_now(s->loop);
-    if (now - job->queued_ms < s->request_ms)
+    if (now - job->queued_ms < s->timeouts.request_ms)
         return;
     if (m0_job_cancel(job)) {
         unsigned threads, busy, max, waiting;
-        m0_pool_stats(s->pool, &threads, &busy, &max, &waiting);
+        m0_pool_stats(s->run.pool, &threads, &busy, &max, &waiting);
         m0_warn("503 for %s: still queued after %.1f s (all %u handler threads busy)",
-                M0_REQ_LOG(&job->req), (double)s->request_ms / 1000, threads);
+                M0_REQ_LOG(&job->req), (double)s->timeouts.request_ms / 1000, threads);
         m0_conn_error(s, c, 503, "No handler thread became free in time (--request-timeout)");
         return;
     }
@@ -659,7 +660,7 @@ static void h1_drained(struct m0_server *s, struct m0_conn *c)
 /* The sweep: --request-timeout for a job still with the pool. */
 static void h1_tick(struct m0_server *s, struct m0_conn *c)
 {
-    if (c->state == M0_CONN_RUN && s->request_ms != 0 && s->pool != NULL)
+    if (c->state == M0_CONN_RUN && s->timeouts.request_ms != 0 && s->run.pool != NULL)
         check_request_timeout(s, c);
 }
 

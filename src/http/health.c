@@ -13,6 +13,7 @@
 #include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/conn.h"
+#include "m0/server.h"
 #include "m0/endpoint.h"
 #include "m0/health.h"
 #include "m0/health_json.h"
@@ -43,7 +44,7 @@ static int answer(struct m0_server *s, struct m0_conn *c, int head_only)
         .events_lost = v[M0_LS_LOST],
         .slow_closed = v[M0_LS_SLOW_CLOSED],
         .requests = v[M0_LS_REQUESTS],
-        .draining = atomic_load(&s->draining),
+        .draining = atomic_load(&s->life.draining),
         .pool_threads = (unsigned)v[M0_LS_POOL_THREADS],
         .pool_busy = (unsigned)v[M0_LS_POOL_BUSY],
         .pool_max = (unsigned)v[M0_LS_POOL_MAX],

@@ -22,7 +22,7 @@
 #include "m0/accesslog.h"
 #include "m0/config.h"
 #include "m0/conn.h"
-#include "m0/grip_item.h"
+#include "m0/server.h"
 #include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/log.h"
@@ -163,15 +163,15 @@ void m0_hold_send_owed(struct m0_server *s, struct m0_conn *c, const char *p, si
 
 /* ----------------------------------------------- the sink of the engine */
 
-static void sink_deliver(void *ctx, uint32_t slot, const char *p, size_t n, int replay)
+static void sink_deliver(void *ctx, uint32_t slot, const struct m0_rt_event *ev)
 {
     struct m0_server *s = ctx;
     struct m0_conn *c = m0_conn_of(s, slot);
     if (c->hold == NULL)
         return;
     int was = s->holds->replaying;
-    s->holds->replaying = replay;
-    c->hold->ops->deliver(s, c, p, n);
+    s->holds->replaying = ev->replay;
+    c->hold->ops->deliver(s, c, ev);
     s->holds->replaying = was;
 }
 
@@ -233,13 +233,13 @@ void m0_holds_init(struct m0_server *s)
     const struct m0_config *cfg = s->cfg;
     struct m0_holds *hs = m0_xmalloc(sizeof *hs);
     memset(hs, 0, sizeof *hs);
-    hs->corked = m0_xmalloc(s->nconns * sizeof *hs->corked);
+    hs->corked = m0_xmalloc(s->slots.n * sizeof *hs->corked);
     hs->heartbeat_ms = (uint64_t)(cfg->heartbeat * 1000);
     hs->outbox_limit = (size_t)cfg->outbox_limit;
     s->holds = hs;
     const struct m0_rt_sink sink = {.ctx = s, .deliver = sink_deliver, .cork = sink_cork, .corked = sink_corked,
                                     .flush = sink_flush, .awaiting = sink_awaiting};
-    s->rt = m0_rt_new(s->loop, cfg, s->nconns, &sink);
+    s->rt = m0_rt_new(s->loop, cfg, s->slots.n, &sink);
 }
 
 void m0_holds_free(struct m0_server *s)
@@ -269,7 +269,7 @@ int m0_hold_subscribe(struct m0_server *s, struct m0_conn *c, const struct m0_ho
     struct m0_job *job = c->job;
     /* A worker on its way out holds nothing new (its bus is about to be its
      * replacement's): the caller's 503 sends the client back. */
-    if (atomic_load(&s->draining))
+    if (atomic_load(&s->life.draining))
         return M0_ERR;
     /* A channel needs the bus (or the broker) being read; a socket an
      * asynchronous runner accepted without one needs neither. */
@@ -326,18 +326,18 @@ void m0_hold_enter(struct m0_server *s, struct m0_conn *c)
     struct m0_hold *h = c->hold;
     if (s->cfg->access_log)
         keep_line(c);
-    if (atomic_load(&s->draining)) {       /* head out, nothing more will come: end it */
+    if (atomic_load(&s->life.draining)) {       /* head out, nothing more will come: end it */
         m0_conn_close(s, c);
         return;
     }
-    m0_metrics_request(s->mx, job->mx_mount, job->req.method, job->resp.status, 0, 1);
+    m0_metrics_request(m0_metrics_block(), job->mx_mount, job->req.method, job->resp.status, 0, 1);
     m0_conn_set_state(s, c, M0_CONN_HELD);
     c->proto = h->ops->proto;            /* from now on the hold's protocol answers for it */
     h->last_write = m0_loop_now(s->loop);
     struct m0_rt_stats *st = m0_rt_counters(s->rt);
     st->held++;
     if (h->target != NULL)
-        m0_target_stats_of(&s->tstats, h->target)->held++;
+        m0_target_stats_of(&s->run.tstats, h->target)->held++;
     int inbound = h->ops->proto == M0_CONN_PROTO_WS;
     if (inbound)
         st->websockets++;
@@ -405,7 +405,7 @@ void m0_hold_release(struct m0_server *s, struct m0_conn *c)
         struct m0_rt_stats *st = m0_rt_counters(s->rt);
         st->held--;
         if (h->target != NULL)
-            m0_target_stats_of(&s->tstats, h->target)->held--;
+            m0_target_stats_of(&s->run.tstats, h->target)->held--;
         if (h->ops->proto == M0_CONN_PROTO_WS)
             st->websockets--;
     }
@@ -436,11 +436,11 @@ static struct m0_hold *sse_begin(struct m0_server *s, struct m0_conn *c)
     return h;
 }
 
-static void sse_deliver(struct m0_server *s, struct m0_conn *c, const char *frame, size_t n)
+static void sse_deliver(struct m0_server *s, struct m0_conn *c, const struct m0_rt_event *ev)
 {
-    if (m0_grip_is_item(frame, n))
+    if (ev->kind == M0_RT_GRIP)
         return;              /* a GRIP item on the channel: for GRIP and WebSocket holds (grip_item.h) */
-    m0_hold_deliver(s, c, frame, n);
+    m0_hold_deliver(s, c, ev->frame, ev->n);
 }
 
 /* Drain: what is queued, then a FIN (the client reconnects and resumes). */

@@ -25,6 +25,7 @@
 #include "m0/broker_url.h"
 #include "m0/config.h"
 #include "m0/conn.h"
+#include "m0/server.h"
 #include "m0/endpoint.h"
 #include "m0/rt.h"
 #include "m0/job.h"
@@ -144,7 +145,7 @@ static void respond(struct m0_server *s, struct m0_conn *c, int status, const ch
 static void sample(struct m0_loop *l, void *ctx)
 {
     struct m0_server *s = ctx;
-    struct m0_mx_block *b = s->mx;
+    struct m0_mx_block *b = m0_metrics_block();
     if (s->loops != NULL)
         pthread_mutex_lock(&s->loops->sample_lock);
     struct m0_loop_sum sum;
@@ -182,11 +183,22 @@ static void sample(struct m0_loop *l, void *ctx)
         m0_loop_wake_at(l, m0_loop_now(l) + 1000);
 }
 
+/* The metrics' per-loop part (server.h): the sampling hook, added when
+ * the process has a block (its state: the block). */
+static void *metrics_init(struct m0_server *s)
+{
+    struct m0_mx_block *b = m0_metrics_block();
+    if (b != NULL)
+        m0_loop_add_hook(s->loop, sample, s);
+    return b;
+}
+
+const struct m0_ext m0_metrics_ext = {.name = "metrics", .init = metrics_init};
+
 void m0_metrics_attach(struct m0_server *s)
 {
-    s->mx = m0_metrics_block();
-    if (s->mx != NULL)
-        m0_loop_add_hook(s->loop, sample, s);
+    m0_ext_register(s, &m0_metrics_ext);
+    m0_ext_of(s, &m0_metrics_ext);
 }
 
 /* Accepted on --metrics-bind's listener (which the endpoint owns)? */
@@ -203,7 +215,7 @@ static int answer(struct m0_server *s, struct m0_conn *c, int head_only)
     /* A peer outside the trust list learns nothing: the path is a 404 as
      * if nothing were there (the application never sees it either). */
     int ours = on_own(s, job) ? path_is(r, endpoint_path(s->cfg)) : m0_proxy_trusted(&s->cfg->forwarded_trust, job->peer_addr);
-    if (!ours || s->mx == NULL) {
+    if (!ours || m0_metrics_block() == NULL) {
         respond(s, c, 404, NULL, NULL);
         return M0_EP_ANSWERED;
     }
@@ -255,7 +267,7 @@ static unsigned claims(struct m0_server *s, struct m0_conn *c)
     if (on_own(s, job))
         return M0_EP_CLAIMED;
     const char *mp = s->cfg->metrics_path;
-    if (mp == NULL || mp[0] == '\0' || s->mx == NULL)
+    if (mp == NULL || mp[0] == '\0' || m0_metrics_block() == NULL)
         return 0;
     return path_is(&job->req, mp) ? M0_EP_CLAIMED : 0;
 }

@@ -5,6 +5,7 @@
  * range the connection's one writer sends (conn.h).
  */
 #include "m0/conn.h"
+#include "m0/server.h"
 #include "m0/endpoint.h"
 #include "m0/job.h"
 #include "m0/static.h"
@@ -24,7 +25,7 @@ static int static_answer(struct m0_server *s, struct m0_conn *c, int head_only)
     const struct m0_target *t = job->route_target;
     struct m0_static_out o;
     (void)head_only;                   /* it reads no body either way */
-    m0_target_stats_of(&s->tstats, t)->requests++;
+    m0_target_stats_of(&s->run.tstats, t)->requests++;
     struct m0_body_req br = m0_job_framing(job);
     m0_static_respond(t->files, &job->req, t->prefix_len, &br, &job->head, &job->body, &c->out, &o);
     if (o.fd != -1) {
@@ -54,7 +55,7 @@ static int unmounted_answer(struct m0_server *s, struct m0_conn *c, int head_onl
 {
     struct m0_job *job = c->job;
     (void)head_only;
-    s->tstats.unmatched++;
+    s->run.tstats.unmatched++;
     struct m0_body_req br = m0_job_framing(job);
     uint64_t n = m0_static_plain(&job->head, &job->body, &c->out, &br, 404, NULL,
                                  "No application is mounted at this path");
