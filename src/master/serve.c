@@ -605,6 +605,7 @@ void m0_serve_free(struct m0_server *s)
     for (uint32_t k = 0; k < s->slots.nchunks; k++)
         free(s->slots.chunks[k]);
     free(s->slots.chunks);
+    free(s->slots.wheel);
     free(s->slots.jobs);
     m0_loop_free(s->loop);
     if (s->accept.reserve_fd != -1)
