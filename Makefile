@@ -70,7 +70,7 @@ PY_LDFLAGS = $(shell $(PYTHON_CONFIG) --embed --ldflags 2>/dev/null)
 DEFS     := -DM0_VERSION='"$(VERSION)"' -DM0_PYTHONDIR='"$(PREFIX)/share/m0serve/python"' \
             -DM0_PYTHON_EXE='"$(M0_PYTHON_EXE)"' -D_GNU_SOURCE
 CPPFLAGS := -Iinclude -I$(LLHTTP_INC) $(DEFS)
-LDLIBS   := $(PY_LDFLAGS) -lhiredis -lcrypto -ljansson -lpthread
+LDLIBS   := $(PY_LDFLAGS) -lhiredis -lssl -lcrypto -ljansson -lpthread
 
 SRCS     := $(wildcard src/*/*.c)
 # Sources are in one folder per layer (docs/architecture.md; make layers).
@@ -468,7 +468,7 @@ python-ft python-gil: python-%:
 # Python packages (pytest, Django, Flask, gunicorn, uvicorn, ...) come from
 # PyPI into the venvs below; python3-venv is what makes those. clang and
 # libclang-rt-14-dev build the libFuzzer drivers (make fuzz).
-DEB_PKGS := gcc make python3-dev python3-venv node-llhttp libssl-dev libcmocka-dev libhiredis-dev libjansson-dev redis-server \
+DEB_PKGS := gcc make python3-dev python3-venv node-llhttp libssl-dev libcmocka-dev libhiredis-dev libjansson-dev redis-server redis-sentinel \
             uwsgi-core uwsgi-plugin-python3 nginx-light wrk \
             procps util-linux curl iproute2 clang libclang-rt-14-dev systemd prometheus
 

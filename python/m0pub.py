@@ -16,9 +16,12 @@ server's publish socket is there (below).
 With a broker (``m0serve --broker URL``; docs/broker.md) events go through
 Redis and reach every m0serve host using it. A process that is not a
 worker (a Celery task, cron, ``manage.py shell``) publishes there too when
-``M0_BROKER`` is set (``redis://[:PASSWORD@]HOST:PORT[/DB]`` or
-``unix:///path/redis.sock``; ``M0_BROKER_PREFIX``, ``M0_BROKER_RETENTION``,
-``M0_BROKER_BACKLOG`` as the servers have them): same framing, limits and
+``M0_BROKER`` is set (``redis://[[USER]:PASSWORD@]HOST:PORT[/DB]``,
+``rediss://...`` over TLS, ``redis+sentinel://HOST:PORT,.../MASTER[/DB]``
+through Sentinel, or ``unix:///path/redis.sock``; ``M0_BROKER_PREFIX``,
+``M0_BROKER_RETENTION``, ``M0_BROKER_BACKLOG``, ``M0_BROKER_MIN_REPLICAS``,
+``M0_BROKER_CA_CERTS``, ``M0_BROKER_CERTFILE``, ``M0_BROKER_KEYFILE`` as the
+servers have them): same framing, limits and
 return value (the global id), through a minimal RESP client below running
 the same script as the server. Such a call blocks for one round trip (at
 most about 3 s when the broker is down) and raises ``BrokerError`` when the
@@ -62,6 +65,7 @@ import logging
 import os
 import select
 import socket
+import ssl
 import stat
 import threading
 import time
@@ -106,7 +110,10 @@ KEY_MAX = 200              # bytes of a publish key
 PUBLISH_LUA = (
     "if KEYS[4] then\n"
     "  local first = redis.call('GET', KEYS[4])\n"
-    "  if first then return tonumber(first) end\n"
+    "  if first then\n"
+    "    redis.call('SET', KEYS[4], first, 'KEEPTTL')\n"
+    "    return tonumber(first)\n"
+    "  end\n"
     "end\n"
     "local id = redis.call('INCR', KEYS[1])\n"
     "local seeded = '0'\n"
@@ -130,10 +137,45 @@ class _ReplyError(Exception):
     """An error reply (-ERR ...) from the broker."""
 
 
+# The URL schemes and the engine each names (src/realtime/broker_url.c's
+# table): (engine, tls, sentinel, default port, several hosts allowed).
+_SCHEMES = {"redis": ("redis", False, False, 6379, False), "rediss": ("redis", True, False, 6379, False),
+            "redis+sentinel": ("redis", False, True, 26379, True),
+            "rediss+sentinel": ("redis", True, True, 26379, True)}
+WAIT_MS = 500              # WAIT: how long a publish waits for its replicas (M0_BROKER_WAIT_MS)
+
+
+def _parse_host(text, default_port):
+    if text.startswith("["):
+        host, _, port = text[1:].partition("]")
+        port = port[1:] if port.startswith(":") else ("" if not port else None)
+        if port is None:
+            raise ValueError("M0_BROKER: want [ADDR]:PORT")
+    else:
+        host, _, port = text.partition(":")
+    if not host:
+        raise ValueError("M0_BROKER: missing host")
+    if port:
+        if not port.isdigit() or not 1 <= int(port) <= 65535:
+            raise ValueError("M0_BROKER: port must be 1..65535")
+        return host, int(port)
+    return host, default_port
+
+
+def _show_host(host, port):
+    return ("[%s]:%d" if ":" in host else "%s:%d") % (host, port)
+
+
 def parse_broker_url(url):
-    """``redis://[:PASSWORD@]HOST[:PORT][/DB]`` or ``unix:///path[?db=N]`` ->
-    dict(host, port, path, password, db, shown). Raises ValueError."""
-    cfg = {"host": None, "port": 6379, "path": None, "password": None, "db": 0}
+    """A broker URL -> dict(engine, tls, sentinel, hosts, master, host, port,
+    path, username, password, db, shown), as the server parses it:
+    ``redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`` (USER: an ACL user),
+    ``rediss://...`` (TLS),
+    ``redis+sentinel://[:PASSWORD@]HOST[:PORT],.../MASTER[/DB]`` (sentinels,
+    default port 26379; ``rediss+sentinel://`` with TLS) or
+    ``unix:///path[?db=N]``. Raises ValueError."""
+    cfg = {"engine": "redis", "tls": False, "sentinel": False, "hosts": [], "master": None, "host": None,
+           "port": 6379, "path": None, "username": None, "password": None, "db": 0}
     if url.startswith("unix://"):
         path, _, query = url[7:].partition("?")
         if not path.startswith("/"):
@@ -145,66 +187,86 @@ def parse_broker_url(url):
         cfg["path"] = path
         cfg["shown"] = url
         return cfg
-    if not url.startswith("redis://"):
-        raise ValueError("M0_BROKER: want redis://[:PASSWORD@]HOST:PORT[/DB] or unix:///path/redis.sock")
-    rest = url[8:]
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme not in _SCHEMES:
+        raise ValueError("M0_BROKER: want redis://[:PASSWORD@]HOST:PORT[/DB], rediss://..., "
+                         "redis+sentinel://HOST:PORT,.../MASTER[/DB] or unix:///path/redis.sock")
+    cfg["engine"], cfg["tls"], cfg["sentinel"], default_port, multi = _SCHEMES[scheme]
     if "@" in rest:
         userinfo, rest = rest.rsplit("@", 1)
-        cfg["password"] = userinfo.split(":", 1)[1] if ":" in userinfo else userinfo
+        user, colon, password = userinfo.partition(":")
+        cfg["password"] = password if colon else userinfo
+        cfg["username"] = user if colon and user else None
         if not cfg["password"]:
             raise ValueError("M0_BROKER: empty password")
-    hostport, _, db = rest.partition("/")
-    if hostport.startswith("["):
-        host, _, port = hostport[1:].partition("]")
-        port = port[1:] if port.startswith(":") else ("" if not port else None)
-        if port is None:
-            raise ValueError("M0_BROKER: want [ADDR]:PORT")
-    else:
-        host, _, port = hostport.partition(":")
-    if not host:
-        raise ValueError("M0_BROKER: missing host")
-    if port:
-        if not port.isdigit() or not 1 <= int(port) <= 65535:
-            raise ValueError("M0_BROKER: port must be 1..65535")
-        cfg["port"] = int(port)
+    hostlist, _, path = rest.partition("/")
+    cfg["hosts"] = [_parse_host(h, default_port) for h in hostlist.split(",")]
+    if not multi and len(cfg["hosts"]) > 1:
+        raise ValueError("M0_BROKER: one HOST:PORT (several are sentinels: redis+sentinel://)")
+    cfg["host"], cfg["port"] = cfg["hosts"][0]
+    db = path
+    if cfg["sentinel"]:
+        master, _, db = path.partition("/")
+        if not master:
+            raise ValueError("M0_BROKER: want redis+sentinel://HOST:PORT,.../MASTER[/DB]")
+        cfg["master"] = master
     if db:
         if not db.isdigit():
             raise ValueError("M0_BROKER: database must be a number")
         cfg["db"] = int(db)
-    cfg["host"] = host
-    cfg["shown"] = "redis://%s%s:%d/%d" % (":***@" if cfg["password"] else "", host, cfg["port"], cfg["db"])
+    cfg["shown"] = "%s://%s%s%s%s/%d" % (scheme, cfg["username"] or "", ":***@" if cfg["password"] else "",
+                                        ",".join(_show_host(h, p) for h, p in cfg["hosts"]),
+                                        "/" + cfg["master"] if cfg["sentinel"] else "", cfg["db"])
     return cfg
 
 
 class _Resp:
-    """One blocking RESP2 connection (the few replies the script returns)."""
+    """One blocking RESP2 connection (the few replies the script returns) to
+    the node at (host, port) or path, over TLS with ssl_ctx (the host is the
+    name checked and sent as SNI). hello: authenticate and select the
+    database (a data node; a sentinel is asked without)."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, host=None, port=None, ssl_ctx=None, hello=True):
         self.cfg = cfg
         self.pid = os.getpid()
         self.buf = bytearray()           # received, not parsed yet
+        where = cfg["shown"] if host is None else _show_host(host, port)
         try:
-            if cfg["path"]:
+            if cfg["path"] and host is None:
                 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 sock.settimeout(TIMEOUT)
                 sock.connect(cfg["path"])
             else:
-                sock = socket.create_connection((cfg["host"], cfg["port"]), timeout=TIMEOUT)
+                host = host or cfg["host"]
+                port = port or cfg["port"]
+                sock = socket.create_connection((host, port), timeout=TIMEOUT)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if ssl_ctx is not None:
+                    try:
+                        sock = ssl_ctx.wrap_socket(sock, server_hostname=host)
+                    except BaseException:
+                        sock.close()
+                        raise
         except OSError as e:
-            raise BrokerError("broker %s unreachable: %s" % (cfg["shown"], e.strerror or e)) from None
+            raise BrokerError("broker %s unreachable: %s%s" % (
+                cfg["shown"], "" if host is None or not cfg["sentinel"] else where + ": ", _os_reason(e))) from None
         self.sock = sock
         try:
-            if cfg["password"]:
-                self.command(b"AUTH", cfg["password"].encode())
-            if cfg["db"]:
+            if hello and cfg["password"]:
+                user = [cfg["username"].encode()] if cfg.get("username") else []
+                self.command(b"AUTH", *user, cfg["password"].encode())
+            if hello and cfg["db"]:
                 self.command(b"SELECT", str(cfg["db"]).encode())
+            if hello and ssl_ctx is not None and not cfg["sentinel"]:
+                # TLS 1.3: a refused client certificate shows at the first
+                # read; here it is a refusal, before the event is sent.
+                self.command(b"PING")
         except _ReplyError as e:
             self.close()
             raise BrokerError("broker %s refused the connection: %s" % (cfg["shown"], e)) from None
         except (OSError, EOFError) as e:     # nothing of the event was sent yet
             self.close()
-            raise BrokerError("broker %s unreachable: %s" % (cfg["shown"], e)) from None
+            raise BrokerError("broker %s unreachable: %s" % (cfg["shown"], _os_reason(e))) from None
 
     def close(self):
         try:
@@ -215,19 +277,33 @@ class _Resp:
     def stale(self):
         """Something to read before anything was asked: the broker closed the
         connection, or sent a reply nobody asked for (it would be taken as
-        the next command's answer). Not to be used again."""
+        the next command's answer). Not to be used again. (TLS's records
+        after the handshake, session tickets, are not something.)"""
         if self.buf:
             return True
         try:
-            return bool(select.select([self.sock], [], [], 0)[0])
+            if not select.select([self.sock], [], [], 0)[0] and not getattr(self.sock, "pending", lambda: 0)():
+                return False
+            self.sock.setblocking(False)
+            try:
+                self.sock.recv(64)       # bytes, or b"" (closed): either way not to be used
+                return True
+            except (ssl.SSLWantReadError, BlockingIOError):
+                return False
+            finally:
+                self.sock.settimeout(TIMEOUT)
         except (OSError, ValueError):
             return True
 
-    def send(self, *args):
+    @staticmethod
+    def encode(*args):
         out = [b"*%d\r\n" % len(args)]
         for a in args:
             out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-        self.sock.sendall(b"".join(out))
+        return b"".join(out)
+
+    def send(self, *args):
+        self.sock.sendall(self.encode(*args))
 
     def command(self, *args):
         self.send(*args)
@@ -272,31 +348,116 @@ class _Resp:
         raise _ReplyError("unexpected reply %r" % line[:20])
 
 
+def _os_reason(e):
+    """An OSError's reason, one line (a certificate's verdict by name)."""
+    if isinstance(e, ssl.SSLCertVerificationError):
+        return "TLS: certificate verify failed: %s" % (e.verify_message or e.reason)
+    if isinstance(e, ssl.SSLError):
+        return "TLS handshake failed: %s" % (e.reason or e)
+    return str(e.strerror or e)
+
+
 _local = threading.local()
+_ssl_contexts = {}         # (ca, cert, key) -> ssl.SSLContext, made once
+_sentinel_first = [0]      # which sentinel a dial asks first
+
+
+def _ssl_context(ca, cert, key):
+    k = (ca, cert, key)
+    ctx = _ssl_contexts.get(k)
+    if ctx is None:
+        try:
+            ctx = ssl.create_default_context(cafile=ca)
+            ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+            if cert:
+                ctx.load_cert_chain(cert, key)
+        except (OSError, ssl.SSLError) as e:
+            raise BrokerError("broker TLS: cannot load %s: %s" % (ca or cert, e)) from None
+        _ssl_contexts[k] = ctx
+    return ctx
 
 
 def _broker_settings():
-    """(cfg, prefix, retention, backlog) from M0_BROKER*, or None when unset."""
+    """The broker's settings from M0_BROKER* (a dict), or None when unset."""
     url = os.environ.get("M0_BROKER")
     if not url:
         return None
     cfg = parse_broker_url(url)
-    prefix = os.environ.get("M0_BROKER_PREFIX") or PREFIX_DEFAULT
-    retention = int(os.environ.get("M0_BROKER_RETENTION") or RETENTION_DEFAULT)
-    backlog = int(os.environ.get("M0_BROKER_BACKLOG") or BACKLOG_DEFAULT)
-    return cfg, prefix, retention, backlog
+    env = os.environ.get
+    n = env("M0_BROKER_MIN_REPLICAS")
+    tls = (env("M0_BROKER_CA_CERTS") or None, env("M0_BROKER_CERTFILE") or None, env("M0_BROKER_KEYFILE") or None)
+    return {"cfg": cfg, "prefix": env("M0_BROKER_PREFIX") or PREFIX_DEFAULT,
+            "retention": int(env("M0_BROKER_RETENTION") or RETENTION_DEFAULT),
+            "backlog": int(env("M0_BROKER_BACKLOG") or BACKLOG_DEFAULT),
+            "min_replicas": int(n) if n else (1 if cfg["sentinel"] else 0),
+            "ssl": _ssl_context(*tls) if cfg["tls"] else None}
 
 
-def _broker_publish(settings, name, event, data, key=None):
-    """Run the publish script; the id. Raises BrokerError (not published) or
-    PublishOutcomeUnknown (sent, not answered)."""
-    cfg, prefix, retention, backlog = settings
+def _ask_sentinels(cfg, ssl_ctx):
+    """(host, port) of the primary, as the first sentinel that answers says.
+    Raises BrokerError (nothing was sent that could publish)."""
+    last = "no sentinel"
+    hosts = cfg["hosts"]
+    for k in range(len(hosts)):
+        i = (_sentinel_first[0] + k) % len(hosts)
+        host, port = hosts[i]
+        try:
+            conn = _Resp(cfg, host, port, ssl_ctx, hello=False)
+        except BrokerError as e:
+            last = "sentinel %s: %s" % (_show_host(host, port), str(e).rsplit(": ", 1)[-1])
+            continue
+        try:
+            r = conn.command(b"SENTINEL", b"get-master-addr-by-name", cfg["master"].encode())
+            if r is None:
+                last = "sentinel %s does not know master %s" % (_show_host(host, port), cfg["master"])
+                continue
+            if not (isinstance(r, list) and len(r) == 2 and all(isinstance(x, bytes) for x in r) and r[1].isdigit()):
+                last = "sentinel %s: an unexpected reply" % _show_host(host, port)
+                continue
+            _sentinel_first[0] = i
+            return r[0].decode("ascii", "replace"), int(r[1])
+        except (_ReplyError, OSError, EOFError, ValueError) as e:
+            last = "sentinel %s: %s" % (_show_host(host, port), e)
+        finally:
+            conn.close()
+    raise BrokerError("broker %s unreachable: %s" % (cfg["shown"], last))
+
+
+def _dial(settings):
+    """A connection to the primary (with Sentinel: where the sentinels say,
+    checked with ROLE). Raises BrokerError: nothing was sent that could
+    publish."""
+    cfg, ssl_ctx = settings["cfg"], settings["ssl"]
+    if not cfg["sentinel"]:
+        return _Resp(cfg, None if cfg["path"] else cfg["host"], cfg["port"], ssl_ctx)
+    host, port = _ask_sentinels(cfg, ssl_ctx)
+    conn = _Resp(cfg, host, port, ssl_ctx)
+    try:
+        role = conn.command(b"ROLE")
+    except (_ReplyError, OSError, EOFError, ValueError) as e:
+        conn.close()
+        raise BrokerError("broker %s unreachable (ROLE): %s" % (cfg["shown"], e)) from None
+    if not (isinstance(role, list) and role and role[0] == b"master"):
+        conn.close()
+        raise BrokerError("broker %s: %s, named by the sentinels, is not the primary now (a failover in progress): "
+                          "not published" % (cfg["shown"], _show_host(host, port)))
+    return conn
+
+
+def _redis_publish(settings, name, event, data, key=None):
+    """Run the publish script (and WAIT for the replicas asked for); the id.
+    Raises BrokerError (not published) or PublishOutcomeUnknown (sent, not
+    answered, or not on enough replicas)."""
+    cfg, prefix = settings["cfg"], settings["prefix"]
+    want = settings["min_replicas"]
     body = frame(data, event)
     p = prefix.encode()
     keys = [p + b"seq", p + b"log", p + b"ch:" + name] + ([p + b"key:" + key] if key is not None else [])
     args = [_PUBLISH_SHA.encode(), str(len(keys)).encode()] + keys + [
-        name, body, str(retention).encode(), str(backlog).encode(), str(CHANNEL_TTL_MS).encode(),
-        str(KEY_TTL_MS).encode()]
+        name, body, str(settings["retention"]).encode(), str(settings["backlog"]).encode(),
+        str(CHANNEL_TTL_MS).encode(), str(KEY_TTL_MS).encode()]
+    wait = _Resp.encode(b"WAIT", str(want).encode(), str(WAIT_MS).encode()) if want > 0 else b""
+    hint = "a retry with the same key publishes it at most once"
     sent = False                         # a command left: the broker may have run it
     why = "unreachable"
     for attempt in range(2):
@@ -308,26 +469,37 @@ def _broker_publish(settings, name, event, data, key=None):
         fresh = conn is None
         try:
             if fresh:
-                conn = _local.conn = _Resp(cfg)
+                conn = _local.conn = _dial(settings)
         except BrokerError as e:
             if not sent:
                 raise
             why = str(e)
             break
         left = False
+        replicas = None
         try:
-            conn.send(b"EVALSHA", *args)
+            conn.sock.sendall(_Resp.encode(b"EVALSHA", *args) + wait)
             left = True
             try:
                 reply = conn.reply()
             except _ReplyError as e:
                 if not str(e).startswith("NOSCRIPT"):
                     raise
+                if want > 0:
+                    conn.reply()         # the WAIT after it: counted nothing new
                 left = False             # NOSCRIPT: it did not run; EVAL loads it
-                conn.send(b"EVAL", PUBLISH_LUA.encode(), *args[1:])
+                conn.sock.sendall(_Resp.encode(b"EVAL", PUBLISH_LUA.encode(), *args[1:]) + wait)
                 left = True
                 reply = conn.reply()
+            if want > 0:
+                conn.sock.settimeout(TIMEOUT + WAIT_MS / 1000.0)
+                try:
+                    replicas = conn.reply()
+                finally:
+                    conn.sock.settimeout(TIMEOUT)
         except _ReplyError as e:
+            conn.close()
+            _local.conn = None
             raise BrokerError("broker %s refused the event: %s" % (cfg["shown"], e)) from None
         except (OSError, EOFError, ValueError) as e:   # timeouts included: the script may have run
             sent = sent or left
@@ -339,17 +511,33 @@ def _broker_publish(settings, name, event, data, key=None):
             if not sent:
                 raise BrokerError("broker %s: %s" % (cfg["shown"], why)) from None
             break
-        if conn.buf:                     # more than the one reply: out of step, not used again
+        if conn.buf:                     # more than the replies asked for: out of step, not used again
             conn.close()
             _local.conn = None
         if not isinstance(reply, int) or reply <= 0:
             raise BrokerError("broker %s answered %r" % (cfg["shown"], reply))
+        if want > 0 and (not isinstance(replicas, int) or replicas < want):
+            conn.close()
+            _local.conn = None
+            raise PublishOutcomeUnknown(
+                "broker %s: event %d is on the primary but WAIT counted %s of %d replicas within %d ms: a failover "
+                "could lose it (outcome unknown; %s)" % (cfg["shown"], reply, replicas, want, WAIT_MS, hint))
         return reply
     if not sent:
         raise BrokerError("broker %s %s" % (cfg["shown"], why))
     raise PublishOutcomeUnknown(
-        "broker %s: %s, after the event was sent: it may have been published (outcome unknown; a retry with "
-        "the same key publishes it at most once)" % (cfg["shown"], why))
+        "broker %s: %s, after the event was sent: it may have been published (outcome unknown; %s)"
+        % (cfg["shown"], why, hint))
+
+
+# Every engine a URL can name (broker_engine.h's table): a new engine adds
+# its publisher here.
+_ENGINES = {"redis": _redis_publish}
+
+
+def _broker_publish(settings, name, event, data, key=None):
+    """Publish through the engine the URL names; the id."""
+    return _ENGINES[settings["cfg"]["engine"]](settings, name, event, data, key)
 
 
 SOCKET_TIMEOUT = 5.0       # seconds: a publish socket's answer

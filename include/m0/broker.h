@@ -13,18 +13,20 @@
  *             the reply. With a key, PREFIX"key:"KEY remembers the id for
  *             M0_BROKER_KEY_TTL_MS and a repeat returns it without
  *             appending. One broker round trip.
- *   deliver   every worker keeps two connections on its own loop (hiredis's
- *             async API through redis_loop.h): a reader that XREAD BLOCKs the
- *             log from the last id it saw (so a reconnect catches up), and a
- *             command connection for resumes and the /health lag probe.
+ *   deliver   every worker keeps two connections on its own loop (rconn.h:
+ *             TCP, unix or TLS): a reader that XREAD BLOCKs the log from the
+ *             last id it saw (so a reconnect catches up), and a command
+ *             connection for resumes and the /health lag probe; with
+ *             Sentinel a third, to a sentinel, and the two read a replica.
  *   resume    a Last-Event-ID the worker's own journal cannot prove complete
  *             is answered from the channel's stream (M0_BROKER_REPLAY_LUA:
  *             the counter and an XRANGE from that id, atomically), without
  *             blocking the loop.
  *
- * Three parts, three headers: the URL and settings (broker_url.h, pure),
- * the blocking publisher any thread but the loop may use (broker_pub.h),
- * and the worker's loop side (this header, broker.c, loop thread only).
+ * Four parts: the URL and settings (broker_url.h, pure), the engines and
+ * their interface (broker_engine.h), the blocking publisher any thread but
+ * the loop may use (broker_pub.h), and the worker's loop side (this
+ * header: the generic entry points, which pass through to the engine).
  */
 #ifndef M0_BROKER_H
 #define M0_BROKER_H

@@ -17,7 +17,7 @@
 #ifndef M0_BROKER_REPLY_H
 #define M0_BROKER_REPLY_H
 
-#include <hiredis/read.h>
+#include <hiredis/hiredis.h>
 
 #include "m0/types.h"
 
@@ -63,6 +63,9 @@ enum m0_bcmd {
     M0_BCMD_INTEGER,         /* the counter-raise script: an integer */
     M0_BCMD_XREAD,           /* XREAD: [[key, [entry, ...]], ...] or nil */
     M0_BCMD_RESUME,          /* the replay script: {counter, found, [entry, ...]} */
+    M0_BCMD_ROLE,            /* ROLE: [kind, ...] (m0_breply_role reads it) */
+    M0_BCMD_ADDR,            /* SENTINEL get-master-addr-by-name: [host, port] or nil */
+    M0_BCMD_REPLICAS,        /* SENTINEL replicas: [[field, value, ...], ...] */
 };
 
 /* Classify reply r (NULL: none, UNEXPECTED) as an answer to cmd. The check
@@ -84,6 +87,62 @@ uint64_t m0_breply_entry_id(const redisReply *r);
 /* The string value of field name in an entry's field array; NULL when
  * absent, when fields is no array or the value is no string. */
 const redisReply *m0_breply_field(const redisReply *fields, const char *name);
+
+/* ---------------------------------------------------- Sentinel and ROLE */
+
+/* A node's address as Redis and Sentinel give it: a host of printable
+ * bytes without spaces (an IP address unless announce-hostnames is on). */
+struct m0_hostport {
+    char host[256];
+    int port;
+};
+
+enum m0_role_kind { M0_ROLE_OTHER, M0_ROLE_PRIMARY, M0_ROLE_REPLICA };
+
+/* What ROLE says of a node. */
+struct m0_role {
+    enum m0_role_kind kind;
+    struct m0_hostport primary;  /* a replica: the primary it follows */
+    int linked;                  /* a replica: its link to the primary is up ("connected") */
+};
+
+/* ROLE's reply r → *out: ["master", offset, [...]] or ["slave", host,
+ * port, state, offset]; any other first word is M0_ROLE_OTHER ("sentinel").
+ * M0_OK, or M0_ERR when r is not a ROLE reply (or names a bad address). */
+int m0_breply_role(const redisReply *r, struct m0_role *out);
+
+/* SENTINEL get-master-addr-by-name's reply r: M0_OK with the primary in
+ * *out; M0_AGAIN for nil (the sentinel does not monitor that name);
+ * M0_ERR when r has another shape or a bad address. */
+int m0_breply_addr(const redisReply *r, struct m0_hostport *out);
+
+/* SENTINEL replicas' reply r (one flat field/value array per replica):
+ * the replicas a reader may use — not flagged s_down, o_down or
+ * disconnected, not reporting the role of a primary (an old primary back
+ * and not converted yet) — into out (at most max), those whose
+ * master-link-status is "ok" first. Returns how many; entries of another shape are skipped. */
+size_t m0_breply_replicas(const redisReply *r, struct m0_hostport *out, size_t max);
+
+/* What a subscriber connection was pushed. */
+enum m0_push {
+    M0_PUSH_BAD,             /* not a pub/sub reply: a protocol error */
+    M0_PUSH_CONFIRM,         /* ["subscribe", channel, count] */
+    M0_PUSH_MESSAGE,         /* ["message", channel, payload]: *channel and *payload set */
+};
+enum m0_push m0_breply_push(const redisReply *r, const redisReply **channel, const redisReply **payload);
+
+/* What a Sentinel event says of the primary named master. */
+enum m0_sentinel_event {
+    M0_SEV_NONE,             /* another master, another instance type, or unreadable */
+    M0_SEV_SWITCH,           /* +switch-master: the new primary is in *to */
+    M0_SEV_DOWN,             /* +sdown / +odown of the primary at *to */
+    M0_SEV_UP,               /* -sdown / -odown of the primary at *to */
+};
+
+/* Read the event pushed on channel (clen bytes) with payload (plen
+ * bytes), for the primary named master. Pure; any bytes. */
+enum m0_sentinel_event m0_sentinel_event(const char *channel, size_t clen, const char *payload, size_t plen,
+                                         const char *master, struct m0_hostport *to);
 
 /* An error reply's text (r->str, len bytes) says the credentials were
  * refused or are missing (NOAUTH, WRONGPASS, older servers' "invalid

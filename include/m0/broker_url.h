@@ -9,6 +9,7 @@
 #define M0_BROKER_URL_H
 
 #include "m0/types.h"
+#include "m0/broker_reply.h"
 
 struct m0_config;
 
@@ -21,32 +22,59 @@ struct m0_config;
 #define M0_BROKER_KEY_TTL_MS 300000          /* a publish key is remembered this long (5 minutes) */
 #define M0_BROKER_KEY_MAX 200                /* bytes of a publish key */
 
+#define M0_BROKER_WAIT_MS 500                /* WAIT: how long a publish waits for its replicas */
+#define M0_BROKER_MAX_HOSTS 16               /* sentinels (or an engine's nodes) in one URL */
+
 /* Where the broker is and how it is used. */
 struct m0_broker_cfg {
-    int is_unix;                 /* 1: path is a unix socket */
-    char host[256];
+    char engine[16];           /* the engine the URL's scheme names: "redis" (broker_engine.h) */
+    int tls;                   /* rediss://, rediss+sentinel:// */
+    int sentinel;              /* +sentinel: hosts[] are sentinels, master names the primary */
+    int is_unix;               /* 1: path is a unix socket */
+    char host[256];            /* redis://: the server (also hosts[0]) */
     int port;
+    struct m0_hostport hosts[M0_BROKER_MAX_HOSTS];   /* every HOST:PORT of the URL */
+    int nhosts;
+    char master[128];          /* +sentinel: the name the sentinels monitor */
     char path[108];
-    char password[256];        /* "" : no AUTH */
+    char username[128];        /* ACL user (Redis 6): AUTH username password; "": AUTH password */
+    char password[256];        /* "" : no AUTH (the data nodes'; sentinels are asked without) */
     int db;                    /* SELECT db when != 0 */
     char prefix[64];           /* key prefix, default "m0:" */
     long retention;            /* MAXLEN ~ of a channel's stream */
     long backlog;              /* MAXLEN ~ of the all-channel log */
+    int min_replicas;          /* a publish is acknowledged once WAIT counts this many replicas (0: no WAIT) */
+    const char *ca_certs;      /* TLS: --broker-ca-certs (NULL: the system's CAs) */
+    const char *certfile;      /* TLS: --broker-certfile / --broker-keyfile (NULL: none) */
+    const char *keyfile;
     char shown[400];           /* the URL with the password masked, for logs and /health */
 };
 
 /*
- * Parse "redis://[:PASSWORD@]HOST[:PORT][/DB]" (port default 6379; HOST may
- * be "[v6addr]") or "unix:///path/redis.sock[?db=N]" into cfg (prefix,
- * retention and backlog are left as they are). Returns M0_OK, or M0_ERR
- * with a short reason in err (cap bytes). Pure.
+ * Parse a broker URL into cfg (prefix, retention, backlog, min_replicas and
+ * the TLS files are left as they are):
+ *   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] (port 6379; HOST may be "[v6addr]";
+ *                                              USER: an ACL user, AUTH USER PASSWORD)
+ *   rediss://...                               the same over TLS
+ *   redis+sentinel://[:PASSWORD@]HOST[:PORT],HOST[:PORT],.../MASTER[/DB]
+ *                                              sentinels (port 26379), the primary's name
+ *   rediss+sentinel://...                      the same, every connection over TLS
+ *   unix:///path/redis.sock[?db=N]
+ * Returns M0_OK, or M0_ERR with a short reason in err (cap bytes). Pure.
  */
 int m0_broker_parse_url(const char *url, struct m0_broker_cfg *cfg, char *err, size_t cap);
 
 /* With cfg->broker set (already validated by m0_config_parse), fill a
  * process-wide struct m0_broker_cfg from cfg and point m0_broker at it;
- * without, leave m0_broker NULL. Returns M0_OK or M0_ERR. */
+ * without, leave m0_broker NULL. --broker-min-replicas unset (-1) is 1
+ * with Sentinel, else 0. Returns M0_OK or M0_ERR. Pure: the engine's
+ * own setup (TLS) is m0_broker_engine_init's (broker_engine.h). */
 int m0_broker_configure(const struct m0_config *cfg);
+
+/* The TLS flags (--broker-ca-certs, --broker-certfile, --broker-keyfile)
+ * fit the broker b (NULL: none): given only with a TLS URL, a key only
+ * with a certificate. M0_OK, or M0_ERR with "--flag: why" in err. Pure. */
+int m0_broker_check_tls_flags(const struct m0_broker_cfg *b, const struct m0_config *cfg, char *err, size_t cap);
 
 /* A key prefix is 1..63 printable ASCII bytes without spaces. */
 int m0_broker_prefix_ok(const char *prefix);

@@ -82,6 +82,10 @@ struct m0_config {
     const char *broker_prefix;  /* key prefix in the broker */
     long broker_retention;      /* events kept per channel in the broker (resume) */
     long broker_backlog;        /* events kept in the broker's all-channel log (catch-up) */
+    long broker_min_replicas;   /* WAIT for this many replicas per publish (-1: 1 with Sentinel, else 0) */
+    const char *broker_ca_certs;   /* TLS to the broker: CA file (NULL: the system's) */
+    const char *broker_certfile;   /* TLS client certificate and key (NULL: none) */
+    const char *broker_keyfile;
     uint64_t ws_max_message;    /* bytes of one inbound WebSocket message (reassembled); over → close 1009 */
     const char *health_path;    /* answered in C; "" disables */
     int health_explicit;

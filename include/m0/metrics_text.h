@@ -38,6 +38,8 @@ struct m0_mx_view {
     long workers;                       /* --workers */
     const struct m0_mx_proc *procs;
     size_t nprocs;
+    const char *broker_engine;          /* the broker's engine ("redis"), or NULL: no broker */
+    const char *broker_primary;         /* where its writes go, as the answering worker sees it ("" unknown) */
 };
 
 /* Append the whole exposition of v to b: HELP and TYPE for every family,

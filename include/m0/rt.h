@@ -91,6 +91,8 @@ struct m0_rt_source_stats {
     int up;                     /* connected (a broker: both connections) */
     uint64_t lag;               /* events it has that this loop has not read */
     uint64_t reconnects;
+    const char *engine;         /* a broker: its engine ("redis"); NULL: none */
+    char primary[280];          /* where its writes go now: "HOST:PORT" ("" not known) */
 };
 
 /* A source of events in place of the local bus (the broker). ctx is what
@@ -107,7 +109,8 @@ struct m0_rt_source_ops {
      * follow with no duplicates. M0_OK (queued), or M0_ERR (too many wait:
      * the caller answers 503). */
     int (*resume)(void *ctx, uint32_t slot, uint32_t gen, const char *channel, size_t clen, uint64_t last_id);
-    /* Append its /health object (JSON); returns 1 when it is healthy. */
+    /* Append its /health object (JSON; a broker's carries "engine",
+     * "primary", "connected" and "lag"); returns 1 when it is healthy. */
     int (*health)(const void *ctx, struct m0_buf *out);
     void (*stats)(const void *ctx, struct m0_rt_source_stats *out);
 };

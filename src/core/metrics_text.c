@@ -213,6 +213,15 @@ void m0_mx_render(struct m0_buf *b, const struct m0_mx_view *v, int om)
            c[M0_MX_BROKER_LAG]);
     scalar(b, om, "m0serve_broker_reconnects", COUNTER, "Broker connections re-established.",
            c[M0_MX_BROKER_RECONNECTS]);
+    if (v->broker_engine != NULL) {
+        family(b, om, "m0serve_broker", INFO,
+               "The broker: its engine and its primary (where publishes go), as the answering worker sees it.");
+        m0_buf_puts(b, "m0serve_broker_info{engine=\"");
+        label_value(b, v->broker_engine);
+        m0_buf_puts(b, "\",primary=\"");
+        label_value(b, v->broker_primary ? v->broker_primary : "");
+        m0_buf_puts(b, "\"} 1\n");
+    }
 
     scalar(b, om, "m0serve_workers", GAUGE, "Worker processes configured (--workers).", (uint64_t)v->workers);
     scalar(b, om, "m0serve_worker_starts", COUNTER, "Worker processes started by the master.", c[M0_MX_WORKER_STARTS]);

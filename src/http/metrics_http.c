@@ -243,6 +243,12 @@ static int answer(struct m0_server *s, struct m0_conn *c, int head_only)
     for (unsigned i = 0; i < m0_targets.n && i < M0_MX_MOUNTS - 1; i++)
         v.mounts[i] = m0_targets.t[i].prefix[0] != '\0' ? m0_targets.t[i].prefix : "/";
     v.mounts[M0_MX_MOUNTS - 1] = "none";
+    struct m0_rt_source_stats bs;
+    if (m0_broker != NULL) {
+        m0_rt_source_stats(s->rt, &bs);
+        v.broker_engine = bs.engine;
+        v.broker_primary = bs.primary;
+    }
     const struct m0_hdr *acc = m0_req_header(r, "accept");
     int om = acc != NULL && m0_mx_wants_openmetrics(acc->value, acc->value_len);
     struct m0_buf body = {0};

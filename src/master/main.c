@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "m0/broker_engine.h"
 #include "m0/broker_url.h"
 #include "m0/buf.h"
 #include "m0/cli.h"
@@ -96,6 +97,10 @@ int main(int argc, char **argv)
     m0_config_resolve(&cfg);
     if (m0_broker_configure(&cfg) != M0_OK) {
         fprintf(stderr, "m0serve: error: --broker: invalid value '%s'\n", cfg.broker);
+        return M0_EXIT_USAGE;
+    }
+    if (m0_broker_engine_init(err, sizeof err) != M0_OK) {
+        fprintf(stderr, "m0serve: error: --broker: %s\n", err);
         return M0_EXIT_USAGE;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);

@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -29,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "m0/broker_engine.h"
 #include "m0/broker_pub.h"
 #include "m0/buf.h"
 #include "m0/bus.h"
@@ -204,6 +206,15 @@ int m0_publish_main(int argc, char **argv)
     if ((env = getenv("M0_BROKER_BACKLOG")) != NULL &&
         take_long("M0_BROKER_BACKLOG", env, 100, 100000000, &cfg.broker_backlog) != M0_OK)
         return usage_error("M0_BROKER_BACKLOG: invalid value '%s'", env);
+    if ((env = getenv("M0_BROKER_MIN_REPLICAS")) != NULL && env[0] &&
+        take_long("M0_BROKER_MIN_REPLICAS", env, 0, 100, &cfg.broker_min_replicas) != M0_OK)
+        return usage_error("M0_BROKER_MIN_REPLICAS: invalid value '%s'", env);
+    if ((env = getenv("M0_BROKER_CA_CERTS")) != NULL && env[0])
+        cfg.broker_ca_certs = env;
+    if ((env = getenv("M0_BROKER_CERTFILE")) != NULL && env[0])
+        cfg.broker_certfile = env;
+    if ((env = getenv("M0_BROKER_KEYFILE")) != NULL && env[0])
+        cfg.broker_keyfile = env;
     const char *pos[2] = {NULL, NULL};
     int npos = 0;
     const char *event = NULL, *key = NULL, *sock = NULL;
@@ -211,7 +222,8 @@ int m0_publish_main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *flags[] = {"--event", "--broker", "--broker-prefix", "--broker-retention", "--broker-backlog",
-                               "--key", "--publish-socket"};
+                               "--key", "--publish-socket", "--broker-min-replicas", "--broker-ca-certs",
+                               "--broker-certfile", "--broker-keyfile"};
         int k = -1;
         for (int f = 0; f < (int)M0_ARRAY_LEN(flags); f++) {
             size_t n = strlen(flags[f]);
@@ -262,6 +274,14 @@ int m0_publish_main(int argc, char **argv)
                 return usage_error("--publish-socket: invalid value '%s' (an absolute path)", v);
             sock = v;
             break;
+        case 7:
+            if (take_long(a, v, 0, 100, &n) != M0_OK)
+                return usage_error("--broker-min-replicas: invalid value '%s'", v);
+            cfg.broker_min_replicas = n;
+            break;
+        case 8: cfg.broker_ca_certs = v; break;
+        case 9: cfg.broker_certfile = v; break;
+        case 10: cfg.broker_keyfile = v; break;
         }
     }
     if (npos != 2)
@@ -309,7 +329,14 @@ int m0_publish_main(int argc, char **argv)
     }
     if (!m0_broker_prefix_ok(cfg.broker_prefix))
         return usage_error("--broker-prefix: invalid value '%s'", cfg.broker_prefix);
+    if (m0_broker_check_tls_flags(&b, &cfg, err, sizeof err) != M0_OK)
+        return usage_error("%s", err);
     m0_broker_configure(&cfg);
+    signal(SIGPIPE, SIG_IGN);          /* a broker that closes as we write: an error, not a death */
+    if (m0_broker_engine_init(err, sizeof err) != M0_OK) {
+        fprintf(stderr, "m0serve publish: error: --broker: %s\n", err);
+        return M0_EXIT_USAGE;
+    }
 
     struct m0_buf data = {0};
     if (read_data(pos[1], &data) != M0_OK)

@@ -1,33 +1,24 @@
 /*
- * broker.c — a worker's side of the broker (see broker.h, docs/broker.md):
- * two hiredis async connections on the worker's own loop.
+ * broker.c — a worker's side of the Redis engine (see broker.h,
+ * broker_engine.h, docs/broker.md): two connections on the worker's own
+ * loop (rconn.h: TCP, unix or TLS; each dialled, handshaken and backed off
+ * by broker_conn.c, placed by broker_sentinel.c).
  *
  *   reader    XREAD BLOCK on the all-channel log from the last id this
  *             worker saw: events arrive in id order and go to the registry
  *             (journal, fan-out) through hold.c. A reconnect resumes from
- *             that id, so what was published meanwhile is caught up; an id
- *             that does not follow the previous one means the log no longer
- *             had it (trimmed, or the broker lost its data): live streams
- *             get m0-gap, as with a full local bus. While fan-outs are
- *             backed up the next XREAD waits (events wait in Redis).
+ *             that id — on the same server, or on the node a failover left
+ *             (the log and the counter are replicated) — so what was
+ *             published meanwhile is caught up; an id that does not follow
+ *             the previous one means the log no longer had it (trimmed, or
+ *             the broker lost its data): live streams get m0-gap, as with a
+ *             full local bus. While fan-outs are backed up the next XREAD
+ *             waits (events wait in Redis).
  *   commands  resumes (M0_BROKER_REPLAY_LUA) and a once-a-second probe of
  *             the counter, for /health's lag.
  *
- * A connection is up once Redis answered its handshake (AUTH and SELECT
- * when configured, then PING): a socket that accepts and then refuses (a
- * wrong password, maxclients) is a failed attempt like a refused connect.
- *
- * Faults: a connection that fails or drops is retried with a backoff (100
- * ms doubling to 5 s) by a before-sleep hook; the backoff starts over only
- * after a connection stayed up for STABLE_MS, so one that is accepted and
- * then dropped backs off too. An outage is logged once per connection (and
- * its end); held streams stay open meanwhile (heartbeats go on). A reply
- * that does not fit the command it answers, or that answers none (the
- * reader's guard, broker_reply.h), is a protocol error: logged, that
- * connection dropped and redialled with the backoff. Resumes asked while
- * the broker is down wait (at most MAX_WAITING; beyond, 503 and the client
- * retries). Nothing here blocks: connects are non-blocking, with a
- * deadline.
+ * Resumes asked while the broker is down wait (at most MAX_WAITING;
+ * beyond, 503 and the client retries). Nothing here blocks.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -35,10 +26,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
 #include "m0/broker.h"
+#include "m0/broker_engine.h"
 #include "m0/broker_grip.h"
 #include "m0/broker_pub.h"
 #include "m0/broker_reply.h"
@@ -49,36 +40,16 @@
 #include "m0/log.h"
 #include "m0/log_text.h"
 #include "m0/loop.h"
-#include "m0/redis_loop.h"
+#include "m0/rconn.h"
 #include "m0/sse.h"
+#include "broker_int.h"
 
 #define READ_COUNT 256              /* log entries per XREAD */
 #define BLOCK_MS 5000               /* XREAD BLOCK: an idle reader hears from Redis this often */
 #define SILENCE_MS (BLOCK_MS + 10000) /* no reply to an XREAD for this long: the connection is dead */
-#define CONNECT_MS 2000             /* a connect (and its handshake) not done by then is abandoned */
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 5000
-#define STABLE_MS (2 * BACKOFF_MAX_MS) /* up this long: the next outage's backoff starts over */
 #define PROBE_MS 1000               /* counter probe, for /health's lag */
 #define PACE_MS 1                   /* under load, one XREAD per reader per ms (see on_read) */
 #define MAX_WAITING 1024            /* resumes queued while the command connection is down */
-
-enum { DOWN, CONNECTING, HELLO, UP };     /* HELLO: connected, the handshake not answered yet */
-static const char *const state_names[] = {"down", "connecting", "connecting", "up"};
-
-struct broker;
-
-struct bconn {
-    struct m0_redis_ev ev;          /* ev.ac: the live context, or NULL */
-    struct broker *b;
-    const char *role;               /* "reader" / "commands" */
-    int state;
-    unsigned failures;              /* attempts since the last stable connection (backoff) */
-    uint64_t retry_at;              /* DOWN: next attempt */
-    uint64_t deadline;              /* CONNECTING, HELLO: give up then */
-    uint64_t up_since;              /* UP: since when (0: not up on this attempt) */
-    int logged_down;                /* this outage was reported */
-};
 
 /* A resume waiting for (or in flight to) the broker. */
 struct resume {
@@ -90,35 +61,9 @@ struct resume {
     char channel[];
 };
 
-struct broker {
-    struct m0_rt *rt;               /* the loop's realtime engine, fed with what is read */
-    struct m0_loop *loop;
-    size_t replay_bytes;            /* --replay-bytes: what one resume replays at most */
-    const struct m0_broker_cfg *cfg;
-    struct bconn rd, cmd;
-    int stopped;
-    int positioned;                 /* position is known (first GET of the counter done) */
-    int reading;                    /* an XREAD is outstanding */
-    uint64_t read_sent;             /* when it was sent */
-    int stalled;                    /* the registry is backed up: next XREAD deferred */
-    uint64_t paced_until;           /* the next XREAD waits until then (0: no wait) */
-    int probing;
-    uint64_t next_probe;
-    uint64_t newest;                /* the counter, as last probed */
-    struct resume *wait_head, *wait_tail;
-    size_t nwait, wait_bytes;
-    size_t inflight;                /* resumes sent, not answered */
-    uint64_t reconnects, resumes, resume_gaps, gaps, events;
-    char last_error[160];
-    char seq_key[80], log_key[80];
-    struct m0_buf frame;            /* scratch: one event's frame with its id line */
-    uint64_t position;              /* newest id read; atomic (runners read it: m0_rt_newest) */
-};
-
-/* Per process, written once by m0_broker_prepare before the loop runs and
- * read-only afterwards: where the log stood at boot, the host's address. */
-static int boot_known;              /* m0_broker_prepare read the counter */
-static char resolved[64];           /* the broker host's address, looked up before the loop runs */
+/* Per process, written once by m0_broker_redis_prepare before the loop runs
+ * and read-only afterwards: where the log stood at boot. */
+static int boot_known;              /* the counter was read */
 static uint64_t boot_position;
 
 static void issue_read(struct broker *b);
@@ -140,41 +85,35 @@ static uint64_t position(const struct broker *b)
     return __atomic_load_n(&b->position, __ATOMIC_SEQ_CST);
 }
 
-/* The error /health shows: printable ASCII only (a broker's reply text is
- * whatever the peer sent). */
-static void note_error(struct broker *b, const char *what)
-{
-    size_t n = 0;
-    for (; *what && n + 1 < sizeof b->last_error; what++)
-        b->last_error[n++] = *what >= 0x20 && *what < 0x7f ? *what : '?';
-    b->last_error[n] = '\0';
-}
-
-static void fail_conn(struct bconn *bc, const char *why, int always);
-
-/* A reply that does not fit its command: the connection is out of step. */
-static void out_of_step(struct bconn *bc, const char *cmd)
-{
-    char why[120];
-    snprintf(why, sizeof why, "protocol error: an unexpected reply to %s", cmd);
-    fail_conn(bc, why, 1);
-}
-
-static void on_raise(redisAsyncContext *ac, void *reply, void *priv)
+/* The reader's check after a reconnect: the counter-raise script's answer
+ * (reading the primary), or the counter (reading a replica, where nothing
+ * can be written: a counter below the position is only told). */
+static void on_raise(struct m0_rconn *c, redisReply *r, void *priv)
 {
     struct broker *b = priv;
-    redisReply *r = reply;
-    (void)ac;
+    (void)c;
     if (r == NULL || b->stopped)
         return;
-    enum m0_breply k = m0_breply_classify(r, M0_BCMD_INTEGER);
+    uint64_t at = position(b), top = 0;
+    enum m0_breply k = m0_breply_classify(r, b->read_replica ? M0_BCMD_COUNTER : M0_BCMD_INTEGER);
     if (k == M0_BREPLY_UNEXPECTED) {
-        out_of_step(&b->rd, "the counter check");
+        m0_bconn_out_of_step(&b->rd, "the counter check");
         return;
     }
-    if (k != M0_BREPLY_OK || r->integer != 1)
+    if (k != M0_BREPLY_OK)
         return;
-    uint64_t at = position(b);
+    if (b->read_replica) {
+        if (r->type != REDIS_REPLY_STRING || m0_breply_u64(r->str, r->len, &top) != M0_OK || top >= at)
+            return;
+        m0_warn("broker %s: the replica read now has its counter at %llu, below id %llu, which this worker had "
+                "read: the failover lost acknowledged events; live streams are told (m0-gap)", b->cfg->shown,
+                (unsigned long long)top, (unsigned long long)at);
+        b->gaps++;
+        m0_rt_lost(b->rt, at);
+        return;
+    }
+    if (r->integer != 1)
+        return;
     m0_warn("broker %s came back with its counter below id %llu, which this worker had read: it lost "
             "acknowledged events; the counter was raised and live streams are told (m0-gap)",
             b->cfg->shown, (unsigned long long)at);
@@ -182,98 +121,14 @@ static void on_raise(redisAsyncContext *ac, void *reply, void *priv)
     m0_rt_lost(b->rt, at);
 }
 
-/* ---------------------------------------------------------- connections */
-
-/* The attempt failed or the connection went (state becomes DOWN): the next
- * attempt waits 100 ms doubling to 5 s per attempt since the last
- * connection that stayed up STABLE_MS. why (NULL: already noted) becomes
- * last_error; the outage is logged once, when it begins. */
-static void schedule_retry(struct bconn *bc, const char *why)
-{
-    struct broker *b = bc->b;
-    uint64_t now = now_ms(b);
-    if (bc->state == UP && now - bc->up_since >= STABLE_MS)
-        bc->failures = 0;
-    bc->state = DOWN;
-    bc->up_since = 0;
-    unsigned shift = bc->failures < 6 ? bc->failures : 6;
-    uint64_t delay = (uint64_t)BACKOFF_MIN_MS << shift;
-    if (delay > BACKOFF_MAX_MS)
-        delay = BACKOFF_MAX_MS;
-    bc->failures++;
-    bc->retry_at = now + delay;
-    if (why != NULL)
-        note_error(b, why);
-    if (!bc->logged_down && !b->stopped) {
-        bc->logged_down = 1;
-        m0_warn("broker %s unreachable (%s: %s): retrying with backoff up to %d s; held streams stay open",
-                b->cfg->shown, bc->role, why ? why : b->last_error, BACKOFF_MAX_MS / 1000);
-    }
-}
-
-/* Close now (pending callbacks run with a NULL reply; inside a callback,
- * hiredis closes once it returns). */
-static void hang_up(struct bconn *bc)
-{
-    if (bc->ev.ac != NULL)
-        redisAsyncFree(bc->ev.ac);
-}
-
-/* Drop this connection for why (last_error) and redial with the backoff.
- * Logged as an error once per outage, or every time when always (a
- * protocol error: each one is news). */
-static void fail_conn(struct bconn *bc, const char *why, int always)
-{
-    struct broker *b = bc->b;
-    note_error(b, why);
-    if ((always || !bc->logged_down) && !b->stopped)
-        m0_error("broker %s: %s connection: %s: dropped, retrying with backoff up to %d s; held streams stay open",
-                 b->cfg->shown, bc->role, why, BACKOFF_MAX_MS / 1000);
-    bc->logged_down = 1;
-    if (bc->state != DOWN)
-        schedule_retry(bc, NULL);
-    hang_up(bc);                       /* on_disconnect, if it runs, finds it DOWN */
-}
-
-static void on_connect(const redisAsyncContext *ac, int status);
-static void on_disconnect(const redisAsyncContext *ac, int status);
-static void on_position(redisAsyncContext *ac, void *reply, void *priv);
-static void on_hello(redisAsyncContext *ac, void *reply, void *priv);
-
-static void dial(struct bconn *bc)
-{
-    struct broker *b = bc->b;
-    const struct m0_broker_cfg *cfg = b->cfg;
-    /* A numeric address: hiredis resolves names with getaddrinfo, which
-     * would block the loop (the name was looked up before the loop ran). */
-    redisAsyncContext *ac = cfg->is_unix ? redisAsyncConnectUnix(cfg->path)
-                                         : redisAsyncConnect(resolved[0] ? resolved : cfg->host, cfg->port);
-    if (ac == NULL || ac->err) {
-        char why[160];
-        snprintf(why, sizeof why, "%s", ac ? ac->errstr : "out of memory");
-        if (ac)
-            redisAsyncFree(ac);
-        schedule_retry(bc, why);
-        return;
-    }
-    ac->data = bc;
-    if (m0_redis_attach(&bc->ev, b->loop, ac) != M0_OK) {
-        redisAsyncFree(ac);
-        schedule_retry(bc, "cannot watch the socket");
-        return;
-    }
-    redisAsyncSetConnectCallback(ac, on_connect);      /* after attach: this asks for write readiness */
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
-    bc->state = CONNECTING;
-    bc->deadline = now_ms(b) + CONNECT_MS;
-}
+static void on_position(struct m0_rconn *c, redisReply *r, void *priv);
 
 /* Resumes answer from the counter and join at it: they go once the command
  * connection is up and the reader knows where it stands (else events
  * between the two could fall through). */
 static int can_resume(const struct broker *b)
 {
-    return b->cmd.state == UP && b->positioned && !b->stopped;
+    return b->cmd.state == M0_BC_UP && b->positioned && !b->stopped;
 }
 
 static void flush_waiting(struct broker *b)
@@ -290,49 +145,23 @@ static void flush_waiting(struct broker *b)
     b->wait_tail = NULL;
 }
 
-static void on_connect(const redisAsyncContext *cac, int status)
-{
-    struct bconn *bc = cac->data;
-    redisAsyncContext *ac = (redisAsyncContext *)cac;
-    const struct m0_broker_cfg *cfg = bc->b->cfg;
-    if (status != REDIS_OK) {
-        schedule_retry(bc, cac->errstr);      /* hiredis frees the context after this */
-        return;
-    }
-    /* Pipelined, answered in order: the PING's PONG says the rest passed. */
-    bc->state = HELLO;
-    if (cfg->password[0])
-        redisAsyncCommand(ac, on_hello, (void *)"AUTH", "AUTH %s", cfg->password);
-    if (cfg->db != 0)
-        redisAsyncCommand(ac, on_hello, (void *)"SELECT", "SELECT %d", cfg->db);
-    redisAsyncCommand(ac, on_hello, (void *)"PING", "PING");
-}
-
-/* The handshake was answered: the connection serves. */
-static void ready(struct bconn *bc)
+/* A data connection answered its handshake (broker_conn.c): the reader
+ * starts or resumes reading, the command connection sends what waited. */
+void m0_broker_conn_up(struct bconn *bc)
 {
     struct broker *b = bc->b;
-    redisAsyncContext *ac = bc->ev.ac;
-    bc->state = UP;
-    bc->up_since = now_ms(b);
-    if (bc->failures > 0)
-        b->reconnects += bc == &b->rd;
-    if (bc->logged_down)
-        m0_info("broker %s: %s connection restored", b->cfg->shown, bc->role);
-    else
-        m0_debug("broker %s: %s connected", b->cfg->shown, bc->role);
-    bc->logged_down = 0;
-    if (b->rd.state == UP && b->cmd.state == UP)
-        b->last_error[0] = '\0';       /* /health: the error was the outage's */
     if (bc == &b->rd) {
         b->reading = 0;
         if (!b->positioned) {
-            redisAsyncCommand(ac, on_position, b, "GET %s", b->seq_key);
+            m0_rconn_commandf(bc->rc, on_position, b, "GET %s", b->seq_key);
+        } else if (b->read_replica) {
+            m0_rconn_commandf(bc->rc, on_raise, b, "GET %s", b->seq_key);
+            issue_read(b);
         } else {
             char at[32];
             snprintf(at, sizeof at, "%llu", (unsigned long long)position(b));
             const char *argv[] = {"EVAL", M0_BROKER_RAISE_LUA, "1", b->seq_key, at};
-            redisAsyncCommandArgv(ac, on_raise, b, (int)M0_ARRAY_LEN(argv), argv, NULL);
+            m0_rconn_command(bc->rc, on_raise, b, (int)M0_ARRAY_LEN(argv), argv, NULL);
             issue_read(b);
         }
     } else {
@@ -341,68 +170,12 @@ static void ready(struct bconn *bc)
     }
 }
 
-/* A refusal's text, for the log and last_error: credentials get their name. */
-static void refusal(char *out, size_t cap, const char *cmd, const redisReply *r)
-{
-    if (m0_breply_auth_failed(r->str, r->len))
-        snprintf(out, cap, "authentication failed (%s: %.100s)", cmd, r->str);
-    else
-        snprintf(out, cap, "refused %s: %.100s", cmd, r->str);
-}
-
-static void on_hello(redisAsyncContext *ac, void *reply, void *priv)
-{
-    struct bconn *bc = ac->data;
-    const char *cmd = priv;
-    redisReply *r = reply;
-    if (r == NULL || bc->b->stopped || bc->state != HELLO)
-        return;
-    int ping = strcmp(cmd, "PING") == 0;
-    enum m0_breply k = m0_breply_classify(r, ping ? M0_BCMD_PING : M0_BCMD_STATUS);
-    if (k == M0_BREPLY_ERROR) {
-        char why[160];
-        refusal(why, sizeof why, cmd, r);
-        fail_conn(bc, why, 0);
-    } else if (k == M0_BREPLY_UNEXPECTED) {
-        out_of_step(bc, cmd);
-    } else if (ping) {
-        ready(bc);
-    }
-}
-
-static void on_disconnect(const redisAsyncContext *ac, int status)
-{
-    struct bconn *bc = ac->data;
-    struct broker *b = bc->b;
-    (void)status;
-    if (bc == &b->rd) {
-        b->reading = 0;
-    } else {
-        b->probing = 0;
-    }
-    if (b->stopped) {
-        bc->state = DOWN;
-        return;
-    }
-    if (bc->ev.guard.tripped) {
-        /* The reader refused a reply nobody asked for (hiredis would abort). */
-        char why[200];
-        snprintf(why, sizeof why, "protocol error: %s", bc->ev.guard.why);
-        bc->ev.guard.tripped = 0;
-        fail_conn(bc, why, 1);
-        return;
-    }
-    if (bc->state != DOWN)
-        schedule_retry(bc, ac->errstr[0] ? ac->errstr : "connection closed");
-}
-
 /* ---------------------------------------------------------------- reader */
 
-static void on_position(redisAsyncContext *ac, void *reply, void *priv)
+static void on_position(struct m0_rconn *c, redisReply *r, void *priv)
 {
     struct broker *b = priv;
-    redisReply *r = reply;
-    (void)ac;
+    (void)c;
     if (r == NULL || b->stopped)
         return;
     char why[200];
@@ -413,15 +186,15 @@ static void on_position(redisAsyncContext *ac, void *reply, void *priv)
             m0_breply_u64(r->str, r->len, &p);
         break;
     case M0_BREPLY_ERROR:
-        refusal(why, sizeof why, "GET", r);
-        fail_conn(&b->rd, why, 0);
+        m0_bconn_refusal(why, sizeof why, "GET", r);
+        m0_bconn_fail(&b->rd, why, 0);
         return;
     case M0_BREPLY_UNEXPECTED:
         if (r->type == REDIS_REPLY_STRING) {
             snprintf(why, sizeof why, "%s is not a counter (the key holds something else)", b->seq_key);
-            fail_conn(&b->rd, why, 0);
+            m0_bconn_fail(&b->rd, why, 0);
         } else {
-            out_of_step(&b->rd, "GET");
+            m0_bconn_out_of_step(&b->rd, "GET");
         }
         return;
     }
@@ -471,11 +244,10 @@ static void take_entry(struct broker *b, const redisReply *e)
     m0_rt_event(b->rt, ch->str, ch->len, id, b->frame.data, b->frame.len);
 }
 
-static void on_read(redisAsyncContext *ac, void *reply, void *priv)
+static void on_read(struct m0_rconn *c, redisReply *r, void *priv)
 {
     struct broker *b = priv;
-    redisReply *r = reply;
-    (void)ac;
+    (void)c;
     b->reading = 0;
     if (r == NULL || b->stopped)
         return;                 /* the connection went: on_disconnect retries */
@@ -483,11 +255,11 @@ static void on_read(redisAsyncContext *ac, void *reply, void *priv)
     if (kind == M0_BREPLY_ERROR) {
         char why[200];
         snprintf(why, sizeof why, "XREAD failed: %.160s", r->str);
-        fail_conn(&b->rd, why, 1);
+        m0_bconn_fail(&b->rd, why, 1);
         return;
     }
     if (kind == M0_BREPLY_UNEXPECTED) {
-        out_of_step(&b->rd, "XREAD");
+        m0_bconn_out_of_step(&b->rd, "XREAD");
         return;
     }
     if (r->type == REDIS_REPLY_ARRAY) {
@@ -517,7 +289,7 @@ static void on_read(redisAsyncContext *ac, void *reply, void *priv)
 
 static void issue_read(struct broker *b)
 {
-    if (b->stopped || b->rd.state != UP || b->reading || !b->positioned)
+    if (b->stopped || b->rd.state != M0_BC_UP || b->reading || !b->positioned)
         return;
     if (m0_rt_busy(b->rt)) {
         b->stalled = 1;         /* the hook reads again once fan-outs caught up */
@@ -527,8 +299,8 @@ static void issue_read(struct broker *b)
     b->paced_until = 0;
     char from[32];
     snprintf(from, sizeof from, "%llu-0", (unsigned long long)position(b));
-    if (redisAsyncCommand(b->rd.ev.ac, on_read, b, "XREAD COUNT %d BLOCK %d STREAMS %s %s", READ_COUNT, BLOCK_MS,
-                          b->log_key, from) == REDIS_OK) {
+    if (m0_rconn_commandf(b->rd.rc, on_read, b, "XREAD COUNT %d BLOCK %d STREAMS %s %s", READ_COUNT, BLOCK_MS,
+                          b->log_key, from) == M0_OK) {
         b->reading = 1;
         b->read_sent = now_ms(b);
     }
@@ -611,17 +383,16 @@ static void finish_resume(struct broker *b, struct resume *res, const redisReply
     m0_rt_join(b->rt, res->slot, res->gen, res->channel, res->clen, through > top ? through : top);
 }
 
-static void on_resume(redisAsyncContext *ac, void *reply, void *priv)
+static void on_resume(struct m0_rconn *c, redisReply *r, void *priv)
 {
     struct resume *res = priv;
     struct broker *b = res->b;
-    (void)ac;
+    (void)c;
     if (b == NULL || b->stopped) {
         free(res);
         return;
     }
     b->inflight--;
-    const redisReply *r = reply;
     enum m0_breply k = m0_breply_classify(r, M0_BCMD_RESUME);
     if (r == NULL || k == M0_BREPLY_UNEXPECTED) {
         /* The connection went before the answer (or answered out of step):
@@ -633,13 +404,13 @@ static void on_resume(redisAsyncContext *ac, void *reply, void *priv)
         b->nwait++;
         b->wait_bytes += sizeof *res + res->clen;
         if (r != NULL)
-            out_of_step(&b->cmd, "a resume");
+            m0_bconn_out_of_step(&b->cmd, "a resume");
         return;
     }
     if (k == M0_BREPLY_ERROR) {
         m0_error("broker %s: resume on %s failed: %s", b->cfg->shown, M0_LOG_TEXT(res->channel, res->clen),
                  M0_LOG_TEXT(r->str, strlen(r->str)));
-        note_error(b, r->str);
+        m0_bconn_note_error(b, r->str);
     }
     finish_resume(b, res, r);
     free(res);
@@ -652,7 +423,7 @@ static void send_resume(struct broker *b, struct resume *res)
     snprintf(from, sizeof from, "%llu-0", (unsigned long long)res->last);
     snprintf(count, sizeof count, "%ld", b->cfg->retention + 1);
     const char *argv[] = {"EVAL", M0_BROKER_REPLAY_LUA, "2", b->seq_key, key, from, count};
-    if (redisAsyncCommandArgv(b->cmd.ev.ac, on_resume, res, (int)M0_ARRAY_LEN(argv), argv, NULL) != REDIS_OK) {
+    if (m0_rconn_command(b->cmd.rc, on_resume, res, (int)M0_ARRAY_LEN(argv), argv, NULL) != M0_OK) {
         res->next = NULL;
         if (b->wait_tail)
             b->wait_tail->next = res;
@@ -700,11 +471,10 @@ static int broker_resume(void *ctx, uint32_t slot, uint32_t gen, const char *cha
 
 /* ------------------------------------------------------------------ hook */
 
-static void on_probe(redisAsyncContext *ac, void *reply, void *priv)
+static void on_probe(struct m0_rconn *c, redisReply *r, void *priv)
 {
     struct broker *b = priv;
-    redisReply *r = reply;
-    (void)ac;
+    (void)c;
     if (b->stopped)
         return;
     b->probing = 0;
@@ -712,21 +482,9 @@ static void on_probe(redisAsyncContext *ac, void *reply, void *priv)
         return;
     enum m0_breply k = m0_breply_classify(r, M0_BCMD_COUNTER);
     if (k == M0_BREPLY_UNEXPECTED && r->type != REDIS_REPLY_STRING)
-        out_of_step(&b->cmd, "GET");
+        m0_bconn_out_of_step(&b->cmd, "GET");
     else if (k == M0_BREPLY_OK && r->type == REDIS_REPLY_STRING)
         m0_breply_u64(r->str, r->len, &b->newest);
-}
-
-static void tend(struct broker *b, struct bconn *bc, uint64_t now)
-{
-    if (bc->state == DOWN && now >= bc->retry_at)
-        dial(bc);
-    if ((bc->state == CONNECTING || bc->state == HELLO) && now >= bc->deadline)
-        fail_conn(bc, bc->state == CONNECTING ? "connect timed out" : "no answer to the handshake (PING) in time", 0);
-    if (bc->state == DOWN)
-        m0_loop_wake_at(b->loop, bc->retry_at);
-    else if (bc->state == CONNECTING || bc->state == HELLO)
-        m0_loop_wake_at(b->loop, bc->deadline);
 }
 
 static void broker_hook(struct m0_loop *l, void *ctx)
@@ -735,13 +493,17 @@ static void broker_hook(struct m0_loop *l, void *ctx)
     if (b->stopped)
         return;
     uint64_t now = m0_loop_now(l);
-    tend(b, &b->rd, now);
-    tend(b, &b->cmd, now);
-    if (b->rd.state == UP && b->reading) {
+    if (b->cfg->sentinel) {
+        m0_sentinel_tend(b, now);
+        m0_bconn_tend(&b->snt, now);
+    }
+    m0_bconn_tend(&b->rd, now);
+    m0_bconn_tend(&b->cmd, now);
+    if (b->rd.state == M0_BC_UP && b->reading) {
         if (now - b->read_sent > SILENCE_MS) {
             char why[80];
             snprintf(why, sizeof why, "no reply to XREAD for %d s", SILENCE_MS / 1000);
-            fail_conn(&b->rd, why, 1);
+            m0_bconn_fail(&b->rd, why, 1);
         } else {
             m0_loop_wake_at(l, b->read_sent + SILENCE_MS + 1);
         }
@@ -750,31 +512,25 @@ static void broker_hook(struct m0_loop *l, void *ctx)
         issue_read(b);
     else if (b->paced_until != 0)
         m0_loop_wake_at(l, b->paced_until);
-    if (b->cmd.state == UP && now >= b->next_probe) {
-        if (!b->probing &&
-            redisAsyncCommand(b->cmd.ev.ac, on_probe, b, "GET %s", b->seq_key) == REDIS_OK)
+    if (b->cmd.state == M0_BC_UP && now >= b->next_probe) {
+        if (!b->probing && m0_rconn_commandf(b->cmd.rc, on_probe, b, "GET %s", b->seq_key) == M0_OK)
             b->probing = 1;
         b->next_probe = now + PROBE_MS;
     }
-    if (b->cmd.state == UP)
+    if (b->cmd.state == M0_BC_UP)
         m0_loop_wake_at(l, b->next_probe);
 }
 
 /* ------------------------------------------------------------- lifecycle */
 
-void m0_broker_prepare(void)
+void m0_broker_redis_prepare(void)
 {
     char err[256];
-    if (m0_broker == NULL)
-        return;
-    /* Once, before the loop runs: a DNS lookup on the loop would stall it.
-     * A name that does not resolve now is left to hiredis (looked up at
-     * each connect). */
-    const char *why;
-    if (!m0_broker->is_unix && m0_redis_resolve(m0_broker->host, resolved, sizeof resolved, &why) != M0_OK)
-        m0_warn("broker host %s does not resolve now (%s): it is looked up at each connect", m0_broker->host, why);
-    boot_known = m0_broker_counter(&boot_position, err, sizeof err) == M0_OK;
-    if (!boot_known)
+    /* Once, before the loop runs: a DNS lookup on the loop would stall it. */
+    m0_sentinel_prepare();
+    int rc = m0_broker_counter(&boot_position, err, sizeof err);
+    boot_known = rc == M0_OK;
+    if (rc == M0_ERR)
         m0_debug("%s (the worker reads the log once it connects)", err);
 }
 
@@ -783,13 +539,13 @@ void m0_broker_prepare(void)
 static void close_in_child(void *ctx)
 {
     struct broker *b = ctx;
-    if (b->rd.ev.ac != NULL)
-        close(b->rd.ev.fd);
-    if (b->cmd.ev.ac != NULL)
-        close(b->cmd.ev.fd);       /* the contexts are left alone: freeing them would talk */
+    struct bconn *each[] = {&b->rd, &b->cmd, &b->snt};
+    for (size_t i = 0; i < M0_ARRAY_LEN(each); i++)
+        if (each[i]->rc != NULL)
+            m0_rconn_close_fd(each[i]->rc);   /* the rest is left alone: freeing it would talk */
 }
 
-void *m0_broker_new(struct m0_rt *rt, struct m0_loop *l, const struct m0_config *cfg)
+void *m0_broker_redis_new(struct m0_rt *rt, struct m0_loop *l, const struct m0_config *cfg)
 {
     struct broker *b = m0_xmalloc(sizeof *b);
     memset(b, 0, sizeof *b);
@@ -797,9 +553,10 @@ void *m0_broker_new(struct m0_rt *rt, struct m0_loop *l, const struct m0_config 
     b->loop = l;
     b->replay_bytes = (size_t)cfg->replay_bytes;
     b->cfg = m0_broker;
-    b->rd.b = b->cmd.b = b;
-    b->rd.role = "reader";
-    b->cmd.role = "commands";
+    m0_bconn_init(&b->rd, b, "reader", 0);
+    m0_bconn_init(&b->cmd, b, "commands", 0);
+    m0_bconn_init(&b->snt, b, "sentinel", 1);
+    b->read_replica = b->cfg->sentinel && b->cfg->min_replicas > 0;
     snprintf(b->seq_key, sizeof b->seq_key, "%sseq", b->cfg->prefix);
     snprintf(b->log_key, sizeof b->log_key, "%slog", b->cfg->prefix);
     return b;
@@ -818,8 +575,10 @@ static int broker_start(void *ctx)
         m0_rt_floor(b->rt, boot_position);
         m0_info("broker %s: reading events after id %llu", b->cfg->shown, (unsigned long long)boot_position);
     }
-    dial(&b->rd);
-    dial(&b->cmd);
+    if (b->cfg->sentinel)
+        m0_bconn_tend(&b->snt, m0_loop_now(b->loop));
+    m0_bconn_tend(&b->rd, m0_loop_now(b->loop));
+    m0_bconn_tend(&b->cmd, m0_loop_now(b->loop));
     m0_loop_add_hook(b->loop, broker_hook, b);
     m0_fork_on_child(close_in_child, b);
     return M0_OK;
@@ -832,8 +591,9 @@ static void broker_stop(void *ctx)
     if (b->stopped)
         return;
     b->stopped = 1;
-    hang_up(&b->rd);
-    hang_up(&b->cmd);
+    m0_bconn_hang_up(&b->rd);
+    m0_bconn_hang_up(&b->cmd);
+    m0_bconn_hang_up(&b->snt);
     while (b->wait_head != NULL) {
         struct resume *r = b->wait_head;
         b->wait_head = r->next;
@@ -854,22 +614,56 @@ static void broker_free(void *ctx)
      * must not run again (the loop has stopped). */
 }
 
+/* The primary as HOST:PORT: the sentinels' (unknown: ""), or the URL's. */
+static void primary_of(const struct broker *b, char *out, size_t cap)
+{
+    const struct m0_hostport *p = b->cfg->sentinel ? &b->primary : &b->cfg->hosts[0];
+    if (b->cfg->is_unix)
+        snprintf(out, cap, "%s", b->cfg->path);
+    else if (p->port == 0)
+        out[0] = '\0';
+    else
+        snprintf(out, cap, strchr(p->host, ':') ? "[%s]:%d" : "%s:%d", p->host, p->port);
+}
+
+static int healthy(const struct broker *b)
+{
+    return b->rd.state == M0_BC_UP && b->cmd.state == M0_BC_UP && m0_sentinel_ok(b);
+}
+
 /* The /health "broker" object (rt.h, health); 1 when both connections are
- * up (else /health says "degraded"). */
+ * up and, with Sentinel, the sentinels answer and see the primary up (else
+ * /health says "degraded"). */
 static int broker_health(const void *ctx, struct m0_buf *out)
 {
     const struct broker *b = ctx;
-    int connected = b->rd.state == UP && b->cmd.state == UP;
+    int connected = healthy(b);
     uint64_t at = position(b);
-    m0_buf_puts(out, "{\"url\": ");
+    char primary[300], from[300] = "";
+    primary_of(b, primary, sizeof primary);
+    if (b->rd.state == M0_BC_UP && b->cfg->sentinel)
+        snprintf(from, sizeof from, strchr(b->rd.at.host, ':') ? "[%s]:%d" : "%s:%d", b->rd.at.host, b->rd.at.port);
+    else if (b->rd.state == M0_BC_UP)
+        snprintf(from, sizeof from, "%s", primary);
+    m0_buf_puts(out, "{\"engine\": \"redis\", \"url\": ");
     m0_buf_json_str(out, b->cfg->shown, strlen(b->cfg->shown));
+    m0_buf_printf(out, ", \"mode\": \"%s\", \"tls\": %s, \"primary\": ", b->cfg->sentinel ? "sentinel" : "standalone",
+                  b->cfg->tls ? "true" : "false");
+    m0_buf_json_str(out, primary, strlen(primary));
+    m0_buf_puts(out, ", \"reading_from\": ");
+    m0_buf_json_str(out, from, strlen(from));
+    m0_buf_printf(out, ", \"min_replicas\": %d", b->cfg->min_replicas);
+    if (b->cfg->sentinel)
+        m0_buf_printf(out, ", \"sentinel\": \"%s\", \"primary_down\": %s, \"switches\": %llu",
+                      m0_bconn_state_name(b->snt.state), b->primary_down ? "true" : "false",
+                      (unsigned long long)b->switches);
     m0_buf_printf(out,
                   ", \"connected\": %s, \"reader\": \"%s\", \"commands\": \"%s\", "
                   "\"last_id\": %llu, \"newest_id\": %llu, \"lag\": %llu, \"events\": %llu, \"gaps\": %llu, "
                   "\"reconnects\": %llu, \"resumes\": %llu, \"resume_gaps\": %llu, \"resumes_in_flight\": %zu, "
                   "\"resumes_waiting\": %zu, \"resumes_waiting_max\": %d, \"waiting_bytes\": %zu, \"last_error\": ",
                   connected ? "true" : "false",
-                  state_names[b->rd.state], state_names[b->cmd.state], (unsigned long long)at,
+                  m0_bconn_state_name(b->rd.state), m0_bconn_state_name(b->cmd.state), (unsigned long long)at,
                   (unsigned long long)(b->newest > at ? b->newest : at),
                   (unsigned long long)(b->newest > at ? b->newest - at : 0), (unsigned long long)b->events,
                   (unsigned long long)b->gaps, (unsigned long long)b->reconnects, (unsigned long long)b->resumes,
@@ -883,12 +677,14 @@ static void broker_stats(const void *ctx, struct m0_rt_source_stats *out)
 {
     const struct broker *b = ctx;
     uint64_t at = position(b);
-    out->up = b->rd.state == UP && b->cmd.state == UP;
+    out->up = healthy(b);
     out->lag = b->newest > at ? b->newest - at : 0;
     out->reconnects = b->reconnects;
+    out->engine = "redis";
+    primary_of(b, out->primary, sizeof out->primary);
 }
 
-const struct m0_rt_source_ops m0_broker_source = {
+const struct m0_rt_source_ops m0_broker_redis_source = {
     .name = "broker",
     .start = broker_start,
     .stop = broker_stop,

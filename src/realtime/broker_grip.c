@@ -2,7 +2,7 @@
  * broker_grip.c — GRIP items through the broker (see broker_grip.h).
  *
  * Why a thread with the blocking publisher, not an async command on the
- * loop's own Redis connections (redis_loop.h): a publish is the same
+ * loop's own Redis connections (rconn.h): a publish is the same
  * script m0pub.publish runs, and broker_pub.c already carries everything
  * its outcome depends on — the dial with its timeouts, AUTH and SELECT,
  * the script loaded on NOSCRIPT, a kept connection the broker closed

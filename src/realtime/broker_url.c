@@ -25,14 +25,20 @@ const struct m0_broker_cfg *m0_broker;
  *    approximately (MAXLEN ~: whole nodes, cheap);
  *  - with a fourth key (a publish key, PREFIX"key:"KEY): an id it holds
  *    is answered as is and nothing is appended (the retry of a publish
- *    whose reply was lost); else it is set to the new id for ARGV[6] ms;
+ *    whose reply was lost); else it is set to the new id for ARGV[6] ms.
+ *    The answer rewrites the key as it is (KEEPTTL: the window still runs
+ *    from the first publish) so that it is a write: a WAIT after it counts
+ *    the replicas that have the key, and with it the event (Sentinel);
  *  - ids are formatted with %d: Lua 5.1's tostring prints 14 significant
  *    digits only.
  */
 const char M0_BROKER_PUBLISH_LUA[] =
     "if KEYS[4] then\n"
     "  local first = redis.call('GET', KEYS[4])\n"
-    "  if first then return tonumber(first) end\n"
+    "  if first then\n"
+    "    redis.call('SET', KEYS[4], first, 'KEEPTTL')\n"
+    "    return tonumber(first)\n"
+    "  end\n"
     "end\n"
     "local id = redis.call('INCR', KEYS[1])\n"
     "local seeded = '0'\n"
@@ -102,12 +108,75 @@ static int parse_int(const char *p, size_t n, long lo, long hi, long *out)
     return M0_OK;
 }
 
+/* The URL schemes and the engine each names (broker_engine.h). A new
+ * engine adds its rows here and its file beside broker.c. */
+static const struct scheme {
+    const char *prefix;
+    const char *engine;
+    int tls, sentinel, port;        /* default port of HOST */
+    int multi;                      /* HOST:PORT,HOST:PORT,... allowed (nodes or sentinels) */
+} schemes[] = {
+    {"redis://", "redis", 0, 0, 6379, 0},
+    {"rediss://", "redis", 1, 0, 6379, 0},
+    {"redis+sentinel://", "redis", 0, 1, 26379, 1},
+    {"rediss+sentinel://", "redis", 1, 1, 26379, 1},
+};
+
+/* One HOST[:PORT] or [V6]:PORT of n bytes at p into *out (port default
+ * dport). */
+static int parse_host(const char *p, size_t n, int dport, struct m0_hostport *out, char *err, size_t cap)
+{
+    const char *hend = p + n, *host = p, *port = NULL;
+    size_t hlen;
+    long v;
+    if (n > 0 && p[0] == '[') {
+        const char *close = memchr(p, ']', n);
+        if (close == NULL)
+            return fail(err, cap, "unterminated [IPv6 address]");
+        host = p + 1;
+        hlen = (size_t)(close - host);
+        if (close + 1 < hend) {
+            if (close[1] != ':')
+                return fail(err, cap, "want [ADDR]:PORT");
+            port = close + 2;
+        }
+    } else {
+        const char *colon = memchr(p, ':', n);
+        hlen = colon ? (size_t)(colon - p) : n;
+        if (colon)
+            port = colon + 1;
+    }
+    if (hlen == 0 || hlen >= sizeof out->host)
+        return fail(err, cap, "missing or overlong host");
+    for (size_t i = 0; i < hlen; i++) {
+        if (!isgraph((unsigned char)host[i]))
+            return fail(err, cap, "bad character in host");
+    }
+    memcpy(out->host, host, hlen);
+    out->host[hlen] = '\0';
+    out->port = dport;
+    if (port != NULL) {
+        if (parse_int(port, (size_t)(hend - port), 1, 65535, &v) != M0_OK)
+            return fail(err, cap, "port must be 1..65535");
+        out->port = (int)v;
+    }
+    return M0_OK;
+}
+
+/* HOST:PORT as shown: an IPv6 address in brackets. */
+static void show_host(char *out, size_t cap, const struct m0_hostport *h)
+{
+    snprintf(out, cap, strchr(h->host, ':') ? "[%s]:%d" : "%s:%d", h->host, h->port);
+}
+
 int m0_broker_parse_url(const char *url, struct m0_broker_cfg *cfg, char *err, size_t cap)
 {
-    cfg->is_unix = 0;
-    cfg->host[0] = cfg->path[0] = cfg->password[0] = '\0';
+    cfg->is_unix = cfg->tls = cfg->sentinel = 0;
+    cfg->host[0] = cfg->path[0] = cfg->password[0] = cfg->master[0] = cfg->username[0] = '\0';
     cfg->port = 6379;
     cfg->db = 0;
+    cfg->nhosts = 0;
+    snprintf(cfg->engine, sizeof cfg->engine, "redis");
     long v;
     if (strncmp(url, "unix://", 7) == 0) {
         const char *p = url + 7;
@@ -128,64 +197,104 @@ int m0_broker_parse_url(const char *url, struct m0_broker_cfg *cfg, char *err, s
         snprintf(cfg->shown, sizeof cfg->shown, "%s", url);
         return M0_OK;
     }
-    if (strncmp(url, "redis://", 8) != 0)
-        return fail(err, cap, "want redis://[:PASSWORD@]HOST:PORT[/DB] or unix:///path/redis.sock");
-    const char *p = url + 8;
+    const struct scheme *sc = NULL;
+    for (size_t i = 0; i < M0_ARRAY_LEN(schemes); i++)
+        if (strncmp(url, schemes[i].prefix, strlen(schemes[i].prefix)) == 0)
+            sc = &schemes[i];
+    if (sc == NULL)
+        return fail(err, cap, "want redis://[:PASSWORD@]HOST:PORT[/DB], rediss://..., "
+                              "redis+sentinel://HOST:PORT,.../MASTER[/DB] or unix:///path/redis.sock");
+    snprintf(cfg->engine, sizeof cfg->engine, "%s", sc->engine);
+    cfg->tls = sc->tls;
+    cfg->sentinel = sc->sentinel;
+    const char *p = url + strlen(sc->prefix);
     const char *at = strrchr(p, '@');
     if (at != NULL) {
-        /* userinfo: ":password" (Redis < 6 style) or "user:password"; only
-         * the password is used (AUTH password). */
+        /* userinfo: ":password" (Redis < 6 style: AUTH password) or
+         * "user:password" (an ACL user: AUTH user password). */
         const char *colon = memchr(p, ':', (size_t)(at - p));
         const char *pw = colon ? colon + 1 : p;
-        size_t n = (size_t)(at - pw);
+        size_t n = (size_t)(at - pw), un = colon ? (size_t)(colon - p) : 0;
         if (n == 0 || n >= sizeof cfg->password)
             return fail(err, cap, "empty or overlong password");
+        if (un >= sizeof cfg->username)
+            return fail(err, cap, "overlong user name");
+        for (size_t i = 0; i < un; i++)
+            if (!isgraph((unsigned char)p[i]))
+                return fail(err, cap, "bad character in the user name");
+        memcpy(cfg->username, p, un);
+        cfg->username[un] = '\0';
         memcpy(cfg->password, pw, n);
         cfg->password[n] = '\0';
         p = at + 1;
     }
     const char *slash = strchr(p, '/');
-    size_t hp = slash ? (size_t)(slash - p) : strlen(p);
-    const char *hend = p + hp;
-    const char *host = p, *port = NULL;
-    size_t hlen;
-    if (hp > 0 && p[0] == '[') {
-        const char *close = memchr(p, ']', hp);
-        if (close == NULL)
-            return fail(err, cap, "unterminated [IPv6 address]");
-        host = p + 1;
-        hlen = (size_t)(close - host);
-        if (close + 1 < hend) {
-            if (close[1] != ':')
-                return fail(err, cap, "want [ADDR]:PORT");
-            port = close + 2;
-        }
-    } else {
-        const char *colon = memchr(p, ':', hp);
-        hlen = colon ? (size_t)(colon - p) : hp;
-        if (colon)
-            port = colon + 1;
+    const char *hend = slash ? slash : p + strlen(p);
+    /* HOST[:PORT], comma-separated (sentinels only). */
+    for (const char *h = p;;) {
+        const char *comma = memchr(h, ',', (size_t)(hend - h));
+        const char *e = comma ? comma : hend;
+        if (cfg->nhosts == M0_BROKER_MAX_HOSTS)
+            return fail(err, cap, "too many hosts");
+        if (parse_host(h, (size_t)(e - h), sc->port, &cfg->hosts[cfg->nhosts], err, cap) != M0_OK)
+            return M0_ERR;
+        cfg->nhosts++;
+        if (comma == NULL)
+            break;
+        h = comma + 1;
     }
-    if (hlen == 0 || hlen >= sizeof cfg->host)
-        return fail(err, cap, "missing or overlong host");
-    for (size_t i = 0; i < hlen; i++) {
-        if (!isgraph((unsigned char)host[i]))
-            return fail(err, cap, "bad character in host");
+    if (!sc->multi && cfg->nhosts > 1)
+        return fail(err, cap, "one HOST:PORT (several are sentinels: redis+sentinel://)");
+    memcpy(cfg->host, cfg->hosts[0].host, sizeof cfg->host);
+    cfg->port = cfg->hosts[0].port;
+    const char *db = slash != NULL && slash[1] != '\0' ? slash + 1 : NULL;
+    if (cfg->sentinel) {
+        /* /MASTER[/DB] */
+        const char *name = db, *end = name ? strchr(name, '/') : NULL;
+        size_t n = name ? (end ? (size_t)(end - name) : strlen(name)) : 0;
+        if (n == 0)
+            return fail(err, cap, "want redis+sentinel://HOST:PORT,.../MASTER[/DB] (the name the sentinels monitor)");
+        if (n >= sizeof cfg->master)
+            return fail(err, cap, "overlong master name");
+        for (size_t i = 0; i < n; i++)
+            if (!isgraph((unsigned char)name[i]))
+                return fail(err, cap, "bad character in the master name");
+        memcpy(cfg->master, name, n);
+        cfg->master[n] = '\0';
+        db = end != NULL && end[1] != '\0' ? end + 1 : NULL;
     }
-    memcpy(cfg->host, host, hlen);
-    cfg->host[hlen] = '\0';
-    if (port != NULL) {
-        if (parse_int(port, (size_t)(hend - port), 1, 65535, &v) != M0_OK)
-            return fail(err, cap, "port must be 1..65535");
-        cfg->port = (int)v;
-    }
-    if (slash != NULL && slash[1] != '\0') {
-        if (parse_int(slash + 1, strlen(slash + 1), 0, 100000, &v) != M0_OK)
+    if (db != NULL) {
+        if (parse_int(db, strlen(db), 0, 100000, &v) != M0_OK)
             return fail(err, cap, "database must be a number");
         cfg->db = (int)v;
     }
-    snprintf(cfg->shown, sizeof cfg->shown, strchr(cfg->host, ':') ? "redis://%s[%s]:%d/%d" : "redis://%s%s:%d/%d",
-             cfg->password[0] ? ":***@" : "", cfg->host, cfg->port, cfg->db);
+    size_t o = (size_t)snprintf(cfg->shown, sizeof cfg->shown, "%.*s://%s%s", (int)(strlen(sc->prefix) - 3),
+                                sc->prefix, cfg->username, cfg->password[0] ? ":***@" : "");
+    for (int i = 0; i < cfg->nhosts && o < sizeof cfg->shown; i++) {
+        char one[300];
+        show_host(one, sizeof one, &cfg->hosts[i]);
+        o += (size_t)snprintf(cfg->shown + o, sizeof cfg->shown - o, "%s%s", i ? "," : "", one);
+    }
+    if (o < sizeof cfg->shown)
+        snprintf(cfg->shown + o, sizeof cfg->shown - o, cfg->sentinel ? "/%s/%d" : "%s/%d", cfg->master, cfg->db);
+    return M0_OK;
+}
+
+int m0_broker_check_tls_flags(const struct m0_broker_cfg *b, const struct m0_config *cfg, char *err, size_t cap)
+{
+    const char *given = cfg->broker_ca_certs ? "--broker-ca-certs"
+                        : cfg->broker_certfile ? "--broker-certfile"
+                        : cfg->broker_keyfile ? "--broker-keyfile" : NULL;
+    if (given == NULL)
+        return M0_OK;
+    if (b == NULL || !b->tls) {
+        snprintf(err, cap, "%s: only with a TLS broker (rediss:// or rediss+sentinel://)", given);
+        return M0_ERR;
+    }
+    if (cfg->broker_keyfile != NULL && cfg->broker_certfile == NULL) {
+        snprintf(err, cap, "--broker-keyfile: needs --broker-certfile");
+        return M0_ERR;
+    }
     return M0_OK;
 }
 
@@ -212,6 +321,10 @@ int m0_broker_configure(const struct m0_config *cfg)
     snprintf(the.prefix, sizeof the.prefix, "%s", cfg->broker_prefix);
     the.retention = cfg->broker_retention;
     the.backlog = cfg->broker_backlog;
+    the.min_replicas = cfg->broker_min_replicas >= 0 ? (int)cfg->broker_min_replicas : the.sentinel ? 1 : 0;
+    the.ca_certs = cfg->broker_ca_certs;
+    the.certfile = cfg->broker_certfile;
+    the.keyfile = cfg->broker_keyfile;
     m0_broker = &the;
     return M0_OK;
 }

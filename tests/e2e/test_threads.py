@@ -179,15 +179,16 @@ def test_requests_are_answered_by_each_loop(start_server, app):
         assert len({v["pid"] for v in seen.values()}) == 1, seen
 
 
-def test_a_view_blocked_on_one_loop_leaves_the_other_loops_served(start_server):
+def test_a_view_blocked_on_one_loop_leaves_the_other_loops_served(start_server, tmp_path):
     """Views inline on the loop threads (--blocking-threads 0): a view that
     sleeps 3 s blocks its own loop only; a connection on the other loop is
     answered meanwhile."""
     s = start_server("threads_app:app", "--threads", "2", "--blocking-threads", "0")
     conns = _conns_on_every_loop(s.port, 2)
     blocked = conns[0]
-    blocked.send(b"GET /sleep?ms=3000 HTTP/1.1\r\nHost: x\r\n\r\n")
-    time.sleep(0.2)   # the sleep has begun (a missed start only weakens the test: the timing below still holds)
+    mark = tmp_path / "in-view"
+    blocked.send(b"GET /sleep?ms=3000&mark=%s HTTP/1.1\r\nHost: x\r\n\r\n" % str(mark).encode())
+    _stalled_since(mark, 0.0)    # loop 0 is inside the view
     t0 = time.monotonic()
     for _ in range(5):
         assert _loop_of(conns[1])["loop"] == 1
@@ -324,15 +325,17 @@ def test_health_counts_a_publish_once_whichever_loop_published_or_received_it(st
         c.close()
 
 
-def test_sigterm_drains_every_loop(start_server):
+def test_sigterm_drains_every_loop(start_server, tmp_path):
     """SIGTERM while a view runs on each loop: both answer, then the worker
     and the master exit 0."""
     import signal
     s = start_server("threads_app:app", "--threads", "2", "--blocking-threads", "1")
     conns = _conns_on_every_loop(s.port, 2)
-    for c in conns.values():
-        c.send(b"GET /sleep?ms=1500 HTTP/1.1\r\nHost: x\r\n\r\n")
-    time.sleep(0.3)
+    marks = {loop: tmp_path / ("in-view-%d" % loop) for loop in conns}
+    for loop, c in conns.items():
+        c.send(b"GET /sleep?ms=1500&mark=%s HTTP/1.1\r\nHost: x\r\n\r\n" % str(marks[loop]).encode())
+    for m in marks.values():
+        _stalled_since(m, 0.0)    # every loop's view is running
     s.signal(signal.SIGTERM)
     for loop, c in conns.items():
         r = c.read_response("GET")

@@ -21,6 +21,12 @@
  *    command, and for the shapes it accepts the entry walk (entry_ok,
  *    entry_id, field) the worker does; m0_breply_u64 agrees with a 128-bit
  *    reference; m0_breply_auth_failed on every error text;
+ *  - the Sentinel and ROLE readers (a sentinel is a broker too): ROLE,
+ *    get-master-addr-by-name and SENTINEL replicas give only addresses of
+ *    printable bytes without spaces and ports 1..65535; a pushed reply is a
+ *    confirmation or a message with string channel and payload, and every
+ *    message's payload, read as each Sentinel event for a few master
+ *    names, gives an address of the same kind or nothing;
  *  - nothing leaks (the reader is freed with a partial reply in it; ASan).
  */
 #include <stdint.h>
@@ -124,10 +130,57 @@ static void visit(const redisReply *r, int depth)
     }
 }
 
+/* An address a reader gave: what a connection may be pointed at. */
+static void check_addr(const struct m0_hostport *a)
+{
+    size_t n = strnlen(a->host, sizeof a->host);
+    CHECK(n > 0 && n < sizeof a->host);
+    for (size_t i = 0; i < n; i++)
+        CHECK(a->host[i] > 0x20 && a->host[i] < 0x7f);
+    CHECK(a->port >= 1 && a->port <= 65535);
+}
+
+/* The Sentinel side: ROLE, the primary's address, the replicas, pushes
+ * and the events they carry. */
+static void sentinel(const redisReply *r)
+{
+    struct m0_role role;
+    if (m0_breply_role(r, &role) == M0_OK && role.kind == M0_ROLE_REPLICA)
+        check_addr(&role.primary);
+    struct m0_hostport a;
+    int rc = m0_breply_addr(r, &a);
+    CHECK(rc == M0_OK || rc == M0_AGAIN || rc == M0_ERR);
+    if (rc == M0_OK)
+        check_addr(&a);
+    struct m0_hostport list[4];
+    size_t n = m0_breply_replicas(r, list, M0_ARRAY_LEN(list));
+    CHECK(n <= M0_ARRAY_LEN(list));
+    for (size_t i = 0; i < n; i++)
+        check_addr(&list[i]);
+    const redisReply *ch = NULL, *payload = NULL;
+    if (m0_breply_push(r, &ch, &payload) == M0_PUSH_MESSAGE) {
+        CHECK(ch != NULL && payload != NULL);
+        static const char *const masters[] = {"m0", "mymaster", "", "a b"};
+        static const char *const channels[] = {"+switch-master", "+sdown", "-sdown", "+odown", "-odown"};
+        for (size_t m = 0; m < M0_ARRAY_LEN(masters); m++) {
+            /* the channel as pushed, and as each event the worker knows */
+            for (size_t c = 0; c <= M0_ARRAY_LEN(channels); c++) {
+                const char *cs = c < M0_ARRAY_LEN(channels) ? channels[c] : ch->str;
+                size_t cl = c < M0_ARRAY_LEN(channels) ? strlen(channels[c]) : ch->len;
+                struct m0_hostport to;
+                enum m0_sentinel_event ev = m0_sentinel_event(cs, cl, payload->str, payload->len, masters[m], &to);
+                if (ev != M0_SEV_NONE)
+                    check_addr(&to);
+            }
+        }
+    }
+}
+
 static void decode(const redisReply *r)
 {
-    static const enum m0_bcmd cmds[] = {M0_BCMD_STATUS, M0_BCMD_PING, M0_BCMD_COUNTER,
-                                        M0_BCMD_INTEGER, M0_BCMD_XREAD, M0_BCMD_RESUME};
+    static const enum m0_bcmd cmds[] = {M0_BCMD_STATUS, M0_BCMD_PING, M0_BCMD_COUNTER, M0_BCMD_INTEGER,
+                                        M0_BCMD_XREAD, M0_BCMD_RESUME, M0_BCMD_ROLE, M0_BCMD_ADDR,
+                                        M0_BCMD_REPLICAS};
     volatile uint64_t sink = 0;
     for (size_t i = 0; i < M0_ARRAY_LEN(cmds); i++) {
         enum m0_breply k = m0_breply_classify(r, cmds[i]);
@@ -155,6 +208,7 @@ static void decode(const redisReply *r)
     }
     (void)sink;
     visit(r, 0);
+    sentinel(r);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -253,6 +253,21 @@ def broker_seeds():
         "big-array": bytes([1, 63]) + b"*99999999\r\n",
         "deep": bytes([1, 63]) + b"*1\r\n" * 9 + b":1\r\n",
         "bad-type": bytes([1, 63]) + b"?what\r\n",
+        # Sentinel and ROLE (redis+sentinel://)
+        "role-master": bytes([1, 63]) + resp([b"master", 12, [[b"127.0.0.1", b"6380", b"12"]]]),
+        "role-replica": bytes([1, 63]) + resp([b"slave", b"127.0.0.1", 6379, b"connected", 12]),
+        "master-addr": bytes([2, 63]) + resp([b"10.0.0.5", b"6379"], None),
+        "replicas": bytes([1, 31]) + resp([[b"name", b"127.0.0.1:6380", b"ip", b"127.0.0.1", b"port", b"6380",
+                                             b"flags", b"slave", b"master-link-status", b"ok",
+                                             b"role-reported", b"slave"],
+                                            [b"ip", b"127.0.0.1", b"port", b"6381", b"flags",
+                                             b"slave,s_down,disconnected", b"master-link-status", b"err"]]),
+        "subscribed": bytes([1 | 1 << 3, 63]) + resp([b"subscribe", b"+switch-master", 1],
+                                                     [b"message", b"+switch-master",
+                                                      b"m0 127.0.0.1 6379 127.0.0.1 6380"],
+                                                     [b"message", b"+sdown", b"master m0 127.0.0.1 6380"]),
+        "pushed-unguarded": bytes([0x20, 63]) + resp([b"message", b"+odown", b"master m0 10.0.0.1 7000 #quorum 2/2"],
+                                                     [b"message", b"-odown", b"slave 127.0.0.1:1 127.0.0.1 1 @ m0"]),
     }
 
 

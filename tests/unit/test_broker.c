@@ -1,7 +1,9 @@
 /*
- * test_broker.c — the broker URL forms (redis://, unix://), their errors,
+ * test_broker.c — the broker URL forms (redis://, rediss://, redis+sentinel://,
+ * unix://), their errors, --broker-min-replicas and the TLS flags,
  * the masked form shown in logs and /health, the key prefix rule, the
- * publish key rule, and the reply guard and shapes (broker_reply.h).
+ * publish key rule, and the reply guard, shapes and Sentinel/ROLE readers
+ * (broker_reply.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -40,6 +42,10 @@ static void test_tcp_forms(void **state)
     assert_non_null(strstr(b.shown, "***"));
     assert_int_equal(m0_broker_parse_url("redis://user:pw@h", &b, err, sizeof err), M0_OK);
     assert_string_equal(b.password, "pw");
+    assert_string_equal(b.username, "user");            /* an ACL user: AUTH user pw */
+    assert_string_equal(b.shown, "redis://user:***@h:6379/0");
+    assert_int_equal(m0_broker_parse_url("redis://:pw@h", &b, err, sizeof err), M0_OK);
+    assert_string_equal(b.username, "");
     assert_int_equal(m0_broker_parse_url("redis://[::1]:7001/3", &b, err, sizeof err), M0_OK);
     assert_string_equal(b.host, "::1");
     assert_int_equal(b.port, 7001);
@@ -240,6 +246,171 @@ static void test_reply_shapes(void **state)
     assert_false(m0_breply_auth_failed("ERR max number of clients reached", 33));
 }
 
+static void test_sentinel_and_tls_forms(void **state)
+{
+    (void)state;
+    struct m0_broker_cfg b;
+    char err[160];
+    assert_int_equal(m0_broker_parse_url("redis+sentinel://:pw@a:1,b,[::1]:3/mym/2", &b, err, sizeof err), M0_OK);
+    assert_true(b.sentinel && !b.tls && !b.is_unix);
+    assert_string_equal(b.engine, "redis");
+    assert_int_equal(b.nhosts, 3);
+    assert_string_equal(b.hosts[0].host, "a");
+    assert_int_equal(b.hosts[0].port, 1);
+    assert_string_equal(b.hosts[1].host, "b");
+    assert_int_equal(b.hosts[1].port, 26379);          /* a sentinel's default port */
+    assert_string_equal(b.hosts[2].host, "::1");
+    assert_int_equal(b.hosts[2].port, 3);
+    assert_string_equal(b.master, "mym");
+    assert_int_equal(b.db, 2);
+    assert_string_equal(b.password, "pw");
+    assert_string_equal(b.shown, "redis+sentinel://:***@a:1,b:26379,[::1]:3/mym/2");
+    assert_int_equal(m0_broker_parse_url("rediss://cache.example:6380/1", &b, err, sizeof err), M0_OK);
+    assert_true(b.tls && !b.sentinel);
+    assert_string_equal(b.host, "cache.example");
+    assert_int_equal(b.port, 6380);
+    assert_string_equal(b.shown, "rediss://cache.example:6380/1");
+    assert_int_equal(m0_broker_parse_url("rediss+sentinel://s1/m", &b, err, sizeof err), M0_OK);
+    assert_true(b.tls && b.sentinel);
+    assert_string_equal(b.master, "m");
+    assert_int_equal(b.db, 0);
+    const char *bad[] = {"redis+sentinel://a:1", "redis+sentinel://a:1/", "redis://a:1,b:2", "rediss://a,b/0",
+                         "redis+sentinel://a:1/m/x", "redis+sentinel://a:1,,b/m", "redis+sentinel://a:0/m",
+                         "redis+sentinel:///m", "rediss://", "redis+sentinel://a/m\x01"};
+    for (size_t i = 0; i < M0_ARRAY_LEN(bad); i++) {
+        err[0] = '\0';
+        assert_int_equal(m0_broker_parse_url(bad[i], &b, err, sizeof err), M0_ERR);
+        assert_true(err[0] != '\0');
+    }
+}
+
+static void test_min_replicas_and_tls_flags(void **state)
+{
+    (void)state;
+    struct m0_config cfg;
+    char err[256];
+    char *sentinel[] = {"m0serve", "app:app", "--broker", "redis+sentinel://s:1/m"};
+    m0_config_defaults(&cfg);
+    assert_int_equal(m0_config_parse(&cfg, 4, sentinel, err, sizeof err), M0_OK);
+    assert_int_equal(m0_broker_configure(&cfg), M0_OK);
+    assert_int_equal(m0_broker->min_replicas, 1);       /* Sentinel: one replica by default */
+    char *plain[] = {"m0serve", "app:app", "--broker", "redis://h:1"};
+    m0_config_defaults(&cfg);
+    assert_int_equal(m0_config_parse(&cfg, 4, plain, err, sizeof err), M0_OK);
+    assert_int_equal(m0_broker_configure(&cfg), M0_OK);
+    assert_int_equal(m0_broker->min_replicas, 0);
+    char *none[] = {"m0serve", "app:app", "--broker", "redis+sentinel://s:1/m", "--broker-min-replicas", "0"};
+    m0_config_defaults(&cfg);
+    assert_int_equal(m0_config_parse(&cfg, 6, none, err, sizeof err), M0_OK);
+    assert_int_equal(m0_broker_configure(&cfg), M0_OK);
+    assert_int_equal(m0_broker->min_replicas, 0);
+    char *tls_on_plain[] = {"m0serve", "app:app", "--broker", "redis://h:1", "--broker-ca-certs", "/ca.pem"};
+    m0_config_defaults(&cfg);
+    assert_int_equal(m0_config_parse(&cfg, 6, tls_on_plain, err, sizeof err), M0_ERR);
+    assert_non_null(strstr(err, "--broker-ca-certs"));
+    char *key_alone[] = {"m0serve", "app:app", "--broker", "rediss://h:1", "--broker-keyfile", "/k.pem"};
+    m0_config_defaults(&cfg);
+    assert_int_equal(m0_config_parse(&cfg, 6, key_alone, err, sizeof err), M0_ERR);
+    assert_non_null(strstr(err, "--broker-keyfile"));
+    char *ok[] = {"m0serve", "app:app", "--broker", "rediss+sentinel://s/m", "--broker-ca-certs", "/ca.pem",
+                  "--broker-certfile", "/c.pem", "--broker-keyfile", "/k.pem"};
+    m0_config_defaults(&cfg);
+    assert_int_equal(m0_config_parse(&cfg, 10, ok, err, sizeof err), M0_OK);
+    assert_int_equal(m0_broker_configure(&cfg), M0_OK);
+    assert_string_equal(m0_broker->ca_certs, "/ca.pem");
+    assert_string_equal(m0_broker->keyfile, "/k.pem");
+}
+
+static void test_sentinel_replies(void **state)
+{
+    (void)state;
+    struct m0_role role;
+    redisReply *r = parse("*3\r\n$6\r\nmaster\r\n:12\r\n*0\r\n");
+    assert_int_equal(m0_breply_role(r, &role), M0_OK);
+    assert_int_equal(role.kind, M0_ROLE_PRIMARY);
+    assert_int_equal(m0_breply_classify(r, M0_BCMD_ROLE), M0_BREPLY_OK);
+    freeReplyObject(r);
+    r = parse("*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:6379\r\n$9\r\nconnected\r\n:12\r\n");
+    assert_int_equal(m0_breply_role(r, &role), M0_OK);
+    assert_int_equal(role.kind, M0_ROLE_REPLICA);
+    assert_string_equal(role.primary.host, "127.0.0.1");
+    assert_int_equal(role.primary.port, 6379);
+    assert_true(role.linked);
+    freeReplyObject(r);
+    r = parse("*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:6379\r\n$4\r\nsync\r\n:-1\r\n");
+    assert_int_equal(m0_breply_role(r, &role), M0_OK);
+    assert_false(role.linked);
+    freeReplyObject(r);
+    r = parse("*5\r\n$5\r\nslave\r\n$5\r\na b c\r\n:6379\r\n$9\r\nconnected\r\n:1\r\n");   /* no spaces */
+    assert_int_equal(m0_breply_role(r, &role), M0_ERR);
+    assert_int_equal(m0_breply_classify(r, M0_BCMD_ROLE), M0_BREPLY_UNEXPECTED);
+    freeReplyObject(r);
+    r = parse("+PONG\r\n");
+    assert_int_equal(m0_breply_role(r, &role), M0_ERR);
+    freeReplyObject(r);
+
+    struct m0_hostport a;
+    r = parse("*2\r\n$8\r\n10.0.0.5\r\n$4\r\n6379\r\n");
+    assert_int_equal(m0_breply_addr(r, &a), M0_OK);
+    assert_string_equal(a.host, "10.0.0.5");
+    assert_int_equal(a.port, 6379);
+    freeReplyObject(r);
+    r = parse("$-1\r\n");
+    assert_int_equal(m0_breply_addr(r, &a), M0_AGAIN);          /* the sentinel does not know the name */
+    assert_int_equal(m0_breply_classify(r, M0_BCMD_ADDR), M0_BREPLY_OK);
+    freeReplyObject(r);
+    const char *bad_addr[] = {"*2\r\n$8\r\n10.0.0.5\r\n$1\r\n0\r\n", "*2\r\n$8\r\n10.0.0.5\r\n$5\r\n70000\r\n",
+                              "*1\r\n$8\r\n10.0.0.5\r\n", "*2\r\n$0\r\n\r\n$4\r\n6379\r\n", ":5\r\n"};
+    for (size_t i = 0; i < M0_ARRAY_LEN(bad_addr); i++) {
+        r = parse(bad_addr[i]);
+        assert_int_equal(m0_breply_addr(r, &a), M0_ERR);
+        freeReplyObject(r);
+    }
+
+    /* Replicas: usable ones only, linked first. */
+    r = parse("*4\r\n"
+              "*8\r\n$2\r\nip\r\n$1\r\na\r\n$4\r\nport\r\n$1\r\n1\r\n$5\r\nflags\r\n$5\r\nslave\r\n"
+              "$18\r\nmaster-link-status\r\n$3\r\nerr\r\n"
+              "*8\r\n$2\r\nip\r\n$1\r\nb\r\n$4\r\nport\r\n$1\r\n2\r\n$5\r\nflags\r\n$12\r\nslave,s_down\r\n"
+              "$18\r\nmaster-link-status\r\n$2\r\nok\r\n"
+              "*8\r\n$2\r\nip\r\n$1\r\nc\r\n$4\r\nport\r\n$1\r\n3\r\n$5\r\nflags\r\n$5\r\nslave\r\n"
+              "$18\r\nmaster-link-status\r\n$2\r\nok\r\n"
+              "*10\r\n$2\r\nip\r\n$1\r\nd\r\n$4\r\nport\r\n$1\r\n4\r\n$5\r\nflags\r\n$5\r\nslave\r\n"
+              "$18\r\nmaster-link-status\r\n$3\r\nerr\r\n$13\r\nrole-reported\r\n$6\r\nmaster\r\n");
+    struct m0_hostport list[4];
+    assert_int_equal(m0_breply_replicas(r, list, 4), 2);
+    assert_string_equal(list[0].host, "c");
+    assert_string_equal(list[1].host, "a");
+    assert_int_equal(m0_breply_replicas(r, list, 1), 1);
+    freeReplyObject(r);
+
+    const redisReply *ch, *payload;
+    r = parse("*3\r\n$9\r\nsubscribe\r\n$14\r\n+switch-master\r\n:1\r\n");
+    assert_int_equal(m0_breply_push(r, &ch, &payload), M0_PUSH_CONFIRM);
+    freeReplyObject(r);
+    r = parse("*3\r\n$7\r\nmessage\r\n$14\r\n+switch-master\r\n$32\r\nm0 127.0.0.1 6379 127.0.0.1 6380\r\n");
+    assert_int_equal(m0_breply_push(r, &ch, &payload), M0_PUSH_MESSAGE);
+    struct m0_hostport to;
+    assert_int_equal(m0_sentinel_event(ch->str, ch->len, payload->str, payload->len, "m0", &to), M0_SEV_SWITCH);
+    assert_string_equal(to.host, "127.0.0.1");
+    assert_int_equal(to.port, 6380);
+    assert_int_equal(m0_sentinel_event(ch->str, ch->len, payload->str, payload->len, "other", &to), M0_SEV_NONE);
+    freeReplyObject(r);
+    r = parse("+OK\r\n");
+    assert_int_equal(m0_breply_push(r, &ch, &payload), M0_PUSH_BAD);
+    freeReplyObject(r);
+
+    const char *down = "master m0 10.0.0.1 7000 #quorum 2/2";
+    assert_int_equal(m0_sentinel_event("+odown", 6, down, strlen(down), "m0", &to), M0_SEV_DOWN);
+    assert_string_equal(to.host, "10.0.0.1");
+    assert_int_equal(to.port, 7000);
+    assert_int_equal(m0_sentinel_event("-sdown", 6, down, strlen(down), "m0", &to), M0_SEV_UP);
+    const char *replica = "slave 127.0.0.1:1 127.0.0.1 1 @ m0 10.0.0.1 7000";
+    assert_int_equal(m0_sentinel_event("+sdown", 6, replica, strlen(replica), "m0", &to), M0_SEV_NONE);
+    assert_int_equal(m0_sentinel_event("+sdown", 6, "master m0", 9, "m0", &to), M0_SEV_NONE);
+    assert_int_equal(m0_sentinel_event("+switch-master", 14, "m0 a 1 b", 8, "m0", &to), M0_SEV_NONE);
+}
+
 static void test_publish_key_rule(void **state)
 {
     (void)state;
@@ -265,6 +436,9 @@ int main(void)
         cmocka_unit_test(test_guard_refuses_a_reply_nobody_asked_for),
         cmocka_unit_test(test_reply_shapes),
         cmocka_unit_test(test_publish_key_rule),
+        cmocka_unit_test(test_sentinel_and_tls_forms),
+        cmocka_unit_test(test_min_replicas_and_tls_flags),
+        cmocka_unit_test(test_sentinel_replies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,636 @@
+"""A broker that survives losing a machine (issue 33, docs/broker.md):
+Redis Sentinel failover and TLS to Redis.
+
+Sentinel: a primary, two replicas and three sentinels (Debian's redis-server
+and redis-sentinel, down-after 1 s) and two m0serve "hosts" (two workers
+each) on redis+sentinel://; streams held on every worker of both; events
+published in a loop from both hosts' views and from a plain Python process
+(m0pub with M0_BROKER), each with a key of its own and retried with that
+key until it is acknowledged, while the primary is killed (kill -9), and
+again while it is paused (SIGSTOP) until the sentinels fail it over. After
+the failover every stream has every acknowledged event exactly once, in id
+order, no id twice, no m0-gap; /health said degraded during the failover
+and is clear after it. The gap (the longest time with no delivery) is
+printed.
+
+TLS: a redis-server with tls-port only and a CA the test makes with the
+openssl CLI: rediss:// end to end (a view, m0pub, `m0serve publish`, a held
+stream); a wrong CA and an expired certificate refused with one line; a
+client certificate; SIGSTOP/SIGCONT over TLS as over TCP.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import pytest
+
+from rawhttp import request
+from redisproc import Redis, SentinelSet, TLSRedis, make_certs, wait_for
+from serverproc import BINARY, REPO
+from sse import SSEStream
+
+PYDIR = REPO / "python"
+EVENT_TIMEOUT = 20.0
+WORKER_RE = re.compile(r"connected worker=(\d+)")
+
+
+def host(start_server, url, *args, workers=2):
+    return start_server("broker_app:application", "--realtime", "--broker", url, "--heartbeat", "0.5",
+                        *args, workers=workers, env={"M0_LOG_LEVEL": os.environ.get("M0_TEST_LOG_LEVEL", "info")})
+
+
+def health(port):
+    r = request(port, "GET", "/health")
+    assert r.status == 200
+    return json.loads(r.body)
+
+
+def wait_health(port, predicate, timeout=EVENT_TIMEOUT, workers=2):
+    """/health until predicate holds on every worker (each pid seen so)."""
+    good, h = set(), None
+
+    def every():
+        nonlocal h
+        h = health(port)
+        if predicate(h):
+            good.add(h["pid"])
+        return len(good) >= workers
+    wait_for(every, timeout, "health condition on %d workers (last: %r)" % (workers, h))
+    return h
+
+
+def hold_each_worker(port, channel, workers=2):
+    """One stream on channel held on each worker of the host at port."""
+    found, spare = {}, []
+    for _ in range(80):
+        s = SSEStream(port, "/events?channel=%s" % channel, timeout=EVENT_TIMEOUT)
+        assert s.status == 200
+        pid = int(WORKER_RE.search(s.next().comment).group(1))
+        if pid in found:
+            spare.append(s)
+        else:
+            found[pid] = s
+        if len(found) == workers:
+            break
+    for s in spare:
+        s.close()
+    assert len(found) == workers, "could not hold a stream on every worker"
+    return list(found.values())
+
+
+class Collector(threading.Thread):
+    """Reads one stream's events (heartbeats skipped) with their arrival
+    times until stopped."""
+
+    def __init__(self, stream):
+        super().__init__(daemon=True)
+        self.stream = stream
+        self.events = []                 # (monotonic time, Event)
+        self.stopping = threading.Event()
+        self.error = None
+
+    def run(self):
+        while not self.stopping.is_set():
+            try:
+                ev = self.stream.next_event(0.5)
+            except (TimeoutError, OSError):
+                continue
+            except EOFError as e:
+                self.error = e
+                return
+            self.events.append((time.monotonic(), ev))
+
+    def ids(self):
+        return {ev.id for _, ev in self.events}
+
+    def stop(self):
+        self.stopping.set()
+        self.join(5)
+        self.stream.close()
+
+
+class ViewPublisher(threading.Thread):
+    """Publishes through a host's view (m0pub.publish in a worker), one key
+    per event, each retried with its key until acknowledged."""
+
+    def __init__(self, port, tag, channel):
+        super().__init__(daemon=True)
+        self.port, self.tag, self.channel = port, tag, channel
+        self.acked = {}                  # key -> id
+        self.unknown = set()             # keys that raised PublishOutcomeUnknown
+        self.refused = 0
+        self.stopping = threading.Event()
+        self.error = None
+
+    def run(self):
+        i = 0
+        try:
+            while not self.stopping.is_set():
+                key = "%s-%d" % (self.tag, i)
+                deadline = time.monotonic() + 60
+                while True:
+                    r = request(self.port, "GET", "/publish?channel=%s&data=%s&key=%s" % (self.channel, key, key),
+                                timeout=30)
+                    if r.status == 200:
+                        self.acked[key] = int(r.body)
+                        break
+                    body = r.body.decode("utf-8", "replace")
+                    if body.startswith("PublishOutcomeUnknown:"):
+                        self.unknown.add(key)
+                    elif body.startswith("BrokerError:"):
+                        self.refused += 1
+                    else:
+                        raise AssertionError("publish %s: %s %s" % (key, r.status, body))
+                    if time.monotonic() > deadline:
+                        raise AssertionError("publish %s never acknowledged: %s" % (key, body))
+                    time.sleep(0.02)     # a retry's pace, not a wait for an event
+                i += 1
+                time.sleep(0.003)
+        except Exception as e:           # reported by the test
+            self.error = e
+
+
+PUBLISHER = r"""
+import os, sys, time
+import m0pub
+tag, channel, stop = sys.argv[1:4]
+i = 0
+while not os.path.exists(stop):
+    key = "%s-%d" % (tag, i)
+    while True:
+        try:
+            print("ok", key, m0pub.publish(channel, key, key=key), flush=True)
+            break
+        except m0pub.PublishOutcomeUnknown:
+            print("unknown", key, flush=True)
+        except m0pub.BrokerError:
+            print("refused", key, flush=True)
+        time.sleep(0.02)
+    i += 1
+    time.sleep(0.003)
+"""
+
+
+class ProcessPublisher:
+    """The same loop in a plain Python process (m0pub with M0_BROKER)."""
+
+    def __init__(self, url, tag, channel, tmp):
+        self.stopfile = os.path.join(tmp, "stop-%s" % tag)
+        env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(PYDIR), "M0_BROKER": url}
+        self.proc = subprocess.Popen([sys.executable, "-c", PUBLISHER, tag, channel, self.stopfile], env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.acked, self.unknown, self.refused = {}, set(), 0
+
+    def stop(self):
+        open(self.stopfile, "w").close()
+        out, err = self.proc.communicate(timeout=60)
+        assert self.proc.returncode == 0, err
+        for line in out.splitlines():
+            kind, key, *rest = line.split()
+            if kind == "ok":
+                self.acked[key] = int(rest[0])
+            elif kind == "unknown":
+                self.unknown.add(key)
+            else:
+                self.refused += 1
+
+
+class HealthWatch(threading.Thread):
+    """Polls a host's /health: the statuses seen, with their times."""
+
+    def __init__(self, port):
+        super().__init__(daemon=True)
+        self.port = port
+        self.seen = []
+        self.stopping = threading.Event()
+
+    def run(self):
+        while not self.stopping.is_set():
+            try:
+                h = health(self.port)
+                self.seen.append((time.monotonic(), h["status"], h["broker"]["primary"]))
+            except (OSError, AssertionError, ValueError):
+                pass
+            self.stopping.wait(0.05)
+
+    def stop(self):
+        self.stopping.set()
+        self.join(5)
+
+
+@pytest.fixture(scope="module")
+def sentinels():
+    tmp = tempfile.mkdtemp(prefix="m0sent.")
+    s = SentinelSet(tmp).start()
+    yield s
+    s.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def count_acked(pubs):
+    return sum(len(p.acked) for p in pubs)
+
+
+@pytest.mark.parametrize("fault", ["kill", "pause"])
+def test_failover_keeps_every_acknowledged_event_once_in_order(start_server, sentinels, fault, tmp_path):
+    s = sentinels
+    old = s.primary()
+    s.wait_settled(old)
+    a = host(start_server, s.url)
+    b = host(start_server, s.url)
+    for x in (a, b):
+        h = wait_health(x.port, lambda h: h["status"] == "ok" and h["broker"]["connected"])
+        assert h["broker"]["engine"] == "redis" and h["broker"]["mode"] == "sentinel"
+        assert h["broker"]["primary"] == "127.0.0.1:%d" % old and h["broker"]["min_replicas"] == 1
+        assert h["broker"]["reading_from"] != h["broker"]["primary"]      # a replica: only what a failover keeps
+    channel = "fo-" + fault
+    streams = [Collector(st) for st in hold_each_worker(a.port, channel) + hold_each_worker(b.port, channel)]
+    watches = [HealthWatch(a.port), HealthWatch(b.port)]
+    # Keys of this run only: the broker remembers a key for five minutes.
+    run = "%s%d" % (fault, time.time_ns() % 10 ** 9)
+    pubs = [ViewPublisher(a.port, run + "-A", channel), ViewPublisher(b.port, run + "-B", channel)]
+    for t in streams + watches + pubs:
+        t.start()
+    proc = ProcessPublisher(s.url, run + "-P", channel, str(tmp_path))
+    try:
+        wait_for(lambda: count_acked(pubs) >= 30, 30, "publishes before the fault")
+        fault_at = time.monotonic()
+        if fault == "kill":
+            s.kill(old)
+        else:
+            s.pause(old)
+        new = s.wait_failover(old, 30)
+        switched_at = time.monotonic()
+        if fault == "pause":
+            s.resume(old)            # it comes back as a primary nobody follows, and is made a replica
+        before = [len(p.acked) for p in pubs]
+        wait_for(lambda: all(len(p.acked) >= n + 20 for p, n in zip(pubs, before)), 30,
+                 "publishes after the failover")
+    finally:
+        for p in pubs:
+            p.stopping.set()
+        for p in pubs:
+            p.join(90)
+        proc.stop()
+    for p in pubs:
+        assert p.error is None, p.error
+    everyone = pubs + [proc]
+    acked = {}
+    for p in everyone:
+        acked.update(p.acked)
+    ids = sorted(acked.values())
+    assert len(set(ids)) == len(ids), "an id acknowledged twice"
+    by_id = {i: k for k, i in acked.items()}
+    # Every stream: every acknowledged event, once, in id order; nothing else but retried keys' events once.
+    try:
+        wait_for(lambda: all(set(ids) <= c.ids() for c in streams), EVENT_TIMEOUT,
+                 "every acknowledged event delivered")
+    except AssertionError:
+        for c in streams:
+            missing = sorted(set(ids) - c.ids())
+            print("stream: %d events, missing %d: %s" % (len(c.events), len(missing),
+                                                        [(i, by_id[i]) for i in missing[:10]]))
+        raise
+    for c in streams:
+        c.stop()
+        assert c.error is None, c.error
+        got = [ev for _, ev in c.events]
+        assert [ev for ev in got if ev.event == "m0-gap"] == [], "a gap was reported"
+        seen_ids = [ev.id for ev in got]
+        assert seen_ids == sorted(seen_ids) and len(set(seen_ids)) == len(seen_ids), "ids out of order or repeated"
+        datas = [ev.data for ev in got]
+        assert len(set(datas)) == len(datas), "an event delivered twice: %r" % (
+            [d for d in set(datas) if datas.count(d) > 1][:5],)
+        for ev in got:
+            if ev.id in by_id:
+                assert ev.data == by_id[ev.id]
+    unknown = set().union(*(p.unknown for p in everyone))
+    for c in streams:
+        delivered = {ev.data for _, ev in c.events}
+        assert unknown <= delivered        # each retried with its key, acknowledged, delivered once (above)
+    # /health: degraded during the failover, clear after it (on every worker).
+    for x in (a, b):
+        wait_health(x.port, lambda h: h["status"] == "ok" and h["broker"]["primary"] == "127.0.0.1:%d" % new)
+    for w in watches:
+        w.stop()
+        assert any(st == "degraded" and fault_at <= t for t, st, _ in w.seen), w.seen[-5:]
+    # The gap: the longest time one stream went without an event around the fault.
+    times = [t for t, _ in streams[0].events if fault_at - 2 <= t]
+    gap = max((b2 - a2 for a2, b2 in zip(times, times[1:])), default=0.0)
+    print("\nfailover (%s): sentinels switched after %.2f s; longest time without delivery %.2f s; %d events "
+          "acknowledged (%d with an unknown outcome first, %d refusals retried)"
+          % (fault, switched_at - fault_at, gap, len(ids), len(unknown), sum(p.refused for p in everyone)))
+    if fault == "pause":
+        assert unknown, "no publish was in flight while the primary was paused"
+    # Put the set back for the next run: the old primary as a replica of the new one.
+    if fault == "kill":
+        s.restart_as_replica(old, new)
+    s.wait_settled(new, 30)
+
+
+def test_sentinel_urls_and_health_name_the_engine(start_server, sentinels):
+    s = sentinels
+    primary = s.primary()
+    a = host(start_server, s.url, "--broker-min-replicas", "0", workers=1)
+    h = wait_health(a.port, lambda h: h["broker"]["connected"], workers=1)["broker"]
+    # With no replicas asked for, the reader reads the primary.
+    assert h["min_replicas"] == 0 and h["reading_from"] == h["primary"] == "127.0.0.1:%d" % primary
+    assert h["url"].startswith("redis+sentinel://127.0.0.1:") and h["sentinel"] == "up"
+    st = SSEStream(a.port, "/events?channel=names", timeout=EVENT_TIMEOUT)
+    st.next()
+    rc = subprocess.run([BINARY, "publish", "names", "from the shell", "--broker", s.url], capture_output=True,
+                        text=True, timeout=20)
+    assert rc.returncode == 0, rc.stderr
+    ev = st.next_event(EVENT_TIMEOUT)
+    assert (ev.id, ev.data) == (int(rc.stdout), "from the shell")
+    st.close()
+    # An unknown master name: the server serves, degraded, and says why.
+    bad = host(start_server, s.url.rsplit("/", 1)[0] + "/nosuch", workers=1)
+    h = wait_health(bad.port, lambda h: "does not know master nosuch" in h["broker"]["last_error"], workers=1)
+    assert h["status"] == "degraded"
+    rc = subprocess.run([BINARY, "publish", "names", "x", "--broker", s.url.rsplit("/", 1)[0] + "/nosuch"],
+                        capture_output=True, text=True, timeout=20)
+    assert rc.returncode == 1 and len(rc.stderr.strip().splitlines()) == 1 and "does not know master" in rc.stderr
+
+
+def test_metrics_name_the_engine_and_primary(start_server, sentinels):
+    a = start_server("broker_app:application", "--realtime", "--broker", sentinels.url, "--metrics-bind",
+                     "127.0.0.1:0", workers=1)
+    wait_health(a.port, lambda h: h["broker"]["connected"], workers=1)
+    port = int(a.stderr.wait_for(re.compile(r"metrics at http://127\.0\.0\.1:(\d+)/"), 10).group(1))
+    body = request(port, "GET", "/metrics").body.decode()
+    assert 'm0serve_broker_info{engine="redis",primary="127.0.0.1:%d"} 1' % sentinels.primary() in body, body[-800:]
+
+
+def test_a_publish_is_acknowledged_once_a_replica_has_it(sentinels):
+    """--broker-min-replicas 1 (Sentinel's default): with every replica
+    paused the event reaches the primary, WAIT counts none, and the publisher
+    hears PublishOutcomeUnknown (exit 3), not an id; once a replica is back
+    the retry with the key answers the same event's id, appending nothing."""
+    s = sentinels
+    primary = s.primary()
+    s.wait_settled(primary)
+    replicas = [p for p in s.ports if p != primary and s.alive(p)]
+    for p in replicas:
+        s.pause(p)
+    try:
+        c = subprocess.run([BINARY, "publish", "waited", "x", "--key", "w-shell", "--broker", s.url],
+                           capture_output=True, text=True, timeout=20)
+        assert c.returncode == 3 and "WAIT counted 0 of 1 replicas" in c.stderr, c.stderr
+        p = subprocess.run([sys.executable, "-c", "import m0pub; m0pub.publish('waited', 'y', key='w-python')"],
+                           env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(PYDIR), "M0_BROKER": s.url},
+                           capture_output=True, text=True, timeout=20)
+        assert p.returncode != 0 and "m0pub.PublishOutcomeUnknown" in p.stderr and "WAIT counted 0 of 1" in p.stderr
+    finally:
+        for r in replicas:
+            s.resume(r)
+    before = s.ask(primary, "XLEN", "m0:log")
+    wait_for(lambda: all(s.linked(r) for r in replicas), 20, "the replicas linked again")
+    c = subprocess.run([BINARY, "publish", "waited", "x", "--key", "w-shell", "--broker", s.url],
+                       capture_output=True, text=True, timeout=20)
+    assert c.returncode == 0, c.stderr
+    assert s.ask(primary, "XLEN", "m0:log") == before                  # the retry appended nothing
+    assert s.ask(primary, "GET", "m0:key:w-shell") == c.stdout.strip().encode()
+    s.wait_settled(primary, 30)
+
+
+# ------------------------------------------------------------------------ TLS
+
+@pytest.fixture(scope="module")
+def certs():
+    d = tempfile.mkdtemp(prefix="m0pki.")
+    yield make_certs(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def tls_redis(certs):
+    tmp = tempfile.mkdtemp(prefix="m0tls.")
+    r = TLSRedis(tmp, certs).start()
+    yield r
+    r.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def shell_publish(url, *args, env=None):
+    e = dict(os.environ, **(env or {}))
+    e.pop("M0_BROKER", None)
+    return subprocess.run([BINARY, "publish", "news", "x", "--broker", url, *args], capture_output=True, text=True,
+                          timeout=20, env=e)
+
+
+def python_publish(url, data, key=None, **env):
+    e = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(PYDIR), "M0_BROKER": url, **env}
+    code = "import m0pub, sys; print(m0pub.publish('news', sys.argv[1], key=sys.argv[2] or None))"
+    return subprocess.run([sys.executable, "-c", code, data, key or ""], env=e, capture_output=True, text=True,
+                          timeout=20)
+
+
+def test_tls_end_to_end(start_server, tls_redis, certs):
+    ca = os.path.join(certs, "ca.pem")
+    a = host(start_server, tls_redis.url, "--broker-ca-certs", ca, workers=1)
+    h = wait_health(a.port, lambda h: h["broker"]["connected"], workers=1)["broker"]
+    assert h["tls"] is True and h["url"].startswith("rediss://")
+    s = SSEStream(a.port, "/events?channel=news", timeout=EVENT_TIMEOUT)
+    s.next()
+    r = request(a.port, "GET", "/publish?data=from-view")
+    assert r.status == 200, r.body
+    p = python_publish(tls_redis.url, "from-python", M0_BROKER_CA_CERTS=ca)
+    assert p.returncode == 0, p.stderr
+    c = shell_publish(tls_redis.url, "--broker-ca-certs", ca)
+    assert c.returncode == 0, c.stderr
+    got = [s.next_event(EVENT_TIMEOUT) for _ in range(3)]
+    assert [e.id for e in got] == [int(r.body), int(p.stdout), int(c.stdout)]
+    assert [e.data for e in got] == ["from-view", "from-python", "x"]
+    s.close()
+
+
+@pytest.mark.parametrize("case", ["wrong-ca", "expired"])
+def test_tls_refused_with_one_line(start_server, certs, case):
+    tmp = tempfile.mkdtemp(prefix="m0tls.")
+    server = TLSRedis(tmp, certs, cert="expired" if case == "expired" else "server").start()
+    try:
+        ca = os.path.join(certs, "other-ca.pem" if case == "wrong-ca" else "ca.pem")
+        why = "self-signed certificate in certificate chain" if case == "wrong-ca" else "certificate has expired"
+        c = shell_publish(server.url, "--broker-ca-certs", ca)
+        lines = c.stderr.strip().splitlines()
+        assert c.returncode == 1 and len(lines) == 1 and "certificate verify failed: " + why in lines[0], c.stderr
+        p = python_publish(server.url, "x", M0_BROKER_CA_CERTS=ca)
+        assert p.returncode != 0 and ("m0pub.BrokerError: " in p.stderr and why in p.stderr), p.stderr
+        a = host(start_server, server.url, "--broker-ca-certs", ca, workers=1)
+        h = wait_health(a.port, lambda h: why in h["broker"]["last_error"], workers=1)
+        assert h["status"] == "degraded"
+        assert a.stderr.wait_for(re.compile(r"broker rediss://.* unreachable .*certificate verify failed: " + why), 10)
+        # Logged once per connection, not once per attempt.
+        time.sleep(1.0)                  # a window in which the backoff retries, not a wait for an event
+        n = len([l for l in a.stderr.text().splitlines() if "certificate verify failed" in l])
+        assert n <= 2, n
+    finally:
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_tls_client_certificate(start_server, certs):
+    tmp = tempfile.mkdtemp(prefix="m0tls.")
+    server = TLSRedis(tmp, certs, auth_clients=True).start()
+    try:
+        ca = os.path.join(certs, "ca.pem")
+        c = shell_publish(server.url, "--broker-ca-certs", ca)
+        assert c.returncode == 1 and len(c.stderr.strip().splitlines()) == 1, c.stderr      # no certificate: refused
+        assert "not published" in c.stderr or "unreachable" in c.stderr or "refused" in c.stderr, c.stderr
+        c = shell_publish(server.url, "--broker-ca-certs", ca, "--broker-certfile", os.path.join(certs, "client.pem"),
+                          "--broker-keyfile", os.path.join(certs, "client.key"))
+        assert c.returncode == 0, c.stderr
+        p = python_publish(server.url, "x", M0_BROKER_CA_CERTS=ca, M0_BROKER_CERTFILE=os.path.join(certs, "client.pem"),
+                           M0_BROKER_KEYFILE=os.path.join(certs, "client.key"))
+        assert p.returncode == 0, p.stderr
+        a = host(start_server, server.url, "--broker-ca-certs", ca, "--broker-certfile",
+                 os.path.join(certs, "client.pem"), "--broker-keyfile", os.path.join(certs, "client.key"), workers=1)
+        wait_health(a.port, lambda h: h["broker"]["connected"], workers=1)
+    finally:
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_tls_sigstop_is_outcome_unknown_and_a_keyed_retry_publishes_once(start_server, tls_redis, certs):
+    """Redis paused over TLS, as test_broker.py's item 2 over TCP: a publish
+    sent on a kept connection has an unknown outcome; one that needs a new
+    connection cannot finish its TLS handshake with a paused server and was
+    not published (BrokerError, exit 1) -- nothing was sent. Either way the
+    retry with the same key after SIGCONT publishes the event once, and the
+    held stream (read over TLS) goes on."""
+    ca = os.path.join(certs, "ca.pem")
+    a = host(start_server, tls_redis.url, "--broker-ca-certs", ca, "--blocking-threads", "1", workers=1)
+    wait_health(a.port, lambda h: h["broker"]["connected"], workers=1)
+    s = SSEStream(a.port, "/events?channel=news", timeout=EVENT_TIMEOUT)
+    s.next()
+    r = request(a.port, "GET", "/publish?data=warm")          # the one pool thread's connection, kept
+    assert r.status == 200
+    warm = int(r.body)
+    assert s.next_event(EVENT_TIMEOUT).id == warm
+    os.kill(tls_redis.proc.pid, signal.SIGSTOP)
+    try:
+        r = request(a.port, "GET", "/publish?data=from-view&key=t-view", timeout=30)
+        assert r.status == 503 and r.body.startswith(b"PublishOutcomeUnknown:"), r.body
+        assert b"may have been published" in r.body
+        p = python_publish(tls_redis.url, "from-python", key="t-python", M0_BROKER_CA_CERTS=ca)
+        assert p.returncode != 0 and "m0pub.BrokerError: " in p.stderr and "timed out" in p.stderr, p.stderr
+        c = shell_publish(tls_redis.url, "--broker-ca-certs", ca, "--key", "t-shell")
+        assert c.returncode == 1 and "TLS handshake timed out" in c.stderr, c.stderr
+    finally:
+        os.kill(tls_redis.proc.pid, signal.SIGCONT)
+    r = request(a.port, "GET", "/publish?data=from-view&key=t-view")
+    assert r.status == 200, r.body
+    p = python_publish(tls_redis.url, "from-python", key="t-python", M0_BROKER_CA_CERTS=ca)
+    assert p.returncode == 0, p.stderr
+    c = shell_publish(tls_redis.url, "--broker-ca-certs", ca, "--key", "t-shell")
+    assert c.returncode == 0, c.stderr
+    ids = {int(r.body), int(p.stdout), int(c.stdout)}
+    got = {}
+    for _ in range(3):
+        ev = s.next_event(EVENT_TIMEOUT)
+        got[ev.id] = ev.data
+    assert set(got) == ids and sorted(got.values()) == ["from-python", "from-view", "x"]
+    r = request(a.port, "GET", "/publish?data=marker")
+    ev = s.next_event(EVENT_TIMEOUT)
+    assert (ev.id, ev.data) == (int(r.body), "marker")      # each event once: nothing in between
+    assert tls_redis.command("XLEN", "m0:log") == 5         # warm, the three, marker
+    s.close()
+
+
+def test_tls_through_sentinel(start_server, certs):
+    """rediss+sentinel://: the sentinels, the primary and its replica all
+    speak TLS only; each node's certificate is checked against the address
+    the sentinels give (127.0.0.1, an IP entry of the test certificate)."""
+    tmp = tempfile.mkdtemp(prefix="m0tlss.")
+    s = SentinelSet(tmp, replicas=1, sentinels=1, certs=certs).start()
+    try:
+        ca = os.path.join(certs, "ca.pem")
+        a = host(start_server, s.url, "--broker-ca-certs", ca, workers=1)
+        h = wait_health(a.port, lambda h: h["broker"]["connected"], workers=1)["broker"]
+        assert h["tls"] is True and h["mode"] == "sentinel" and h["url"].startswith("rediss+sentinel://")
+        assert h["reading_from"] != h["primary"] == "127.0.0.1:%d" % s.primary()
+        st = SSEStream(a.port, "/events?channel=news", timeout=EVENT_TIMEOUT)
+        st.next()
+        for _ in range(10):          # exit 3 (WAIT counted no replica in time: a loaded machine): retry, same key
+            c = shell_publish(s.url, "--broker-ca-certs", ca, "--key", "tls-sentinel")
+            if c.returncode != 3:
+                break
+        assert c.returncode == 0, c.stderr
+        p = python_publish(s.url, "x", key="tls-sentinel", M0_BROKER_CA_CERTS=ca)      # the same key: the same id
+        assert p.returncode == 0 and int(p.stdout) == int(c.stdout), p.stderr
+        ev = st.next_event(EVENT_TIMEOUT)
+        assert (ev.id, ev.data) == (int(c.stdout), "x")
+        st.close()
+        c = shell_publish(s.url, "--broker-ca-certs", os.path.join(certs, "other-ca.pem"))
+        assert c.returncode == 1 and "certificate verify failed" in c.stderr, c.stderr
+    finally:
+        s.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_an_acl_user_authenticates_as_itself(start_server):
+    """Managed Redis hands out ACL users: redis://USER:PASSWORD@ is AUTH
+    USER PASSWORD (Redis 6), for the server, m0serve publish and m0pub."""
+    tmp = tempfile.mkdtemp(prefix="m0redis.")
+    server = Redis(tmp, persist=False, args=["--user", "alice", "on", ">s3cret", "~*", "&*", "+@all"]).start()
+    try:
+        url = "redis://alice:s3cret@127.0.0.1:%d" % server.port
+        a = host(start_server, url, workers=1)
+        h = wait_health(a.port, lambda h: h["broker"]["connected"], workers=1)["broker"]
+        assert h["url"] == "redis://alice:***@127.0.0.1:%d/0" % server.port
+        c = shell_publish(url)
+        assert c.returncode == 0, c.stderr
+        p = python_publish(url, "x")
+        assert p.returncode == 0, p.stderr
+        c = shell_publish("redis://alice:wrong@127.0.0.1:%d" % server.port)
+        assert c.returncode == 1 and "WRONGPASS" in c.stderr and "s3cret" not in c.stderr, c.stderr
+    finally:
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_bad_tls_and_replica_flags():
+    def run(*args):
+        p = subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=20)
+        return p.returncode, p.stderr.strip().splitlines()
+
+    rc, err = run("app:app", "--broker", "redis://h:1", "--broker-ca-certs", "/etc/hostname")
+    assert rc == 2 and len(err) == 1 and "--broker-ca-certs" in err[0] and "rediss" in err[0]
+    rc, err = run("app:app", "--broker", "rediss://h:1", "--broker-keyfile", "/etc/hostname")
+    assert rc == 2 and len(err) == 1 and "--broker-keyfile" in err[0]
+    rc, err = run("app:app", "--broker", "rediss://h:1", "--broker-ca-certs", "/nonexistent/ca.pem")
+    assert rc == 2 and len(err) == 1 and "/nonexistent/ca.pem" in err[0]
+    rc, err = run("app:app", "--broker", "redis+sentinel://h:1,h:2", "--broker-min-replicas", "1")
+    assert rc == 2 and len(err) == 1 and "MASTER" in err[0]
+    rc, err = run("app:app", "--broker", "redis://a:1,b:2")
+    assert rc == 2 and len(err) == 1 and "sentinel" in err[0]
+    rc, err = run("app:app", "--broker", "redis://h:1", "--broker-min-replicas", "x")
+    assert rc == 2 and len(err) == 1 and "--broker-min-replicas" in err[0]
+    rc, err = run("publish", "news", "x", "--broker", "rediss://127.0.0.1:1", "--broker-ca-certs", "/nonexistent/ca.pem")
+    assert rc == 2 and len(err) == 1 and "/nonexistent/ca.pem" in err[0]
+
+
+@pytest.mark.parametrize("url", ["rediss://:pw@host:1234/3", "redis+sentinel://a:1,b,[::1]:3/mymaster/2",
+                                 "rediss+sentinel://s1/m"])
+def test_m0pub_parses_the_new_urls(url):
+    sys.path.insert(0, str(PYDIR))
+    import m0pub
+    cfg = m0pub.parse_broker_url(url)
+    if url.startswith("rediss://"):
+        assert cfg["tls"] and not cfg["sentinel"] and (cfg["host"], cfg["port"], cfg["db"]) == ("host", 1234, 3)
+        assert cfg["shown"] == "rediss://:***@host:1234/3"
+    elif url.startswith("redis+"):
+        assert cfg["sentinel"] and not cfg["tls"] and cfg["master"] == "mymaster" and cfg["db"] == 2
+        assert cfg["hosts"] == [("a", 1), ("b", 26379), ("::1", 3)]
+        assert cfg["shown"] == "redis+sentinel://a:1,b:26379,[::1]:3/mymaster/2"
+    else:
+        assert cfg["sentinel"] and cfg["tls"] and cfg["hosts"] == [("s1", 26379)] and cfg["master"] == "m"
