@@ -96,7 +96,15 @@ struct m0_conn_ops {
  * conn.c alone. Non-blocking, loop thread. Errors are -1 with errno:
  * EAGAIN/EWOULDBLOCK when the operation cannot progress now (a TLS
  * transport that needs the other direction first says so through wants),
- * anything else: the connection is unusable. */
+ * anything else: the connection is unusable.
+ *
+ * A transport with a handshake (TLS) runs it inside recv and writev: until
+ * it is done they return -1/EAGAIN (wants naming the direction it waits
+ * for) and the protocol sees no byte — a new connection is in READ_HEAD
+ * with its head timer running, so --header-timeout bounds a handshake that
+ * stalls. Its per-connection state is kept by slot (an extension's table,
+ * server.h), not in struct m0_conn: an idle plain connection pays nothing
+ * for the seam. */
 struct m0_xprt_ops {
     const char *name;
     /* Read up to n bytes into buf: >0 bytes, 0 at the peer's end of

@@ -189,6 +189,8 @@ void m0_conn_read(struct m0_server *s, struct m0_conn *c)
             continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             c->flags |= C_PEER_GONE;
+        else if (x->wants != NULL)
+            m0_conn_interest(s, c, c->events | x->wants(s, c));   /* a TLS read that must write first */
         return;
     }
 }
@@ -396,7 +398,9 @@ void m0_conn_on_event(struct m0_loop *l, uint32_t slot, uint32_t gen, uint32_t e
     switch (c->state) {
     case M0_CONN_READ_HEAD:
     case M0_CONN_READ_BODY:
-        if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+        /* EPOLLOUT here only when the transport asked for it (a TLS
+         * handshake that must write before it can read more). */
+        if (ev & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
             m0_conn_read(s, c);
             s->proto[c->proto]->input(s, c);
         }
