@@ -503,7 +503,7 @@ static int open_slot(struct m0_server *s, struct m0_conn *c, int fd, int lidx, c
     job->remote_port = job->peer_port;
     job->https = 0;
     job->lidx = (int8_t)lidx;
-    if (lidx >= 0 && s->accept.limits[lidx] != NULL)
+    if (lidx >= 0 && lidx < M0_MAX_LISTENERS && s->accept.limits[lidx] != NULL)
         job->http.lim = s->accept.limits[lidx];    /* a listener's own (the publish socket's small ones) */
     m0_mx_add(m0_metrics_block(), M0_MX_ACCEPTED, 1);
     if (m0_loop_add_slot(s->loop, fd, slot, c->gen, c->events) == M0_ERR) {
