@@ -354,9 +354,11 @@ int m0_metrics_check_flags(const struct m0_config *cfg, char *err, size_t cap)
         char host[256];
         int port;
         const char *path;
-        if (m0_mx_addr_split(cfg->metrics_bind, host, sizeof host, &port, &path) != M0_OK) {
-            snprintf(err, cap, "m0serve: error: --metrics-bind: invalid address '%s' (want HOST:PORT or unix:PATH)",
-                     cfg->metrics_bind);
+        int scheme;
+        const char *bare = m0_config_addr_scheme(cfg->metrics_bind, &scheme);
+        if (m0_mx_addr_split(bare, host, sizeof host, &port, &path) != M0_OK || (scheme >= 0 && path != NULL)) {
+            snprintf(err, cap, "m0serve: error: --metrics-bind: invalid address '%s' (want HOST:PORT, https://HOST:PORT "
+                     "or unix:PATH)", cfg->metrics_bind);
             return M0_ERR;
         }
     }
