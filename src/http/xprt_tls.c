@@ -437,23 +437,23 @@ static void describe_peer(SSL *ssl, struct m0_job_tls *out)
     if (x == NULL || SSL_get_verify_result(ssl) != X509_V_OK)
         return;
     BIO *b = BIO_new(BIO_s_mem());
-    char *dn, *pem;
+    char *p;
     if (b == NULL || X509_NAME_print_ex(b, X509_get_subject_name(x), 0, XN_FLAG_RFC2253) < 0)
         goto out;
-    long dn_len = BIO_get_mem_data(b, &dn);
+    long dn_len = BIO_get_mem_data(b, &p);      /* p moves as the BIO grows: read it last */
     if (BIO_write(b, "", 1) != 1 || PEM_write_bio_X509(b, x) != 1)
         goto out;
-    long all = BIO_get_mem_data(b, &pem);
+    long all = BIO_get_mem_data(b, &p);
     if (dn_len <= 0 || all <= dn_len + 1)
         goto out;
     if ((size_t)all + 1 > out->peer_cap) {
-        char *p = realloc(out->peer, (size_t)all + 1);
-        if (p == NULL)
+        char *grown = realloc(out->peer, (size_t)all + 1);
+        if (grown == NULL)
             goto out;
-        out->peer = p;
+        out->peer = grown;
         out->peer_cap = (size_t)all + 1;
     }
-    memcpy(out->peer, dn, (size_t)all);         /* subject, NUL, PEM */
+    memcpy(out->peer, p, (size_t)all);          /* subject, NUL, PEM */
     out->peer[all] = '\0';
     out->dn_len = (uint32_t)dn_len;
 out:

@@ -486,3 +486,265 @@ def test_ciphers_choose_tls12s_cipher(tls_server, certs):
     ctx.set_ciphers("ECDHE-ECDSA-AES128-GCM-SHA256")
     with pytest.raises(ssl.SSLError):
         tls_connect(server.port, ctx)
+
+
+# ------------------------------------------------------------- mutual TLS
+
+
+def mtls_args(certs, reqs):
+    return ("--ca-certs", str(certs.ca), "--cert-reqs", reqs)
+
+
+def test_client_certificates_required(tls_server, certs):
+    server = tls_server(*mtls_args(certs, "required"), *ASGI)
+    pid = worker_pid_with(server, certs)
+    # A client with the test CA's certificate: its subject in the environ and the scope.
+    alice = client_context(certs, cert=certs.client, key=certs.client_key)
+    env = env_of(server, alice)
+    assert env["SSL_CLIENT_S_DN"] == "O=m0 tests,CN=alice"
+    assert env["SSL_CLIENT_VERIFY"] == "SUCCESS"
+    assert env["SSL_CLIENT_CERT"] == certs.client.read_text()
+    scope = json.loads(get(server.port, alice, "/a/scope")[2])
+    tls = scope["extensions"]["tls"]
+    assert tls["client_cert_name"] == "O=m0 tests,CN=alice"
+    assert tls["client_cert_chain"] == [certs.client.read_text()]
+    # None, and one from another CA: refused in the handshake, the worker serves on.
+    for ctx in (client_context(certs), client_context(certs, cert=certs.stranger, key=certs.stranger_key)):
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            get(server.port, ctx, "/env")
+    out = subprocess.run(["curl", "-sS", "--cacert", str(certs.ca), server.url("/env")], capture_output=True,
+                         timeout=30)
+    assert out.returncode != 0
+    out = subprocess.run(["curl", "-sS", "--cacert", str(certs.ca), "--cert", str(certs.client), "--key",
+                          str(certs.client_key), server.url("/env")], capture_output=True, timeout=30)
+    assert json.loads(out.stdout)["SSL_CLIENT_S_DN"] == "O=m0 tests,CN=alice"
+    assert worker_pid_with(server, certs) == pid
+
+
+def worker_pid_with(server, certs):
+    ctx = client_context(certs, cert=certs.client, key=certs.client_key)
+    return int(get(server.port, ctx, "/pid")[2])
+
+
+def test_client_certificates_optional(tls_server, certs):
+    server = tls_server(*mtls_args(certs, "optional"))
+    env = env_of(server)
+    assert env["SSL_CLIENT_VERIFY"] == "NONE" and "SSL_CLIENT_S_DN" not in env
+    env = env_of(server, client_context(certs, cert=certs.client, key=certs.client_key))
+    assert env["SSL_CLIENT_S_DN"] == "O=m0 tests,CN=alice"
+    with pytest.raises((ssl.SSLError, ConnectionError)):
+        get(server.port, client_context(certs, cert=certs.stranger, key=certs.stranger_key), "/env")
+    assert alive(server)
+
+
+def test_a_resumed_session_keeps_its_client_certificate(tls_server, certs):
+    server = tls_server(*mtls_args(certs, "required"))
+    alice = client_context(certs, cert=certs.client, key=certs.client_key)
+    with tls_connect(server.port, alice) as s:
+        s.sendall(b"GET /env HTTP/1.1\r\nHost: x\r\n\r\n")
+        read_response(s)
+        session = s.session
+    with tls_connect(server.port, alice, session=session) as s:
+        assert s.session_reused
+        s.sendall(b"GET /env HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert json.loads(read_response(s)[2])["SSL_CLIENT_S_DN"] == "O=m0 tests,CN=alice"
+
+
+# ------------------------------------------------- resumption, ticket keys
+
+
+def first_session(port, ctx):
+    with tls_connect(port, ctx) as s:
+        s.sendall(b"GET /pid HTTP/1.1\r\nHost: x\r\n\r\n")
+        read_response(s)               # a TLS 1.3 ticket comes after the handshake
+        return s.session
+
+
+def resumed_pid(port, ctx, session):
+    with tls_connect(port, ctx, session=session) as s:
+        s.sendall(b"GET /pid HTTP/1.1\r\nHost: x\r\n\r\n")
+        return s.session_reused, int(read_response(s)[2])
+
+
+@pytest.mark.parametrize("version", ["TLSv1_2", "TLSv1_3"])
+def test_sessions_resume_on_every_worker(tls_server, certs, version):
+    """The ticket keys are the master's: a session one worker made resumes on the other."""
+    server = tls_server(workers=2)
+    ctx = client_context(certs)
+    ctx.minimum_version = ctx.maximum_version = getattr(ssl.TLSVersion, version)
+    session = first_session(server.port, ctx)
+    assert session.has_ticket
+    seen = set()
+    for _ in range(40):
+        reused, pid = resumed_pid(server.port, ctx, session)
+        assert reused
+        seen.add(pid)
+        if len(seen) == 2:
+            break
+    assert len(seen) == 2, "every resumption reached one worker"
+
+
+def ticket_key_name(port, certs, tmp_path):
+    """The key name of the ticket a new session gets (its first 16 bytes, RFC 5077 §4)."""
+    sess = tmp_path / ("s%d.pem" % time.monotonic_ns())
+    s_client(port, "-CAfile", str(certs.ca), "-sess_out", str(sess), "-tls1_2", stdin=b"")
+    text = subprocess.run(["openssl", "sess_id", "-in", str(sess), "-noout", "-text"], capture_output=True,
+                          timeout=20, text=True).stdout
+    m = re.search(r"TLS session ticket:\n\s*0000 - ((?:[0-9a-f]{2}[ -]){16})", text)
+    assert m, text
+    return m.group(1).replace(" ", "").replace("-", "")
+
+
+def test_ticket_keys_rotate_and_old_sessions_expire(tls_server, certs, tmp_path):
+    server = tls_server("--tls-ticket-rotate", "1", workers=2)
+    ctx = client_context(certs)
+    first = ticket_key_name(server.port, certs, tmp_path)
+    session = first_session(server.port, ctx)
+    assert resumed_pid(server.port, ctx, session)[0]
+    deadline = time.monotonic() + 15
+    while ticket_key_name(server.port, certs, tmp_path) == first:
+        assert time.monotonic() < deadline, "the ticket key never changed"
+        time.sleep(0.2)
+    # A session lives twice the period: it stops resuming, a full handshake instead.
+    while resumed_pid(server.port, ctx, session)[0]:
+        assert time.monotonic() < deadline + 10, "a 1 s key's session still resumes"
+        time.sleep(0.2)
+    assert alive(server)
+
+
+def test_no_tickets_no_resumption(tls_server, certs):
+    server = tls_server("--tls-ticket-rotate", "0")
+    ctx = client_context(certs)
+    session = first_session(server.port, ctx)
+    assert not session.has_ticket
+    assert not resumed_pid(server.port, ctx, session)[0]
+
+
+# ----------------------------------------------------------------- reload
+
+
+def peer_subject(port, ctx):
+    with tls_connect(port, ctx) as s:
+        return dict(x[0] for x in s.getpeercert()["subject"])
+
+
+def test_sighup_rereads_the_certificate_and_drops_no_connection(tls_server, certs, tmp_path):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    shutil.copy(certs.cert, cert)
+    shutil.copy(certs.key, key)
+    server = tls_server(tls_args=("--certfile", str(cert), "--keyfile", str(key)), workers=2)
+    ctx = client_context(certs)
+    assert "organizationName" not in peer_subject(server.port, ctx)
+    session = first_session(server.port, ctx)
+    # A request in flight and a kept connection across the reload.
+    kept = tls_connect(server.port, ctx)
+    kept.sendall(b"GET /pid HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert read_response(kept)[0] == 200
+    slow = tls_connect(server.port, ctx)
+    slow.sendall(b"GET /slow?s=1.5 HTTP/1.1\r\nHost: x\r\n\r\n")
+    shutil.copy(certs.cert2, cert)
+    shutil.copy(certs.key2, key)
+    at = len(server.stderr.lines)
+    server.signal(signal.SIGHUP)
+    assert server.stderr.wait_for(re.compile(r"TLS certificate re-read: O=second,CN=localhost"), 15, start=at)
+    kept.sendall(b"GET /pid HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert read_response(kept)[0] == 200          # answered by its old worker
+    assert read_response(slow, timeout=20)[2] == b"slept"
+    kept.close()
+    slow.close()
+    assert server.stderr.wait_for(re.compile(r"new workers booted"), 20, start=at)
+    assert peer_subject(server.port, ctx)["organizationName"] == "second"
+    # The ticket keys outlive the generation: the old session resumes.
+    assert resumed_pid(server.port, ctx, session)[0]
+    # A file that cannot be read: one line, the certificate in use stays.
+    cert.write_text("not a certificate\n")
+    at = len(server.stderr.lines)
+    server.signal(signal.SIGHUP)
+    assert server.stderr.wait_for(re.compile(r"new workers booted"), 20, start=at)
+    warned = [line for line in server.stderr.lines[at:] if "certificate in use is kept" in line]
+    assert len(warned) == 1 and "--certfile: %s: no PEM data" % cert in warned[0], server.stderr.text()
+    assert peer_subject(server.port, ctx)["organizationName"] == "second"
+    assert alive(server)
+
+
+# ------------------------------------- the endpoints answered in C, GRIP
+
+
+def test_health_and_metrics_over_tls(tls_server, certs):
+    server = tls_server("--realtime", "--metrics-bind", "https://127.0.0.1:0", "--bind", "http://127.0.0.1:0")
+    ctx = client_context(certs)
+    status, _, body = get(server.port, ctx, "/health")
+    assert status == 200 and json.loads(body)["status"] == "ok"
+    mport = server.port_of("https", 1)
+    status, headers, body = get(mport, ctx, "/metrics")
+    assert status == 200 and b"m0serve_" in body
+    with socket.create_connection(("127.0.0.1", mport), timeout=10) as s:     # plain on it: the 400
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert s.recv(100).startswith(b"HTTP/1.1 400 ")
+
+
+def test_grip_hold_and_control_port_over_tls(tls_server, certs, tmp_path):
+    key = tmp_path / "grip.key"
+    key.write_text("grip-tls-key-0123456789abcdef-0123456789\n")
+    key.chmod(0o600)
+    server = tls_server("--grip-key-file", str(key), "--grip-control", "https://127.0.0.1:0", app="grip_asgi:app")
+    cport = server.port_of("https", 1)
+    ctx = client_context(certs)
+    s = tls_connect(server.port, ctx)
+    try:
+        s.sendall(b"GET /st HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        buf = b""
+        while b"asgi head\n" not in buf:
+            buf += s.recv(65536)
+        item = {"items": [{"channel": "ast", "formats": {"http-stream": {"content": "data: over tls\n\n"}}}]}
+        body = json.dumps(item).encode()
+        status, _, answer = get(cport, ctx, "/publish/", method="POST", body=body,
+                                headers=[("Content-Type", "application/json"),
+                                         ("Authorization", "Bearer grip-tls-key-0123456789abcdef-0123456789")])
+        assert status == 200, answer
+        s.settimeout(10)
+        while b"data: over tls\n\n" not in buf:
+            buf += s.recv(65536)
+    finally:
+        s.close()
+
+
+def test_grants_over_tls_are_same_origin_as_https(tls_server, certs, tmp_path):
+    import base64
+    import hashlib
+    import hmac
+    keys = tmp_path / "grant.keys"
+    secret = "k1-secret-0123456789abcdefghijklmnop"
+    keys.write_text("k1 %s\n" % secret)
+    keys.chmod(0o600)
+    server = tls_server("--grant-key-file", str(keys), "--grant-path", "/rt")
+
+    def b64(raw):
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    signing = b64(json.dumps({"alg": "HS256", "typ": "JWT", "kid": "k1"}).encode()) + "." + \
+        b64(json.dumps({"channels": ["news"], "exp": int(time.time()) + 60}).encode())
+    token = signing + "." + b64(hmac.new(secret.encode(), signing.encode(), hashlib.sha256).digest())
+    # SSEStream sends Host: 127.0.0.1; the listener speaks https, so that origin is its own.
+    stream = SSEStream(server.port, "/rt/sse?token=" + token, headers=[("Origin", "https://127.0.0.1")],
+                       wrap=wrap_for(certs))
+    try:
+        assert stream.status == 200                 # same origin: https, as the listener speaks
+        publish(server, "news", "granted")
+        assert stream.next_event(timeout=10).data == "granted"
+    finally:
+        stream.close()
+    status, _, _ = get(server.port, client_context(certs), "/rt/sse?token=" + token,
+                       headers=[("Origin", "http://localhost:%d" % server.port)])
+    assert status == 403                            # http:// is another origin
+
+
+def test_broker_delivers_to_a_tls_hold(tls_server, certs, redis):
+    server = tls_server("--realtime", "--broker", redis.url)
+    stream = SSEStream(server.port, "/events?channel=brk", wrap=wrap_for(certs))
+    try:
+        assert stream.status == 200
+        publish(server, "brk", "via redis")
+        assert stream.next_event(timeout=10).data == "via redis"
+    finally:
+        stream.close()
