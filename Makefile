@@ -127,7 +127,7 @@ endif
 .SECONDARY:
 .PHONY: FORCE all deps venv bench-venv bench-tools test layers unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
         smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics smoke-grip smoke-grip-browser smoke-grants smoke-grants-browser \
-        python-ft python-gil tsan smoke-threads smoke-threads-run sabotage sabotage-list sabotage-fast print-build
+        python-ft python-gil tsan smoke-threads smoke-threads-run sabotage sabotage-list sabotage-fast sabotage-check print-build
 
 all: m0serve
 
@@ -258,6 +258,7 @@ e2e-debian: deps
 SMOKE_DEPLOY_E2E := tests/e2e/test_proxy_headers.py tests/e2e/test_lifecycle.py
 test: deps
 	$(Q)$(MAKE) --no-print-directory layers
+	$(Q)$(MAKE) --no-print-directory sabotage-check
 	$(Q)$(MAKE) --no-print-directory m0serve unit
 	$(Q)$(MAKE) --no-print-directory fuzz-smoke
 	$(Q)$(MAKE) --no-print-directory e2e E2E_ARGS="$(E2E_ARGS) $(SMOKE_DEPLOY_E2E:%=--ignore=%)"
@@ -329,6 +330,11 @@ sabotage: m0serve venv
 
 sabotage-fast: m0serve venv
 	$(Q)$(VPY) tools/sabotage.py --tag fast $(SABOTAGE_ARGS)
+
+# Every mutation of the table still applies (read-only, seconds): make test
+# checks the whole table here and runs only the fast subset at its end.
+sabotage-check:
+	$(Q)$(PYTHON) tools/sabotage.py --check
 
 sabotage-list:
 	$(Q)$(PYTHON) tools/sabotage.py --list
