@@ -13,6 +13,7 @@
 #include "m0/broker_engine.h"
 #include "m0/broker_url.h"
 #include "m0/buf.h"
+#include "m0/cli.h"
 #include "m0/config.h"
 #include "m0/grant.h"
 #include "m0/keyfile.h"

@@ -86,30 +86,8 @@ void m0_master_close_ctl(struct m0_master_worker *w);
 void m0_master_spawn(struct m0_master *m, int idx);
 void m0_master_reload(struct m0_master *m);
 
-/* master_keys.c. keys_reread: SIGHUP re-reads --grant-key-file and
- * --grip-key-file for the new generation (a bad file: one warning, the key
- * in use stays); the serving generation's keys are kept until keys_commit
- * (the new generation serves) or put back by keys_restore (it could not
- * boot), so a worker replacing a serving one gets its siblings' keys.
- * keys_fork: just before a worker is forked, the key it signs grants with
- * at first (cfg->grant_sign): its newest key that every live worker
- * verifies. keys_settle: after a worker was forked or reaped, each live
- * worker whose signing key that rule now moves is told ('K'), and the key
- * sets no live worker holds are freed. */
-void m0_master_keys_reread(struct m0_master *m);
-void m0_master_keys_commit(struct m0_master *m);
-void m0_master_keys_restore(struct m0_master *m);
-void m0_master_keys_fork(struct m0_master *m);
-void m0_master_keys_settle(struct m0_master *m);
+#include "master_keys.h"
 
-/* resize.c. claim_block: before a fork for slot idx, its metrics block
- * (m0_metrics_claim; -1 without metrics), or M0_MX_NO_ROOM when every block
- * is a live process's: the spawn is then retried shortly (respawn_at),
- * logged once per wait. ask_resize: SIGTTIN (+1) or SIGTTOU (-1), logged;
- * refused under --realtime, below 1 or above --max-workers. resize: from the main loop
- * while not stopping, the next step towards the count asked for. */
-int m0_master_claim_block(struct m0_master *m, int idx);
-void m0_master_ask_resize(struct m0_master *m, int delta);
-void m0_master_resize(struct m0_master *m, uint64_t now);
+#include "resize.h"
 
 #endif

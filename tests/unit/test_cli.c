@@ -10,6 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "m0/cli.h"
 #include "m0/config.h"
 
 static int parse(struct m0_config *cfg, char *err, int argc, char **argv)

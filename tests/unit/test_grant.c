@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "m0/cli.h"
 #include "m0/config.h"
 #include "m0/grant.h"
 #include "m0/keyfile.h"
