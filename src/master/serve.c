@@ -121,6 +121,13 @@ static void note_retired(struct serve *v)
         ctl_send(v, M0_CTL_RETIRED);
 }
 
+/* Every loop has said 'R' (or stopped): what the first loop waits for
+ * before it stops; true on any other loop. */
+static int all_retired(const struct serve *v)
+{
+    return v->s.loop_index != 0 || v->retired >= nloops(v);
+}
+
 /* The master's ping, answered once every loop has turned (the first
  * loop's own answer, then each other's 'A'): the connections of them all. */
 static void answer_ping(struct serve *v)
@@ -388,9 +395,15 @@ static void serve_hook(struct m0_loop *l, void *ctx)
     if (atomic_load(&s->life.draining)) {
         /* Done when every connection is closed and every runner has
          * returned its job: an ASGI app sees its sockets' disconnect (and a
-         * view whose client left finishes) before lifespan shutdown. */
+         * view whose client left finishes) before lifespan shutdown. The
+         * first loop, done, still waits for the others' 'R' (to the
+         * deadline): it alone tells the master, whose successor takes the
+         * slot's sockets only then. Stopped, it would tell nobody until the
+         * process exits, after the last view of the slowest loop, while
+         * the connections steered to the slot's sockets sat unaccepted. */
         if (s->slots.nactive == 0 && s->slots.norphans == 0) {
-            m0_loop_stop(l);
+            if (all_retired(v) || now >= s->life.drain_deadline)
+                m0_loop_stop(l);
         } else if (now >= s->life.drain_deadline) {
             m0_warn("graceful timeout: closing %u connection(s) still in flight (%u application task(s) "
                     "still running)", s->slots.nactive, s->slots.norphans);
