@@ -80,6 +80,8 @@ PURE     := src/base/buf.c src/base/log.c src/base/log_text.c src/base/timer.c s
             src/proto/request.c src/proto/response.c src/proto/sse.c src/proto/ws.c src/core/config.c src/core/grant.c src/core/keyfile.c \
             src/core/metrics_text.c src/core/notify.c src/core/target.c src/event/job.c src/event/lane.c src/event/loop.c \
             src/realtime/broker_url.c src/realtime/bus.c src/realtime/order.c src/realtime/registry.c src/realtime/rt.c src/http/health.c \
+            src/core/fork.c src/realtime/broker_pub.c src/realtime/presence.c src/realtime/presence_announce.c src/realtime/presence_loop.c \
+            src/realtime/presence_agent.c src/realtime/presence_broker.c \
             src/http/mime.c src/http/static.c src/http/static_rules.c src/master/cli.c src/master/cli_hint.c
 LLHTTP   := api.c http.c llhttp.c
 

@@ -53,6 +53,15 @@ int m0_broker_publish(const char *channel, size_t clen, const char *event, const
 int m0_broker_publish_frame(const char *channel, size_t clen, const char *frame, size_t flen, uint64_t *id_out,
                             char *err, size_t cap);
 
+/* A blocking connection of the caller's own to the broker, authenticated
+ * and on its database, its reader behind guard g (which must outlive it),
+ * with M0_BROKER_TIMEOUT_MS timeouts (the presence agent's:
+ * presence_broker.c). NULL with a reason in err. The caller redisFree()s
+ * it. */
+struct redisContext;
+struct m0_reply_guard;
+struct redisContext *m0_broker_connect(struct m0_reply_guard *g, char *err, size_t cap);
+
 /* The broker's counter (the newest id issued; 0 when none yet), read with
  * a blocking connection of its own (at most about 2 s). Returns M0_OK or
  * M0_ERR with a reason in err. */

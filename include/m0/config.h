@@ -82,6 +82,11 @@ struct m0_config {
     const char *broker_prefix;  /* key prefix in the broker */
     long broker_retention;      /* events kept per channel in the broker (resume) */
     long broker_backlog;        /* events kept in the broker's all-channel log (catch-up) */
+    /* Occupancy and presence (issue 32, presence.h): join/leave events on
+     * the channels these comma-separated prefixes start ("*": every one;
+     * NULL: none), a leave sent once a sub has been gone this long. */
+    const char *presence_events;      /* --presence-events PREFIXES */
+    double presence_debounce;         /* --presence-debounce seconds */
     uint64_t ws_max_message;    /* bytes of one inbound WebSocket message (reassembled); over → close 1009 */
     const char *health_path;    /* answered in C; "" disables */
     int health_explicit;

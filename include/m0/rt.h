@@ -150,6 +150,32 @@ void m0_rt_source_stats(const struct m0_rt *rt, struct m0_rt_source_stats *out);
 int m0_rt_subscribe(struct m0_rt *rt, uint32_t slot, uint32_t gen, const char *channel, size_t clen, uint64_t last,
                     uint64_t start);
 void m0_rt_unsubscribe(struct m0_rt *rt, uint32_t slot);
+/* The sub slot's next subscription is held for, for occupancy and presence
+ * (presence.h): a grant's "sub", a view's M0-Presence (slen 0: none).
+ * Before m0_rt_subscribe; forgotten at m0_rt_unsubscribe. */
+void m0_rt_presence(struct m0_rt *rt, uint32_t slot, const char *sub, size_t slen);
+
+/* ---------------------------------------------------------- queries */
+
+/* A view's question to its loop's journal (m0pub.history, channel_info's
+ * last id): the events of a channel after since (or with tail the newest
+ * limit), as records of a u64 id and a u32 length (little-endian) and the
+ * SSE frame, oldest first; whether nothing after since is missing
+ * (registry.h, m0_registry_history); the channel's newest id. */
+struct m0_rt_history {
+    uint64_t since;
+    int tail;
+    size_t limit;
+    struct m0_buf events;           /* out: the caller frees it */
+    size_t count;
+    int complete;
+    uint64_t last_id;
+};
+#define M0_RT_QUERY_TIMEOUT_MS 2000
+/* Ask loop loop_index's engine (any thread; the loop's own answers at
+ * once). Waits for the loop's next pass, at most M0_RT_QUERY_TIMEOUT_MS.
+ * M0_OK, or M0_ERR: no such loop reads events, or no answer in time. */
+int m0_rt_history(unsigned loop_index, const char *channel, size_t clen, struct m0_rt_history *h);
 
 /* ---------------------------------------------------------- a source */
 

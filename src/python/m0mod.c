@@ -6,12 +6,15 @@
 #include "m0/wsgi.h"
 
 #include "m0/broker_pub.h"
+#include "m0/broker_url.h"
 #include "m0/bus.h"
 #include "m0/metrics.h"
 #include "m0/reload.h"
 #include "m0/fork.h"
 #include "m0/grant.h"
+#include "m0/presence.h"
 #include "m0/pyrt.h"
+#include "m0/rt.h"
 
 /* The worker's grant keys (m0_module_grant_keys): per process, read-only
  * once the applications load. */
@@ -141,6 +144,141 @@ static PyObject *py_grant_keys(PyObject *self, PyObject *unused)
     return list;
 }
 
+
+/* ------------------------------------------ occupancy, presence, history */
+
+/* _presence_count(channel: bytes) -> int | None: held connections on the
+ * channel over every worker of this host (presence.h); None without the
+ * shared table. */
+static PyObject *py_presence_count(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *ch;
+    Py_ssize_t cl;
+    if (!PyArg_ParseTuple(args, "y#:_presence_count", &ch, &cl))
+        return NULL;
+    if (m0_presence_current == NULL)
+        Py_RETURN_NONE;
+    uint64_t n;
+    struct m0_presence_span all = {0, 0};
+    Py_BEGIN_ALLOW_THREADS
+    n = m0_presence_count(m0_presence_current, ch, (size_t)cl, all);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromUnsignedLongLong(n);
+}
+
+static void gather_sub(void *ctx, const char *sub, size_t slen, uint64_t count)
+{
+    struct m0_buf *b = ctx;
+    unsigned char h[9];
+    h[0] = (unsigned char)slen;
+    for (int i = 0; i < 8; i++)
+        h[1 + i] = (unsigned char)(count >> (8 * i));
+    m0_buf_append(b, h, sizeof h);
+    m0_buf_append(b, sub, slen);
+}
+
+/* _presence_list(channel: bytes, limit: int) -> list[(bytes, int)] | None:
+ * up to limit distinct subs held on the channel on this host, with their
+ * connections. */
+static PyObject *py_presence_list(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *ch;
+    Py_ssize_t cl, limit;
+    if (!PyArg_ParseTuple(args, "y#n:_presence_list", &ch, &cl, &limit))
+        return NULL;
+    if (m0_presence_current == NULL)
+        Py_RETURN_NONE;
+    struct m0_buf b = {0};
+    struct m0_presence_span all = {0, 0};
+    Py_BEGIN_ALLOW_THREADS
+    m0_presence_list(m0_presence_current, ch, (size_t)cl, limit > 0 ? (size_t)limit : 0, all, gather_sub, &b);
+    Py_END_ALLOW_THREADS
+    PyObject *list = PyList_New(0);
+    for (size_t at = 0; list != NULL && at + 9 <= b.len;) {
+        const unsigned char *h = (const unsigned char *)b.data + at;
+        uint64_t count = 0;
+        for (int i = 0; i < 8; i++)
+            count |= (uint64_t)h[1 + i] << (8 * i);
+        PyObject *item = Py_BuildValue("(y#K)", (const char *)h + 9, (Py_ssize_t)h[0], (unsigned long long)count);
+        if (item == NULL || PyList_Append(list, item) != 0)
+            Py_CLEAR(list);
+        Py_XDECREF(item);
+        at += 9 + h[0];
+    }
+    m0_buf_free(&b);
+    return list;
+}
+
+/* _history(channel: bytes, since: int, tail: bool, limit: int) ->
+ * ([(id, frame bytes)], complete, last_id) | None: the calling thread's
+ * loop's journal (rt.h, m0_rt_history); None when no loop reads events. */
+static PyObject *py_history(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *ch;
+    Py_ssize_t cl, limit;
+    unsigned long long since;
+    int tail;
+    if (!PyArg_ParseTuple(args, "y#Kpn:_history", &ch, &cl, &since, &tail, &limit))
+        return NULL;
+    struct m0_rt_history h = {.since = since, .tail = tail, .limit = limit > 0 ? (size_t)limit : 0};
+    int rc;
+    unsigned loop = m0_py_loop();
+    Py_BEGIN_ALLOW_THREADS
+    rc = m0_rt_history(loop, ch, (size_t)cl, &h);
+    Py_END_ALLOW_THREADS
+    if (rc != M0_OK) {
+        m0_buf_free(&h.events);
+        Py_RETURN_NONE;
+    }
+    PyObject *list = PyList_New(0);
+    for (size_t at = 0; list != NULL && at + 12 <= h.events.len;) {
+        const unsigned char *p = (const unsigned char *)h.events.data + at;
+        uint64_t id = 0;
+        uint32_t n = 0;
+        for (int i = 0; i < 8; i++)
+            id |= (uint64_t)p[i] << (8 * i);
+        for (int i = 0; i < 4; i++)
+            n |= (uint32_t)p[8 + i] << (8 * i);
+        PyObject *item = Py_BuildValue("(Ky#)", (unsigned long long)id, (const char *)p + 12, (Py_ssize_t)n);
+        if (item == NULL || PyList_Append(list, item) != 0)
+            Py_CLEAR(list);
+        Py_XDECREF(item);
+        at += 12 + n;
+    }
+    m0_buf_free(&h.events);
+    if (list == NULL)
+        return NULL;
+    return Py_BuildValue("(NOK)", list, h.complete ? Py_True : Py_False, (unsigned long long)h.last_id);
+}
+
+/* _presence_host() -> str | None: this host's id in the broker's presence
+ * keys (parts are HOST.PID). */
+static PyObject *py_presence_host(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (m0_presence_current == NULL)
+        Py_RETURN_NONE;
+    return PyUnicode_FromString(m0_presence_host(m0_presence_current));
+}
+
+/* _broker_settings() -> (dict, prefix, retention, backlog) | None: the
+ * server's --broker, as m0pub._broker_settings gives M0_BROKER's. */
+static PyObject *py_broker_settings(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    const struct m0_broker_cfg *b = m0_broker;
+    if (b == NULL)
+        Py_RETURN_NONE;
+    return Py_BuildValue("({s:z,s:i,s:z,s:z,s:i,s:s}sll)", "host", b->is_unix ? NULL : b->host, "port", b->port,
+                         "path", b->is_unix ? b->path : NULL, "password", b->password[0] ? b->password : NULL,
+                         "db", b->db, "shown", b->shown, b->prefix, b->retention, b->backlog);
+}
+
 static PyMethodDef m0_functions[] = {
     {"loop_index", py_loop_index, METH_NOARGS,
      "loop_index() -> int: which of the worker's event loops (--threads N: 0..N-1) the calling "
@@ -165,6 +303,20 @@ static PyMethodDef m0_functions[] = {
      "_grant_keys() -> list[tuple[str, bytes]] | None: the (kid, secret) pairs this worker verifies grants "
      "with (--grant-key-file as it was when the worker started; the last one signs); None without it. "
      "m0pub.grant signs with them."},
+    {"_presence_count", py_presence_count, METH_VARARGS,
+     "_presence_count(channel: bytes) -> int | None: connections held on channel by every worker of this host "
+     "(m0pub.channel_info adds the other hosts'); None without --realtime."},
+    {"_presence_list", py_presence_list, METH_VARARGS,
+     "_presence_list(channel: bytes, limit: int) -> list[tuple[bytes, int]] | None: up to limit distinct subs "
+     "held on channel on this host, with their connections (m0pub.presence)."},
+    {"_history", py_history, METH_VARARGS,
+     "_history(channel: bytes, since: int, tail: bool, limit: int) -> tuple[list[tuple[int, bytes]], bool, int] "
+     "| None: the calling thread's event loop's journal of channel (m0pub.history); None when no loop reads "
+     "events."},
+    {"_presence_host", py_presence_host, METH_NOARGS,
+     "_presence_host() -> str | None: this host's id in the broker's presence keys."},
+    {"_broker_settings", py_broker_settings, METH_NOARGS,
+     "_broker_settings() -> tuple | None: the server's --broker as m0pub reads M0_BROKER."},
     {"_after_fork_child", py_after_fork_child, METH_NOARGS,
      "_after_fork_child(): close the server's descriptors in a process forked by a view "
      "(registered with os.register_at_fork)."},

@@ -323,6 +323,15 @@ int m0_broker_publish_frame(const char *channel, size_t clen, const char *frame,
     return publish_frame(pc, channel, clen, frame, flen, NULL, 0, "", id_out, err, cap);
 }
 
+struct redisContext *m0_broker_connect(struct m0_reply_guard *g, char *err, size_t cap)
+{
+    if (m0_broker == NULL) {
+        snprintf(err, cap, "no broker configured");
+        return NULL;
+    }
+    return dial(m0_broker, g, err, cap);
+}
+
 int m0_broker_counter(uint64_t *out, char *err, size_t cap)
 {
     const struct m0_broker_cfg *b = m0_broker;
