@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <hiredis/hiredis.h>
 
@@ -25,7 +26,7 @@
 #include "m0/presence_broker.h"
 
 #define BATCH 512                        /* changes per script call */
-#define RETRY_MIN_MS 200
+#define RETRY_MIN_MS 500
 #define RETRY_MAX_MS 5000
 
 /* What every script starts with: its settings, Redis's clock, the live
@@ -204,14 +205,28 @@ struct m0_presence_redis *m0_presence_redis_new(const struct m0_config *cfg, con
     return r;
 }
 
-static void hang_up(struct m0_presence_redis *r, const char *why)
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The connection failed (why) or is dropped: the next attempt waits 500 ms
+ * doubling to 5 s per failure since the last script that succeeded; the
+ * outage is logged once. */
+static void fail(struct m0_presence_redis *r, const char *why)
 {
     if (r->c != NULL)
         redisFree(r->c);
     r->c = NULL;
-    if (!r->logged && why != NULL) {
-        m0_warn("presence: broker %s: %s: this worker's part of the occupancy is pushed once it is back",
-                m0_broker->shown, why);
+    unsigned shift = r->failures < 5 ? r->failures : 5;
+    uint64_t delay = (uint64_t)RETRY_MIN_MS << shift;
+    r->retry_at = mono_ms() + (delay > RETRY_MAX_MS ? RETRY_MAX_MS : delay);
+    r->failures++;
+    if (!r->logged) {
+        m0_warn("presence: broker %s: %s: this worker's part of the occupancy is pushed once it answers "
+                "(retrying with backoff up to %d s)", m0_broker->shown, why, RETRY_MAX_MS / 1000);
         r->logged = 1;
     }
 }
@@ -220,32 +235,43 @@ void m0_presence_redis_free(struct m0_presence_redis *r)
 {
     if (r == NULL)
         return;
-    hang_up(r, NULL);
+    if (r->c != NULL)
+        redisFree(r->c);
     m0_buf_free(&r->args);
     free(r);
 }
 
 int m0_presence_redis_ready(struct m0_presence_redis *r, uint64_t now_ms, char *err, size_t cap)
 {
+    (void)now_ms;
     if (r->c != NULL)
         return 1;
-    if (now_ms < r->retry_at) {
+    if (mono_ms() < r->retry_at) {
         snprintf(err, cap, "waiting to reconnect");
         return 0;
     }
     r->c = m0_broker_connect(&r->guard, err, cap);
-    if (r->c == NULL) {
-        unsigned shift = r->failures < 5 ? r->failures : 5;
-        uint64_t delay = (uint64_t)RETRY_MIN_MS << shift;
-        r->retry_at = now_ms + (delay > RETRY_MAX_MS ? RETRY_MAX_MS : delay);
-        r->failures++;
-        hang_up(r, err);
+    if (r->c != NULL) {
+        /* Up once it answers: a Redis at maxclients accepts, then refuses. */
+        redisReply *pong = redisCommand(r->c, "PING");
+        if (pong == NULL || pong->type != REDIS_REPLY_STATUS || strcmp(pong->str, "PONG") != 0)
+            snprintf(err, cap, "refused PING: %.160s",
+                     pong == NULL ? r->c->errstr : pong->type == REDIS_REPLY_ERROR ? pong->str : "an unexpected reply");
+        else
+            err[0] = '\0';
+        if (pong != NULL)
+            freeReplyObject(pong);
+        if (err[0] != '\0') {
+            fail(r, err);
+            return 0;
+        }
+    } else {
+        fail(r, err);
         return 0;
     }
     if (r->logged)
         m0_info("presence: broker %s: connected again", m0_broker->shown);
     r->logged = 0;
-    r->failures = 0;
     return 2;
 }
 
@@ -282,15 +308,17 @@ static redisReply *run(struct m0_presence_redis *r, struct script *s, const char
     free(argv);
     free(lens);
     if (rep == NULL) {
-        hang_up(r, r->c->errstr[0] ? r->c->errstr : "no reply");
+        fail(r, r->c->errstr[0] ? r->c->errstr : "no reply");
         return NULL;
     }
     if (rep->type == REDIS_REPLY_ERROR) {
-        m0_warn("presence: broker %s refused a script: %.200s", m0_broker->shown, rep->str);
+        char why[240];
+        snprintf(why, sizeof why, "refused a script: %.200s", rep->str);
         freeReplyObject(rep);
-        hang_up(r, NULL);
+        fail(r, why);
         return NULL;
     }
+    r->failures = 0;
     return rep;
 }
 
