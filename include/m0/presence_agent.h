@@ -44,7 +44,8 @@ void m0_presence_agent_note(void *ctx, char kind, int events, const char *channe
                             size_t slen);
 
 /* The worker drains: the agent withdraws the worker's part from Redis and
- * ends (joined). Idempotent; any thread. */
+ * ends, on its own thread (the caller does not wait). Idempotent; any
+ * thread. */
 void m0_presence_agent_stop(void);
 
 #endif

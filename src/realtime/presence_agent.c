@@ -403,6 +403,8 @@ static void *agent_main(void *arg)
         char err[256];
         if (m0_presence_redis_ready(a->redis, now_ms(), err, sizeof err))
             m0_presence_redis_reset(a->redis, 1);     /* the part goes: other hosts stop counting it now */
+        m0_presence_redis_free(a->redis);
+        a->redis = NULL;
     }
     keyset_free(&ks);
     return NULL;
@@ -455,13 +457,14 @@ void m0_presence_agent_stop(void)
     pthread_mutex_unlock(&agent_mu);
     if (a == NULL)
         return;
+    /* Not joined: the loop that drains must not wait for Redis. The agent
+     * withdraws the part and ends on its own; a process that exits first
+     * leaves the part to expire (M0_PRESENCE_PART_TTL_MS). Loops may still
+     * note (their last holds closing): the agent stays allocated for the
+     * process's life and drops their notes. */
     pthread_mutex_lock(&a->mu);
     a->stopping = 1;
     pthread_cond_signal(&a->cv);
     pthread_mutex_unlock(&a->mu);
-    pthread_join(a->tid, NULL);
-    /* Loops may still note (their last holds closing): the agent stays
-     * allocated, asleep, for the process's life. */
-    m0_presence_redis_free(a->redis);
-    a->redis = NULL;
+    pthread_detach(a->tid);
 }

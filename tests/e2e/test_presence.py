@@ -137,9 +137,12 @@ def test_occupancy_and_presence_on_two_workers(start_server):
     assert settle(lambda: info(server.port), {"connections": 3, "last_id": last}) == {"connections": 3,
                                                                                       "last_id": last}
     # A worker killed with -9: its part drops out (the master empties its
-    # block when it reaps it), the other worker's stays exact.
+    # block when it reaps it), the other worker's stays exact — at once,
+    # not only when a replacement claims the block (after it booted).
+    mark = len(server.stderr.lines)
     os.kill(w2, signal.SIGKILL)
     assert settle(lambda: info(server.port)["connections"], 2) == 2
+    assert not [l for l in server.stderr.lines[mark:] if "worker booted" in l], "counted until the replacement came"
     assert settle(lambda: presence(server.port), {"alice": 1}) == {"alice": 1}
     for s in held:
         s.close()
