@@ -17,6 +17,9 @@
                                     N calls from this view: the seconds per
                                     call, as JSON {"per_call": s, "last": ...}
   anything else                     the worker pid
+
+When the file PRESENCE_APP_SLOW_BOOT names exists, importing the app takes
+3 s (a replacement worker that is slow to come).
 """
 
 import json
@@ -26,6 +29,9 @@ from urllib.parse import parse_qs
 
 import m0pub
 from m0serve._ws import stream_headers
+
+if os.environ.get("PRESENCE_APP_SLOW_BOOT") and os.path.exists(os.environ["PRESENCE_APP_SLOW_BOOT"]):
+    time.sleep(3)
 
 
 def _json(start_response, obj, status="200 OK"):

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from rawhttp import request
+from rawhttp import Conn, request
 from serverproc import REPO, kill_group
 from sse import SSEStream
 
@@ -114,8 +114,9 @@ def events_of(stream, timeout):
 
 # ------------------------------------------------------------------ one host
 
-def test_occupancy_and_presence_on_two_workers(start_server):
-    server = start_server(APP, "--realtime", workers=2)
+def test_occupancy_and_presence_on_two_workers(start_server, tmp_path):
+    slow = tmp_path / "slow-boot"
+    server = start_server(APP, "--realtime", workers=2, env={"PRESENCE_APP_SLOW_BOOT": str(slow)})
     w1, w2 = workers_of(server.port)
     held = [open_on(server.port, w1, sub="alice"), open_on(server.port, w2, sub="alice"),
             open_on(server.port, w2, sub="bob"), open_on(server.port, w1)]
@@ -138,11 +139,21 @@ def test_occupancy_and_presence_on_two_workers(start_server):
                                                                                       "last_id": last}
     # A worker killed with -9: its part drops out (the master empties its
     # block when it reaps it), the other worker's stays exact — at once,
-    # not only when a replacement claims the block (after it booted).
-    mark = len(server.stderr.lines)
+    # not only once a replacement claims the block (it takes 3 s to boot).
+    # Asked on a connection the surviving worker keeps (a new one may land
+    # on the dead worker's socket, which waits for the replacement).
+    for _ in range(80):
+        ask = Conn(server.port)
+        if int(ask.request("GET", "/pid").body) == w1:
+            break
+        ask.close()
+    slow.touch()
     os.kill(w2, signal.SIGKILL)
-    assert settle(lambda: info(server.port)["connections"], 2) == 2
-    assert not [l for l in server.stderr.lines[mark:] if "worker booted" in l], "counted until the replacement came"
+    assert settle(lambda: json.loads(ask.request("GET", "/info?channel=room").body)["connections"], 2,
+                  timeout=2.0) == 2
+    assert not [l for l in server.stderr.lines if "worker booted (pid" in l and "pid %d" % w2 not in l and
+                "pid %d" % w1 not in l], "counted until the replacement came"
+    ask.close()
     assert settle(lambda: presence(server.port), {"alice": 1}) == {"alice": 1}
     for s in held:
         s.close()
