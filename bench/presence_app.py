@@ -7,8 +7,10 @@ channel_info / presence timed from a view.
   /publish?n=1&seq=K      publish n events on "news", data {"t": time.time(),
                           "seq": K, "i": i} (bench/hold_client times them)
   /info                   m0pub.channel_info("news") as JSON
-  /time?what=info|presence&n=N&limit=L
-                          N calls from this view: {"per_call_us": ..., "size": ...}
+  /time?what=info|presence|count|loop&n=N&limit=L
+                          N calls from this view: the time per call (count: the
+                          shared table alone; loop: one round trip to the view's
+                          event loop, what asking each loop would cost per loop)
   anything else           "ok"
 """
 
@@ -53,6 +55,12 @@ def application(environ, start_response):
         limit = int(q.get("limit", "1000"))
         if q.get("what") == "presence":
             call = lambda: m0pub.presence("news", limit=limit)          # noqa: E731
+        elif q.get("what") == "count":                                  # the shared table alone
+            import m0
+            call = lambda: {"connections": m0._presence_info(b"news")[0]}    # noqa: E731
+        elif q.get("what") == "loop":                                   # one round trip to the view's loop
+            import m0
+            call = lambda: {"connections": len(m0._history(b"news", 0, True, 0)[0])}   # noqa: E731
         else:
             call = lambda: m0pub.channel_info("news")                   # noqa: E731
         last = call()

@@ -808,10 +808,13 @@ def channel_info(channel):
     settings = m0._broker_settings() if m0 is not None else _broker_settings()
     local, last = 0, None
     if m0 is not None:
-        local = m0._presence_count(name) or 0
-        if settings is None:
+        local, last = m0._presence_info(name) or (0, 0)
+        if settings is None and not last:
+            # Nobody holds it on this host (or no event since they came): this
+            # view's loop's journal knows its newest id, if anyone does.
             got = m0._history(name, 0, True, 0)
-            last = got[2] or None if got is not None else None
+            last = got[2] if got is not None else 0
+        last = last or None
     elif settings is None:
         _degraded("channel_info")
         return {"connections": 0, "last_id": None}

@@ -87,6 +87,12 @@ void m0_presence_join(struct m0_presence *p, uint32_t blk, int32_t pid, const ch
 void m0_presence_leave(struct m0_presence *p, uint32_t blk, int32_t pid, uint32_t chan, uint32_t sub,
                        struct m0_presence_delta *d);
 
+/* An event numbered id went out on channel: the channel's entry in pid's
+ * block blk (if the loop holds anyone there) keeps the newest id, for
+ * channel_info's last_id without asking the loop. Loop thread. */
+void m0_presence_event(struct m0_presence *p, uint32_t blk, int32_t pid, const char *channel, size_t clen,
+                       uint64_t id);
+
 /* Master, after reaping pid: the blocks pid owned are emptied and freed
  * (a reader stops counting them at once). Returns how many. */
 int m0_presence_reaped(struct m0_presence *p, int32_t pid);
@@ -102,6 +108,10 @@ struct m0_presence_span {
 /* Held connections on channel, summed over the span's live blocks. */
 uint64_t m0_presence_count(const struct m0_presence *p, const char *channel, size_t clen,
                            struct m0_presence_span span);
+/* The newest event id the span's live blocks noted on channel (0: no loop
+ * holds anyone there, or none has seen an event since). */
+uint64_t m0_presence_last_id(const struct m0_presence *p, const char *channel, size_t clen,
+                             struct m0_presence_span span);
 /* Connections of sub on channel, summed likewise. */
 uint64_t m0_presence_sub_count(const struct m0_presence *p, const char *channel, size_t clen, const char *sub,
                                size_t slen, struct m0_presence_span span);

@@ -34,9 +34,15 @@ void m0_presence_loop_start(struct m0_presence_loop *pl, int blk);
 void m0_presence_loop_sub(struct m0_presence_loop *pl, uint32_t slot, const char *sub, size_t slen);
 
 /* The registry subscribed slot to channel (one name, or up to 32 joined
- * by '\n'): count it on each, with its sub. A slot counted already is
- * left as it is. */
-void m0_presence_loop_join(struct m0_presence_loop *pl, uint32_t slot, const char *channel, size_t clen);
+ * by '\n'): count it on each, with its sub. last(ctx, name, len): the
+ * newest id the loop knows on a channel (its journal), kept with its
+ * entry. A slot counted already is left as it is. */
+void m0_presence_loop_join(struct m0_presence_loop *pl, uint32_t slot, const char *channel, size_t clen,
+                           uint64_t (*last)(void *ctx, const char *name, size_t len), void *ctx);
+
+/* An event numbered id went out on channel (its last id for channel_info,
+ * presence.h). */
+void m0_presence_loop_event(struct m0_presence_loop *pl, const char *channel, size_t clen, uint64_t id);
 
 /* The slot's subscription ends (or never began): it counts no more, and
  * its sub is forgotten. */

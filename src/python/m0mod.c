@@ -147,24 +147,26 @@ static PyObject *py_grant_keys(PyObject *self, PyObject *unused)
 
 /* ------------------------------------------ occupancy, presence, history */
 
-/* _presence_count(channel: bytes) -> int | None: held connections on the
- * channel over every worker of this host (presence.h); None without the
- * shared table. */
-static PyObject *py_presence_count(PyObject *self, PyObject *args)
+/* _presence_info(channel: bytes) -> (int, int) | None: held connections on
+ * the channel over every worker of this host, and the newest event id the
+ * loops holding it noted (0: none) — both from the shared table
+ * (presence.h), no loop asked; None without it. */
+static PyObject *py_presence_info(PyObject *self, PyObject *args)
 {
     (void)self;
     const char *ch;
     Py_ssize_t cl;
-    if (!PyArg_ParseTuple(args, "y#:_presence_count", &ch, &cl))
+    if (!PyArg_ParseTuple(args, "y#:_presence_info", &ch, &cl))
         return NULL;
     if (m0_presence_current == NULL)
         Py_RETURN_NONE;
-    uint64_t n;
+    uint64_t n, last;
     struct m0_presence_span all = {0, 0};
     Py_BEGIN_ALLOW_THREADS
     n = m0_presence_count(m0_presence_current, ch, (size_t)cl, all);
+    last = n > 0 ? m0_presence_last_id(m0_presence_current, ch, (size_t)cl, all) : 0;
     Py_END_ALLOW_THREADS
-    return PyLong_FromUnsignedLongLong(n);
+    return Py_BuildValue("(KK)", (unsigned long long)n, (unsigned long long)last);
 }
 
 static void gather_sub(void *ctx, const char *sub, size_t slen, uint64_t count)
@@ -303,8 +305,9 @@ static PyMethodDef m0_functions[] = {
      "_grant_keys() -> list[tuple[str, bytes]] | None: the (kid, secret) pairs this worker verifies grants "
      "with (--grant-key-file as it was when the worker started; the last one signs); None without it. "
      "m0pub.grant signs with them."},
-    {"_presence_count", py_presence_count, METH_VARARGS,
-     "_presence_count(channel: bytes) -> int | None: connections held on channel by every worker of this host "
+    {"_presence_info", py_presence_info, METH_VARARGS,
+     "_presence_info(channel: bytes) -> tuple[int, int] | None: connections held on channel by every worker of "
+     "this host, and the newest event id their loops noted on it (0: none), from the shared table "
      "(m0pub.channel_info adds the other hosts'); None without --realtime."},
     {"_presence_list", py_presence_list, METH_VARARGS,
      "_presence_list(channel: bytes, limit: int) -> list[tuple[bytes, int]] | None: up to limit distinct subs "

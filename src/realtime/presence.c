@@ -401,6 +401,23 @@ void m0_presence_leave(struct m0_presence *p, uint32_t blk, int32_t pid, uint32_
     pthread_mutex_unlock(&b->wlock);
 }
 
+void m0_presence_event(struct m0_presence *p, uint32_t blk, int32_t pid, const char *channel, size_t clen,
+                       uint64_t id)
+{
+    if (clen == 0 || clen > NAME_MAX_)
+        return;
+    struct block *b = own(p, blk, pid);
+    if (b == NULL)
+        return;
+    uint32_t c = m0_presence_find(p, b, K_CHAN, NONE, channel, clen);
+    if (c != NONE) {
+        struct entry *e = entry_at(p, b, c);
+        if (id > e->aux)
+            __atomic_store_n(&e->aux, id, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&b->wlock);
+}
+
 int m0_presence_reaped(struct m0_presence *p, int32_t pid)
 {
     int n = 0;
@@ -538,6 +555,35 @@ uint64_t m0_presence_count(const struct m0_presence *p, const char *channel, siz
 {
     struct key k = {.channel = channel, .clen = clen};
     return p == NULL ? 0 : each_block(p, span, count_in, &k);
+}
+
+/* The most of the blocks' last ids: each_block sums, so this one keeps
+ * its maximum in the key. */
+struct newest {
+    struct key k;
+    uint64_t max;
+};
+
+static uint64_t last_in(const struct m0_presence *p, const struct block *b, void *ctx)
+{
+    struct newest *n = ctx;
+    struct seen s;
+    uint32_t c;
+    if (r_find(p, b, K_CHAN, NONE, n->k.channel, n->k.clen, &c, &s) == 1) {
+        uint64_t id = __atomic_load_n(&entry_at(p, b, c)->aux, __ATOMIC_ACQUIRE);
+        if (id > n->max)
+            n->max = id;
+    }
+    return 0;
+}
+
+uint64_t m0_presence_last_id(const struct m0_presence *p, const char *channel, size_t clen,
+                             struct m0_presence_span span)
+{
+    struct newest n = {.k = {.channel = channel, .clen = clen}};
+    if (p != NULL)
+        each_block(p, span, last_in, &n);
+    return n.max;
 }
 
 uint64_t m0_presence_sub_count(const struct m0_presence *p, const char *channel, size_t clen, const char *sub,

@@ -170,7 +170,14 @@ static size_t split(const char *list, size_t len, const char **name, size_t *nle
     return n;
 }
 
-void m0_presence_loop_join(struct m0_presence_loop *pl, uint32_t slot, const char *channel, size_t clen)
+void m0_presence_loop_event(struct m0_presence_loop *pl, const char *channel, size_t clen, uint64_t id)
+{
+    if (pl->p != NULL && pl->blk != NONE)
+        m0_presence_event(pl->p, pl->blk, pl->pid, channel, clen, id);
+}
+
+void m0_presence_loop_join(struct m0_presence_loop *pl, uint32_t slot, const char *channel, size_t clen,
+                           uint64_t (*last)(void *ctx, const char *name, size_t len), void *ctx)
 {
     if (pl->p == NULL || pl->blk == NONE || slot >= pl->nslots || pl->slots[slot].joined)
         return;
@@ -197,6 +204,8 @@ void m0_presence_loop_join(struct m0_presence_loop *pl, uint32_t slot, const cha
         }
         if (!d.counted || (ps->name != NULL && d.sub == NONE))
             check_full(pl);
+        if (d.counted && last != NULL)
+            m0_presence_event(pl->p, pl->blk, pl->pid, name[i], nlen[i], last(ctx, name[i], nlen[i]));
         note(pl, &d, name[i], nlen[i], d.sub != NONE ? ps->name : NULL, ps->nlen);
     }
 }

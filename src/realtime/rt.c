@@ -107,6 +107,18 @@ static void publish(struct m0_rt *rt, const char *dgram, size_t n)
         return;
     rt->st.received++;
     m0_registry_publish(rt->reg, m.channel, m.channel_len, m.id, m.payload, m.payload_len, deliver, rt);
+    m0_presence_loop_event(rt->presence, m.channel, m.channel_len, m.id);
+}
+
+/* The newest id this loop's journal knows on a channel (presence's
+ * last_id, seeded when a first listener comes). */
+static uint64_t journal_last(void *ctx, const char *name, size_t len)
+{
+    struct m0_rt *rt = ctx;
+    int complete;
+    uint64_t last;
+    m0_registry_history(rt->reg, name, len, UINT64_MAX, 0, 0, NULL, NULL, &complete, &last);   /* no event: the id alone */
+    return last;
 }
 
 /* Deliver what the reorder window has in order, then see whether anything
@@ -572,7 +584,7 @@ int m0_rt_subscribe(struct m0_rt *rt, uint32_t slot, uint32_t gen, const char *c
     m0_registry_subscribe(rt->reg, slot, channel, clen, last, quiet, deliver, rt);
     rt->replaying = 0;
     if (m0_registry_is_subscribed(rt->reg, slot))
-        m0_presence_loop_join(rt->presence, slot, channel, clen);
+        m0_presence_loop_join(rt->presence, slot, channel, clen, journal_last, rt);
     return M0_OK;
 }
 
@@ -598,6 +610,7 @@ void m0_rt_event(struct m0_rt *rt, const char *channel, size_t clen, uint64_t id
 {
     rt->st.received++;
     m0_registry_publish(rt->reg, channel, clen, id, frame, flen, deliver, rt);
+    m0_presence_loop_event(rt->presence, channel, clen, id);
 }
 
 void m0_rt_lost(struct m0_rt *rt, uint64_t id)
@@ -635,7 +648,7 @@ void m0_rt_join(struct m0_rt *rt, uint32_t slot, uint32_t gen, const char *chann
         m0_registry_subscribe(rt->reg, slot, channel, clen, last, 0, deliver, rt);
         rt->replaying = 0;
         if (m0_registry_is_subscribed(rt->reg, slot))
-            m0_presence_loop_join(rt->presence, slot, channel, clen);
+            m0_presence_loop_join(rt->presence, slot, channel, clen, journal_last, rt);
     }
     m0_rt_settle(rt);
 }

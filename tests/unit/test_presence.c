@@ -70,6 +70,16 @@ static void test_counts_and_lists_over_blocks(void **state)
     assert_int_equal(m0_presence_count(p, "lobby", 5, ALL), 1);
     assert_int_equal(m0_presence_count(p, "nobody", 6, ALL), 0);
     assert_int_equal(m0_presence_sub_count(p, "room", 4, "alice", 5, ALL), 2);
+    /* The newest event id each block noted, no loop asked. */
+    assert_int_equal(m0_presence_last_id(p, "room", 4, ALL), 0);
+    m0_presence_event(p, 0, 100, "room", 4, 7);
+    m0_presence_event(p, 1, 101, "room", 4, 9);
+    m0_presence_event(p, 0, 100, "room", 4, 5);          /* older: kept the newest */
+    m0_presence_event(p, 0, 100, "elsewhere", 9, 11);    /* nobody holds it here: nothing */
+    m0_presence_event(p, 0, 999, "room", 4, 99);         /* not the owner */
+    assert_int_equal(m0_presence_last_id(p, "room", 4, ALL), 9);
+    assert_int_equal(m0_presence_last_id(p, "room", 4, (struct m0_presence_span){0, 1}), 7);
+    assert_int_equal(m0_presence_last_id(p, "elsewhere", 9, ALL), 0);
     struct listed l = {{0}, 0};
     assert_int_equal(m0_presence_list(p, "room", 4, 100, ALL, on_sub, &l), 2);
     assert_true(listed_has(&l, "alice=2,") && listed_has(&l, "bob=1,"));
