@@ -102,6 +102,7 @@ while (($(now_ms) < deadline)); do
     sleep 0.5
 done
 ((held >= STREAMS)) || die "only $held of $STREAMS streams were counted"
+curl -s --max-time 30 -o /dev/null "http://127.0.0.1:$PORT/publish?n=1"    # a last_id for the loops to note
 INFO=$(curl -s --max-time 120 "http://127.0.0.1:$PORT/time?what=info&n=$CALLS")
 PRES=$(curl -s --max-time 120 "http://127.0.0.1:$PORT/time?what=presence&limit=1000&n=$PRESENCE_CALLS")
 kill "$CLIENT_PID" 2>/dev/null || true

@@ -7,7 +7,7 @@ channel_info / presence timed from a view.
   /publish?n=1&seq=K      publish n events on "news", data {"t": time.time(),
                           "seq": K, "i": i} (bench/hold_client times them)
   /info                   m0pub.channel_info("news") as JSON
-  /time?what=info|presence|count|loop&n=N&limit=L
+  /time?what=info|presence|count|list|loop&n=N&limit=L
                           N calls from this view: the time per call (count: the
                           shared table alone; loop: one round trip to the view's
                           event loop, what asking each loop would cost per loop)
@@ -58,6 +58,9 @@ def application(environ, start_response):
         elif q.get("what") == "count":                                  # the shared table alone
             import m0
             call = lambda: {"connections": m0._presence_info(b"news")[0]}    # noqa: E731
+        elif q.get("what") == "list":                                   # the shared table's listing alone
+            import m0
+            call = lambda: m0._presence_list(b"news", limit)            # noqa: E731
         elif q.get("what") == "loop":                                   # one round trip to the view's loop
             import m0
             call = lambda: {"connections": len(m0._history(b"news", 0, True, 0)[0])}   # noqa: E731

@@ -757,6 +757,14 @@ def _sub_text(raw):
         return raw.decode("latin-1")
 
 
+def _sub_bytes(sub):
+    """The bytes the server keeps for a sub _sub_text gave."""
+    try:
+        return sub.encode("utf-8")
+    except UnicodeEncodeError:
+        return sub.encode("latin-1")
+
+
 def _unframe(frame):
     """(event or None, data) of one SSE frame the server journaled (WHATWG
     HTML §9.2.6: "event" and "data" fields, one space after the colon
@@ -844,20 +852,20 @@ def presence(channel, limit=PRESENCE_LIMIT):
     settings = m0._broker_settings() if m0 is not None else _broker_settings()
     out = {}
     if m0 is not None:
-        for sub, n in m0._presence_list(name, limit) or ():
-            out[sub] = n
+        out = m0._presence_list(name, limit) or {}
+        if settings is None:
+            return out
     elif settings is None:
         _degraded("presence")
         return {}
-    if settings is not None:
-        own = m0._presence_host() if m0 is not None else None
-        reply = _script(settings, PRESENCE_LUA, settings[1], own or "", name, max(0, limit - len(out)),
-                        *list(out))
-        for i in range(0, len(reply) - 1, 2):
-            sub = reply[i]
-            if sub in out or len(out) < limit:
-                out[sub] = out.get(sub, 0) + int(reply[i + 1])
-    return {_sub_text(sub): n for sub, n in out.items()}
+    own = m0._presence_host() if m0 is not None else None
+    local = [_sub_bytes(sub) for sub in out]
+    reply = _script(settings, PRESENCE_LUA, settings[1], own or "", name, max(0, limit - len(out)), *local)
+    for i in range(0, len(reply) - 1, 2):
+        sub = _sub_text(reply[i])
+        if sub in out or len(out) < limit:
+            out[sub] = out.get(sub, 0) + int(reply[i + 1])
+    return out
 
 
 def history(channel, since=None, limit=HISTORY_LIMIT):

@@ -180,8 +180,20 @@ static void gather_sub(void *ctx, const char *sub, size_t slen, uint64_t count)
     m0_buf_append(b, sub, slen);
 }
 
-/* _presence_list(channel: bytes, limit: int) -> list[(bytes, int)] | None:
- * up to limit distinct subs held on the channel on this host, with their
+/* A sub as the server kept its bytes: UTF-8 (a grant's), else latin-1 (an
+ * M0-Presence a WSGI view set, latin-1 by PEP 3333). */
+static PyObject *sub_text(const char *p, size_t n)
+{
+    PyObject *u = PyUnicode_DecodeUTF8(p, (Py_ssize_t)n, NULL);
+    if (u == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+        PyErr_Clear();
+        u = PyUnicode_DecodeLatin1(p, (Py_ssize_t)n, NULL);
+    }
+    return u;
+}
+
+/* _presence_list(channel: bytes, limit: int) -> dict[str, int] | None: up
+ * to limit distinct subs held on the channel on this host, with their
  * connections. */
 static PyObject *py_presence_list(PyObject *self, PyObject *args)
 {
@@ -197,20 +209,21 @@ static PyObject *py_presence_list(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     m0_presence_list(m0_presence_current, ch, (size_t)cl, limit > 0 ? (size_t)limit : 0, all, gather_sub, &b);
     Py_END_ALLOW_THREADS
-    PyObject *list = PyList_New(0);
-    for (size_t at = 0; list != NULL && at + 9 <= b.len;) {
+    PyObject *dict = PyDict_New();
+    for (size_t at = 0; dict != NULL && at + 9 <= b.len;) {
         const unsigned char *h = (const unsigned char *)b.data + at;
         uint64_t count = 0;
         for (int i = 0; i < 8; i++)
             count |= (uint64_t)h[1 + i] << (8 * i);
-        PyObject *item = Py_BuildValue("(y#K)", (const char *)h + 9, (Py_ssize_t)h[0], (unsigned long long)count);
-        if (item == NULL || PyList_Append(list, item) != 0)
-            Py_CLEAR(list);
-        Py_XDECREF(item);
+        PyObject *k = sub_text((const char *)h + 9, h[0]), *v = PyLong_FromUnsignedLongLong(count);
+        if (k == NULL || v == NULL || PyDict_SetItem(dict, k, v) != 0)
+            Py_CLEAR(dict);
+        Py_XDECREF(k);
+        Py_XDECREF(v);
         at += 9 + h[0];
     }
     m0_buf_free(&b);
-    return list;
+    return dict;
 }
 
 /* _history(channel: bytes, since: int, tail: bool, limit: int) ->
@@ -310,8 +323,8 @@ static PyMethodDef m0_functions[] = {
      "this host, and the newest event id their loops noted on it (0: none), from the shared table "
      "(m0pub.channel_info adds the other hosts'); None without --realtime."},
     {"_presence_list", py_presence_list, METH_VARARGS,
-     "_presence_list(channel: bytes, limit: int) -> list[tuple[bytes, int]] | None: up to limit distinct subs "
-     "held on channel on this host, with their connections (m0pub.presence)."},
+     "_presence_list(channel: bytes, limit: int) -> dict[str, int] | None: up to limit distinct subs held on "
+     "channel on this host (UTF-8, else latin-1), with their connections (m0pub.presence)."},
     {"_history", py_history, METH_VARARGS,
      "_history(channel: bytes, since: int, tail: bool, limit: int) -> tuple[list[tuple[int, bytes]], bool, int] "
      "| None: the calling thread's event loop's journal of channel (m0pub.history); None when no loop reads "

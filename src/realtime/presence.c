@@ -681,18 +681,46 @@ size_t m0_presence_list(const struct m0_presence *p, const char *channel, size_t
         return 0;
     }
     each_block(p, span, walk_subs, &w);
-    /* Phase two: each listed sub's connections, summed over the blocks. */
-    size_t listed = 0;
-    for (size_t off = 0; off < w.g.used;) {
-        size_t n = (unsigned char)w.g.names[off];
-        const char *name = w.g.names + off + 1;
-        off += 1 + n;
-        uint64_t count = m0_presence_sub_count(p, channel, clen, name, n, span);
-        if (count > 0) {
-            cb(ctx, name, n, count);
-            listed++;
+    /* Phase two: each listed sub's connections, summed over the blocks:
+     * per block the channel is found once, then each sub under it (a
+     * block reset meanwhile: that block's counts are taken again). */
+    uint64_t *sum = calloc(w.g.n + 1, sizeof *sum), *mine = calloc(w.g.n + 1, sizeof *mine);
+    uint32_t first = span.n == 0 ? 0 : span.first, nb = span.n == 0 ? p->nblocks : span.n;
+    for (uint32_t i = first; sum != NULL && mine != NULL && i < first + nb && i < p->nblocks; i++) {
+        const struct block *b = block_at(p, i);
+        for (int attempt = 0; attempt < 8; attempt++) {
+            uint32_t e1 = __atomic_load_n(&b->epoch, __ATOMIC_ACQUIRE);
+            if (__atomic_load_n(&b->owner, __ATOMIC_ACQUIRE) == 0)
+                break;
+            struct seen sn;
+            uint32_t c, at;
+            if (r_find(p, b, K_CHAN, NONE, channel, clen, &c, &sn) != 1)
+                break;                   /* nobody there (or never a clean walk) */
+            size_t k = 0;
+            for (size_t off = 0; off < w.g.used; k++) {
+                size_t n = (unsigned char)w.g.names[off];
+                mine[k] = r_find(p, b, K_SUB, c, w.g.names + off + 1, n, &at, &sn) == 1 ? sn.h.count : 0;
+                off += 1 + n;
+            }
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            if (__atomic_load_n(&b->epoch, __ATOMIC_RELAXED) == e1) {
+                for (size_t j = 0; j < k; j++)
+                    sum[j] += mine[j];
+                break;
+            }
         }
     }
+    size_t listed = 0, k = 0;
+    for (size_t off = 0; sum != NULL && mine != NULL && off < w.g.used; k++) {
+        size_t n = (unsigned char)w.g.names[off];
+        if (sum[k] > 0) {
+            cb(ctx, w.g.names + off + 1, n, sum[k]);
+            listed++;
+        }
+        off += 1 + n;
+    }
+    free(sum);
+    free(mine);
     free(w.g.slots);
     free(w.g.names);
     return listed;
