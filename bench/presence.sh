@@ -10,9 +10,12 @@
 #      streams on "news", each under one of 1,000 subs (M0-Presence); once
 #      channel_info counts them all, GET /time runs CALLS calls in a view and
 #      answers the mean, p50 and p99 per call;
-#   2. ROUNDS times, alternating: a fresh server, FANOUT (10,000) streams,
+#   2. ROUNDS times, alternating: a fresh server of one worker, FANOUT
+#      (10,000) streams,
 #      EVENTS events INTERVAL s apart through /publish, hold_client's
-#      publish->delivery latency (p50, p99): "off" streams without a sub,
+#      publish->delivery latency (p50, p99) and the worker's CPU per
+#      delivery (the figure the machine's other load moves least): "off"
+#      streams without a sub,
 #      "on" with one and --presence-events on another channel (the agent
 #      runs; a join per sub would otherwise be 10,000 × 1,000 deliveries).
 # Targets: channel_info under 1 ms, presence of 1,000 subs under 10 ms, the
@@ -77,12 +80,12 @@ COPY_LOGS_ON_EXIT=1
 NOFILE=$((STREAMS > FANOUT ? STREAMS : FANOUT))
 ulimit -n "$((NOFILE + 4096))" 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
-# serve NAME ARGS...: a fresh server on PORT (its log TMP/NAME.log).
+# serve NAME WORKERS ARGS...: a fresh server on PORT (its log TMP/NAME.log).
 serve() {
-    local name=$1; shift
+    local name=$1 workers=$2; shift 2
     PORT=$(free_port) || die "no free port"
     start_server "$name" TERM "$SERVER_CPU" "$TMP/$name.log" "$M0SERVE" presence_app:application --app-dir bench \
-        --bind "127.0.0.1:$PORT" --realtime --workers "$WORKERS" --blocking-threads 2 --publish-socket '' \
+        --bind "127.0.0.1:$PORT" --realtime --workers "$workers" --blocking-threads 2 --publish-socket '' \
         --max-connections "$((NOFILE + 1024))" "$@"
     wait_http "http://127.0.0.1:$PORT/" 20 || die "$name did not start (see $TMP/$name.log)"
 }
@@ -90,7 +93,7 @@ serve() {
 field() { "$PYTHON" -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1], {}, {"d": d}))' "$1"; }
 
 # ---- 1. time per call from a view, STREAMS listeners under 1,000 subs
-serve timing
+serve timing "$WORKERS"
 taskset -c "$CLIENT_CPU" "$CLIENT" --port "$PORT" -n "$STREAMS" --path "/events?sub=auto" --no-publish --events 0 \
     --hold-seconds 600 >"$TMP/timing.client.json" 2>"$TMP/timing.client.err" &
 CLIENT_PID=$!
@@ -116,25 +119,27 @@ printf 'presence, %s subs listed: mean %.1f us, p50 %.1f us, p99 %.1f us per cal
     "$(field 'd["p99_us"]' <<<"$PRES")"
 
 # ---- 2. fan-out p99, presence off and on, alternating
-declare -a P99_OFF=() P99_ON=() P50_OFF=() P50_ON=()
+declare -a P99_OFF=() P99_ON=() CPU_OFF=() CPU_ON=()
 if ((FANOUT > 0)); then
     for ((r = 1; r <= ROUNDS; r++)); do
         for mode in off on; do
             if [[ $mode == on ]]; then
-                serve "fanout-$mode-$r" --presence-events other. ; path="/events?sub=auto"
+                serve "fanout-$mode-$r" 1 --presence-events other. ; path="/events?sub=auto"
             else
-                serve "fanout-$mode-$r" ; path="/events?sub=none"
+                serve "fanout-$mode-$r" 1 ; path="/events?sub=none"
             fi
+            worker=$(pgrep -P "$SERVER_SID" | head -1)
             out=$TMP/fanout-$mode-$r.json
             taskset -c "$CLIENT_CPU" "$CLIENT" --port "$PORT" -n "$FANOUT" --path "$path" --publish-path /publish \
-                --events "$EVENTS" --interval "$INTERVAL" --settle 1 >"$out" 2>"$TMP/fanout-$mode-$r.err" ||
-                die "hold_client failed (see $TMP/fanout-$mode-$r.err)"
+                --events "$EVENTS" --interval "$INTERVAL" --settle 1 --rss-pid "$worker" >"$out" \
+                2>"$TMP/fanout-$mode-$r.err" || die "hold_client failed (see $TMP/fanout-$mode-$r.err)"
             stop_server
             p50=$(field 'd["latency_ms"]["p50"]' <"$out")
             p99=$(field 'd["latency_ms"]["p99"]' <"$out")
-            printf 'fan-out %s streams, presence %-3s round %d: p50 %s ms, p99 %s ms (%s deliveries)\n' "$FANOUT" \
-                "$mode" "$r" "$p50" "$p99" "$(field 'd["deliveries"]' <"$out")"
-            if [[ $mode == on ]]; then P99_ON+=("$p99"); P50_ON+=("$p50"); else P99_OFF+=("$p99"); P50_OFF+=("$p50"); fi
+            cpu=$(field 'd["cpu_us_per_delivery"]' <"$out")
+            printf 'fan-out %s streams, presence %-3s round %d: p50 %s ms, p99 %s ms, worker CPU %s us per delivery (%s deliveries)\n' \
+                "$FANOUT" "$mode" "$r" "$p50" "$p99" "$cpu" "$(field 'd["deliveries"]' <"$out")"
+            if [[ $mode == on ]]; then P99_ON+=("$p99"); CPU_ON+=("$cpu"); else P99_OFF+=("$p99"); CPU_OFF+=("$cpu"); fi
         done
     done
     median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -142,6 +147,10 @@ if ((FANOUT > 0)); then
     on=$(median "${P99_ON[@]}")
     printf 'fan-out p99 (median of %d): off %s ms, on %s ms: on/off %.2f (target <= 1.10)\n' "$ROUNDS" "$off" "$on" \
         "$(awk -v a="$on" -v b="$off" 'BEGIN { print (b > 0 ? a / b : 0) }')"
+    coff=$(median "${CPU_OFF[@]}")
+    con=$(median "${CPU_ON[@]}")
+    printf 'worker CPU per delivery (median): off %s us, on %s us: on/off %.2f\n' "$coff" "$con" \
+        "$(awk -v a="$con" -v b="$coff" 'BEGIN { print (b > 0 ? a / b : 0) }')"
 fi
 if [[ -n $MARKDOWN ]]; then
     {
@@ -149,6 +158,9 @@ if [[ -n $MARKDOWN ]]; then
         echo "|---|---|"
         echo "| channel_info, $STREAMS listeners, $WORKERS workers | $(field '"%.0f us mean, %.0f us p99" % (d["mean_us"], d["p99_us"])' <<<"$INFO") |"
         echo "| presence, 1,000 subs | $(field '"%.0f us mean, %.0f us p99" % (d["mean_us"], d["p99_us"])' <<<"$PRES") |"
-        if ((FANOUT > 0)); then echo "| fan-out p99 at $FANOUT streams, off / on | $off ms / $on ms |"; fi
+        if ((FANOUT > 0)); then
+            echo "| fan-out p99 at $FANOUT streams (one worker), off / on | $off ms / $on ms |"
+            echo "| worker CPU per delivery, off / on | $coff us / $con us |"
+        fi
     } >"$MARKDOWN"
 fi
