@@ -208,7 +208,7 @@ uint32_t m0_presence_find(const struct m0_presence *p, const struct block *b, in
     while (idx != NONE) {
         const struct entry *e = entry_at(p, b, idx);
         if (e->kind == kind && e->hash == h && e->nlen == n && (kind != K_SUB || e->link == link) &&
-            memcmp(e->name, name, n) == 0)
+            memcmp(entry_name(e), name, n) == 0)
             return idx;
         idx = e->hnext;
     }
@@ -239,7 +239,7 @@ uint32_t m0_presence_add(struct m0_presence *p, struct block *b, int kind, uint3
     e->prev = NONE;
     e->birth = ++b->birth;
     e->aux = 0;
-    memcpy(e->name, name, n);
+    memcpy(entry_name(e), name, n);
     w_end(e);
     store32(head, idx);
     if (listed && c != NULL) {
@@ -463,7 +463,7 @@ static int r_copy(const struct m0_presence *p, const struct block *b, uint32_t i
     if (n > NAME_MAX_ || (size_t)idx * CELL + HDR + n > (size_t)p->cells * CELL)
         return 0;
     if (name)
-        memcpy(out->name, e->name, n);
+        memcpy(out->name, entry_name(e), n);
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     return __atomic_load_n(&e->seq, __ATOMIC_RELAXED) == s1;
 }

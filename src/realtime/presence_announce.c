@@ -144,7 +144,7 @@ void m0_presence_announced_each(struct m0_presence *p, int pending_only, uint64_
         if (x->kind != M0_PRESENCE_K_SUB)
             continue;
         const struct entry *c = entry_at(p, b, x->link);
-        cb(ctx, list[i], c->name, c->nlen, x->name, x->nlen);
+        cb(ctx, list[i], entry_name(c), c->nlen, entry_name(x), x->nlen);
     }
     free(list);
 }

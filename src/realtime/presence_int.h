@@ -32,9 +32,16 @@ struct entry {
     uint32_t next, prev;                 /* a sub: its siblings (announcements: the pending list);
                                             a free run: the free list */
     uint64_t birth;                      /* insertion stamp: lists run from the newest */
-    uint64_t aux;                        /* announcements: the pending leave's due time (ms) */
-    char name[];
-};
+    uint64_t aux;                        /* announcements: the pending leave's due time (ms); a
+                                            channel of a loop block: the newest event id noted */
+};                                       /* then the name (entry_name) */
+_Static_assert(sizeof(struct entry) == HDR, "an entry's header is HDR bytes");
+
+/* The name bytes after an entry's header. */
+static inline char *entry_name(const struct entry *e)
+{
+    return (char *)e + HDR;
+}
 
 struct block {
     pthread_mutex_t wlock;               /* writers (the loop; a claimer; the master; agents) */

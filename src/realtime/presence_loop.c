@@ -220,11 +220,11 @@ static void leave_pair(struct m0_presence_loop *pl, uint32_t chan, uint32_t sub)
     const struct entry *ce = entry_at(pl->p, b, chan);
     char cname[NAME_MAX_], sname[M0_PRESENCE_SUB_MAX];
     size_t cl = ce->nlen <= NAME_MAX_ ? ce->nlen : 0, sl = 0;
-    memcpy(cname, ce->name, cl);
+    memcpy(cname, entry_name(ce), cl);
     if (sub != NONE && sub < pl->p->cells) {
         const struct entry *se = entry_at(pl->p, b, sub);
         sl = se->nlen <= M0_PRESENCE_SUB_MAX ? se->nlen : 0;
-        memcpy(sname, se->name, sl);
+        memcpy(sname, entry_name(se), sl);
     }
     struct m0_presence_delta d;
     m0_presence_leave(pl->p, pl->blk, pl->pid, chan, sub, &d);
