@@ -317,31 +317,32 @@ static void broker_round(struct agent *a, struct keyset *ks, int overflow)
     }
     if (ready == 2 || overflow || now >= a->next_resync)
         a->synced = 0;
-    if (!a->synced || now >= a->next_beat || (a->next_leave != 0 && now >= a->next_leave)) {
-        int lost;
-        uint64_t wake;
-        if (m0_presence_redis_beat(a->redis, &lost, &wake) != M0_OK) {
-            a->synced = 0;
-            return;
-        }
-        if (lost)
-            a->synced = 0;
-        a->next_beat = now + M0_PRESENCE_BEAT_MS;
-        a->next_leave = wake != 0 ? now + wake : 0;
-    }
+    int resynced = 0;
     if (!a->synced) {
-        /* Everything again: the part's keys go, then the table's counts. */
+        /* Everything again: the part's keys go, then the table's counts
+         * (their join/leave reconciled as they go back: no leave for a sub
+         * that is still here). Before the heartbeat, so that a leave it
+         * finds due is weighed against this part's counts. */
         keyset_clear(ks);
         const void *pair[2] = {ks, a->cfg->presence_events};
         m0_presence_each(a->p, a->span, add_each, pair);
         if (m0_presence_redis_reset(a->redis, 0) != M0_OK || push(a, ks) != M0_OK)
             return;
-        a->synced = 1;
+        a->synced = resynced = 1;
         a->next_resync = now + RESYNC_MS;
-        return;
+    } else if (ks->n > 0 && push(a, ks) != M0_OK) {
+        return;                          /* the connection is dropped: the next round resyncs */
     }
-    if (ks->n > 0)
-        push(a, ks);                     /* a failure: the next round resyncs */
+    if (resynced || now >= a->next_beat || (a->next_leave != 0 && now >= a->next_leave)) {
+        int lost;
+        uint64_t wake;
+        if (m0_presence_redis_beat(a->redis, &lost, &wake) != M0_OK)
+            return;
+        if (lost && !resynced)
+            a->synced = 0;               /* taken for dead meanwhile: its keys were dropped */
+        a->next_beat = now + M0_PRESENCE_BEAT_MS;
+        a->next_leave = wake != 0 ? now + wake : 0;
+    }
 }
 
 /* -------------------------------------------------------------- thread */
