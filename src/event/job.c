@@ -510,7 +510,8 @@ int m0_job_commit(struct m0_job *job, int64_t body_len, int hold)
         job->resp.flags |= M0_RESP_HOLD;
     } else if (hold) {
         const struct m0_hdr *lei = m0_req_header(r, "last-event-id");
-        job->hold_last_id = lei ? m0_sse_parse_last_id(lei->value, lei->value_len) : 0;
+        /* A reconnect's Last-Event-ID wins over where the view said to start. */
+        job->hold_last_id = lei ? m0_sse_parse_last_id(lei->value, lei->value_len) : job->head.resume_from;
         job->hold_start = m0_job_newest_id(job);
         job->resp.flags |= M0_RESP_HOLD;
     }

@@ -28,6 +28,7 @@
 #include "m0/log.h"
 #include "m0/loop.h"
 #include "m0/metrics.h"
+#include "m0/presence_loop.h"
 #include "m0/rt.h"
 #include "m0/sse.h"
 #include "m0/target.h"
@@ -241,6 +242,7 @@ void m0_holds_init(struct m0_server *s)
     const struct m0_rt_sink sink = {.ctx = s, .deliver = sink_deliver, .cork = sink_cork, .corked = sink_corked,
                                     .flush = sink_flush, .awaiting = sink_awaiting};
     s->rt = m0_rt_new(s->loop, cfg, s->nconns, &sink);
+    m0_rt_watch(s->rt, &m0_presence_loop_watch, m0_presence_loop_new(cfg, s->nconns));   /* issue 32 */
 }
 
 void m0_holds_free(struct m0_server *s)
@@ -275,6 +277,7 @@ int m0_hold_subscribe(struct m0_server *s, struct m0_conn *c, const struct m0_ho
     c->hold = h;
     if (!subscribe)
         return M0_OK;
+    m0_rt_presence(s->rt, m0_conn_slot(s, c), job->head.presence, job->head.presence_len);   /* issue 32 */
     if (m0_rt_subscribe(s->rt, m0_conn_slot(s, c), c->gen, m0_head_channel(&job->head), job->head.channel_len,
                         job->hold_last_id, job->hold_start) != M0_OK) {
         if (h->ops->release != NULL)
