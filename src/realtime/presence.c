@@ -11,7 +11,9 @@
  * some entry, live or not. Writers change an entry between two increments
  * of its sequence counter (odd while written); readers copy it and check
  * the counter did not move (the kernel's seqlock, with GCC's __atomic
- * builtins as bus.c uses them).
+ * builtins as bus.c uses them). A reader that meets a writer TRIES times
+ * running (one preempted mid-entry) waits for the block's lock rather
+ * than count the block as empty (r_lock).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -33,7 +35,7 @@
 #define K_SUB M0_PRESENCE_K_SUB
 
 #define MAGIC 0x6d30707265733031ull      /* "m0pres01" */
-#define TRIES 64                         /* a reader's attempts before it gives up on a block */
+#define TRIES 64                         /* a reader's attempts before it waits for the writer (r_lock) */
 
 struct m0_presence *m0_presence_current;
 
@@ -474,36 +476,63 @@ static void backoff(int attempt)
         sched_yield();              /* a writer preempted mid-entry: let it finish */
 }
 
-/* Look up (kind, link, name) in block b, validating every step: 1 found
- * (*idx, *out), 0 absent, -1 never got a clean walk. */
+/* One walk of (kind, link, name)'s bucket (hash h) in block b, validating
+ * every step: 1 found (*idx, *out), 0 absent, -1 a writer was at it. */
+static int find_once(const struct m0_presence *p, const struct block *b, int kind, uint32_t link, const char *name,
+                     size_t n, uint32_t h, uint32_t *idx, struct seen *out)
+{
+    uint32_t bucket = h & (p->nbuckets - 1);
+    uint32_t at = load32(&buckets(p, b)[bucket]);
+    uint64_t newer = UINT64_MAX;
+    uint32_t steps = 0;
+    while (at != NONE) {
+        if (++steps > p->cells || !r_copy(p, b, at, out, 1) || out->h.kind == K_FREE ||
+            (out->h.hash & (p->nbuckets - 1)) != bucket || out->h.birth >= newer)
+            return -1;
+        newer = out->h.birth;
+        if (out->h.kind == kind && out->h.hash == h && out->h.nlen == n && (kind != K_SUB || out->h.link == link) &&
+            memcmp(out->name, name, n) == 0) {
+            *idx = at;
+            return 1;
+        }
+        at = out->h.hnext;
+    }
+    return 0;
+}
+
+/* A reader that met a writer TRIES times running: the writer was preempted
+ * mid-entry (a loaded host), and spinning on would not bring it back. It
+ * waits for the block's lock (the writer's), so it reads with no writer at
+ * work instead of giving up and counting the block as empty. A writer that
+ * died holding it (the robust mutex) left its block to the master's reap:
+ * its odd counters still read as torn (not counted). Never called with a
+ * block's lock held: writers do not read. */
+static void r_lock(const struct block *b)
+{
+    lock(&((struct block *)b)->wlock);
+}
+
+static void r_unlock(const struct block *b)
+{
+    pthread_mutex_unlock(&((struct block *)b)->wlock);
+}
+
+/* Look up (kind, link, name) in block b: 1 found (*idx, *out), 0 absent,
+ * -1 never a clean walk (only when its writer died mid-entry). */
 static int r_find(const struct m0_presence *p, const struct block *b, int kind, uint32_t link, const char *name,
                   size_t n, uint32_t *idx, struct seen *out)
 {
-    uint32_t h = key_hash(kind, link, name, n), bucket = h & (p->nbuckets - 1);
+    uint32_t h = key_hash(kind, link, name, n);
     for (int attempt = 0; attempt < TRIES; attempt++) {
-        uint32_t at = load32(&buckets(p, b)[bucket]);
-        uint64_t newer = UINT64_MAX;
-        uint32_t steps = 0;
-        int clean = 1;
-        while (at != NONE) {
-            if (++steps > p->cells || !r_copy(p, b, at, out, 1) || out->h.kind == K_FREE ||
-                (out->h.hash & (p->nbuckets - 1)) != bucket || out->h.birth >= newer) {
-                clean = 0;
-                break;
-            }
-            newer = out->h.birth;
-            if (out->h.kind == kind && out->h.hash == h && out->h.nlen == n &&
-                (kind != K_SUB || out->h.link == link) && memcmp(out->name, name, n) == 0) {
-                *idx = at;
-                return 1;
-            }
-            at = out->h.hnext;
-        }
-        if (clean)
-            return 0;
+        int rc = find_once(p, b, kind, link, name, n, h, idx, out);
+        if (rc >= 0)
+            return rc;
         backoff(attempt);
     }
-    return -1;
+    r_lock(b);
+    int rc = find_once(p, b, kind, link, name, n, h, idx, out);
+    r_unlock(b);
+    return rc;
 }
 
 /* Run fn over each live block of the span, again while its epoch moved
@@ -631,7 +660,27 @@ struct listing {
     struct key k;
 };
 
-/* Phase one: walk the channel's subs in b until the set is full. */
+/* One walk of the channel's subs in b (entry c, as s holds it) until the
+ * set is full: 1 clean, 0 a writer was at it. */
+static int subs_once(const struct m0_presence *p, const struct block *b, uint32_t c, struct seen *s,
+                     struct gathered *g)
+{
+    uint32_t at = s->h.link, steps = 0;
+    uint64_t newer = UINT64_MAX;
+    while (at != NONE && g->n < g->limit) {
+        if (++steps > p->cells || !r_copy(p, b, at, s, 1) || s->h.kind != K_SUB || s->h.link != c ||
+            s->h.birth >= newer)
+            return 0;
+        newer = s->h.birth;
+        if (s->h.count > 0)
+            gather(g, s->name, s->h.nlen);
+        at = s->h.next;
+    }
+    return 1;
+}
+
+/* Phase one: walk the channel's subs in b until the set is full (after
+ * TRIES torn walks, once more under the block's lock: r_lock). */
 static uint64_t walk_subs(const struct m0_presence *p, const struct block *b, void *ctx)
 {
     struct listing *l = ctx;
@@ -642,23 +691,16 @@ static uint64_t walk_subs(const struct m0_presence *p, const struct block *b, vo
     for (int attempt = 0; attempt < TRIES && g->n < g->limit; attempt++) {
         if (r_find(p, b, K_CHAN, NONE, k->channel, k->clen, &c, &s) != 1)
             return 0;
-        uint32_t at = s.h.link, steps = 0;
-        uint64_t newer = UINT64_MAX;
-        int clean = 1;
-        while (at != NONE && g->n < g->limit) {
-            if (++steps > p->cells || !r_copy(p, b, at, &s, 1) || s.h.kind != K_SUB || s.h.link != c ||
-                s.h.birth >= newer) {
-                clean = 0;
-                break;
-            }
-            newer = s.h.birth;
-            if (s.h.count > 0)
-                gather(g, s.name, s.h.nlen);
-            at = s.h.next;
-        }
-        if (clean)
+        if (subs_once(p, b, c, &s, g))
             return 0;
         backoff(attempt);
+    }
+    if (g->n < g->limit) {
+        r_lock(b);
+        if (find_once(p, b, K_CHAN, NONE, k->channel, k->clen, key_hash(K_CHAN, NONE, k->channel, k->clen), &c,
+                      &s) == 1)
+            subs_once(p, b, c, &s, g);
+        r_unlock(b);
     }
     return 0;
 }

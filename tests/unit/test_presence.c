@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "m0/presence.h"
+#include "../../src/realtime/presence_int.h"     /* a writer stopped mid-entry */
 
 static const struct m0_presence_span ALL = {0, 0};
 
@@ -321,6 +322,58 @@ static void test_readers_never_see_a_torn_count(void **state)
     m0_presence_destroy(c.p);
 }
 
+struct stuck {
+    struct m0_presence *p;
+    uint64_t count;
+    struct listed l;
+};
+
+static void *read_room(void *arg)
+{
+    struct stuck *s = arg;
+    s->count = m0_presence_count(s->p, "room", 4, ALL);
+    m0_presence_list(s->p, "room", 4, 10, ALL, on_sub, &s->l);
+    return NULL;
+}
+
+/* A loop preempted in the middle of an entry (its block's lock held, the
+ * entry's counter odd) for longer than a reader's retries last: the reader
+ * waits for it rather than count the block as empty. */
+static void test_a_reader_waits_for_a_writer_stopped_mid_entry(void **state)
+{
+    (void)state;
+    struct m0_presence *p = m0_presence_create(1, 1024);
+    m0_presence_claim(p, 0, 1);
+    struct m0_presence_delta d;
+    join(p, 0, 1, "room", "alice", &d);
+    join(p, 0, 1, "room", "alice", &d);
+    join(p, 0, 1, "room", "bob", &d);
+    struct block *b = block_at(p, 0);
+    struct entry *e = entry_at(p, b, d.chan);
+    pthread_mutex_lock(&b->wlock);
+    __atomic_add_fetch(&e->seq, 1, __ATOMIC_RELEASE);          /* odd: mid-write */
+    struct stuck s = {.p = p, .count = 99};
+    pthread_t t;
+    pthread_create(&t, NULL, read_room, &s);
+    /* Give the reader time to exhaust its retries (it answers at once when
+     * it gives up); then the writer finishes. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 300 * 1000 * 1000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    int answered_early = pthread_timedjoin_np(t, NULL, &until) == 0;
+    __atomic_add_fetch(&e->seq, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&b->wlock);
+    if (!answered_early)
+        pthread_join(t, NULL);
+    assert_int_equal(s.count, 3);
+    assert_true(listed_has(&s.l, "alice=2,") && listed_has(&s.l, "bob=1,"));
+    m0_presence_destroy(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -330,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_announcements),
         cmocka_unit_test(test_events_match),
         cmocka_unit_test(test_readers_never_see_a_torn_count),
+        cmocka_unit_test(test_a_reader_waits_for_a_writer_stopped_mid_entry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
