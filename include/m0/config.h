@@ -129,6 +129,8 @@ struct m0_config {
     int grant_cors_from_env;    /* the origins came from M0_GRANT_CORS_ORIGINS (argv replaces them) */
     const char *grant_inbound;  /* --grant-inbound PATH: where a granted socket's messages are POSTed */
     struct m0_grant_keys *grant_keys;   /* loaded by main from grant_key_file; NULL without one */
+    unsigned grant_sign;        /* set by the master before each fork: the index of grant_keys the
+                                   worker signs with at first (master_keys.c) */
     /* GRIP (issue 19, docs/realtime.md "GRIP"): the shared key, read by
      * main from grip_key_file before the fork, and the control listener. */
     const char *grip_key_file;  /* --grip-key-file PATH; implies --realtime */

@@ -28,6 +28,8 @@ struct m0_master_worker {
     int ping_pending;    /* pinged, no answer yet */
     int ping_missed;     /* it missed the last round (logged once) */
     uint32_t conns;      /* open connections, from its last pong */
+    const struct m0_grant_keys *keys;   /* the grant keys it verifies with (NULL: none) */
+    int sign;            /* the index of keys it signs with, as last told (master_keys.c) */
 };
 
 /* A listening socket: TCP sockets we bind are one per worker slot
@@ -62,8 +64,11 @@ struct m0_master {
     int remove_draining;     /* ... and its workers were told to drain */
     uint64_t remove_since;   /* ms: new connections were steered away from it */
     int hup_pending;         /* a reload waits for the resize in progress */
-    /* The serving generation's keys while a reload's new ones boot (master_keys.c). */
+    /* The serving generation's keys while a reload's new ones boot, and the
+     * grant key sets live workers of earlier generations verify with (master_keys.c). */
     struct m0_grant_keys *prev_grant_keys;
+    struct m0_grant_keys **old_keys;
+    int nold_keys;
     unsigned char *prev_grip_key;
     size_t prev_grip_key_len;
     int mx_waiting;          /* a spawn waits for a free metrics block (logged once) */
@@ -85,10 +90,17 @@ void m0_master_reload(struct m0_master *m);
  * --grip-key-file for the new generation (a bad file: one warning, the key
  * in use stays); the serving generation's keys are kept until keys_commit
  * (the new generation serves) or put back by keys_restore (it could not
- * boot), so a worker replacing a serving one gets its siblings' keys. */
+ * boot), so a worker replacing a serving one gets its siblings' keys.
+ * keys_fork: just before a worker is forked, the key it signs grants with
+ * at first (cfg->grant_sign): its newest key that every live worker
+ * verifies. keys_settle: after a worker was forked or reaped, each live
+ * worker whose signing key that rule now moves is told ('K'), and the key
+ * sets no live worker holds are freed. */
 void m0_master_keys_reread(struct m0_master *m);
 void m0_master_keys_commit(struct m0_master *m);
 void m0_master_keys_restore(struct m0_master *m);
+void m0_master_keys_fork(struct m0_master *m);
+void m0_master_keys_settle(struct m0_master *m);
 
 /* resize.c. claim_block: before a fork for slot idx, its metrics block
  * (m0_metrics_claim; -1 without metrics), or M0_MX_NO_ROOM when every block

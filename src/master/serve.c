@@ -31,6 +31,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "m0/apps.h"
 #include "m0/broker.h"
 #include "m0/config.h"
 #include "m0/conn.h"
@@ -244,6 +245,10 @@ static void on_ctl(struct m0_loop *l, int fd, uint32_t events, void *ctx)
     ssize_t n = ctl_recv(l, fd, msg, sizeof msg);
     if (n == -1)
         start_drain(v);      /* the master (or the first loop) is gone: stop taking work */
+    if (n == 2 && msg[0] == M0_CTL_SIGN) {
+        m0_apps_grant_sign((unsigned char)msg[1]);    /* the process's: not relayed to other loops */
+        return;
+    }
     for (ssize_t i = 0; i < n; i++) {
         if (msg[i] == M0_CTL_GO) {
             go(v);
