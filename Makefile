@@ -112,6 +112,7 @@ PURE     := src/base/buf.c src/base/log.c src/base/log_text.c src/base/timer.c s
             src/proto/request.c src/proto/response.c src/proto/sse.c src/proto/ws.c src/core/config.c src/core/grant.c src/core/keyfile.c \
             src/core/metrics_text.c src/core/notify.c src/core/target.c src/event/job.c src/event/lane.c src/event/loop.c \
             src/realtime/broker_url.c src/realtime/bus.c src/realtime/order.c src/realtime/registry.c src/realtime/rt.c src/http/health_json.c \
+            src/core/fork.c src/realtime/presence.c src/realtime/presence_announce.c \
             src/http/mime.c src/http/static.c src/http/static_rules.c src/master/cli.c src/master/cli_hint.c
 LLHTTP   := api.c http.c llhttp.c
 
@@ -596,7 +597,7 @@ bench: deps
 # One make target per benchmark script (bench/README.md): make bench-realtime
 # runs bench/realtime.sh with its defaults (BENCH_ARGS="--duration 5" to pass
 # options). Each prints its table; none is part of make test.
-BENCH_SCRIPTS := asgi broker grants grip mixed realtime static stream threads ws
+BENCH_SCRIPTS := asgi broker grants grip mixed presence realtime static stream threads ws
 BENCH_ARGS ?=
 .PHONY: $(BENCH_SCRIPTS:%=bench-%)
 $(BENCH_SCRIPTS:%=bench-%): bench-%: deps

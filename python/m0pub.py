@@ -71,7 +71,8 @@ import threading
 import time
 
 __all__ = ["publish", "apublish", "MAX_FRAME", "enabled", "PublishError", "BrokerError", "PublishOutcomeUnknown",
-           "default_socket", "grant", "grant_url", "verify_grant", "GrantError"]
+           "default_socket", "grant", "grant_url", "verify_grant", "GrantError", "channel_info", "presence",
+           "history"]
 
 MAX_FRAME = 65536          # bytes of one framed event (the bus datagram cap)
 CHANNEL_MAX = 200          # bytes of a channel name
@@ -817,6 +818,316 @@ async def apublish(channel, data, event=None, key=None):
         return publish(channel, data, event, key)
     import asyncio
     return await asyncio.get_running_loop().run_in_executor(None, publish, channel, data, event, key)
+
+
+# --------------------------------------------------- occupancy, presence, history
+# Issue 32 (docs/realtime.md, "Who is listening, and what they missed").
+# On one host the counts come from the workers' shared table (m0._presence_*),
+# the history from the calling view's own event loop (m0._history); with a
+# broker the other hosts' parts and the channel's stream are read from Redis
+# with the scripts below (src/realtime/presence_broker.c writes the keys).
+HISTORY_LIMIT = 100        # events history() returns by default
+HISTORY_MAX = 10000        # the most it returns in one call
+PRESENCE_LIMIT = 1000      # subs presence() lists by default
+PRESENCE_MAX = 100000      # the most it lists
+PRESENCE_SUB_MAX = 128     # bytes of a sub that is listed (longer ones: counted, not listed)
+
+_NOW_LUA = (
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local parts = {}\n"
+    "for _, p in ipairs(redis.call('ZRANGEBYSCORE', pfx .. 'pr:live', now, '+inf')) do\n"
+    "  if own == '' or string.sub(p, 1, #own + 1) ~= own .. '.' then parts[#parts + 1] = p end\n"
+    "end\n"
+)
+# ARGV: prefix, own host ('' none), channel -> {connections of the live
+# parts not of own host, the channel's newest stream id or false}
+INFO_LUA = (
+    "local pfx, own, ch = ARGV[1], ARGV[2], ARGV[3]\n" + _NOW_LUA +
+    "local n = 0\n"
+    "for _, p in ipairs(parts) do n = n + (tonumber(redis.call('HGET', pfx .. 'pr:n:' .. ch, p)) or 0) end\n"
+    "local last = redis.call('XREVRANGE', pfx .. 'ch:' .. ch, '+', '-', 'COUNT', 1)\n"
+    "local id = false\n"
+    "if last[1] then id = last[1][1] end\n"
+    "return {n, id}\n"
+)
+# ARGV: prefix, own host, channel, limit, then subs to count in any case
+# -> flat {sub, connections, ...}: up to limit subs of the live parts not of
+# own host, and the given subs' connections there
+PRESENCE_LUA = (
+    "local pfx, own, ch, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])\n" + _NOW_LUA +
+    "local seen, order = {}, {}\n"
+    "for i = 5, #ARGV do if not seen[ARGV[i]] then seen[ARGV[i]] = true; order[#order + 1] = ARGV[i] end end\n"
+    "local want = #order + limit\n"
+    "for _, p in ipairs(parts) do\n"
+    "  if #order >= want then break end\n"
+    "  local k, cursor = pfx .. 'pr:s:' .. p .. ':' .. ch, '0'\n"
+    "  repeat\n"
+    "    local r = redis.call('HSCAN', k, cursor, 'COUNT', math.max(limit, 10))\n"
+    "    cursor = r[1]\n"
+    "    for i = 1, #r[2], 2 do\n"
+    "      local sub = r[2][i]\n"
+    "      if not seen[sub] and #order < want then seen[sub] = true; order[#order + 1] = sub end\n"
+    "    end\n"
+    "  until cursor == '0' or #order >= want\n"
+    "end\n"
+    "local out = {}\n"
+    "for _, sub in ipairs(order) do\n"
+    "  local n = 0\n"
+    "  for _, p in ipairs(parts) do\n"
+    "    n = n + (tonumber(redis.call('HGET', pfx .. 'pr:s:' .. p .. ':' .. ch, sub)) or 0)\n"
+    "  end\n"
+    "  if n > 0 then out[#out + 1] = sub; out[#out + 1] = n end\n"
+    "end\n"
+    "return out\n"
+)
+# ARGV: prefix, channel, since ('' for the newest), limit -> {counter,
+# oldest retained id or '', entries: after since oldest first, or the
+# newest limit newest first}
+HISTORY_LUA = (
+    "local pfx, ch, since, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])\n"
+    "local top = tonumber(redis.call('GET', pfx .. 'seq')) or 0\n"
+    "local key = pfx .. 'ch:' .. ch\n"
+    "local oldest = redis.call('XRANGE', key, '-', '+', 'COUNT', 1)\n"
+    "local first = ''\n"
+    "if oldest[1] then first = oldest[1][1] end\n"
+    "if limit == 0 then return {top, first, {}} end\n"
+    "if since == '' then return {top, first, redis.call('XREVRANGE', key, '+', '-', 'COUNT', limit)} end\n"
+    "return {top, first, redis.call('XRANGE', key, '(' .. since .. '-0', '+', 'COUNT', limit)}\n"
+)
+_warned_reads = set()
+
+
+def _read_settings(m0):
+    """The broker a read asks, as _broker_settings gives it: in a worker
+    the server's --broker (m0 its built-in module), else M0_BROKER's;
+    None without one."""
+    if m0 is None:
+        return _broker_settings()
+    got = m0._broker_settings()
+    if got is None:
+        return None
+    cfg, prefix, retention, backlog, min_replicas, ca, cert, key = got
+    return {"cfg": cfg, "prefix": prefix, "retention": retention, "backlog": backlog,
+            "min_replicas": min_replicas, "ssl": _ssl_context(ca, cert, key) if cfg["tls"] else None}
+
+
+def _script(settings, lua, *args):
+    """Run a read script on the broker (the publish connection of this
+    thread; with Sentinel, on the primary the sentinels name): its reply.
+    Raises BrokerError."""
+    cfg = settings["cfg"]
+    sha = hashlib.sha1(lua.encode()).hexdigest().encode()
+    argv = [a if isinstance(a, bytes) else str(a).encode() for a in args]
+    for attempt in range(2):
+        conn = getattr(_local, "conn", None)
+        if conn is not None and (conn.pid != os.getpid() or conn.cfg != cfg or conn.stale()):
+            if conn.pid == os.getpid():
+                conn.close()
+            conn = None
+        fresh = conn is None
+        if fresh:
+            conn = _local.conn = _dial(settings)
+        try:
+            try:
+                return conn.command(b"EVALSHA", sha, b"0", *argv)
+            except _ReplyError as e:
+                if not str(e).startswith("NOSCRIPT"):
+                    raise
+                return conn.command(b"EVAL", lua.encode(), b"0", *argv)
+        except _ReplyError as e:
+            conn.close()                 # READONLY: a primary demoted under it; the next read dials again
+            _local.conn = None
+            raise BrokerError("broker %s refused the read: %s" % (cfg["shown"], e)) from None
+        except (OSError, EOFError, ValueError) as e:
+            conn.close()
+            _local.conn = None
+            if not fresh and attempt == 0:
+                continue                 # a kept connection the broker closed: once more
+            raise BrokerError("broker %s: %s" % (cfg["shown"], e or type(e).__name__)) from None
+    raise BrokerError("broker %s: no answer" % cfg["shown"])
+
+
+def _stream_id(raw):
+    """An entry id b"N-0" -> N."""
+    return int(raw.split(b"-", 1)[0])
+
+
+def _sub_text(raw):
+    """A sub as the server kept its bytes: UTF-8 (a grant's), else latin-1
+    (an M0-Presence header value a WSGI view set)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
+def _sub_bytes(sub):
+    """The bytes the server keeps for a sub _sub_text gave."""
+    try:
+        return sub.encode("utf-8")
+    except UnicodeEncodeError:
+        return sub.encode("latin-1")
+
+
+def _unframe(frame):
+    """(event or None, data) of one SSE frame the server journaled (WHATWG
+    HTML §9.2.6: "event" and "data" fields, one space after the colon
+    dropped, data lines joined with LF; the id line is the caller's)."""
+    event, data = None, []
+    for line in frame.decode("utf-8", "replace").split("\n"):
+        if not line or line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if field == "event":
+            event = value
+        elif field == "data":
+            data.append(value)
+    return event, "\n".join(data)
+
+
+def _degraded(what):
+    if what not in _warned_reads:
+        _warned_reads.add(what)
+        _log.warning("m0pub.%s: not running under m0serve --realtime and no M0_BROKER: nothing is held here "
+                     "(an empty answer)", what)
+
+
+def _limit(limit, cap, name):
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ValueError("%s must be an int >= 0" % name)
+    return min(limit, cap)
+
+
+def channel_info(channel):
+    """How many connections are held on channel now, and its newest event
+    id: ``{"connections": N, "last_id": ID or None}``.
+
+    Under ``m0serve --realtime`` the count is summed over every worker (and
+    every event loop) of this host from their shared table, in O(1) per
+    worker; with a broker (``--broker``, or ``M0_BROKER`` outside a server)
+    the other hosts' parts are added from Redis, where each host keeps its
+    own, refreshed within about 20 ms of a change and dropped within 3 s
+    when the host dies. last_id is the channel's newest event this host's
+    journal knows (with a broker: the channel's stream in Redis), None when
+    none is known. A WebSocket or stream held on several channels counts on
+    each. Raises BrokerError when the broker cannot be read. Outside
+    m0serve without M0_BROKER: ``{"connections": 0, "last_id": None}``
+    (nothing is held by this process), logged once."""
+    name = _check_channel(channel)
+    m0 = _setup()
+    settings = _read_settings(m0)
+    local, last = 0, None
+    if m0 is not None:
+        local, last = m0._presence_info(name) or (0, 0)
+        if settings is None and not last:
+            # Nobody holds it on this host (or no event since they came): this
+            # view's loop's journal knows its newest id, if anyone does.
+            got = m0._history(name, 0, True, 0)
+            last = got[2] if got is not None else 0
+        last = last or None
+    elif settings is None:
+        _degraded("channel_info")
+        return {"connections": 0, "last_id": None}
+    if settings is not None:
+        own = m0._presence_host() if m0 is not None else None
+        remote, top = _script(settings, INFO_LUA, settings["prefix"], own or "", name)
+        local += int(remote)
+        last = _stream_id(top) if top else None
+    return {"connections": local, "last_id": last}
+
+
+def presence(channel, limit=PRESENCE_LIMIT):
+    """Who holds channel now: ``{SUB: connections}`` for up to limit
+    distinct subs (a grant's ``sub`` claim, or the ``M0-Presence`` header
+    of the view that held the stream or socket; connections without one are
+    counted by channel_info, not listed here). Summed over every worker of
+    this host, and with a broker over every host. limit (default 1000, at
+    most 100,000) bounds the work: the lists are walked only that far, then
+    each listed sub's connections are counted. A sub longer than 128 bytes
+    is not listed. Raises BrokerError when the broker cannot be read.
+    Outside m0serve without M0_BROKER: ``{}``, logged once."""
+    name = _check_channel(channel)
+    limit = _limit(limit, PRESENCE_MAX, "limit")
+    if limit == 0:
+        return {}
+    m0 = _setup()
+    settings = _read_settings(m0)
+    out = {}
+    if m0 is not None:
+        out = m0._presence_list(name, limit) or {}
+        if settings is None:
+            return out
+    elif settings is None:
+        _degraded("presence")
+        return {}
+    own = m0._presence_host() if m0 is not None else None
+    local = [_sub_bytes(sub) for sub in out]
+    reply = _script(settings, PRESENCE_LUA, settings["prefix"], own or "", name, max(0, limit - len(out)), *local)
+    for i in range(0, len(reply) - 1, 2):
+        sub = _sub_text(reply[i])
+        if sub in out or len(out) < limit:
+            out[sub] = out.get(sub, 0) + int(reply[i + 1])
+    return out
+
+
+def history(channel, since=None, limit=HISTORY_LIMIT):
+    """The events of channel the server still keeps, for a page to render
+    what it missed before it subscribes: ``{"events": [{"id": ID, "event":
+    NAME or None, "data": STR}, ...], "complete": bool}``, oldest first.
+
+    since=ID: the events after ID, at most limit (default 100, at most
+    10,000); then subscribe with Last-Event-ID (or ``?lastEventId=``) the
+    last one's id for the rest. since=None: the newest limit events.
+    complete says that nothing after since (since=None: among or after the
+    events given) is missing — the rule that sends a resuming client
+    ``m0-gap`` — so False means the page should reload its state from its
+    own storage. Without a broker the calling view's event loop answers
+    from its journal (``--replay``/``--replay-bytes`` per channel); with a
+    broker, the channel's stream in Redis (``--broker-retention``) answers,
+    on any host. Raises BrokerError when the broker cannot be read. Outside
+    m0serve without M0_BROKER: no events, complete False, logged once."""
+    name = _check_channel(channel)
+    limit = _limit(limit, HISTORY_MAX, "limit")
+    if since is not None and (isinstance(since, bool) or not isinstance(since, int) or since < 0):
+        raise ValueError("since must be an event id (an int >= 0) or None")
+    m0 = _setup()
+    settings = _read_settings(m0)
+    events = []
+    if settings is not None:
+        top, first, entries = _script(settings, HISTORY_LUA, settings["prefix"], name,
+                                      "" if since is None else since, limit)
+        if since is None:
+            entries = list(reversed(entries))
+        for raw_id, fields in entries:
+            kv = dict(zip(fields[::2], fields[1::2]))
+            frame = kv.get(b"f", b"")
+            if frame.startswith(b"\0G"):
+                continue                 # a GRIP item: another format, not an event
+            event, data = _unframe(frame)
+            events.append({"id": _stream_id(raw_id), "event": event, "data": data})
+        top = int(top)
+        if since is None:
+            complete = bool(entries) or top == 0
+        elif since > top:
+            complete = False             # an id this broker never issued: m0-gap's null case
+        elif since == top:
+            complete = True              # nothing was published since
+        else:
+            complete = bool(first) and _stream_id(first) <= since
+        return {"events": events, "complete": complete}
+    if m0 is None:
+        _degraded("history")
+        return {"events": [], "complete": False}
+    got = m0._history(name, since or 0, since is None, limit)
+    if got is None:
+        return {"events": [], "complete": False}
+    for event_id, frame in got[0]:
+        event, data = _unframe(frame)
+        events.append({"id": event_id, "event": event, "data": data})
+    return {"events": events, "complete": bool(got[1])}
 
 
 # ------------------------------------------------------------------ grants

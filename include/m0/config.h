@@ -86,6 +86,11 @@ struct m0_config {
     const char *broker_ca_certs;   /* TLS to the broker: CA file (NULL: the system's) */
     const char *broker_certfile;   /* TLS client certificate and key (NULL: none) */
     const char *broker_keyfile;
+    /* Occupancy and presence (issue 32, presence.h): join/leave events on
+     * the channels these comma-separated prefixes start ("*": every one;
+     * NULL: none), a leave sent once a sub has been gone this long. */
+    const char *presence_events;      /* --presence-events PREFIXES */
+    double presence_debounce;         /* --presence-debounce seconds */
     uint64_t ws_max_message;    /* bytes of one inbound WebSocket message (reassembled); over → close 1009 */
     const char *health_path;    /* answered in C; "" disables */
     int health_explicit;

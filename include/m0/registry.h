@@ -91,6 +91,21 @@ void m0_registry_set_budget(struct m0_registry *r, size_t budget);
  * first (their resumes then get m0-gap). */
 void m0_registry_set_journal_cap(struct m0_registry *r, size_t bytes);
 
+/* One journaled event of a history: take it (1) or skip it (0: not an
+ * SSE event, e.g. a GRIP item). Called twice per event for a tail. */
+typedef int (*m0_history_cb)(void *ctx, uint64_t id, const char *frame, size_t n);
+
+/*
+ * What the journal of channel holds (a view's m0pub.history, issue 32):
+ * the events after since, oldest first, at most limit of them; or with
+ * tail, the newest limit (since ignored). *complete: nothing after since
+ * (tail: among or after the events given) is missing — the rule that
+ * sends m0-gap to a resume. *last_id: the channel's newest id this
+ * registry knows (0: none). Returns the events given.
+ */
+size_t m0_registry_history(const struct m0_registry *r, const char *channel, size_t len, uint64_t since, int tail,
+                           size_t limit, m0_history_cb cb, void *ctx, int *complete, uint64_t *last_id);
+
 struct m0_channel_stat {
     const char *name;          /* valid until the registry changes */
     size_t len;

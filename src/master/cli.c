@@ -85,6 +85,8 @@ static const struct opt opts[] = {
     {"--broker-ca-certs", "M0_BROKER_CA_CERTS", T_STR, O(broker_ca_certs), 0, 0, "FILE", "rediss://: verify the broker's certificate against the CAs in FILE (PEM; default: the system's CAs)"},
     {"--broker-certfile", "M0_BROKER_CERTFILE", T_STR, O(broker_certfile), 0, 0, "FILE", "rediss://: present this client certificate (PEM chain)"},
     {"--broker-keyfile", "M0_BROKER_KEYFILE", T_STR, O(broker_keyfile), 0, 0, "FILE", "rediss://: the client certificate's key (PEM; default: in --broker-certfile)"},
+    {"--presence-events", "M0_PRESENCE_EVENTS", T_STR, O(presence_events), 0, 0, "PREFIXES", "publish a join/leave event on a channel when a sub's first connection is held on it and when its last one goes; on the channels these comma-separated prefixes start ('*': every channel; default: none)"},
+    {"--presence-debounce", "M0_PRESENCE_DEBOUNCE", T_SECONDS, O(presence_debounce), 0, 0, "S", "a leave is sent once the sub has been gone S seconds: a reconnect sooner sends neither (default 5)"},
     {"--publish-socket", "M0_PUBLISH_SOCKET", T_STR0, O(publish_socket), 0, 0, "PATH", "with --realtime: the unix socket where local processes publish (m0serve publish, m0pub.publish outside a worker; POST /publish); default $XDG_RUNTIME_DIR/m0serve/publish.sock (docs/realtime.md); '' disables"},
     {"--health-path", "M0_HEALTH_PATH", T_STR0, O(health_path), 0, 0, "PATH", "path answered in C with worker health as JSON (default /health with --realtime; '' disables)"},
     {"--metrics-bind", "M0_METRICS_BIND", T_STR, O(metrics_bind), 0, 0, "ADDR", "HOST:PORT or unix:PATH of a listener that answers Prometheus scrapes (any path but --metrics-path gets 404; default: none)"},
@@ -194,6 +196,7 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->body_timeout = 30;
     cfg->log_level = "info";
     cfg->heartbeat = 15;
+    cfg->presence_debounce = 5;
     cfg->replay = 100;
     cfg->replay_bytes = 1024 * 1024;
     cfg->replay_total = 64 * 1024 * 1024;
@@ -782,6 +785,8 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
      * --realtime, as the realtime flags a user would not think to add. */
     if (cfg->grip_key_file != NULL || cfg->grant_path != NULL)
         cfg->realtime = 1;
+    if (cfg->presence_events != NULL && cfg->presence_events[0] != '\0')
+        cfg->realtime = 1;           /* join/leave are events on held streams' channels */
     if (cfg->publish_socket != NULL && cfg->publish_socket[0] != '\0' && cfg->publish_socket[0] != '/') {
         snprintf(err, cap, "m0serve: error: --publish-socket: invalid value '%s' (an absolute path, or '' for none)",
                  cfg->publish_socket);

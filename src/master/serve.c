@@ -52,6 +52,7 @@
 #include "m0/metrics.h"
 #include "m0/metrics_http.h"
 #include "m0/pool.h"
+#include "m0/presence_loop.h"
 #include "m0/rt.h"
 #include "m0/serve.h"
 #include "m0/server.h"
@@ -456,6 +457,23 @@ static void close_in_child(void *ctx)
     m0_loop_close_in_child(s->loop);
 }
 
+/* Occupancy and presence (issue 32, presence_loop.h): the loop's tracker,
+ * an extension of the loop and the watcher of its realtime engine (rt.h);
+ * the holds reach it only through the engine (m0_rt_presence). */
+static void *presence_init(struct m0_server *s)
+{
+    return m0_presence_loop_new(s->cfg, s->slots.n);
+}
+
+static void presence_fini(struct m0_server *s, void *pl)
+{
+    if (s->rt != NULL)
+        m0_rt_watch(s->rt, NULL, NULL);
+    m0_presence_loop_free(pl);
+}
+
+static const struct m0_ext presence_ext = {.name = "presence", .init = presence_init, .fini = presence_fini};
+
 struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fds, int nlisten, int sig_fd,
                                int ctl_fd)
 {
@@ -505,6 +523,10 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
     s->proto[M0_CONN_PROTO_GRIP] = &m0_grip_conn_ops;
     s->xprt[M0_XPRT_PLAIN] = &m0_xprt_plain;
     m0_holds_init(s);
+    m0_ext_register(s, &presence_ext);
+    struct m0_presence_loop *pl = m0_ext_of(s, &presence_ext);
+    if (pl != NULL)
+        m0_rt_watch(s->rt, &m0_presence_loop_watch, pl);
     if ((sig_fd != -1 && m0_loop_add_fd(s->loop, sig_fd, EPOLLIN, on_signal, v) == M0_ERR) ||
         (ctl_fd != -1 && m0_loop_add_fd(s->loop, ctl_fd, EPOLLIN, on_ctl, v) == M0_ERR)) {
         m0_log_errno("epoll_ctl(signals)");
@@ -615,7 +637,8 @@ void m0_serve_free(struct m0_server *s)
     s->run.pool = NULL;
     /* The extensions, last registered first: the broker publisher's
      * thread posts to the loop (joined before the loop goes), connections
-     * handed too late are closed, the WebSocket scratch freed. */
+     * handed too late are closed, the WebSocket scratch freed, the
+     * presence tracker taken from the engine and freed. */
     m0_ext_fini_all(s);
     m0_conn_each(s, free_conn, NULL);
     m0_conn_job_cache_free(s);

@@ -426,6 +426,46 @@ void m0_registry_subscribe(struct m0_registry *r, uint32_t slot, const char *cha
     }
 }
 
+size_t m0_registry_history(const struct m0_registry *r, const char *channel, size_t len, uint64_t since, int tail,
+                           size_t limit, m0_history_cb cb, void *ctx, int *complete, uint64_t *last_id)
+{
+    const struct chan *c = find(r, channel, len);
+    uint64_t proven = r->floor;
+    *last_id = 0;
+    if (c != NULL) {
+        if (c->evicted_max > proven)
+            proven = c->evicted_max;
+        *last_id = c->jtail != NULL && c->jtail->id > c->evicted_max ? c->jtail->id : c->evicted_max;
+    }
+    size_t given = 0, skip = 0;
+    const struct jentry *e = c != NULL ? c->jhead : NULL;
+    if (tail) {
+        size_t taken = 0;
+        for (const struct jentry *x = e; x != NULL; x = x->next)
+            taken += (size_t)cb(NULL, x->id, x->data, x->len);      /* a count: ctx NULL takes nothing */
+        skip = taken > limit ? taken - limit : 0;
+        since = 0;
+    }
+    uint64_t first = 0;
+    for (; e != NULL && given < limit; e = e->next) {
+        if (e->id <= since)
+            continue;
+        if (skip > 0) {
+            skip -= (size_t)cb(NULL, e->id, e->data, e->len);
+            continue;
+        }
+        if (cb(ctx, e->id, e->data, e->len)) {
+            if (given++ == 0)
+                first = e->id;
+        }
+    }
+    if (tail)
+        *complete = given > 0 ? first > proven : proven == 0;
+    else
+        *complete = since >= proven;
+    return given;
+}
+
 int m0_registry_resumable(const struct m0_registry *r, const char *channel, size_t len, uint64_t last_id)
 {
     const char *name[LIST_MAX];
