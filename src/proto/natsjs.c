@@ -29,6 +29,8 @@ static int hexval(unsigned char c)
 
 void m0_nats_token(struct m0_buf *out, const char *p, size_t n)
 {
+    if (n == 0)
+        return;
     char *w = m0_buf_reserve(out, 3 * n);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -143,7 +145,10 @@ static int decode(json_t *root, size_t max_data, struct m0_nats_got *got)
         got->code = (int)v;
         got->err_code = int_member(err, "err_code", 0, 99999, &v) == M0_OK ? (int)v : 0;
         json_t *d = json_object_get(err, "description");
-        snprintf(got->why, sizeof got->why, "%.150s", json_is_string(d) ? json_string_value(d) : "an error");
+        if (json_is_string(d) && json_string_length(d) > 0)
+            snprintf(got->why, sizeof got->why, "%.150s", json_string_value(d));
+        else
+            snprintf(got->why, sizeof got->why, "an error answer (%d)", got->code);
         for (char *c = got->why; *c; c++)
             if ((unsigned char)*c < 0x20 || (unsigned char)*c == 0x7f)
                 *c = '?';       /* the broker's text goes to a log line */

@@ -62,7 +62,8 @@ struct nsrc {
     int up;                         /* connected to a server */
     int reading;                    /* the ordered consumer is in place */
     int probe_ok;                   /* the last probe of the stream answered */
-    int stalled;                    /* fan-outs backed up: items wait in own */
+    int stalled;                    /* fan-outs backed up: items wait in own, the eventfd is not watched */
+    int watching;                   /* the eventfd is watched for EPOLLIN */
     struct m0_nats_item *own, *own_tail;    /* taken from the link, not handled yet */
     struct m0_nats_resume *wait_head, *wait_tail;   /* resumes waiting for the position */
     size_t nwait, inflight;
@@ -284,13 +285,28 @@ static void handle(struct nsrc *b, struct m0_nats_item *it)
     }
 }
 
-/* Handle what was taken, in order, until fan-outs back up. */
+/* Watch the link's eventfd, or not (stalled, stopped). */
+static void watch(struct nsrc *b, int on)
+{
+    if (on == b->watching)
+        return;
+    if (on)
+        m0_loop_mod_fd(b->loop, m0_nats_link_fd(b->link), EPOLLIN);
+    else
+        m0_loop_mod_fd(b->loop, m0_nats_link_fd(b->link), 0);
+    b->watching = on;
+}
+
+/* Handle what was taken, in order, until fan-outs back up: then the
+ * eventfd is not watched, so what the link reads waits in its queue (and,
+ * once that is full, in the stream) instead of in this loop's memory. */
 static void drain(struct nsrc *b)
 {
     while (b->own != NULL && !b->stopped) {
         if (b->own->kind == M0_NI_MSG && m0_rt_busy(b->rt)) {
             b->stalled = 1;
             m0_nats_link_stalled(b->link, 1);
+            watch(b, 0);
             break;
         }
         struct m0_nats_item *it = b->own;
@@ -305,6 +321,8 @@ static void drain(struct nsrc *b)
     if (b->own == NULL && b->stalled) {
         b->stalled = 0;
         m0_nats_link_stalled(b->link, 0);
+        if (!b->stopped)
+            watch(b, 1);            /* what waits in the link's queue: the next pass */
     }
     m0_rt_settle(b->rt);
     if (b->frame.cap > 256 * 1024)
@@ -317,7 +335,7 @@ static void on_link(struct m0_loop *l, int fd, uint32_t events, void *ctx)
     (void)l;
     (void)fd;
     (void)events;
-    if (b->stopped)
+    if (b->stopped || b->stalled)
         return;
     struct m0_nats_item *got = m0_nats_link_take(b->link);
     if (got != NULL) {
@@ -330,8 +348,7 @@ static void on_link(struct m0_loop *l, int fd, uint32_t events, void *ctx)
             t = t->next;
         b->own_tail = t;
     }
-    if (!b->stalled || !m0_rt_busy(b->rt))
-        drain(b);
+    drain(b);
 }
 
 static void nats_hook(struct m0_loop *l, void *ctx)
@@ -352,7 +369,7 @@ void m0_broker_nats_prepare(void)
     int rc = m0_broker_nats_counter(&boot_position, err, sizeof err);
     boot_known = rc == M0_OK;
     if (rc != M0_OK)
-        m0_warn("%s (the worker reads the stream once it connects)", err);
+        m0_debug("%s (the worker reads the stream once it connects)", err);
 }
 
 static void close_in_child(void *ctx)
@@ -391,6 +408,7 @@ static int nats_start(void *ctx)
         m0_log_errno("epoll_ctl(broker)");
         return M0_ERR;
     }
+    b->watching = 1;
     m0_loop_add_hook(b->loop, nats_hook, b);
     m0_fork_on_child(close_in_child, b);
     b->started = 1;
@@ -405,8 +423,10 @@ static void nats_stop(void *ctx)
     if (b->stopped)
         return;
     b->stopped = 1;
-    if (b->link != NULL)
+    if (b->link != NULL) {
+        watch(b, 0);                /* what the link still posts is not taken (nor spun on) */
         m0_nats_link_stop(b->link);
+    }
     while (b->wait_head != NULL) {
         struct m0_nats_resume *r = b->wait_head;
         b->wait_head = r->next;
@@ -422,7 +442,8 @@ static void nats_free(void *ctx)
     nats_stop(b);
     m0_fork_forget(b);
     if (b->link != NULL) {
-        m0_loop_del_fd(b->loop, m0_nats_link_fd(b->link));
+        if (b->started)
+            m0_loop_del_fd(b->loop, m0_nats_link_fd(b->link));
         m0_nats_link_free(b->link);
     }
     while (b->own != NULL) {
