@@ -151,6 +151,22 @@ class NatsCluster:
         self._start(i)
         wait_for(lambda: self.ready(i), timeout, "nats-server %s back" % self.name(i))
 
+    def pause(self, i):
+        """SIGSTOP node i, waited for: every thread of it stopped."""
+        pid = self.procs[i].pid
+        os.killpg(pid, signal.SIGSTOP)
+
+        def stopped():
+            for t in os.listdir("/proc/%d/task" % pid):
+                with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] not in ("T", "t"):
+                        return False
+            return True
+        wait_for(stopped, 5, "nats-server %s stopped" % self.name(i), interval=0.005)
+
+    def resume(self, i):
+        os.killpg(self.procs[i].pid, signal.SIGCONT)
+
     def start_node(self, i, timeout=30.0):
         self._start(i)
         wait_for(lambda: self.ready(i), timeout, "nats-server %s back" % self.name(i))

@@ -157,7 +157,7 @@ def expect_everywhere(streams, eid, data, event="message"):
 def test_one_publish_reaches_both_hosts_with_one_id_from_every_publisher(start_server, cluster):
     prefix = "t1:"
     a = host(start_server, cluster.url, prefix=prefix)
-    b = host(start_server, cluster.url, prefix=prefix)
+    b = host(start_server, cluster.url, "--metrics-bind", "127.0.0.1:0", prefix=prefix)
     for x in (a, b):
         h = wait_health(x.port, lambda h: h["broker"]["connected"])["broker"]
         assert h["engine"] == "nats" and h["stream"] == "t1-events" and h["replicas"] == 3
@@ -188,6 +188,9 @@ def test_one_publish_reaches_both_hosts_with_one_id_from_every_publisher(start_s
     assert m0pub._nats_token(channel.encode()) == b"user%3A42%2Fa%2Eb%2A%3E%25x%20y"
     h = health(b.port)["broker"]
     assert h["last_id"] >= third and h["primary"] == info["cluster"]["leader"]
+    mport = int(b.stderr.wait_for(re.compile(r"metrics at http://127\.0\.0\.1:(\d+)/"), 10).group(1))
+    body = request(mport, "GET", "/metrics").body.decode()
+    assert 'm0serve_broker_info{engine="nats",primary="%s"} 1' % h["primary"] in body, body[-800:]
     for s in streams:
         s.close()
 
@@ -367,8 +370,11 @@ def test_a_node_killed_and_another_restarted_every_acknowledged_event_once_in_or
     unknown = set().union(*(p.unknown for p in everyone))
     for x in streams:
         assert unknown <= {ev.data for _, ev in x.events}     # retried with its key: delivered once (above)
+    for x in (a, b):
+        wait_health(x.port, lambda h: h["status"] == "ok" and h["broker"]["connected"])
     for w in watches:
         w.stop()
+        assert any(st == "degraded" and marks["kill"] <= t for t, st, _ in w.seen), w.seen[-5:]
 
     def gap(t0, t1):
         """The longest time the first stream went without an event in [t0, t1]."""
@@ -506,10 +512,35 @@ def test_one_server_without_clustering_gets_a_stream_of_one_replica(start_server
         assert rc == 0, err
         ev = s.next_event(EVENT_TIMEOUT)
         assert (ev.id, ev.data) == (int(out), "alone")
-        s.close()
         # R3 asked for explicitly on one server: refused, said so.
         rc, _, err = shell_publish(publisher_env(single.url, "r3x:", M0_BROKER_REPLICAS="3"), "solo", "x")
         assert rc == 1 and "could not be made" in err, err
+        rc, _, err = python_publish(publisher_env(single.url, "r3x:", M0_BROKER_REPLICAS="3"), "solo", "x")
+        assert rc != 0 and "m0pub.BrokerError" in err and "could not be made" in err, err
+        # A server that takes the event and does not answer (paused): the
+        # outcome is unknown; the retry with the key, once it answers,
+        # gives the event's one id.
+        os.environ["M0_BROKER"] = single.url
+        try:
+            warm = m0pub.publish("solo", "warm")        # this thread's connection, made
+            single.pause(0)
+            try:
+                with pytest.raises(m0pub.PublishOutcomeUnknown):
+                    m0pub.publish("solo", "maybe", key="solo-python")
+                r = request(a.port, "GET", "/publish?channel=solo&data=maybe&key=solo-view", timeout=20)
+                assert r.status == 503 and r.body.startswith(b"PublishOutcomeUnknown:"), r.body
+            finally:
+                single.resume(0)
+            # Both reached the stream when it ran again: each retry answers its first id.
+            py = m0pub.publish("solo", "maybe", key="solo-python")
+            [view] = view_publish(a.port, "solo", "maybe", key="solo-view")
+            assert {py, view} == {warm + 1, warm + 2}
+            assert m0pub.publish("solo", "maybe", key="solo-python") == py
+        finally:
+            os.environ.pop("M0_BROKER", None)
+        got = [s.next_event(EVENT_TIMEOUT) for _ in range(3)]
+        assert [(e.data, e.id) for e in got] == [("warm", warm), ("maybe", warm + 1), ("maybe", warm + 2)]
+        s.close()
     finally:
         single.stop()
 
@@ -536,6 +567,17 @@ def test_m0pub_reads_any_bytes_from_a_server_without_hanging_or_crashing():
             ops.append(op[0])
     assert ops == ["INFO", "OK", "PING", "PONG", "MSG", "MSG", "MSG", "ERR"]
     assert m0pub._nats_status(b"NATS/1.0 503\r\n\r\n") == 503
+    for bad in (b"x" * 70000,                              # a line past the limit
+                b"MSG a 1 %d\r\n" % (m0pub._NATS_PAYLOAD_MAX + 1),   # a message past the limit
+                b"HMSG a 1 9 5\r\nNATS/1.0\r\n\r\n\r\n",       # headers longer than the message
+                b"MSG a 1 2\r\nhiXY",                     # no CRLF after the payload
+                b"HMSG a 1 5 7\r\nHTTP/1hi\r\n",            # not a NATS header block
+                b"MSG a 1 -2\r\n", b"MSG a\r\n", b"INFO []\r\n", b"HELLO\r\n"):
+        r = m0pub._NatsReader()
+        r.feed(bad)
+        with pytest.raises(m0pub._NatsProtocolError):
+            while r.next() is not None:
+                pass
     rng = random.Random(33)
     pieces = [b"MSG ", b"HMSG ", b"INFO ", b"PING", b"+OK", b"-ERR ", b"\r\n", b" 1 ", b"99999999999", b"-1",
               b"{", b"}", b"NATS/1.0", b"x" * 70000]
@@ -561,3 +603,48 @@ def test_m0pub_reads_any_bytes_from_a_server_without_hanging_or_crashing():
             assert len(r.buf) <= len(data)
         except m0pub._NatsProtocolError:
             pass
+
+
+def test_a_reader_that_fell_behind_the_history_tells_its_streams(start_server, cluster):
+    """A worker stopped (SIGSTOP) while its channel's history moves on past
+    --broker-retention: once it runs again, the ids it missed are no longer
+    in the stream, and its live streams get m0-gap before the next events."""
+    import signal
+    prefix = "t8:"
+    a = host(start_server, cluster.url, "--broker-retention", "5", "--outbox-limit", "32m", prefix=prefix,
+             workers=1)
+    s = open_stream(a.port, "behind")
+    os.environ.update({"M0_BROKER": cluster.url, "M0_BROKER_PREFIX": prefix, "M0_BROKER_RETENTION": "5"})
+    try:
+        [first] = [m0pub.publish("behind", "first")]
+        assert s.next_event(EVENT_TIMEOUT).id == first
+        [worker] = a.worker_pids()
+        os.kill(worker, signal.SIGSTOP)
+        try:
+            big = "x" * 50000                      # the consumer's flow control stops the pushes early
+            ids = [m0pub.publish("behind", big) for _ in range(150)]
+        finally:
+            os.kill(worker, signal.SIGCONT)
+    finally:
+        for k in ("M0_BROKER", "M0_BROKER_PREFIX", "M0_BROKER_RETENTION"):
+            os.environ.pop(k, None)
+    got = []
+    while not got or got[-1].id != ids[-1]:
+        got.append(s.next_event(EVENT_TIMEOUT))
+    # Every id that did not arrive was announced before the next that did,
+    # and what came after the last gap is the channel's history.
+    prev, told = first, 0
+    for e in got:
+        if e.event == "m0-gap":
+            told = max(told, json.loads(e.data)["lost_through"])
+            continue
+        assert e.id > prev
+        if e.id != prev + 1:
+            assert told >= e.id - 1, (prev, e.id, told)
+        prev = e.id
+    gaps = [i for i, e in enumerate(got) if e.event == "m0-gap"]
+    assert gaps, "no m0-gap"
+    after = [e.id for e in got[gaps[-1] + 1:]]
+    assert after == ids[-len(after):] and len(after) <= 5 + 1
+    assert health(a.port)["broker"]["gaps"] == len(gaps)
+    s.close()
