@@ -14,16 +14,18 @@ returns ``None`` and logs once -- unless a broker is configured or a
 server's publish socket is there (below).
 
 With a broker (``m0serve --broker URL``; docs/broker.md) events go through
-Redis and reach every m0serve host using it. A process that is not a
-worker (a Celery task, cron, ``manage.py shell``) publishes there too when
-``M0_BROKER`` is set (``redis://[[USER]:PASSWORD@]HOST:PORT[/DB]``,
+Redis or NATS JetStream and reach every m0serve host using it. A process
+that is not a worker (a Celery task, cron, ``manage.py shell``) publishes
+there too when ``M0_BROKER`` is set (``redis://[[USER]:PASSWORD@]HOST:PORT[/DB]``,
 ``rediss://...`` over TLS, ``redis+sentinel://HOST:PORT,.../MASTER[/DB]``
-through Sentinel, or ``unix:///path/redis.sock``; ``M0_BROKER_PREFIX``,
+through Sentinel, ``unix:///path/redis.sock``, or
+``nats://HOST:PORT[,HOST:PORT...]``; ``M0_BROKER_PREFIX``,
 ``M0_BROKER_RETENTION``, ``M0_BROKER_BACKLOG``, ``M0_BROKER_MIN_REPLICAS``,
-``M0_BROKER_CA_CERTS``, ``M0_BROKER_CERTFILE``, ``M0_BROKER_KEYFILE`` as the
-servers have them): same framing, limits and
+``M0_BROKER_REPLICAS``, ``M0_BROKER_CA_CERTS``, ``M0_BROKER_CERTFILE``,
+``M0_BROKER_KEYFILE`` as the servers have them): same framing, limits and
 return value (the global id), through a minimal RESP client below running
-the same script as the server. Such a call blocks for one round trip (at
+the same script as the server, or a minimal NATS client publishing to the
+same JetStream stream. Such a call blocks for one round trip (at
 most about 3 s when the broker is down) and raises ``BrokerError`` when the
 event could not be published -- never a silent drop -- or its subclass
 ``PublishOutcomeUnknown`` when the event was sent and no answer came (it may
