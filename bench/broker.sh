@@ -310,6 +310,7 @@ run_throughput() {   # run_throughput ENGINE
 
 host_info
 M0_VERSION=$(m0serve_version built)
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 printf 'm0serve broker benchmark\nhost: %s\nm0serve: %s; %s%s\n' "$HOST_INFO" "$M0_VERSION" "$REDIS_VERSION" "${NATS_VERSION:+; $NATS_VERSION}"
 printf 'local: 1 m0serve x %s workers; broker legs (%s): 2 m0serve x %s worker(s) on one broker; --blocking-threads %s; %s events %ss apart per latency run; no CPU pinning\n' \
     "$LOCAL_WORKERS" "$ENGINES" "$BROKER_WORKERS" "$BLOCKING_THREADS" "$EVENTS" "$INTERVAL"
@@ -363,7 +364,8 @@ markdown_report() {
     printf -- '- m0serve: %s; %s%s; no CPU pinning (the brokers, servers and client share the cores): compare within this run\n' "$M0_VERSION" "$REDIS_VERSION" "${NATS_VERSION:+; $NATS_VERSION}"
     printf -- '- local leg: one m0serve, %s workers; broker legs: two m0serve (A, B), %s worker(s) each, on one broker; --realtime --blocking-threads %s\n' "$LOCAL_WORKERS" "$BROKER_WORKERS" "$BLOCKING_THREADS"
     printf -- '- broker: plain TCP; broker-wait1: the same primary with one replica and --broker-min-replicas 1 (WAIT 1 per publish); broker-tls: rediss:// to a TLS-only redis-server; broker-nats1/-nats3: nats:// to a cluster of three nats-server, a stream of 1 / 3 replicas\n'
-    printf -- '- per latency run: N streams (split over A and B for the broker legs), %s events %ss apart published on A\n\n' "$EVENTS" "$INTERVAL"
+    printf -- '- per latency run: N streams (split over A and B for the broker legs), %s events %ss apart published on A\n' "$EVENTS" "$INTERVAL"
+    printf -- '- load average (1, 5, 15 min) at the start: %s; at the end: %s\n\n' "$LOAD_START" "$(cut -d' ' -f1-3 /proc/loadavg)"
     printf '| leg | streams | opened | p50 (ms) | p99 (ms) | kernel-rx p50 (ms) | kernel-rx p99 (ms) | delivered |\n|---|---:|---:|---:|---:|---:|---:|---:|\n'
     for n in "${COUNTS[@]}"; do
         for leg in "${LEGS[@]}"; do

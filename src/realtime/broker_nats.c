@@ -30,18 +30,13 @@
 
 #include <sys/epoll.h>
 
-#include "m0/broker.h"
-#include "m0/broker_engine.h"
 #include "m0/broker_grip.h"
-#include "m0/broker_pub.h"
 #include "m0/config.h"
 #include "m0/fork.h"
 #include "m0/log.h"
-#include "m0/log_text.h"
 #include "m0/loop.h"
 #include "m0/natsjs.h"
 #include "m0/rt.h"
-#include "m0/sse.h"
 #include "broker_nats_int.h"
 
 #define MAX_WAITING 1024            /* resumes waiting or in flight; beyond, 503 */
