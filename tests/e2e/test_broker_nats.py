@@ -411,8 +411,8 @@ def test_a_node_killed_and_another_restarted_every_acknowledged_event_once_in_or
 
 # ------------------------------------------------ every publisher, every way
 
-def test_grip_control_publish_socket_and_grants_on_nats(start_server, cluster, tmp_path):
-    from test_grip import BEARER, Stream, _post, item, key_file
+def test_grip_control_on_nats(start_server, cluster, tmp_path):
+    from test_grip import BEARER, Stream, _post, item, key_file    # skips when the GRIP packages are missing
     from serverproc import free_port
     prefix = "t5:"
     # GRIP: a publish to host A's control port reaches host B's GRIP holds.
@@ -432,6 +432,10 @@ def test_grip_control_publish_socket_and_grants_on_nats(start_server, cluster, t
     finally:
         s.close()
     assert stream_info(cluster, "t5-events")["state"]["messages"] == 2
+
+
+def test_publish_socket_and_grants_on_nats(start_server, cluster, tmp_path):
+    prefix = "t6:"
     # The publish socket: a server with --broker nats:// publishes through it.
     rundir = tempfile.mkdtemp(prefix="m0run.")
     try:
