@@ -67,19 +67,51 @@ WARN     := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes \
 OPT      ?= -O2 -g
 PY_CFLAGS  = $(shell $(PYTHON_CONFIG) --includes 2>/dev/null)
 PY_LDFLAGS = $(shell $(PYTHON_CONFIG) --embed --ldflags 2>/dev/null)
+# How libpython is linked (issue 29). LINK=auto links it the way $(PYTHON)'s
+# own executable is: Debian's /usr/bin/python3.11 carries the static, non-PIC
+# libpython3.11.a and is not a PIE, and runs Python 8-20% faster than the
+# same code through libpython3.11.so (docs/performance.md, "The interpreter
+# link"); so m0serve does the same: the whole archive (extension modules
+# may call any of its functions), -no-pie when python3 is not a PIE, its
+# C API exported to extension modules (what python3's -Wl,-E does, but only
+# Py*/_Py*: tools/libpython.dynlist says why) and the libraries its
+# built-in modules need. An interpreter that maps
+# libpython*.so itself (a --enable-shared build: make python-ft's, pyenv's,
+# uv's), or one whose archive is not installed, gets the shared library;
+# LINK=shared asks for it, LINK=static for the archive. tools/pyinfo.py
+# decides: "mode archive pie why flags..." (memoized, run only to link).
+LINK ?= auto
+PY_LINK = $(eval PY_LINK := $(shell $(PYTHON) tools/pyinfo.py $(PYTHON) --link $(LINK) 2>&1))$(PY_LINK)
+PY_LINK_MODE = $(word 1,$(PY_LINK))
+PY_ARCHIVE   = $(word 2,$(PY_LINK))
+PY_NOPIE     = $(if $(filter static,$(PY_LINK_MODE)),$(if $(filter 0,$(word 3,$(PY_LINK))),-no-pie))
+PY_LINK_LIBS = $(if $(filter static,$(PY_LINK_MODE)),-Wl$(comma)--dynamic-list=tools/libpython.dynlist \
+               -Wl$(comma)--whole-archive $(PY_ARCHIVE) \
+               -Wl$(comma)--no-whole-archive $(wordlist 5,$(words $(PY_LINK)),$(PY_LINK)),$(PY_LDFLAGS))
+PY_NOPIE_CC  = $(if $(PY_NOPIE),-fno-pie)
+PY_LINK_RPATH = $(if $(filter static,$(PY_LINK_MODE)),,$(PY_RPATH))
+PY_LINK_WHY  = $(word 4,$(PY_LINK))
+# One line, for the build's output and m0serve --version.
+PY_LINK_SAY  = $(if $(filter static,$(PY_LINK_MODE)),static $(notdir $(PY_ARCHIVE))$(if $(PY_NOPIE),$(comma) non-PIE),shared \
+               $(patsubst -l%,lib%.so,$(firstword $(filter -lpython%,$(PY_LDFLAGS)))))$(comma) $(PY_LINK_WHY_$(PY_LINK_WHY))
+PY_LINK_WHY_as-python     = as $(PY_EXE_REAL) is linked
+PY_LINK_WHY_python-shared = as $(PY_EXE_REAL) is linked (it loads libpython*.so)
+PY_LINK_WHY_no-archive    = $(PY_EXE_REAL) is linked statically but its $(notdir $(PY_ARCHIVE)) is not installed
+PY_LINK_WHY_asked         = LINK=$(LINK)
+PY_EXE_REAL = $(realpath $(M0_PYTHON_EXE))
 DEFS     := -DM0_VERSION='"$(VERSION)"' -DM0_PYTHONDIR='"$(PREFIX)/share/m0serve/python"' \
             -DM0_PYTHON_EXE='"$(M0_PYTHON_EXE)"' -D_GNU_SOURCE
 CPPFLAGS := -Iinclude -I$(LLHTTP_INC) $(DEFS)
-LDLIBS   := $(PY_LDFLAGS) -lhiredis -lnats -lssl -lcrypto -ljansson -lpthread
+LDLIBS    = $(PY_LINK_LIBS) -lhiredis -lnats -lssl -lcrypto -ljansson -lpthread
 
 SRCS     := $(wildcard src/*/*.c)
 # Sources are in one folder per layer (docs/architecture.md; make layers).
 # Modules with no Python in them: linked into the C unit tests and the fuzzers.
-PURE     := src/base/buf.c src/base/log.c src/base/log_text.c src/base/timer.c src/proto/accesslog.c src/proto/base64.c src/proto/body.c src/proto/broker_reply.c \
+PURE     := src/base/buf.c src/base/log.c src/base/log_text.c src/base/timer.c src/proto/accesslog.c src/proto/base64.c src/proto/body.c src/proto/broker_reply.c src/proto/commit.c \
             src/proto/epcp.c src/proto/grip.c src/proto/grip_item.c src/proto/http.c src/proto/jwt.c src/proto/natsjs.c src/proto/origin.c src/proto/percent.c src/proto/proxy.c src/proto/pubreq.c \
             src/proto/request.c src/proto/response.c src/proto/sse.c src/proto/ws.c src/core/config.c src/core/grant.c src/core/keyfile.c \
             src/core/metrics_text.c src/core/notify.c src/core/target.c src/event/job.c src/event/lane.c src/event/loop.c \
-            src/realtime/broker_url.c src/realtime/bus.c src/realtime/order.c src/realtime/registry.c src/realtime/rt.c src/http/health.c \
+            src/realtime/broker_url.c src/realtime/bus.c src/realtime/order.c src/realtime/registry.c src/realtime/rt.c src/http/health_json.c \
             src/http/mime.c src/http/static.c src/http/static_rules.c src/master/cli.c src/master/cli_hint.c
 LLHTTP   := api.c http.c llhttp.c
 
@@ -105,16 +137,27 @@ all: m0serve
 m0serve: $(BUILD)/m0serve FORCE
 	$(Q)cmp -s $< $@ || { cp $< $@.tmp && mv -f $@.tmp $@; }
 
-$(BUILD)/m0serve: $(OBJS) $(LLOBJS)
-	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(PY_RPATH)
+$(BUILD)/m0serve: $(OBJS) $(LLOBJS) $(BUILD)/link.txt tools/libpython.dynlist
+	@echo "  LD      $@ (libpython: $(PY_LINK_SAY))"
+	$(Q)$(CC) $(LDFLAGS) $(PY_NOPIE) -o $@ $(OBJS) $(LLOBJS) $(LDLIBS) $(PY_LINK_RPATH)
+
+# The link decision, rewritten only when it changes (so a LINK= or an
+# interpreter change relinks, and --version's line is recompiled).
+$(BUILD)/link.txt: FORCE
+	@mkdir -p $(@D)
+	$(Q)case "$(PY_LINK_MODE)" in static|shared) ;; *) echo "m0serve: $(PY_LINK)" >&2; exit 2 ;; esac
+	$(Q)echo '$(PY_LINK_SAY)' | cmp -s - $@ || echo '$(PY_LINK_SAY)' > $@
+# Our objects are compiled as the executable is linked: -fno-pie for a
+# non-PIE one (0.5% fewer instructions per hello request, callgrind).
+$(OBJS) $(LLOBJS): $(BUILD)/link.txt
+$(BUILD)/master/main.o: M0_LINK_DEF = -DM0_PY_LINK='"$(PY_LINK_SAY)"'
 
 FORCE:
 
 $(BUILD)/%.o: src/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(STD) $(WARN) $(OPT) $(M0_CFLAGS) $(CFLAGS) $(PY_CFLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
+	$(Q)$(CC) $(STD) $(WARN) $(OPT) $(PY_NOPIE_CC) $(M0_CFLAGS) $(CFLAGS) $(PY_CFLAGS) $(CPPFLAGS) $(M0_LINK_DEF) -MMD -MP -c -o $@ $<
 
 # Vendored parser: compiled with its own relaxed flags, never our -Werror.
 # Strict mode: CRLF after chunk data, no control bytes in the target
@@ -123,7 +166,7 @@ LLHTTP_FLAGS := -DLLHTTP_STRICT_MODE=1
 $(BUILD)/llhttp/%.o: $(LLHTTP_SRC)/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      llhttp/$(<F)"
-	$(Q)$(CC) -O2 -g -w $(LLHTTP_FLAGS) $(M0_CFLAGS) -I$(LLHTTP_INC) -c -o $@ $<
+	$(Q)$(CC) -O2 -g -w $(PY_NOPIE_CC) $(LLHTTP_FLAGS) $(M0_CFLAGS) -I$(LLHTTP_INC) -c -o $@ $<
 
 -include $(OBJS:.o=.d)
 
@@ -162,6 +205,16 @@ build/unit/llhttp/%.o: $(LLHTTP_SRC)/%.c
 	$(Q)$(CC) -O1 -g -w $(LLHTTP_FLAGS) $(SAN) -I$(LLHTTP_INC) -c -o $@ $<
 
 build/unit/%: tests/unit/%.c $(UNIT_OBJS)
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -Itests/unit -o $@ $^ -lcmocka -lhiredis -lcrypto -ljansson
+
+# The serving core's unit test (conn, h1, hold, wshold over a socketpair):
+# the http layer's files with the Python entry points stubbed.
+SERVE_CORE := src/core/metrics.c src/http/conn.c src/http/conn_slots.c src/http/endpoint.c src/http/grip_hold.c \
+              src/http/h1.c src/http/hold.c src/http/loops.c src/http/server.c src/http/static_http.c \
+              src/http/wsframes.c src/http/wshold.c src/http/wshold_mailbox.c
+build/unit/test_serve: tests/unit/test_serve.c tests/unit/serve_stubs.c $(UNIT_OBJS) $(SERVE_CORE:src/%.c=build/unit/obj/%.o)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -Itests/unit -o $@ $^ -lcmocka -lhiredis -lcrypto -ljansson
@@ -449,9 +502,13 @@ PYTHON_TARBALL ?=
 PYTHON_DEB_PKGS := gcc make libc6-dev pkg-config xz-utils libssl-dev zlib1g-dev libffi-dev libbz2-dev \
                    liblzma-dev libsqlite3-dev libreadline-dev uuid-dev
 
+# PYTHON_OPT=1: configured as a distribution ships it (--enable-optimizations
+# --with-lto; PGO makes it ~30 min instead of ~4 on 2 cores, so opt-in;
+# tools/python-build.sh, docs/performance.md).
+PYTHON_OPT ?= 0
 python-ft python-gil: python-%:
 	$(Q)$(MAKE) --no-print-directory deps DEB_PKGS="$(PYTHON_DEB_PKGS)"
-	$(Q)tools/python-build.sh $* $(CURDIR)/build/python "$(PYTHON_SHARED)" "$(PYTHON_TARBALL)"
+	$(Q)PYTHON_OPT="$(PYTHON_OPT)" tools/python-build.sh $* $(CURDIR)/build/python "$(PYTHON_SHARED)" "$(PYTHON_TARBALL)"
 
 # -------------------------------------------------------------------- deps
 # Every Debian package the build, the tests, the demo and the benchmarks use.
@@ -501,7 +558,10 @@ endef
 venv: deps
 	$(call mkvenv,$(VENV),requirements/test.txt)
 
+# bjoern (requirements/bench.txt) is built by pip against libev.
+BENCH_DEB_PKGS := libev-dev
 bench-venv: deps
+	$(Q)$(MAKE) --no-print-directory deps DEB_PKGS="$(BENCH_DEB_PKGS)"
 	$(call mkvenv,$(BENCH_VENV),requirements/bench.txt)
 
 # -------------------------------------------------------------------- demo

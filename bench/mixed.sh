@@ -20,7 +20,9 @@ Usage: bench/mixed.sh [options]
 Options:
   --markdown FILE    also write the results as a markdown report to FILE
   --servers LIST     comma-separated subset/order of:
-                     m0serve,gunicorn-sync,gunicorn-gthread,uwsgi (default: all)
+                     m0serve,gunicorn-sync,gunicorn-gthread,uwsgi (default: these), and the
+                     peers of bench/peers.sh (uvicorn,granian,bjoern,fastwsgi,socketify,
+                     pyruvate: POOL_THREADS threads where they have them)
   --duration SECS    wrk measurement seconds per run (default: $DURATION or 8)
   --no-handoff       skip the handoff-cost section
   --handoff-only     only the handoff-cost section
@@ -88,9 +90,11 @@ GUNICORN=${GUNICORN:-$BENCH_VENV/bin/gunicorn}
 cd -- "$REPO_ROOT"
 check_setup taskset setsid timeout curl ps "$WRK" "$PYTHON"
 
+# shellcheck source=bench/peers.sh
+. "$SCRIPT_DIR/peers.sh"
 IFS=, read -r -a ORDER <<<"$SERVERS"
 for s in "${ORDER[@]}"; do
-    case $s in m0serve|gunicorn-sync|gunicorn-gthread|uwsgi) ;; *) die "unknown server in --servers: $s" ;; esac
+    case " m0serve gunicorn-sync gunicorn-gthread uwsgi $PEER_NAMES " in *" $s "*) ;; *) die "unknown server in --servers: $s" ;; esac
 done
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/m0mixed.XXXXXX")
@@ -124,6 +128,8 @@ server_cmd() {   # server_cmd NAME PORT -> sets SCMD (array) and STOPSIG
                   --threads "$POOL_THREADS" --pythonpath bench --module mixed_app:application
                   --need-app --disable-logging --die-on-term)
             STOPSIG=INT ;;
+        *)  # issue 29's peers (bench/peers.sh), with POOL_THREADS where they take threads
+            peer_cmd "$name" mixed_app:application "$port" "$POOL_THREADS" ;;
     esac
 }
 
@@ -132,6 +138,7 @@ server_missing() {
         m0serve) [[ -x $M0SERVE ]] || { printf '%s not found or not executable (run make)' "$M0SERVE"; return 0; } ;;
         gunicorn-*) command -v "$GUNICORN" >/dev/null 2>&1 || { printf '%s not found (run make bench-venv)' "$GUNICORN"; return 0; } ;;
         uwsgi) command -v "$UWSGI" >/dev/null 2>&1 || { printf '%s not found' "$UWSGI"; return 0; } ;;
+        *) peer_cmd "$1" mixed_app:application 1 || { printf '%s' "$PEER_WHY"; return 0; } ;;
     esac
     return 1
 }

@@ -16,8 +16,10 @@ Usage: bench/run.sh [options]
 
 Options:
   --markdown FILE    also write the results as a markdown report to FILE
-  --servers LIST     comma-separated subset/order of: m0serve,uwsgi,gunicorn,nginx
-                     (default: all four, in that order)
+  --servers LIST     comma-separated subset/order of: m0serve,uwsgi,gunicorn,nginx, and
+                     the peers of bench/peers.sh: m0serve-inline,uvicorn,granian,bjoern,
+                     fastwsgi,socketify,pyruvate (default: the first four, in that order;
+                     bench/wsgi_table.sh runs them all, on more apps)
   --duration SECS    wrk measurement duration (default: $DURATION or 10)
   --log-dir DIR      keep server logs and raw wrk output in DIR
   -h, --help         show this help
@@ -264,12 +266,22 @@ EOF
     bench_one nginx TERM "$port" -- "$NGINX" -p "$dir" -e "$dir/error.log" -c "$dir/nginx.conf"
 }
 
+# The other peers (issue 29): started as bench/peers.sh says.
+# shellcheck source=bench/peers.sh
+. "$SCRIPT_DIR/peers.sh"
+run_peer() {
+    local port
+    port=$(free_port)
+    if ! peer_cmd "$1" hello:application "$port"; then skip "$1" "$PEER_WHY"; return; fi
+    bench_one "$1" "$STOPSIG" "$port" -- "${SCMD[@]}"
+}
+
 # --------------------------------------------------------------------------
 # Main.
 # --------------------------------------------------------------------------
 IFS=, read -r -a ORDER <<<"$SERVERS"
 for s in "${ORDER[@]}"; do
-    case $s in m0serve|uwsgi|gunicorn|nginx) ;; *) die "unknown server in --servers: $s" ;; esac
+    case " m0serve uwsgi gunicorn nginx $PEER_NAMES " in *" $s "*) ;; *) die "unknown server in --servers: $s" ;; esac
 done
 
 host_info
@@ -288,14 +300,14 @@ printf 'topology: server on CPU %s, wrk on CPU %s; wrk -t%s -c%s -d%ss --latency
     "$SERVER_CPU" "$CLIENT_CPU" "$THREADS" "$CONNECTIONS" "$DURATION" "$WARMUP"
 
 printf 'versions:\n'
-for s in "${ORDER[@]}"; do printf '  %-9s %s\n' "$s" "${VERSION[$s]:-not found}"; done
+for s in "${ORDER[@]}"; do printf '  %-9s %s\n' "$s" "${VERSION[$s]:-$(peer_version "$s")}"; done
 printf '  %-9s %s\n' wrk "$WRK_VERSION" python "$PY_VERSION"
 printf '  bench venv %s\n' "$BENCH_VENV_VERSIONS"
 
 background_load "$SERVER_CPU" "$CLIENT_CPU" short
 
 for s in "${ORDER[@]}"; do
-    "run_$s"
+    case $s in m0serve|uwsgi|gunicorn|nginx) "run_$s" ;; *) run_peer "$s" ;; esac
 done
 
 if [[ -n $LOG_DIR ]]; then

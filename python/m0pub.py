@@ -1278,21 +1278,36 @@ def _parse_key_file(raw, name):
 
 
 _worker_keys = []          # [] not asked yet; None outside a worker; else m0._grant_keys()
+_worker_signer = None      # in a worker: m0._grant_signer
 
 
 def _server_keys():
     """The keys the m0serve worker running this code verifies grants with
     (its --grant-key-file as it was when the worker started), or None outside
     one (or without --grant-key-file). Fixed for the life of the process."""
-    global _worker_keys
+    global _worker_keys, _worker_signer
     if _worker_keys == []:
         try:
             import m0                       # the server's built-in module
             keys = m0._grant_keys() if hasattr(m0, "_grant_keys") else None
+            _worker_signer = getattr(m0, "_grant_signer", None)
         except ImportError:
             keys = None
         _worker_keys = [(kid, bytes(secret)) for kid, secret in keys] if keys else None
     return _worker_keys
+
+
+def _signing_kid(keys, key_file):
+    """The key grant() signs with when no kid is asked: in an m0serve worker
+    (no key_file), the one the server names -- the newest of the worker's
+    keys that every worker verifies, which during a rotation is the previous
+    key until the workers that lack the new one have exited; else the last
+    key of keys (the file's newest)."""
+    if key_file is None and _worker_signer is not None and keys is _worker_keys:
+        kid = _worker_signer()
+        if kid is not None:
+            return kid
+    return keys[-1][0]
 
 
 def _grant_keys(key_file=None):
@@ -1365,11 +1380,14 @@ def grant(channels, ttl=GRANT_TTL, sub=None, kid=None, key_file=None, now=None):
     a page that must survive a longer outage needs a longer ttl or a fresh
     URL. sub: an optional str naming who it is for (logged; handed to an
     inbound view). kid: the key to sign with; None signs with the LAST key,
-    the newest. The keys: in a worker of m0serve (no key_file given), the
-    ones that worker verifies grants with -- its --grant-key-file as it was
-    when the worker started, so a grant minted there is accepted by the
-    workers serving, also while a key file edit waits for its SIGHUP or
-    after a reload failed (rotation: docs/realtime.md "Grants"). Elsewhere
+    the newest -- in a worker of m0serve, the newest one every worker of the
+    server verifies. The keys: in a worker of m0serve (no key_file given),
+    the ones that worker verifies grants with -- its --grant-key-file as it
+    was when the worker started, so a grant minted there is accepted by the
+    workers serving, also while a key file edit waits for its SIGHUP, after
+    a reload failed, and while the workers of the previous reload, which
+    lack the new key, finish draining (the previous key signs until they
+    have exited; docs/realtime.md "Rotation"). Elsewhere
     (a script, a Celery worker) key_file, default ``M0_GRANT_KEY_FILE``
     (which m0serve sets for its workers), read as the server reads it (one
     ``KID SECRET`` a line, ``#`` comments, mode 600) and re-read when it
@@ -1389,11 +1407,10 @@ def grant(channels, ttl=GRANT_TTL, sub=None, kid=None, key_file=None, now=None):
         raise GrantError("sub must be a str or None")
     keys = _grant_keys(key_file)
     if kid is None:
-        kid, secret = keys[-1]
-    else:
-        secret = dict(keys).get(kid)
-        if secret is None:
-            raise GrantError("no key %r in the grant key file" % (kid,))
+        kid = _signing_kid(keys, key_file)
+    secret = dict(keys).get(kid)
+    if secret is None:
+        raise GrantError("no key %r in the grant key file" % (kid,))
     t = int(time.time() if now is None else now)
     claims = {"channels": names, "exp": t + int(ttl), "iat": t}
     if sub is not None:

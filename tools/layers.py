@@ -6,7 +6,7 @@ usage: tools/layers.py [ROOT] [-v]
 The folders of src/ are the layers, bottom to top (LAYERS below). A file's
 layer is its folder's; a header in include/m0/ has the layer of the source
 file that owns it (NAME.h and NAME_*.h belong to NAME.c; the few headers
-without a source file are in HEADER_LAYERS). Two rules, both checked:
+without a source file are in HEADER_LAYERS). The rules, all checked:
 
   1. No file includes a header of a layer above its own (the .c files of
      src/ and the headers of include/m0/ and src/ alike).
@@ -14,6 +14,20 @@ without a source file are in HEADER_LAYERS). Two rules, both checked:
      public m0_* names one defines and the other uses — unless they are
      files of one module (NAME.c, NAME_*.c and the files MODULES lists):
      every strongly connected set of files is one module.
+  3. No m0_* name is used from a higher layer: a function or object
+     defined in a source file is named only by files of its layer or above
+     (a lower header that declares an upper file's function — metrics.h
+     declaring the http layer's, config.h the CLI's — is a violation too,
+     even though its #include lines pass rule 1).
+  4. Every source file has a header of its own (NAME.h in include/m0/ for
+     what other modules call, or beside it in src/LAYER/ when it is private
+     to its module), but the program's entry (main.c).
+  5. One owner of the socket: conn.c alone calls recv, send, sendfile,
+     writev or shutdown (or their msg/v relatives) on a client socket,
+     through the slot's transport (conn.h: struct m0_xprt_ops). In src/http
+     (the layer of the connections) no other file calls them at all, but
+     for the sockets listed in SOCKET_OWNERS (not clients'); anywhere in
+     src/, none is called on a connection's descriptor (c->fd).
 
 Prints each violation and exits 1 if there is one; -v prints the layers,
 the largest knot and the edge count as well.
@@ -39,6 +53,19 @@ MODULES = {
     "resize": "master",         # behind master_int.h
     "m0mod": "wsgi",            # wsgi.h's built-in module
 }
+
+# Sources without a header: the program's entry point (rule 4).
+NO_HEADER = {"main"}
+
+# src/http files that call the send/recv family on a socket that is not a
+# client's, and why (rule 3).
+SOCKET_OWNERS = {
+    "conn": "the client sockets, through the transports (conn.h)",
+    "handoff": "the loops' inboxes: SCM_RIGHTS messages between a worker's loops",
+}
+SOCKET_CALL = re.compile(r"\b(recv|recvfrom|recvmsg|recvmmsg|send|sendto|sendmsg|sendmmsg|sendfile|sendfile64|"
+                         r"writev|readv|shutdown|splice)\s*\(")
+CONN_FD_CALL = re.compile(r"\b(?:recv\w*|send\w*|writev|readv|read|write|shutdown|splice|poll)\s*\(\s*c->fd\b")
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+\.h)"', re.M)
 DEFINE = re.compile(r'^(?:[A-Za-z_][\w \t\*]*?[\s\*])?(m0_\w+)\s*(?:\(|=|\[|;)', re.M)
@@ -167,6 +194,39 @@ def main():
     for v in sorted(graph):
         if v not in index:
             connect(v)
+    # Rule 3: no m0_* name from a higher layer, in a source or a header.
+    for path, layer in files:
+        if layer is None:
+            continue
+        code = COMMENTS.sub(" ", texts[path])
+        for name in sorted(set(TOKEN.findall(code))):
+            o = defined.get(name)
+            if o is not None and LAYERS.index(sources[o][1]) > LAYERS.index(layer):
+                problems.append("%s (%s) names %s, defined by %s.c (%s): a layer above its own"
+                                % (os.path.relpath(path, root), layer, name, o, sources[o][1]))
+
+    # Rule 4: a header per source.
+    for s_, (path, layer) in sorted(sources.items()):
+        if s_ not in NO_HEADER and s_ + ".h" not in headers:
+            problems.append("%s: no header of its own (%s.h in include/m0/, or beside it when private)"
+                            % (os.path.relpath(path, root), s_))
+
+    # Rule 5: conn.c alone touches a client socket.
+    for s_, (path, layer) in sorted(sources.items()):
+        code = COMMENTS.sub(" ", texts[path])
+        rel = os.path.relpath(path, root)
+        if s_ != "conn":
+            for m in CONN_FD_CALL.finditer(code):
+                problems.append("%s:%d: %s on a connection's socket: only conn.c reads and writes it (its transport)"
+                                % (rel, code.count("\n", 0, m.start()) + 1, m.group(0).split("(")[0].strip()))
+        if layer == "http" and s_ not in SOCKET_OWNERS:
+            for m in SOCKET_CALL.finditer(code):
+                if code[max(0, m.start() - 1)] in "._>":
+                    continue            # a member or a longer name
+                problems.append("%s:%d: %s(): only conn.c calls it on a client socket (through conn.h's transport); "
+                                "another socket of the http layer is listed in SOCKET_OWNERS"
+                                % (rel, code.count("\n", 0, m.start()) + 1, m.group(1)))
+
     for k in knots:
         if len({module_of(s) for s in k}) > 1:
             problems.append("knot of %d files across modules: %s" % (len(k), " ".join(s + ".c" for s in k)))

@@ -12,9 +12,17 @@
 # (a mismatch, or a SHA256SUMS that does not list it, is an error); a
 # tarball with neither is used unverified, saying so.
 #
-# The result is OUTROOT/<variant>-<first 12 hex of the tarball's sha256>/
-# prefix, with a .stamp holding the hash and the configure line: while both
-# match, nothing is rebuilt. OUTROOT/<variant> is a symlink to the latest,
+# PYTHON_OPT=1 configures it the way a distribution ships its python3
+# (issue 29): --enable-optimizations --with-lto (PGO: an instrumented build
+# runs the profile task, then the real one; LTO) beside --enable-shared,
+# which installs the shared libpython (PGO, LTO, -fno-semantic-interposition)
+# and the static one. So its comparisons with Debian's python3 (itself
+# PGO-built) are fair; it takes about 30 min on 2 cores instead of about 4,
+# hence opt-in (make python-ft PYTHON_OPT=1; docs/performance.md).
+#
+# The result is OUTROOT/<variant>[-opt]-<first 12 hex of the tarball's
+# sha256>/prefix, with a .stamp holding the hash and the configure line:
+# while both match, nothing is rebuilt. OUTROOT/<variant> is a symlink to the latest,
 # and OUTROOT/<variant>.python names its interpreter. pip comes from the
 # tarball's own ensurepip wheel (offline), else a pip wheel the system's pip
 # downloads from PyPI.
@@ -84,10 +92,16 @@ elif [[ $tarball != */deb-src/* ]]; then
     echo "python-build: warning: $tarball not verified (no SHA256SUMS beside it; set PYTHON_SHA256)" >&2
 fi
 
-dir=$outroot/$variant-${sha:0:12}
+opt=()
+case ${PYTHON_OPT:-0} in
+    0|"") suffix= ;;
+    1) suffix=-opt; opt=(--enable-optimizations --with-lto) ;;
+    *) die "PYTHON_OPT=$PYTHON_OPT: expected 0 or 1" ;;
+esac
+dir=$outroot/$variant$suffix-${sha:0:12}
 prefix=$dir/prefix
 # The rpath lets the interpreter find its own libpython without LD_LIBRARY_PATH.
-config=(--prefix="$prefix" --enable-shared --with-ensurepip=no $gil_flag "LDFLAGS=-Wl,-rpath,$prefix/lib")
+config=(--prefix="$prefix" --enable-shared --with-ensurepip=no $gil_flag "${opt[@]}" "LDFLAGS=-Wl,-rpath,$prefix/lib")
 want_stamp="$sha ${config[*]}"
 
 mkdir -p "$dir"

@@ -134,7 +134,7 @@ def files_of(m):
 def run(cmd, cwd, timeout=None, env=None, quiet=True):
     return subprocess.run(cmd, cwd=cwd, timeout=timeout, env=env,
                           stdout=subprocess.PIPE if quiet else None,
-                          stderr=subprocess.STDOUT if quiet else None, text=True)
+                          stderr=subprocess.STDOUT if quiet else None, text=True, errors="replace")
 
 
 def remove_scratch():
@@ -230,12 +230,13 @@ def run_tests(tests, python):
             env = dict(os.environ, **extra)
             if "M0SERVE" not in extra:
                 env.pop("M0SERVE", None)        # the scratch tree's ./m0serve
-            r = run([interp, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--tb=no", *ids],
+            r = run([interp, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--tb=no", "-rf", *ids],
                     SCRATCH, timeout=TEST_TIMEOUT, env=env)
             last = (r.stdout.strip().splitlines() or [""])[-1]
             if r.returncode == 1:
                 failed = True
                 details.append(last)
+                details += [l for l in r.stdout.splitlines() if l.startswith("FAILED ")]
             elif r.returncode != 0:
                 return "error", "pytest exit %d: %s" % (r.returncode, "\n".join(r.stdout.splitlines()[-15:]))
             elif " passed" not in last or "skipped" in last:

@@ -34,6 +34,11 @@ int m0_apps_load(const struct m0_config *cfg, const struct m0_runner_env *const 
  * Once per loop. Returns M0_OK or M0_ERR (logged). Detached. */
 int m0_apps_start_pool(const struct m0_config *cfg, const struct m0_runner_env *env, struct m0_pool **out);
 
+/* The master's 'K' (control.h): m0pub.grant signs with the worker's grant
+ * key index (its --grant-key-file set, file order) from now on; logged.
+ * Per process: any loop, no attach needed. */
+void m0_apps_grant_sign(unsigned index);
+
 /* After the drain: every runner's teardown (ASGI lifespan shutdown).
  * Attaches itself (call detached). */
 void m0_apps_teardown(void);

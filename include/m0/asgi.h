@@ -40,17 +40,10 @@ void m0_asgi_done(struct m0_job *job);
  * §5.5). M0_OK, or M0_ERR with TypeError/ValueError set. */
 int m0_asgi_add_headers(struct m0_job *job, struct _object *headers);
 
-/* Is the request an attempt to open a WebSocket (Upgrade: websocket with
- * Connection: upgrade, RFC 6455 §4.1)? Such a request gets a websocket
- * scope, or a 400/426 without reaching the application. */
-int m0_asgi_is_websocket(const struct m0_req *r);
-/* The websocket scope (ASGI WebSocket spec 2.4) made from the request's
- * HTTP scope (a new dict; scope is not changed), or Py_None when the
- * handshake is invalid: the refusal is then the job's response and the job
- * is the loop's again. NULL with an exception set on failure. */
-struct _object *m0_asgi_ws_scope(struct m0_job *job, struct _object *scope);
 /* The _m0asgi functions of the WebSocket scope (a NULL-terminated
  * PyMethodDef array, for PyModule_AddFunctions). */
 extern struct PyMethodDef *const m0_asgi_ws_methods;
+
+#include "m0/asgi_ws.h"
 
 #endif

@@ -34,6 +34,11 @@ void m0_buf_append(struct m0_buf *b, const void *p, size_t n);
 void m0_buf_puts(struct m0_buf *b, const char *s);
 /* Append printf-formatted text. */
 void m0_buf_printf(struct m0_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Append v in decimal (what "%llu" prints, without printf's cost: a
+ * response head's status and Content-Length, per request). */
+void m0_buf_put_u64(struct m0_buf *b, uint64_t v);
+/* v in decimal into out (at least 21 bytes), NUL-terminated; its length. */
+size_t m0_u64_dec(char *out, uint64_t v);
 
 /* Append s[0..n) as a JSON string (RFC 8259 §7): quotes around, '"' and '\\'
  * escaped, control bytes as \u00XX, other bytes as they are (the caller's

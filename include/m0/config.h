@@ -125,6 +125,8 @@ struct m0_config {
     int grant_cors_from_env;    /* the origins came from M0_GRANT_CORS_ORIGINS (argv replaces them) */
     const char *grant_inbound;  /* --grant-inbound PATH: where a granted socket's messages are POSTed */
     struct m0_grant_keys *grant_keys;   /* loaded by main from grant_key_file; NULL without one */
+    unsigned grant_sign;        /* set by the master before each fork: the index of grant_keys the
+                                   worker signs with at first (master_keys.c) */
     /* GRIP (issue 19, docs/realtime.md "GRIP"): the shared key, read by
      * main from grip_key_file before the fork, and the control listener. */
     const char *grip_key_file;  /* --grip-key-file PATH; implies --realtime */
@@ -138,30 +140,6 @@ struct m0_config {
     const char *publish_socket; /* --publish-socket PATH */
     int publish_listener;       /* set by the master: the workers' listener index of the publish socket, -1 */
 };
-
-/* Fill defaults. */
-void m0_config_defaults(struct m0_config *cfg);
-
-/* Parse environment then argv. Returns M0_OK, or M0_ERR with a one-line
- * message in err (cap bytes) naming the flag.
- *
- * Mounts: --mount PREFIX=SPEC and --static PREFIX=DIR may repeat; their
- * twins M0_MOUNTS and M0_STATIC hold lists separated by M0_MOUNT_LIST_SEP.
- * As for every flag, the command line wins: one --mount on argv replaces
- * all of M0_MOUNTS (and --static, M0_STATIC). PREFIX is normalised ("/" is
- * the root, a trailing '/' is dropped) and must be a plain path: segments
- * of RFC 3986 pchar without '%', ',' or '=', no empty, "." or ".."
- * segment. Two mounts on one prefix are an error; so is a server with no
- * mount at all. The positional MODULE is the root mount (prefix ""). */
-int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, size_t cap);
-
-/* Resolve defaults that depend on the machine: --blocking-threads
- * defaults to min(cores, 8) unless given explicitly (0 included); an
- * explicit value pins the pool's size. */
-void m0_config_resolve(struct m0_config *cfg);
-
-/* Print usage to stdout. */
-void m0_config_usage(void);
 
 /* cfg->bind split up; the caller owns it (host and path point into its
  * own text, or at a string literal). */

@@ -1,9 +1,17 @@
 /*
- * conn.h — client connections: the slot table, the state machine, the
- * protocol a connection speaks, and the serving state of one loop (struct
- * m0_server) that conn.c (slots, I/O, timeouts, completion routing), the
- * protocols — h1.c (HTTP/1.1 requests), hold.c (SSE streams), wshold.c
- * (WebSockets) — and serve.c (start, drain, stop) share. Loop thread only.
+ * conn.h — a client connection: its state machine, the transport and the
+ * protocol it speaks, and what conn.c (the socket: reads, writes, the
+ * output queue) and conn_slots.c (the slot table, states, timeouts,
+ * completion routing) offer the protocols — h1.c (HTTP/1.1 requests),
+ * hold.c (SSE streams), wshold.c (WebSockets), grip_hold.c (GRIP). The
+ * loop's serving state (struct m0_server, with its slot table) is
+ * server.h's. Loop thread only.
+ *
+ * conn.c alone reads and writes a client socket, through the slot's
+ * transport (struct m0_xprt_ops, haproxy's xprt under its mux): the plain
+ * one now, TLS next. A protocol asks conn.c to read (m0_conn_read,
+ * m0_conn_recv), to write (m0_conn_flush, m0_conn_send_now), to shut its
+ * side (m0_conn_shutdown); it never names the descriptor.
  *
  * conn.c knows its protocols only through a table of operations (haproxy's
  * conn->mux): c->proto indexes s->proto[], which the composition root
@@ -24,22 +32,16 @@
 #define M0_CONN_H
 
 #include <stdatomic.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 #include "m0/types.h"
 #include "m0/buf.h"
-#include "m0/http.h"
-#include "m0/job.h"
-#include "m0/loop.h"
-#include "m0/target.h"
 
-struct m0_broker_grip;
-struct m0_config;
+struct m0_completion;
 struct m0_hold;
-struct m0_holds;
 struct m0_hold_ops;
+struct m0_job;
 struct m0_loop;
-struct m0_pool;
-struct m0_rt;
-struct m0_mx_block;
 struct m0_server;
 
 /* What a connection speaks: HTTP/1.1 until a hold is entered, then the
@@ -73,8 +75,12 @@ struct m0_conn_ops {
     /* A runner's completion for the slot (conn.c has done the DONE
      * bookkeeping: C_RUNNER cleared, an ORPHAN released). */
     void (*complete)(struct m0_server *s, struct m0_conn *c, const struct m0_completion *done);
-    /* The loop ends (serve.c): free the protocol's per-loop state. */
-    void (*fini)(struct m0_server *s);
+    /* HELD: n bytes of c->out were written (the hold's accounting). */
+    void (*wrote)(struct m0_server *s, struct m0_conn *c, size_t n);
+    /* The input events the protocol watches while its output is queued or
+     * written, and once a held stream's is (conn.c's one interest
+     * computation adds EPOLLOUT and the transport's). NULL: none. */
+    uint32_t (*watch)(struct m0_server *s, const struct m0_conn *c);
     /* H1: a hold hands c back (a long-poll answered on a connection its
      * request let persist, RFC 9112 §9.3); its hold is released already,
      * its job perhaps given back: peer/peer_port are the client's address
@@ -84,6 +90,53 @@ struct m0_conn_ops {
      * this kind takes. */
     const struct m0_hold_ops *hold;
 };
+
+/* The transport under a connection (plain TCP or unix; TLS next): every
+ * byte a connection reads or writes goes through one of these, called by
+ * conn.c alone. Non-blocking, loop thread. Errors are -1 with errno:
+ * EAGAIN/EWOULDBLOCK when the operation cannot progress now (a TLS
+ * transport that needs the other direction first says so through wants),
+ * anything else: the connection is unusable.
+ *
+ * A transport with a handshake (TLS) runs it inside recv and writev: until
+ * it is done they return -1/EAGAIN (wants naming the direction it waits
+ * for) and the protocol sees no byte — a new connection is in READ_HEAD
+ * with its head timer running, so --header-timeout bounds a handshake that
+ * stalls. Its per-connection state is kept by slot (an extension's table,
+ * server.h), not in struct m0_conn: an idle plain connection pays nothing
+ * for the seam. */
+struct m0_xprt_ops {
+    const char *name;
+    /* Read up to n bytes into buf: >0 bytes, 0 at the peer's end of
+     * stream (a TLS close_notify or a FIN), -1 with errno. */
+    ssize_t (*recv)(struct m0_server *s, struct m0_conn *c, void *buf, size_t n);
+    /* Write from n iovecs: the bytes taken (perhaps fewer than offered),
+     * or -1 with errno. M0_XPRT_MORE: more follows at once (a head before
+     * its file range): the transport may hold back a small segment. */
+    ssize_t (*writev)(struct m0_server *s, struct m0_conn *c, const struct iovec *iov, int n, unsigned flags);
+    /* Write up to n bytes of file fd from *off (advanced by what went): as
+     * writev (the plain transport: sendfile(2); TLS: kTLS, or reads and
+     * writes of records). 0: the file ended early. */
+    ssize_t (*sendfile)(struct m0_server *s, struct m0_conn *c, int fd, off_t *off, size_t n);
+    /* Our side writes no more (a FIN; TLS: close_notify first). */
+    int (*shutdown)(struct m0_server *s, struct m0_conn *c);
+    /* Bytes already read from the socket and decoded but not yet returned
+     * by recv (TLS records): the caller reads on before waiting for
+     * EPOLLIN. NULL: none ever. */
+    size_t (*pending)(struct m0_server *s, const struct m0_conn *c);
+    /* Epoll events the transport itself needs beside the protocol's (a TLS
+     * write that must read first, a read that must write first); NULL:
+     * none. */
+    uint32_t (*wants)(struct m0_server *s, const struct m0_conn *c);
+};
+
+/* writev's flags. */
+#define M0_XPRT_MORE 0x1u
+
+/* The transports a loop knows (s->xprt[], filled by serve.c; c->xprt
+ * indexes it), and the plain one (conn.c). */
+enum { M0_XPRT_PLAIN, M0_XPRTS = 2 };
+extern const struct m0_xprt_ops m0_xprt_plain;
 
 enum m0_conn_state {
     M0_CONN_FREE,        /* on the free list; fd -1 */
@@ -128,12 +181,14 @@ struct m0_conn {
     uint32_t slot;           /* its index: chunk << M0_CONN_CHUNK_SHIFT | place in the chunk */
     uint8_t state;           /* enum m0_conn_state: change it with m0_conn_set_state only */
     uint8_t proto;           /* enum m0_conn_proto: s->proto[c->proto] are its operations */
+    uint8_t xprt;            /* its transport: s->xprt[c->xprt] (a TLS one keeps its per-slot
+                                state by slot, not here: an idle held stream pays nothing for it) */
     unsigned flags;          /* C_* */
     uint32_t events;         /* epoll interest currently registered */
     uint64_t deadline;       /* loop clock ms; 0 = none (HELD: the next tick, the wheel's key) */
     uint64_t started_us;     /* request start, for the access log */
     struct m0_buf in;        /* bytes read, not yet parsed */
-    struct m0_buf out;       /* bytes to write, then the file range */
+    struct m0_buf out;       /* the output queue: bytes to write (a response, or a held stream's), then the file range */
     int file_fd;             /* -1, or a file to sendfile after out */
     off_t file_off;
     uint64_t file_left;
@@ -145,74 +200,6 @@ struct m0_conn {
     struct m0_conn *next_doomed;   /* doomed list */
 };
 
-struct m0_server {
-    const struct m0_config *cfg;
-    struct m0_loop *loop;
-    /* The worker's loops (--threads; loops.h), this one at loop_index;
-     * NULL: a lone loop that no other sees. Set before serving. */
-    struct m0_loops *loops;
-    unsigned loop_index;
-    /* With loops: their one count of open connections (in the table), so
-     * --max-connections bounds the worker, not each loop; NULL without. */
-    _Atomic uint32_t *worker_conns;
-    /* The slot table, in chunks of M0_CONN_CHUNK made as the free list runs
-     * dry (none before the first connection; the last may be shorter), up
-     * to nconns (--max-connections) slots. A chunk never moves. */
-    struct m0_conn **chunks;
-    uint32_t nchunks;              /* made so far */
-    struct m0_job **jobs;          /* slot → job (read by pool threads; an entry changes only
-                                      while no runner has the slot's job) */
-    struct m0_job *job_cache;      /* jobs no connection has, for the next request */
-    uint32_t njob_cache;
-    uint32_t nconns;
-    struct m0_conn *free_list;
-    struct m0_conn *release_list;
-    struct m0_conn *doomed;        /* closed after the current fan-out */
-    struct m0_conn active;         /* sentinel of the active list: every open connection not HELD */
-    uint32_t nactive;              /* open connections (the active list and the wheel) */
-    /* HELD connections by the time of their next tick (heartbeats, pings):
-     * M0_CONN_WHEEL buckets of M0_CONN_WHEEL_MS, each a NULL-ended list
-     * (made with the first hold); the sweep runs only the buckets whose
-     * time has come, so an idle held connection costs nothing per sweep. */
-    struct m0_conn **wheel;
-    uint64_t wheel_tick;           /* the next bucket's time, in M0_CONN_WHEEL_MS units */
-    uint32_t jobs_released;        /* jobs given back (holds begun, slots closed) since the last trim */
-    uint64_t next_trim;            /* loop clock: the earliest next malloc_trim */
-    uint32_t norphans;       /* closed slots whose job a runner still has (ORPHAN) */
-    int listen_fds[M0_MAX_LISTENERS];   /* the sockets this worker accepts on */
-    int nlisten;
-    int listening;                 /* accepting; cleared when a drain closes the listeners */
-    int reserve_fd;                /* spare descriptor for the EMFILE trick */
-    atomic_int draining;           /* read by runners when they commit a head */
-    uint64_t drain_deadline;
-    int abandoned;                 /* the graceful timeout left requests unfinished */
-    uint64_t keepalive_ms, header_ms, body_ms, write_ms, request_ms;
-    uint64_t next_sweep, next_refusal_log;
-    struct m0_pool *pool;          /* NULL: runners run on the loop thread */
-    struct m0_runner_env env;      /* what runners reach of this loop (job.h) */
-    struct m0_job_inline inline_io;    /* a runner on the loop thread does its own I/O (h1.c) */
-    const struct m0_conn_ops *proto[M0_CONN_PROTOS];   /* the protocols (filled by serve.c) */
-    struct m0_holds *holds;        /* the holds' state (hold.h) */
-    struct m0_rt *rt;              /* the realtime engine (rt.h), the holds its sink */
-    void *ws;                      /* wshold.c's per-loop scratch (NULL until a socket is held) */
-    struct m0_target_counters tstats;   /* per-target counters (target.h) */
-    const char *health_path;
-    size_t health_len;
-    uint64_t requests;             /* requests answered (for /health) */
-    struct m0_mx_block *mx;        /* this process's metrics block (metrics.h); NULL: none */
-    int metrics_fd;                /* the --metrics-bind listener, -1 */
-    int grip_fd;                   /* the --grip-control listener, -1 */
-    int pub_fd;                    /* the publish socket's listener (pubsock.h), -1 */
-    uint32_t listen_shared;        /* bit i: listen_fds[i] is a socket every loop accepts on
-                                      (a unix path, systemd's), not one of this loop's own */
-    /* --threads: give an accepted connection of shared listener lidx to
-     * another loop (handoff.h); M0_OK: it is theirs (fd closed here), else
-     * this loop takes it. NULL: a lone loop. */
-    int (*hand_off)(struct m0_server *s, int fd, int lidx, const void *addr, unsigned addr_len);
-    int inbox_fd;                  /* --threads: where other loops hand connections to this one, -1 */
-    struct m0_broker_grip *grip_pub;   /* with --broker: the publisher thread of --grip-control and the publish
-                                          socket (grip_control.c, pubsock.c); NULL until used */
-};
 
 #define M0_CONN_CHUNK_SHIFT 12
 #define M0_CONN_CHUNK (1u << M0_CONN_CHUNK_SHIFT)
@@ -223,92 +210,70 @@ static inline uint32_t m0_conn_slot(const struct m0_server *s, const struct m0_c
     return c->slot;
 }
 
-/* The connection of slot, or NULL when the slot was never made (or is
- * beyond --max-connections). */
-static inline struct m0_conn *m0_conn_at(const struct m0_server *s, uint32_t slot)
-{
-    if (slot >= s->nconns || (slot >> M0_CONN_CHUNK_SHIFT) >= s->nchunks)
-        return NULL;
-    return &s->chunks[slot >> M0_CONN_CHUNK_SHIFT][slot & (M0_CONN_CHUNK - 1)];
-}
-
-/* The connection of a slot known to be made (a job's, a subscriber's). */
-static inline struct m0_conn *m0_conn_of(const struct m0_server *s, uint32_t slot)
-{
-    return &s->chunks[slot >> M0_CONN_CHUNK_SHIFT][slot & (M0_CONN_CHUNK - 1)];
-}
-
 #define M0_CONN_WHEEL 1024
 #define M0_CONN_WHEEL_MS 200
 
-/* Make the next chunk of slots and put them on the free list. M0_OK, or
- * M0_ERR: every slot is made already, or out of memory (logged). */
-int m0_conn_grow(struct m0_server *s);
-/* Every slot made so far (serve.c: at a fork, at the end), through fn. */
-void m0_conn_each(struct m0_server *s, void (*fn)(struct m0_conn *c, void *ctx), void *ctx);
-
-/* Enter st and the deadline it implies (READ_HEAD: keep-alive or head
- * timeout; READ_BODY: body timeout; WRITE: write timeout; LINGER: 2 s;
- * others: none). The one place a connection changes state. */
-void m0_conn_set_state(struct m0_server *s, struct m0_conn *c, enum m0_conn_state st);
 /* Register events as the epoll interest (no-op when unchanged). */
 void m0_conn_interest(struct m0_server *s, struct m0_conn *c, uint32_t events);
-/* Close now: unsubscribe, close the fd, tell a runner that holds the job.
- * The slot is released later (end of batch, or the runner's completion). */
-void m0_conn_close(struct m0_server *s, struct m0_conn *c);
 /* Queue a C-generated error response and close after it (RFC 9110 §15). */
 void m0_conn_error(struct m0_server *s, struct m0_conn *c, int status, const char *reason);
-/* Write c->out then the file range; when all is out, credit a streaming
- * runner and let the protocol go on (s->proto[c->proto]->drained: resume an
- * inline runner, enter a hold, or finish). */
+/*
+ * The connection's one output queue: c->out, then a file range (c->file_*).
+ * A response goes there (its head and body, or a runner's pieces), and
+ * once the connection is HELD so do its hold's bytes: a hold keeps only
+ * its accounting (hold.h). m0_conn_queue appends n bytes (written by the
+ * next m0_conn_write; see also m0_conn_send_now for a write that skips an
+ * empty queue). m0_conn_queued: bytes waiting.
+ *
+ * m0_conn_write is the one writer: c->out then the file range, through the
+ * transport; the interest follows (EPOLLOUT while bytes wait; a HELD
+ * connection's interest is set either way). M0_OK: all out; M0_AGAIN: the
+ * rest waits for EPOLLOUT; M0_ERR: the connection is unusable (the caller
+ * closes it, or dooms it inside a fan-out). Never closes, never calls the
+ * protocol but its wrote.
+ *
+ * m0_conn_flush (WRITE): m0_conn_write, then a streaming runner credited,
+ * and when all is out the protocol goes on (s->proto[c->proto]->drained:
+ * resume an inline runner, enter a hold, or finish); closes on M0_ERR.
+ *
+ * m0_conn_rearm: set the interest the queue and the protocol imply now
+ * (after a hold stopped or resumed reading).
+ */
+void m0_conn_queue(struct m0_conn *c, const void *p, size_t n);
+static inline size_t m0_conn_queued(const struct m0_conn *c)
+{
+    return m0_buf_unread(&c->out);
+}
+int m0_conn_write(struct m0_server *s, struct m0_conn *c);
 void m0_conn_flush(struct m0_server *s, struct m0_conn *c);
-/* Close the connections a fan-out doomed (after it, never during). */
-void m0_conn_close_doomed(struct m0_server *s);
-void m0_conn_doom(struct m0_server *s, struct m0_conn *c);
+void m0_conn_rearm(struct m0_server *s, struct m0_conn *c);
 
-/* Slot events (the loop's slot handler), runners' completions (the loop's
- * completion handler: slot lookup, the runner check, an ORPHAN's release,
- * then the protocol's complete), and the periodic sweep. */
+/* Slot events: the loop's slot handler (the epoll events of a slot's
+ * socket, dispatched by its state to conn.c or its protocol). */
 void m0_conn_on_event(struct m0_loop *l, uint32_t slot, uint32_t gen, uint32_t events, void *ctx);
-void m0_conn_on_complete(struct m0_loop *l, const struct m0_completion *done, void *ctx);
-void m0_conn_sweep(struct m0_server *s);
-/* Accept what is pending on the listener (a shared one's connections go
- * to the loops in turn: s->hand_off). */
-void m0_conn_accept(struct m0_loop *l, int fd, uint32_t events, void *ctx);
-/* Serve the accepted connection fd (ownership passes: closed on every
- * failure) from listener lfd (this loop's descriptor of it, or -1) with
- * the peer address addr (a struct sockaddr of its family): a slot, the
- * first read. M0_OK, or M0_ERR: no slot (--max-connections, counted and
- * logged) or epoll refused it. Loop thread. */
-int m0_conn_take(struct m0_server *s, int fd, int lfd, const void *addr);
-/* A HELD connection's next tick at due (loop clock ms; at or before now:
- * the next sweep), moved in the wheel. Outside a tick, where setting
- * c->deadline would lose it in the wheel. */
-void m0_conn_tick_at(struct m0_server *s, struct m0_conn *c, uint64_t due);
-/* Close every open connection (the loop ends). */
-void m0_conn_close_all(struct m0_server *s);
-/* Call fn for every HELD connection (a drain ends the holds); fn may
- * change the connection's state. */
-void m0_conn_each_held(struct m0_server *s, void (*fn)(struct m0_server *s, struct m0_conn *c));
-/* Return closed slots to the free list (a before-sleep hook). */
-void m0_conn_release_closed(struct m0_server *s);
-/* The job c's request uses: its own, or one from the loop's cache (at most
- * M0_JOB_CACHE kept), or a new one; set in s->jobs for the slot and the
- * parser pointed at its request. Never NULL. */
-struct m0_job *m0_conn_job(struct m0_server *s, struct m0_conn *c);
-/* The connection is done with its job (a hold began, the slot closed, a
- * WebSocket message answered): back to the cache (beyond M0_JOB_CACHE:
- * freed), c->job NULL. No-op while a runner has it (C_RUNNER, C_MORE) or
- * when it is pinned (job.h). The per-connection client address goes with
- * it: a hold that needs it later keeps its own copy. */
-void m0_conn_job_put(struct m0_server *s, struct m0_conn *c);
 /* Jobs the cache keeps (1.3 KB each); about a pool's threads and the
  * requests in flight beside them. */
 #define M0_JOB_CACHE 256
-/* Free the cache (serve.c, at the end; the pool stopped). */
-void m0_conn_job_cache_free(struct m0_server *s);
-/* Read what is available into c->in (bounded per wakeup). */
-void m0_conn_read(struct m0_conn *c);
+/* Read what is available into c->in (bounded per wakeup); the peer's end
+ * or an error sets C_PEER_GONE. */
+void m0_conn_read(struct m0_server *s, struct m0_conn *c);
+/* One read of at most n bytes into buf (EINTR retried): >0, 0 at the
+ * peer's end, -1 with errno (EAGAIN: nothing now). */
+ssize_t m0_conn_recv(struct m0_server *s, struct m0_conn *c, void *buf, size_t n);
+/* Write what the socket takes of n bytes now, unqueued (EINTR retried):
+ * the bytes written (0: none fit now), or -1 with errno when the
+ * connection is unusable. The caller queues or drops the rest. */
+ssize_t m0_conn_send_now(struct m0_server *s, struct m0_conn *c, const void *p, size_t n);
+/* Our side writes no more (the transport's FIN): lingering close, the end
+ * of a held stream. */
+void m0_conn_shutdown(struct m0_server *s, struct m0_conn *c);
+/* The inline runner (a view on the loop thread) cannot wait for the loop:
+ * m0_conn_send_wait writes all n bytes, blocking up to the write timeout
+ * per stall (M0_OK, or M0_ERR with C_PEER_GONE set);
+ * m0_conn_wait_readable blocks until input is there (or the transport
+ * holds some), at most ms: M0_OK, or M0_ERR (timeout, error). */
+int m0_conn_send_wait(struct m0_server *s, struct m0_conn *c, const char *p, size_t n);
+int m0_conn_wait_readable(struct m0_server *s, struct m0_conn *c, uint64_t ms);
 /* Send an answer the loop made itself (/health, a static file, a 404 no
  * mount claims, the metrics): c->out holds its head and body_bytes of body
  * (a file range may follow), framed as m0_job_framing said; the
@@ -322,5 +287,7 @@ void m0_conn_answer_body(struct m0_server *s, struct m0_conn *c, int status, con
  * runner built it, the bytes sent, the time since c->started_us; the
  * request as m0_job_keep_access kept it, if it did). */
 void m0_conn_access_log(struct m0_server *s, struct m0_conn *c);
+
+#include "m0/conn_slots.h"
 
 #endif

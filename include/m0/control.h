@@ -17,7 +17,10 @@
  *                         loop's answer to a ping (one 5-byte message);
  *   master → worker  'G'  go: accept and read the bus;
  *                    'D'  drain (as SIGTERM);
- *                    'P'  ping: answer 'A' (the watchdog and STATUS=).
+ *                    'P'  ping: answer 'A' (the watchdog and STATUS=);
+ *                    'K'  + uint8 index: sign grants with that key of the
+ *                         worker's --grant-key-file set from now on (one
+ *                         2-byte message; master_keys.c says when).
  *
  * With --threads N the worker's first loop speaks for the process: it
  * alone has the master's socket and the signals, and talks to each other
@@ -26,6 +29,8 @@
  * 'Q', 'A' (no count: the first loop sums every loop's connections) and
  * 'X' (the loop stopped) back. The first loop tells the master 'R' when
  * every loop has retired, and 'A' when every loop has answered its ping.
+ * 'K' is not relayed: the signing key is the process's, one atomic that
+ * every loop's views read.
  */
 #ifndef M0_CONTROL_H
 #define M0_CONTROL_H
@@ -37,6 +42,7 @@
 #define M0_CTL_REPLACE 'Q'
 #define M0_CTL_RELOAD  'H'
 #define M0_CTL_PING    'P'
+#define M0_CTL_SIGN    'K'
 #define M0_CTL_PONG    'A'
 #define M0_CTL_STOP    'S'     /* between loops: stop now (SIGQUIT) */
 #define M0_CTL_EXITED  'X'     /* between loops: the loop has stopped */

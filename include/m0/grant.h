@@ -82,6 +82,15 @@ void m0_grant_keys_free(struct m0_grant_keys *k);
 const struct m0_jwt_keys *m0_grant_keys_jwt(const struct m0_grant_keys *k);
 
 /*
+ * Key rotation (docs/realtime.md "Rotation"): the index in k of its newest
+ * key (the last in file order) that each of the n sets others[i] also
+ * holds — the same kid with the same secret, so a grant signed with it is
+ * accepted by whoever verifies with any of them; k's last key when n is 0;
+ * -1 when no key of k is in all of them. others may contain k itself.
+ */
+int m0_grant_keys_newest_shared(const struct m0_grant_keys *k, const struct m0_grant_keys *const *others, size_t n);
+
+/*
  * Key rotation (SIGHUP): load path into a new set and, only when it loads,
  * free *cur and put the new set there; M0_OK. Otherwise *cur is untouched
  * (the old keys go on verifying) and err says why: M0_ERR. Not

@@ -6,23 +6,18 @@
 #ifndef M0_GRANT_HOLD_H
 #define M0_GRANT_HOLD_H
 
-struct m0_conn;
-struct m0_server;
-
-enum { M0_GRANT_ANSWERED = 1, M0_GRANT_HOLD = 2 };
-
-/* Does c's complete request (its head parsed) name PREFIX/sse or PREFIX/ws
- * under --grant-path? 0 when the flag is not given. */
-int m0_grant_claims(const struct m0_server *s, const struct m0_conn *c);
+struct m0_endpoint;
 
 /*
- * Answer c's request for a grant endpoint: fills job->head and job->resp
- * as a view's answer would be. M0_GRANT_HOLD: a hold (M0_RESP_HOLD set,
- * the head's channels the grant's, job->target NULL or the --grant-inbound
- * mount), which the caller takes like a view's (m0_hold_subscribe);
- * M0_GRANT_ANSWERED: a complete answer in job->resp (a refusal, a
- * preflight). Either way the caller writes job->resp.out.
+ * The grant endpoint (endpoint.h): a request whose path names PREFIX/sse
+ * or PREFIX/ws under --grant-path (none without the flag), answered from
+ * its head (a GET or OPTIONS with content is a 400: a hold cannot follow
+ * unread bytes). Its answer fills job->head and job->resp as a view's
+ * would (M0_EP_AS_RUNNER): a hold (M0_RESP_HOLD set, the head's channels
+ * the grant's, job->target NULL or the --grant-inbound mount), which the
+ * protocol takes like a view's (m0_hold_subscribe), or a complete answer
+ * (a refusal, a preflight).
  */
-int m0_grant_answer(struct m0_server *s, struct m0_conn *c);
+extern const struct m0_endpoint m0_grant_endpoint;
 
 #endif

@@ -8,7 +8,14 @@
 #define M0_H1_H
 
 struct m0_conn_ops;
+struct m0_endpoint;
 
 extern const struct m0_conn_ops m0_h1_conn_ops;
+
+/* The application mounts (endpoint.h): a path under a mount with a runner
+ * (target.h) is run by it (dispatch.h) once its request is whole, or at its
+ * head when the client waits for 100 Continue with a Content-Length (the
+ * body is read while the application runs, M0_EP_EARLY). */
+extern const struct m0_endpoint m0_h1_app_endpoint;
 
 #endif

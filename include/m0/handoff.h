@@ -16,13 +16,18 @@
 
 #include "m0/types.h"
 
+struct m0_ext;
 struct m0_server;
 
-/* Open s's inbox and register it with its loop; s->loops set. Before the
- * loop serves. M0_OK, or M0_ERR (logged). */
+/* Open s's inbox and register it with its loop — the hand-off's extension
+ * (server.h: its state the inbox; s->accept.hand_off set); s->loops set.
+ * Before the loop serves. M0_OK, or M0_ERR (logged). When the loop ends
+ * the extension closes the inbox (connections still in it are closed:
+ * their clients see a reset, as a listener's queue at exit). */
 int m0_handoff_open(struct m0_server *s);
+extern const struct m0_ext m0_handoff_ext;
 
-/* s->hand_off: pass the accepted fd (from s's shared listener lidx, peer
+/* s->accept.hand_off: pass the accepted fd (from s's shared listener lidx, peer
  * address addr of addr_len bytes) to the loop whose turn it is (a loop
  * busy for 50 ms without waiting for events — a view inline on it — or
  * draining is passed over). M0_OK: sent, fd closed here; M0_AGAIN: it is
@@ -30,8 +35,8 @@ int m0_handoff_open(struct m0_server *s);
  * it. Loop thread. */
 int m0_handoff_send(struct m0_server *s, int fd, int lidx, const void *addr, unsigned addr_len);
 
-/* Close s's inbox (connections still in it are closed: their clients see
- * a reset, as a listener's queue at exit). After its loop stopped. */
-void m0_handoff_close(struct m0_server *s);
+/* In a child forked by the application (fork.h, serve.c's hook): close
+ * s's inbox descriptors. */
+void m0_handoff_in_child(struct m0_server *s);
 
 #endif

@@ -1,9 +1,10 @@
 /*
  * hold.h — held connections (DESIGN capabilities 4 to 6): the hold
  * interface with its implementations, SSE streams (hold.c), WebSockets
- * (wshold.c) and GRIP streams and long-polls (grip_hold.c), the outbox they share, and the loop's holds as
- * the sink of its realtime engine (rt.h: deliveries by slot, a corked
- * fan-out pass, heartbeats). Loop thread only.
+ * (wshold.c) and GRIP streams and long-polls (grip_hold.c), the accounting
+ * they share, and the loop's holds as the sink of its realtime engine
+ * (rt.h: deliveries by slot, a corked fan-out pass, heartbeats). Loop
+ * thread only.
  *
  * A hold is decided by the runner (job->resp.flags & M0_RESP_HOLD, the
  * channel in job->head) and taken by the loop when the runner's completion
@@ -11,10 +12,17 @@
  * registry at once (events published meanwhile are replayed from the
  * journal from the id the runner saw when it decided), and becomes HELD
  * once the head and the view's body are out. A held connection keeps a
- * struct m0_hold (its outbox) and no Python object at all.
+ * struct m0_hold and no Python object at all.
  *
- * A hold is a struct m0_hold (the outbox and what the stream shares with
- * every other) with its implementation's operations (struct m0_hold_ops);
+ * A hold writes through its connection: its bytes go into the
+ * connection's one output queue (conn.h: c->out, written by m0_conn_write,
+ * which also sets the interest), and the hold keeps only the accounting —
+ * what a runner owes (not counted against --outbox-limit), what a replay
+ * is allowed past it, the corking of a fan-out pass. Bytes that come
+ * before the head is out wait in the hold (early) and go first once it is.
+ *
+ * A hold is a struct m0_hold (what the stream shares with every other)
+ * with its implementation's operations (struct m0_hold_ops);
  * an implementation keeps its own state around the base, which comes
  * first. The connection speaks the hold's protocol once it is HELD
  * (c->proto, conn.h); until then the response that set it up is HTTP/1's.
@@ -49,6 +57,7 @@ struct m0_conn;
 struct m0_conn_ops;
 struct m0_hold;
 struct m0_rt;
+struct m0_rt_event;
 struct m0_server;
 struct m0_target;
 
@@ -63,11 +72,11 @@ struct m0_hold_ops {
     struct m0_hold *(*begin)(struct m0_server *s, struct m0_conn *c);
     /* Is the connection's input read now (EPOLLIN)? NULL: always. */
     int (*reads)(const struct m0_hold *h);
-    /* Outbox bytes were written (a runner that owns the socket gets credit). */
+    /* Queued bytes were written (a runner that owns the socket gets credit). */
     void (*written)(struct m0_server *s, struct m0_conn *c);
-    /* One framed SSE event (id line first) from the registry, or a GRIP
-     * item (grip_item.h: m0_grip_is_item), which only GRIP holds take. */
-    void (*deliver)(struct m0_server *s, struct m0_conn *c, const char *frame, size_t n);
+    /* One event from the engine, typed (rt.h): an SSE event, a notice
+     * (m0-gap), or a GRIP item, which only GRIP and WebSocket holds take. */
+    void (*deliver)(struct m0_server *s, struct m0_conn *c, const struct m0_rt_event *ev);
     /* The head and the view's body are out: the connection is HELD now. */
     void (*enter)(struct m0_server *s, struct m0_conn *c);
     /* Drain: end the stream (its client reconnects and resumes). */
@@ -84,10 +93,11 @@ struct m0_hold {
     const struct m0_hold_ops *ops;
     const struct m0_target *target;   /* the mount whose view gated the hold (its counters;
                                          inbound WebSocket messages go back to it) */
-    struct m0_buf outbox;       /* event bytes not yet written */
+    struct m0_buf *early;       /* bytes sent before the head was out (NULL: none); they go
+                                   to the connection's queue when it is HELD */
     uint64_t last_write;        /* loop clock of the last write (heartbeats) */
     size_t allowance;           /* replay bytes still queued: allowed past --outbox-limit */
-    size_t owed;                /* a runner's own bytes in the outbox (m0_hold_send_owed): not
+    size_t owed;                /* a runner's own bytes in the queue (m0_hold_send_owed): not
                                    counted against --outbox-limit; its credit window bounds them */
     uint8_t corked;             /* has bytes queued in the current fan-out pass */
     /* --access-log: the connection is logged when the hold ends (its
@@ -112,7 +122,6 @@ struct m0_holds {
     int owing;                  /* m0_hold_send_owed is sending: a runner's own bytes */
     uint32_t *corked;           /* slots with bytes queued this pass */
     uint32_t ncorked;
-    uint64_t next_slow_log;
 };
 
 /* The SSE stream (hold.c): the implementation of M0-Hold: stream, and the
@@ -151,22 +160,23 @@ void m0_hold_answered(struct m0_conn *c, int code, size_t head_len);
  * close frame (1001) first. */
 void m0_hold_end_all(struct m0_server *s);
 
-/* Queue n bytes on a held (or about to be held) connection: written at
- * once when nothing is waiting, else appended to its bounded outbox (one
- * more than --outbox-limit behind is doomed). */
+/* Send n bytes on a held (or about to be held) connection: written at
+ * once when nothing is waiting, else queued on the connection (one more
+ * than --outbox-limit behind is doomed: conn.h's slow-client policy). */
 void m0_hold_send(struct m0_server *s, struct m0_conn *c, const char *p, size_t n);
 /* One whole delivery of a fan-out pass (one buffer, the hold's deliver):
  * in a pass that touches each connection at most once (one event in
  * flight: nothing to merge) it is written at once, from the caller's
- * buffer, when nothing is queued — no copy into the outbox, no second walk
+ * buffer, when nothing is queued — no copy into the queue, no second walk
  * at the pass's end; otherwise as m0_hold_send. */
 void m0_hold_deliver(struct m0_server *s, struct m0_conn *c, const char *p, size_t n);
 /* The same for bytes a runner owes its socket (an ASGI app's frames): they
  * are bounded by the runner's credit window (job.h), not --outbox-limit. */
 void m0_hold_send_owed(struct m0_server *s, struct m0_conn *c, const char *p, size_t n);
-/* Write the outbox. M0_OK (empty), M0_AGAIN (EPOLLOUT armed) or M0_ERR. */
-int m0_hold_flush(struct m0_server *s, struct m0_conn *c);
-/* The epoll interest of a held connection, with EPOLLOUT when want_out. */
-uint32_t m0_hold_interest(const struct m0_conn *c, int want_out);
+/* The operations of a held connection (conn.h) every implementation's
+ * share: its written bytes' accounting (wrote) and the input it watches
+ * (watch: read unless the implementation stops reading). */
+void m0_hold_wrote(struct m0_server *s, struct m0_conn *c, size_t n);
+uint32_t m0_hold_watch(struct m0_server *s, const struct m0_conn *c);
 
 #endif

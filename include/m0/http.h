@@ -148,49 +148,9 @@ void m0_http_free(struct m0_http *h);
  */
 int m0_http_feed(struct m0_http *h, const char *p, size_t n, size_t *used);
 
-/* First header named name (case-insensitive), or NULL. */
-const struct m0_hdr *m0_req_header(const struct m0_req *r, const char *name);
-
-/* The same, and *count the number of field lines called name (RFC 9110
- * §5.3: a field that may not be a list, such as Range, is invalid when
- * repeated). */
-const struct m0_hdr *m0_req_header_count(const struct m0_req *r, const char *name, unsigned *count);
-
-/* Initialise / release a request. */
-void m0_req_init(struct m0_req *r);
-void m0_req_reset(struct m0_req *r);
-void m0_req_free(struct m0_req *r);
-
-/* Copy up to n body bytes starting at offset off into dst; returns bytes
- * copied (0 at end of body) or M0_ERR with errno set. */
-ssize_t m0_req_body_read(const struct m0_req *r, uint64_t off, void *dst, size_t n);
-
-/* Iterate a comma-separated field value (RFC 9110 §5.6.1 "#rule"): on each
- * call, the next non-empty element of [*p, end) with surrounding whitespace
- * removed goes to *item and *len, and *p moves past it. Returns 0 when none is
- * left. */
-int m0_http_list_next(const char **p, const char *end, const char **item, size_t *len);
-/* Does the list value v (n bytes) hold token, case-insensitively? */
-int m0_http_list_has(const char *v, size_t n, const char *token);
-
-/* Is [p, p+n) a token (RFC 9110 §5.6.2)? A valid field value (no CR, LF, NUL)? */
-int m0_http_is_token(const char *p, size_t n);
-/* Is c a tchar (RFC 9110 §5.6.2: "!#$%&'*+-.^_`|~", DIGIT, ALPHA)? */
-int m0_http_is_tchar(unsigned char c);
-int m0_http_is_field_value(const char *p, size_t n);
-
-/* "METHOD TARGET" of r for a log line (log_text.h's m0_log_request: the
- * target's token and access_token REDACTED, control bytes escaped),
- * NUL-terminated in dst (cap bytes); returns dst. */
-const char *m0_req_log(char *dst, size_t cap, const struct m0_req *r);
 /* The same as a printf argument (log_text.h's M0_LOG_TEXT). */
 #define M0_REQ_LOG(r) m0_req_log((char[M0_LOG_TEXT_MAX]){0}, M0_LOG_TEXT_MAX, (r))
 
-/* The query parameters called name in q (n bytes: the target after '?',
- * not decoded). Pairs are split on '&' (WHATWG URL, "application/
- * x-www-form-urlencoded parsing"), a pair without '=' has an empty value,
- * names compare byte for byte, undecoded. Returns how many there are; the
- * first one's value goes to *val and *vlen (NULL and 0 when there is none). */
-unsigned m0_http_query_param(const char *q, size_t n, const char *name, const char **val, size_t *vlen);
+#include "m0/request.h"
 
 #endif

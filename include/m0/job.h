@@ -36,6 +36,7 @@
 #include "m0/response.h"
 
 struct m0_access_kept;
+struct m0_endpoint;
 
 /* Runners that can keep state in a job (struct m0_runner.id < this). */
 #define M0_RUNNER_MAX 4
@@ -166,15 +167,16 @@ struct m0_job {
      * names (proxy.h; set per request by the loop before dispatch). */
     char peer_addr[INET6_ADDRSTRLEN];
     uint16_t peer_port;
-    int8_t metrics_conn;        /* accepted on --metrics-bind: only the metrics endpoint answers */
-    int8_t grip_conn;           /* accepted on --grip-control: only EPCP publishes are answered */
-    int8_t pub_conn;            /* accepted on the publish socket: only its publishes are answered (pubsock.h) */
+    int8_t lidx;                /* the index of the listener it was accepted on (-1: none known) */
     int8_t mx_mount;            /* metrics: the mount (target index) that answers, -1 none */
-    /* Who answers the request in flight, decided once when its head is
-     * complete, before any of its body is read (h1.c: decide()): the
-     * Expect: 100-continue branch and the routing both act on it. */
-    uint8_t route;              /* h1.c's enum route; 0: not decided yet */
+    /* Who answers the request in flight (endpoint.h), decided once when
+     * its head is complete, before any of its body is read: the protocol
+     * keeps the endpoint and its claim's flags (read the body or not, may
+     * it start before the body) and acts on them alone. */
+    uint8_t route_flags;        /* M0_EP_* of the claim */
+    uint8_t route_matched;      /* route_target is the mount the path falls under (m0_endpoint_mount) */
     int16_t route_verdict;      /* the GRIP control port's verdict (m0_grip_control_verdict) */
+    const struct m0_endpoint *route;        /* NULL: not decided yet */
     const struct m0_target *route_target;   /* the mount of a static or application route */
     char remote_addr[INET6_ADDRSTRLEN];
     uint16_t remote_port;

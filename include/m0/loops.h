@@ -82,7 +82,7 @@ void m0_loops_free(struct m0_loops *ls);
  * table). Called once per pass (serve.c) and before a sum. */
 void m0_loops_publish(struct m0_server *s);
 
-/* Loop thread of s: one more request begun on it (s->requests), added to
+/* Loop thread of s: one more request begun on it (s->run.requests), added to
  * the worker's count in the table too. */
 void m0_loops_begin_request(struct m0_server *s);
 

@@ -23,8 +23,6 @@
 #include "m0/types.h"
 
 struct m0_config;
-struct m0_server;
-struct m0_conn;
 
 /* Request labels, all bounded: the mounts (M0_MAX_TARGETS) plus "none"
  * (no mount answered: 404s, /health, the metrics path), the methods
@@ -140,7 +138,7 @@ int m0_metrics_claim(int idx);
 void m0_metrics_owned(int blk, pid_t pid);
 
 /* Child, right after fork(): this process records into block blk (-1:
- * nowhere). Read by m0_metrics_attach. */
+ * nowhere). Read by m0_metrics_block. */
 void m0_metrics_adopt(int blk);
 
 /* Master, after waitpid() reaped a worker: count its exit by cause (from
@@ -166,27 +164,11 @@ void m0_metrics_publish(struct m0_mx_block *b, int ok);
  * events_published). Any thread. */
 uint64_t m0_metrics_published(void);
 
-/* After m0_serve_new: point s->mx at this process's block and sample the
- * worker's totals and gauges into it before every sleep of the loop. */
-void m0_metrics_attach(struct m0_server *s);
-
 /* A request answered (status 100..599; others are not counted): by mount
  * (target index, or -1 for none), method and status class, and — unless
  * held (an SSE stream or WebSocket's duration is its whole life) — its
  * duration in µs in the mount's histogram. Loop thread. */
 void m0_metrics_request(struct m0_mx_block *b, int mount, const char *method, int status, uint64_t us, int held);
-
-/* Is this request the metrics endpoint's? 1: answer it (m0_metrics_answer),
- * 0: not ours. A connection accepted on --metrics-bind is always ours
- * (another path gets 404); on the main listener --metrics-path is ours for
- * a peer in --forwarded-allow-ips, and a 404 for any other peer. */
-int m0_metrics_claims(const struct m0_server *s, const struct m0_conn *c);
-
-/* Answer the claimed request from C (no Python): the sum over every
- * process, in the Prometheus text format 0.0.4, or OpenMetrics 1.0.0 when
- * the Accept header asks for application/openmetrics-text. The caller has
- * begun the request; the response is queued and flushed. */
-void m0_metrics_answer(struct m0_server *s, struct m0_conn *c);
 
 /* ------------------------------------------------ between metrics*.c */
 
@@ -196,10 +178,6 @@ struct m0_mx_who {
     int32_t worker;          /* -1: the master */
     uint64_t born;
 };
-
-/* The answering worker's own cells, fresh (the loop samples before it
- * sleeps, and this pass has not ended yet). */
-void m0_mx_sample(struct m0_server *s);
 
 /* Sum every block into out (M0_MX_NCELLS cells; the broker lag is the
  * largest, not a sum) and list the processes to label: the master first,

@@ -1,9 +1,10 @@
 /*
  * pool.h — the handler-thread pool of one event loop (--blocking-threads).
  *
- * The loop parks a request's slot and submits (slot, gen) on the pool's
- * submit lane; a pool thread takes the record, runs the target's runner on
- * the slot's job and posts the completion to the loop. A streaming response
+ * The loop parks a request's slot and submits (slot, gen) to the pool's
+ * queue (in memory, under a mutex: pool.c says why not a socketpair lane);
+ * a pool thread takes the record, runs the target's runner on the slot's
+ * job and posts the completion to the loop. A streaming response
  * stays on the thread that started it until it ends (credit from the loop,
  * job.h), like gunicorn's gthread worker: thread-local state (Django's
  * database connection, threading.local caches) sees one thread per response.
@@ -31,9 +32,10 @@ struct m0_runner_env;
 struct m0_pool *m0_pool_start(const struct m0_runner_env *env, unsigned min, unsigned max, uint64_t idle_ms,
                               char *err, size_t cap);
 
-/* Loop thread: hand (slot, gen) to the pool. Never blocks: records wait in
- * a loop-side FIFO and go out in one sendmmsg per loop pass (a before-sleep
- * hook, which also grows the pool when it is saturated). */
+/* Loop thread: hand (slot, gen) to the pool. Never blocks for long: records
+ * wait in a loop-side FIFO and go to the queue in one locked section per
+ * loop pass, waking only threads that sleep (a before-sleep hook, which
+ * also grows the pool when it is saturated). */
 void m0_pool_submit(struct m0_pool *p, uint32_t slot, uint32_t gen);
 /* The same for a record of another kind: M0_RUN_MESSAGE hands the slot's
  * inbound WebSocket message to a thread (the runner's message op). */

@@ -32,21 +32,14 @@
 #ifndef M0_PUBSOCK_H
 #define M0_PUBSOCK_H
 
-struct m0_conn;
-struct m0_server;
+struct m0_endpoint;
 
-/* Find the publish socket among the worker's listening sockets (s->pub_fd,
- * -1 when the server has none). */
-void m0_pubsock_attach(struct m0_server *s);
-
-/* Answer the complete request of a connection accepted on the publish
- * socket, as above; with --broker the event is handed to the publisher
- * thread and the connection waits (RUN, C_RUNNER) for m0_pubsock_complete. */
-void m0_pubsock_answer(struct m0_server *s, struct m0_conn *c);
-
-/* With --broker: the answer at the DONE completion of the publish's slot
- * (h1.c routes it): 200 with the id, 503 (not published) or 504 (outcome
- * unknown). A connection no longer waiting for it is left as it is. */
-void m0_pubsock_complete(struct m0_server *s, struct m0_conn *c);
+/* The publish socket's endpoint (endpoint.h): it owns its listener
+ * (config.h: publish_listener) and answers every request there, as above;
+ * with --broker the event is handed to the publisher thread and the
+ * connection waits (RUN, C_RUNNER) for the DONE completion of its slot,
+ * answered then: 200 with the id, 503 (not published) or 504 (outcome
+ * unknown); a connection no longer waiting for it is left as it is. */
+extern const struct m0_endpoint m0_pubsock_endpoint;
 
 #endif

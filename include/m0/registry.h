@@ -15,8 +15,9 @@
 
 struct m0_registry;
 
-/* Queue n bytes for slot. */
-typedef void (*m0_deliver_cb)(void *ctx, uint32_t slot, const char *p, size_t n);
+/* Queue n bytes for slot: the event id (0: a notice of the server's own,
+ * an m0-gap, which has none). */
+typedef void (*m0_deliver_cb)(void *ctx, uint32_t slot, uint64_t id, const char *p, size_t n);
 
 /*
  * nslots: connection slots of the loop. replay_events / replay_bytes: the

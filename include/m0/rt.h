@@ -49,13 +49,29 @@ struct m0_rt_stats {
     uint64_t late;              /* events dropped as out of order past the window */
 };
 
+/* What an event is, decided once by the engine where it hands it over
+ * (the sink never looks at its bytes to know). */
+enum m0_rt_kind {
+    M0_RT_SSE,        /* a framed SSE event, its id line first (bus.h, m0pub.publish) */
+    M0_RT_GRIP,       /* a GRIP item (grip_item.h: m0_grip_item_decode reads frame) */
+    M0_RT_NOTICE,     /* the server's own notice to a stream (an m0-gap event, no id) */
+};
+
+/* One event as the sink gets it: typed, its bytes as they are journaled. */
+struct m0_rt_event {
+    uint64_t id;           /* the event's id (0: a notice) */
+    uint8_t kind;          /* enum m0_rt_kind */
+    uint8_t replay;        /* from a journal or a source's replay: may go past the
+                              outbox limit, as a journal replay may */
+    const char *frame;
+    size_t n;
+};
+
 /* Where deliveries go (the holds). Every callback gets ctx. */
 struct m0_rt_sink {
     void *ctx;
-    /* One framed SSE event (id line first) for the subscriber in slot.
-     * replay: it comes from a journal or a source's replay, and may go
-     * past the outbox limit, as a journal replay may. */
-    void (*deliver)(void *ctx, uint32_t slot, const char *frame, size_t n, int replay);
+    /* One event for the subscriber in slot. */
+    void (*deliver)(void *ctx, uint32_t slot, const struct m0_rt_event *ev);
     /* A fan-out pass begins: deliveries may be queued until flush. once:
      * no subscriber gets more than one delivery before flush (one event
      * in flight), so nothing is gained by queueing them. */

@@ -1,7 +1,7 @@
 /*
  * serve.h — a worker's serving lifecycle: build the server (loop, slot
  * table, pool), run it once the master says go, drain on SIGTERM or the
- * master's word, tear it down. See conn.h for struct m0_server.
+ * master's word, tear it down. See server.h for struct m0_server.
  */
 #ifndef M0_SERVE_H
 #define M0_SERVE_H

@@ -117,27 +117,7 @@ int m0_static_check_config(const struct m0_config *cfg, char *err, size_t cap);
 
 /* ------------------------------------------------------------ MIME types */
 
-/* Parse a mime.types file ("type ext ext ..." lines, '#' comments) into
- * the process's table, replacing what an earlier call loaded. A missing
- * or unreadable file leaves the built-in table alone (M0_ERR). */
-int m0_mime_load(const char *path);
-/* The Content-Type for a file name (n bytes; only its last extension
- * counts, case-insensitively): the loaded table, then a small built-in one,
- * then application/octet-stream. Text types and JavaScript get
- * "; charset=utf-8". Never NULL; a static or table-owned string. */
-const char *m0_mime_type(const char *name, size_t n);
-
 /* ------------------------------------------------------- the pure rules */
-
-/* The relative file path a request path names. raw (n bytes) is the raw
- * path after the mount's prefix: "" or "/...". Percent-decodes once into
- * out (cap bytes, NUL-terminated) and sets *dir_slash when the path ends
- * with '/'. Returns 0 when the path is acceptable, else the status to
- * answer with *why set: 400 for a malformed escape, a NUL or a control
- * byte; 404 for a dot-segment or dotfile, an empty segment, an encoded
- * '/' or '\\', a raw '\\', or a path longer than cap. */
-int m0_static_path(const char *raw, size_t n, char *out, size_t cap, size_t *outlen, int *dir_slash,
-                   const char **why);
 
 /* A byte range (inclusive bounds). */
 struct m0_range {
@@ -150,28 +130,6 @@ enum m0_range_verdict {
     M0_RANGE_UNSATISFIABLE,  /* 416 */
 };
 
-/* Evaluate a Range field value (n bytes) against a representation of len
- * bytes (RFC 9110 §14.1.2): "bytes=first-last", "bytes=first-",
- * "bytes=-suffix". A malformed value, another unit, several ranges, or an
- * empty representation give WHOLE. */
-enum m0_range_verdict m0_range_parse(const char *v, size_t n, uint64_t len, struct m0_range *r);
-
-/* The ETag of a file (see the policy above), quotes included, into out
- * (cap >= 64). Returns its length. */
-size_t m0_static_etag(char *out, size_t cap, const struct stat *st);
-
-/* Does the entity-tag list v (n bytes: "*" or 1#entity-tag, as in
- * If-None-Match and If-Match) match etag? weak: the weak comparison (RFC
- * 9110 §8.8.3.2, If-None-Match); else the strong one (If-Match, If-Range).
- * A malformed list matches nothing. */
-int m0_etag_match(const char *v, size_t n, const char *etag, size_t elen, int weak);
-
-/* Parse an HTTP-date (RFC 9110 §5.6.7: IMF-fixdate, and the obsolete
- * RFC 850 and asctime forms recipients must accept). M0_OK or M0_ERR. */
-int m0_http_date_parse(const char *v, size_t n, time_t *out);
-/* Format t as an IMF-fixdate (29 characters) into out (cap >= 30). */
-void m0_http_date_format(time_t t, char *out, size_t cap);
-
 /* The outcome of the preconditions (RFC 9110 §13.2.2), in its order. */
 enum m0_cond_verdict {
     M0_COND_PROCEED,         /* answer normally (Range: see *use_range) */
@@ -179,23 +137,8 @@ enum m0_cond_verdict {
     M0_COND_FAILED,          /* 412 */
 };
 
-/* Evaluate If-Match, If-Unmodified-Since, If-None-Match, If-Modified-Since
- * and If-Range of r against the representation's etag and mtime (seconds).
- * *use_range is cleared when If-Range does not match (the Range field is
- * then ignored). */
-enum m0_cond_verdict m0_static_conditions(const struct m0_req *r, const char *etag, size_t elen, time_t mtime,
-                                          int *use_range);
-
 /* Content codings m0serve can serve precompressed. */
 enum m0_coding { M0_CODING_IDENTITY, M0_CODING_GZIP, M0_CODING_BR };
-
-/* The codings to try, best first, for the Accept-Encoding field lines of
- * r (RFC 9110 §12.5.3: q-values, "*", "identity", x-gzip as gzip; br ahead
- * of gzip ahead of identity at equal q; q=0 excluded). identity always
- * comes last when nothing better is acceptable: a file is never refused
- * for want of a coding (no 406). Without Accept-Encoding: identity only.
- * Returns the count written to order (at most 3). */
-size_t m0_accept_encoding(const struct m0_req *r, enum m0_coding order[3]);
 
 /* ---------------------------------------------------------- the answer */
 
@@ -225,5 +168,9 @@ void m0_static_respond(const struct m0_static *st, const struct m0_req *r, size_
  * connection when br allows it. Returns the body's length. */
 size_t m0_static_plain(struct m0_head *h, struct m0_body *b, struct m0_buf *out, const struct m0_body_req *br,
                        int status, const char *extra, const char *reason);
+
+#include "m0/mime.h"
+
+#include "m0/static_rules.h"
 
 #endif

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include "m0/buf.h"
 
+struct m0_ext;
+struct m0_rt_event;
 struct m0_server;
 
 struct m0_ws_scratch {
@@ -21,13 +23,13 @@ struct m0_ws_scratch {
     struct m0_buf data;              /* scratch */
 };
 
-/* The loop's scratch (s->ws), made on first use. Never NULL. */
+/* The loop's scratch: an extension (server.h) the composition root
+ * registers, made on first use, freed with the loop. */
+extern const struct m0_ext m0_ws_scratch_ext;
 struct m0_ws_scratch *m0_ws_scratch_of(struct m0_server *s);
-/* Free it (the protocol's fini, at the end of the loop). */
-void m0_ws_scratch_free(struct m0_server *s);
-/* One framed SSE event from the registry (n bytes, its id line first) as
- * WebSocket text frames (binary where the data is not UTF-8), m0-gap
- * notices left out: the scratch's frames, valid until the next call. */
-const struct m0_buf *m0_ws_event_frames(struct m0_ws_scratch *sc, const char *frame, size_t n);
+/* An SSE event from the engine (rt.h) as WebSocket text frames (binary
+ * where the data is not UTF-8), m0-gap notices left out: the scratch's
+ * frames, valid until the next call; converted once per event id. */
+const struct m0_buf *m0_ws_event_frames(struct m0_ws_scratch *sc, const struct m0_rt_event *ev);
 
 #endif

@@ -42,30 +42,10 @@ typedef struct {
     Py_ssize_t blksize;
 } m0_FileWrapperObject;
 
-/* Ready the three types. Returns 0 or -1 with an exception set. */
-int m0_wsgi_io_ready(void);
-/* A new wsgi.input for job (new reference), or NULL with an exception. */
-m0_InputObject *m0_input_new(struct m0_job *job);
-
 /* ------------------------------------------------------- wsgi_environ.c */
-
-/* The environ template of target t (SCRIPT_NAME = its prefix, SERVER_*,
- * wsgi.*): a new reference, or NULL with an exception set. */
-PyObject *m0_environ_template(const struct m0_target *t, const struct m0_config *cfg, int multithread);
-/* environ for job (PEP 3333 "environ Variables"): a copy of template plus
- * the request, with input as wsgi.input. New reference, or NULL. */
-PyObject *m0_environ_build(struct m0_job *job, PyObject *template, PyObject *input);
 
 /* -------------------------------------------------------------- m0mod.c */
 
-/* The built-in "m0" module's init function (registered before
- * Py_Initialize). New reference. */
-PyObject *m0_module_init(void);
-/* The keys m0._grant_keys() hands m0pub.grant: the worker's own
- * --grant-key-file set, the one it verifies grants with (NULL: none). Set
- * once per worker before the applications load; k must stay. */
-struct m0_grant_keys;
-void m0_module_grant_keys(const struct m0_grant_keys *k);
 
 /* ------------------------------------------------------------- wsgi.c */
 
@@ -73,5 +53,11 @@ void m0_module_grant_keys(const struct m0_grant_keys *k);
  * case the str's own buffer. *owner receives a new reference to release, or
  * NULL. Raises UnicodeEncodeError for text that is not latin-1. */
 const char *m0_latin1(PyObject *s, Py_ssize_t *len, PyObject **owner);
+
+#include "m0/m0mod.h"
+
+#include "m0/wsgi_io.h"
+
+#include "m0/wsgi_environ.h"
 
 #endif

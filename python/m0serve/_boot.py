@@ -37,6 +37,12 @@ import importlib
 import inspect
 import os
 import sys
+# Imported here, on the worker's main thread, so threading.main_thread() is
+# that thread: threading takes whichever thread imports it first for the
+# main one, and a view on a handler thread that did (uvloop.run, asyncio's
+# runners) would then take itself for the main thread and install signal
+# handlers the interpreter refuses off it.
+import threading  # noqa: F401
 
 
 class LoadError(Exception):

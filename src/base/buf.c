@@ -86,6 +86,26 @@ void m0_buf_puts(struct m0_buf *b, const char *s)
     m0_buf_append(b, s, strlen(s));
 }
 
+size_t m0_u64_dec(char *out, uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    out[n] = '\0';
+    return n;
+}
+
+void m0_buf_put_u64(struct m0_buf *b, uint64_t v)
+{
+    char d[21];
+    m0_buf_append(b, d, m0_u64_dec(d, v));
+}
+
 void m0_buf_printf(struct m0_buf *b, const char *fmt, ...)
 {
     va_list ap;

@@ -179,6 +179,29 @@ const struct m0_jwt_keys *m0_grant_keys_jwt(const struct m0_grant_keys *k)
     return &k->set;
 }
 
+/* k holds key: the same kid and the same secret. */
+static int holds(const struct m0_grant_keys *k, const struct m0_jwt_key *key)
+{
+    for (size_t i = 0; i < k->set.n; i++) {
+        const struct m0_jwt_key *v = &k->keys[i];
+        if (strcmp(v->kid, key->kid) == 0)
+            return v->len == key->len && CRYPTO_memcmp(v->secret, key->secret, v->len) == 0;
+    }
+    return 0;
+}
+
+int m0_grant_keys_newest_shared(const struct m0_grant_keys *k, const struct m0_grant_keys *const *others, size_t n)
+{
+    for (size_t i = k->set.n; i-- > 0;) {
+        size_t j = 0;
+        while (j < n && (others[j] == k || holds(others[j], &k->keys[i])))
+            j++;
+        if (j == n)
+            return (int)i;
+    }
+    return -1;
+}
+
 int m0_grant_keys_reload(struct m0_grant_keys **cur, const char *path, char *err, size_t cap)
 {
     struct m0_grant_keys *k = m0_grant_keys_load(path, err, cap);

@@ -35,7 +35,7 @@ struct shared {
 /* Process-wide, written once each: `sh` by the master before its first
  * fork (every worker inherits the pointer, the mapping shared), `mine` in
  * a worker right after fork, `multiproc_dir` by the master at start. No
- * loop state lives here; the loop reaches its block through s->mx. */
+ * loop state lives here; a loop reaches its block through m0_metrics_block. */
 static struct shared *sh;
 static int mine = -1;
 static const char *multiproc_dir;

@@ -9,11 +9,10 @@
 #include <string.h>
 
 #include "m0/accesslog.h"
+#include "m0/commit.h"
 #include "m0/job.h"
 #include "m0/log.h"
-#include "m0/log_text.h"
 #include "m0/loop.h"
-#include "m0/sse.h"
 #include "m0/target.h"
 
 struct m0_job *m0_job_new(uint32_t slot)
@@ -65,7 +64,8 @@ void m0_job_reset(struct m0_job *job)
     job->ch.peer_reason_len = 0;
     job->target = NULL;
     job->mx_mount = -1;
-    job->route = 0;
+    job->route = NULL;
+    job->route_flags = job->route_matched = 0;
     job->route_target = NULL;
     job->inl = NULL;
     job->wake = NULL;
@@ -453,66 +453,26 @@ uint64_t m0_job_newest_id(const struct m0_job *job)
 
 struct m0_body_req m0_job_framing(struct m0_job *job)
 {
-    const struct m0_req *r = &job->req;
     int complete;
     m0_job_body_len(job, &complete);
     int draining = job->env != NULL && atomic_load(job->env->draining);
-    return (struct m0_body_req){
-        .http_minor = r->http_minor,
-        .keepalive = (r->flags & M0_REQ_KEEPALIVE) && !draining && complete,
-        .head = (r->flags & M0_REQ_HEAD) != 0,
-    };
+    return m0_commit_framing(&job->req, draining, complete);
 }
 
 int m0_job_may_hold(const struct m0_job *job)
 {
-    /* A GRIP hold keeps whatever status the view chose (Grip-Status too). */
-    return job->target != NULL && job->target->realtime && job->head.hold == M0_HOLD_STREAM &&
-           (job->head.status / 100 == 2 || job->head.grip_hold) && !(job->req.flags & M0_REQ_HEAD);
-}
-
-/* Pushpin's answer to an origin response whose instructions it cannot
- * follow (its proxysession.cpp): 502, a fixed text, the view's body
- * dropped (emitting past the promised length writes nothing). */
-static int commit_grip_refusal(struct m0_job *job, const struct m0_body_req *br)
-{
-    static const char msg[] = "Error while proxying to origin.\n";
-    const char *why = job->head.grip_err, *ignored;
-    m0_warn("%s: GRIP instructions not followed (%s): answering 502", M0_REQ_LOG(&job->req), why);
-    m0_head_reset(&job->head);
-    m0_head_status(&job->head, 502, NULL, 0);
-    m0_head_add(&job->head, "Content-Type", 12, "text/plain", 10, &ignored);
-    if (m0_body_commit(&job->body, &job->resp.out, &job->head, br, (int64_t)sizeof msg - 1, 0) != M0_OK)
-        return M0_ERR;
-    size_t took = m0_body_emit(&job->body, &job->resp.out, msg, sizeof msg - 1);
-    if (job->body.framing != M0_FRAME_NONE)
-        job->resp.body_bytes += took;
-    job->body.truncated = 1;    /* what the view still writes is dropped without a warning each */
-    job->resp.status = 502;
-    return M0_OK;
+    return job->target != NULL && m0_commit_may_hold(&job->head, &job->req, job->target->realtime);
 }
 
 int m0_job_commit(struct m0_job *job, int64_t body_len, int hold)
 {
-    const struct m0_req *r = &job->req;
     struct m0_body_req br = m0_job_framing(job);
-    if (job->head.grip_err != NULL)
-        return commit_grip_refusal(job, &br);
-    if (m0_body_commit(&job->body, &job->resp.out, &job->head, &br, body_len, hold) != M0_OK)
+    struct m0_commit d;
+    if (m0_commit_head(&d, &job->head, &job->body, &job->resp, &job->req, &br, body_len, hold) != M0_OK)
         return M0_ERR;
-    job->resp.status = job->head.status;
-    if (hold && job->head.grip_hold) {
-        /* GRIP: Last-Event-ID is the application's (its storage answers
-         * it); events since the view began are replayed from the journal,
-         * and the hold drops those its prev-id says the view already had. */
-        job->hold_last_id = 0;
-        job->hold_start = job->begin_id;
-        job->resp.flags |= M0_RESP_HOLD;
-    } else if (hold) {
-        const struct m0_hdr *lei = m0_req_header(r, "last-event-id");
-        job->hold_last_id = lei ? m0_sse_parse_last_id(lei->value, lei->value_len) : 0;
-        job->hold_start = m0_job_newest_id(job);
-        job->resp.flags |= M0_RESP_HOLD;
+    if (d.held) {
+        job->hold_last_id = d.last_id;
+        job->hold_start = d.grip ? job->begin_id : m0_job_newest_id(job);
     }
     return M0_OK;
 }

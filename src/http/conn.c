@@ -1,6 +1,10 @@
 /*
- * conn.c — client connections: the slot table, the state machine, reads,
- * writes, closes and timeouts (see conn.h for the state diagram).
+ * conn.c — a connection's socket (see conn.h): the one file that reads and
+ * writes it, through the slot's transport (struct m0_xprt_ops; the plain
+ * one is here), with the one output queue (c->out, then a file range), its
+ * flush and the epoll interest it implies, the answers the loop makes
+ * itself, lingering close, and the dispatch of a slot's epoll events. The
+ * slot table, the states and the deadlines are conn_slots.c's.
  *
  * Rules that keep it correct:
  *   - Only READ_* states (and a lazy body being read) read from the socket;
@@ -8,41 +12,29 @@
  *     so a client that pipelines without reading cannot grow our buffers,
  *     and responses go out in request order (RFC 9112 §9.3.2).
  *   - Responses are written directly; EPOLLOUT is armed only for leftovers.
- *   - Closing never frees under our feet: the slot's generation is bumped at
- *     once (stale events drop) and the slot returns to the free list at the
- *     end of the pass — or, when a runner holds its job, on the runner's
- *     completion (ORPHAN), so a slot is never reused under a runner.
+ *   - No other file calls recv, send, sendfile, writev or shutdown on a
+ *     client socket (tools/layers.py checks it): a second transport (TLS)
+ *     is a second struct m0_xprt_ops, and no protocol file changes.
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <stdlib.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
-#include <sys/un.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "m0/accesslog.h"
-#include "m0/config.h"
-#include "m0/dispatch.h"
 #include "m0/conn.h"
+#include "m0/server.h"
 #include "m0/job.h"
 #include "m0/log.h"
-#include "m0/metrics.h"
-#include "m0/pubreq.h"
-#include "m0/target.h"
+#include "m0/loop.h"
 #include "m0/timer.h"
 
 #define READ_CHUNK (16 * 1024)
 #define READS_PER_WAKEUP 8
-#define LINGER_MS 2000
 
 const char *m0_conn_state_name(enum m0_conn_state st)
 {
@@ -57,224 +49,6 @@ const char *m0_conn_proto_name(enum m0_conn_proto p)
     return (unsigned)p < M0_ARRAY_LEN(names) ? names[p] : "?";
 }
 
-static void list_link(struct m0_server *s, struct m0_conn *c)
-{
-    c->next = s->active.next;
-    c->prev = &s->active;
-    s->active.next->prev = c;
-    s->active.next = c;
-}
-
-static void list_unlink(struct m0_conn *c)
-{
-    c->prev->next = c->next;
-    c->next->prev = c->prev;
-    c->prev = c->next = NULL;
-}
-
-/* ---------------------------------------------------------- the wheel */
-
-static struct m0_conn **bucket_of(struct m0_server *s, uint64_t due)
-{
-    uint64_t t = due / M0_CONN_WHEEL_MS;
-    if (t < s->wheel_tick)
-        t = s->wheel_tick;               /* already due: the next sweep */
-    return &s->wheel[t % M0_CONN_WHEEL];
-}
-
-/* c (HELD) into the bucket of c->deadline. */
-static void wheel_add(struct m0_server *s, struct m0_conn *c)
-{
-    if (s->wheel == NULL) {
-        s->wheel = m0_xmalloc(M0_CONN_WHEEL * sizeof *s->wheel);
-        memset(s->wheel, 0, M0_CONN_WHEEL * sizeof *s->wheel);
-        s->wheel_tick = m0_loop_now(s->loop) / M0_CONN_WHEEL_MS;
-    }
-    struct m0_conn **b = bucket_of(s, c->deadline);
-    c->prev = NULL;
-    c->next = *b;
-    if (*b != NULL)
-        (*b)->prev = c;
-    *b = c;
-    c->flags |= C_WHEEL;
-}
-
-static void wheel_del(struct m0_server *s, struct m0_conn *c)
-{
-    if (c->prev != NULL)
-        c->prev->next = c->next;
-    else
-        *bucket_of(s, c->deadline) = c->next;
-    if (c->next != NULL)
-        c->next->prev = c->prev;
-    c->prev = c->next = NULL;
-    c->flags &= ~C_WHEEL;
-}
-
-/* The buckets whose time has come (at most one round of them): each HELD
- * connection in them whose deadline has come is ticked and goes back in
- * at the deadline its tick set; one whose time is a later round goes back
- * as it is. */
-static void wheel_run(struct m0_server *s, uint64_t now)
-{
-    if (s->wheel == NULL)
-        return;
-    uint64_t until = now / M0_CONN_WHEEL_MS;
-    for (unsigned n = 0; s->wheel_tick <= until && n < M0_CONN_WHEEL; n++) {
-        struct m0_conn **b = &s->wheel[s->wheel_tick % M0_CONN_WHEEL];
-        struct m0_conn *c = *b;
-        *b = NULL;
-        s->wheel_tick++;
-        while (c != NULL) {
-            struct m0_conn *next = c->next;
-            c->prev = c->next = NULL;
-            c->flags &= ~C_WHEEL;
-            if (c->deadline > now) {
-                wheel_add(s, c);
-            } else {
-                const struct m0_conn_ops *ops = s->proto[c->proto];
-                if (ops->tick != NULL)
-                    ops->tick(s, c);     /* heartbeats, pings; sets the next deadline */
-                if (c->state == M0_CONN_HELD && !(c->flags & C_WHEEL)) {
-                    if (c->deadline <= now)
-                        c->deadline = now + M0_CONN_WHEEL_MS;
-                    wheel_add(s, c);
-                }
-            }
-            c = next;
-        }
-    }
-    if (s->wheel_tick <= until)
-        s->wheel_tick = until + 1;       /* a stall longer than a round: every bucket ran */
-}
-
-static void active_add(struct m0_server *s, struct m0_conn *c)
-{
-    list_link(s, c);
-    s->nactive++;
-}
-
-/* --threads: a slot of the worker's --max-connections, counted first and
- * undone when over, so two loops accepting at once never both take the
- * last. 1: taken (given back by active_del), 0: every one is. */
-static int worker_take(struct m0_server *s)
-{
-    if (s->worker_conns == NULL)
-        return 1;          /* a lone loop: its slot table is the bound */
-    if (atomic_fetch_add_explicit(s->worker_conns, 1, memory_order_relaxed) < s->nconns)
-        return 1;
-    atomic_fetch_sub_explicit(s->worker_conns, 1, memory_order_relaxed);
-    return 0;
-}
-
-static void worker_give(struct m0_server *s)
-{
-    if (s->worker_conns != NULL)
-        atomic_fetch_sub_explicit(s->worker_conns, 1, memory_order_relaxed);
-}
-
-static void active_del(struct m0_server *s, struct m0_conn *c)
-{
-    if (c->flags & C_WHEEL)
-        wheel_del(s, c);
-    else if (c->prev != NULL)
-        list_unlink(c);                  /* (neither: a held one being ticked) */
-    s->nactive--;
-    worker_give(s);
-}
-
-void m0_conn_set_state(struct m0_server *s, struct m0_conn *c, enum m0_conn_state st)
-{
-    uint64_t now = m0_loop_now(s->loop);
-    if (m0_log_threshold <= M0_LOG_DEBUG && c->state != st)
-        m0_debug("slot %u (%s): %s -> %s", m0_conn_slot(s, c), m0_conn_proto_name(c->proto),
-                 m0_conn_state_name(c->state), m0_conn_state_name(st));
-    /* HELD connections are in the wheel, keyed by their deadline; every
-     * other open one is on the active list; a closed one is on neither. */
-    if (c->flags & C_WHEEL)
-        wheel_del(s, c);
-    else if (st == M0_CONN_HELD && c->prev != NULL)
-        list_unlink(c);
-    c->state = (uint8_t)st;
-    switch (st) {
-    case M0_CONN_READ_HEAD:
-        /* Idle keep-alive until the first byte of a request; from then on
-         * (C_HEAD_TIMER) the head timeout bounds it. */
-        c->deadline = now + ((c->flags & C_HEAD_TIMER) ? s->header_ms : s->keepalive_ms);
-        if (atomic_load(&s->draining) && !(c->flags & C_HEAD_TIMER) && c->deadline > now + M0_DRAIN_IDLE_MS)
-            c->deadline = now + M0_DRAIN_IDLE_MS;    /* draining: a last moment to send one */
-        break;
-    case M0_CONN_READ_BODY:
-        c->deadline = now + s->body_ms;
-        break;
-    case M0_CONN_WRITE:
-        c->deadline = now + s->write_ms;
-        break;
-    case M0_CONN_LINGER:
-        c->deadline = now + LINGER_MS;
-        break;
-    case M0_CONN_HELD:
-        /* The first tick a heartbeat interval from now (none: a minute;
-         * the tick only re-arms then). */
-        c->deadline = now + (s->cfg->heartbeat > 0 ? (uint64_t)(s->cfg->heartbeat * 1000) : 60000);
-        break;
-    default:
-        c->deadline = 0;
-        break;
-    }
-    if (c->fd == -1)
-        return;
-    if (st == M0_CONN_HELD)
-        wheel_add(s, c);
-    else if (c->prev == NULL && st != M0_CONN_CLOSING && st != M0_CONN_ORPHAN && st != M0_CONN_FREE)
-        list_link(s, c);                 /* out of a hold (LINGER): swept again */
-}
-
-void m0_conn_tick_at(struct m0_server *s, struct m0_conn *c, uint64_t due)
-{
-    if (!(c->flags & C_WHEEL)) {
-        c->deadline = due;               /* being ticked, or not held: taken as it is */
-        return;
-    }
-    wheel_del(s, c);
-    c->deadline = due;
-    wheel_add(s, c);
-}
-
-void m0_conn_close_all(struct m0_server *s)
-{
-    struct m0_conn *c = s->active.next;
-    while (c != &s->active) {
-        struct m0_conn *next = c->next;
-        m0_conn_close(s, c);
-        c = next;
-    }
-    if (s->wheel == NULL)
-        return;
-    for (unsigned i = 0; i < M0_CONN_WHEEL; i++) {
-        while (s->wheel[i] != NULL)
-            m0_conn_close(s, s->wheel[i]);
-    }
-}
-
-struct held_visit {
-    struct m0_server *s;
-    void (*fn)(struct m0_server *s, struct m0_conn *c);
-};
-
-static void each_held(struct m0_conn *c, void *ctx)
-{
-    const struct held_visit *v = ctx;
-    if (c->state == M0_CONN_HELD)
-        v->fn(v->s, c);
-}
-
-void m0_conn_each_held(struct m0_server *s, void (*fn)(struct m0_server *s, struct m0_conn *c))
-{
-    struct held_visit v = {s, fn};
-    m0_conn_each(s, each_held, &v);
-}
-
 void m0_conn_interest(struct m0_server *s, struct m0_conn *c, uint32_t events)
 {
     if (c->events == events)
@@ -284,327 +58,126 @@ void m0_conn_interest(struct m0_server *s, struct m0_conn *c, uint32_t events)
     c->events = events;
 }
 
+/* ------------------------------------------------------- the plain transport */
 
-/* ------------------------------------------------------------ lifecycle */
-
-void m0_conn_close(struct m0_server *s, struct m0_conn *c)
+static ssize_t plain_recv(struct m0_server *s, struct m0_conn *c, void *buf, size_t n)
 {
-    if (c->state == M0_CONN_CLOSING || c->state == M0_CONN_FREE || c->state == M0_CONN_ORPHAN)
-        return;
-    const struct m0_conn_ops *ops = s->proto[c->proto];
-    if (ops->closing != NULL)
-        ops->closing(s, c);            /* a hold is released: unsubscribed, freed */
-    close(c->fd);      /* also removes it from the epoll set */
-    c->fd = -1;
-    c->gen++;          /* every queued event for this slot is now stale */
-    active_del(s, c);
-    struct m0_job *job = c->job;
-    if (c->flags & C_RUNNER) {
-        /* The job stays with its runner until its completion: the slot is
-         * never reused under a runner's feet. One that has not started
-         * never will (nobody is left to answer); one that runs is told, so
-         * a streaming response stops and close() runs at once. */
-        m0_job_cancel(job);
-        m0_job_gone(job);
-        m0_conn_set_state(s, c, M0_CONN_ORPHAN);
-        s->norphans++;
-        return;
-    }
-    if (c->flags & C_MORE) {
-        /* An inline runner keeps Python state between pieces: release it. */
-        c->flags &= ~C_MORE;
-        m0_dispatch_abandon(job);
-    }
-    m0_conn_set_state(s, c, M0_CONN_CLOSING);
-    c->next_free = s->release_list;
-    s->release_list = c;
+    (void)s;
+    return recv(c->fd, buf, n, MSG_DONTWAIT);
 }
 
-void m0_conn_release_closed(struct m0_server *s)
+static ssize_t plain_writev(struct m0_server *s, struct m0_conn *c, const struct iovec *iov, int n, unsigned flags)
 {
-    while (s->release_list != NULL) {
-        struct m0_conn *c = s->release_list;
-        s->release_list = c->next_free;
-        m0_buf_free(&c->in);
-        m0_buf_free(&c->out);
-        if (c->file_fd != -1)
-            close(c->file_fd);
-        c->file_fd = -1;
-        c->file_left = 0;
-        if (c->job != NULL) {
-            m0_http_next(&c->job->http);      /* resets the request too */
-            m0_job_reset(c->job);
-            m0_conn_job_put(s, c);       /* a closed slot keeps no job (but a pinned one) */
-        }
-        c->state = M0_CONN_FREE;
-        c->proto = M0_CONN_PROTO_H1;
-        c->flags = 0;
-        c->resp_flags = 0;
-        c->deadline = 0;
-        c->next_free = s->free_list;
-        s->free_list = c;
-    }
+    (void)s;
+    int f = MSG_NOSIGNAL | MSG_DONTWAIT | ((flags & M0_XPRT_MORE) ? MSG_MORE : 0);
+    if (n == 1)
+        return send(c->fd, iov[0].iov_base, iov[0].iov_len, f);    /* the usual case: no msghdr to copy in */
+    struct msghdr mh = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n};
+    return sendmsg(c->fd, &mh, f);
 }
 
-void m0_conn_doom(struct m0_server *s, struct m0_conn *c)
+static ssize_t plain_sendfile(struct m0_server *s, struct m0_conn *c, int fd, off_t *off, size_t n)
 {
-    if (c->flags & C_DOOMED)
-        return;
-    c->flags |= C_DOOMED;
-    c->next_doomed = s->doomed;
-    s->doomed = c;
+    (void)s;
+    return sendfile(c->fd, fd, off, n);
 }
 
-/* A doomed connection may have been closed by another path meanwhile
- * (m0_conn_close is a no-op then); its own link field keeps this list
- * apart from the free and release lists. */
-void m0_conn_close_doomed(struct m0_server *s)
+static int plain_shutdown(struct m0_server *s, struct m0_conn *c)
 {
-    while (s->doomed != NULL) {
-        struct m0_conn *c = s->doomed;
-        s->doomed = c->next_doomed;
-        c->next_doomed = NULL;
-        c->flags &= ~C_DOOMED;
-        m0_conn_close(s, c);
-    }
+    (void)s;
+    return shutdown(c->fd, SHUT_WR);
 }
 
-/* The peer's address as accept() reported it. */
-union peer {
-    struct sockaddr sa;
-    struct sockaddr_in in4;
-    struct sockaddr_in6 in6;
-    struct sockaddr_un un;
+const struct m0_xprt_ops m0_xprt_plain = {
+    .name = "plain",
+    .recv = plain_recv,
+    .writev = plain_writev,
+    .sendfile = plain_sendfile,
+    .shutdown = plain_shutdown,
 };
 
-/* accept4 failed: nothing pending, out of descriptors (the EMFILE trick)
- * or worse. The accepting stops for this wakeup. */
-static void accept_failed(struct m0_server *s, int lfd)
+static const struct m0_xprt_ops *xprt_of(const struct m0_server *s, const struct m0_conn *c)
 {
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED)
-        return;
-    if ((errno == EMFILE || errno == ENFILE) && s->reserve_fd != -1) {
-        /* Out of descriptors: free the spare one, take the pending
-         * connection and close it, so the client gets a prompt close
-         * instead of waiting in the backlog forever. */
-        close(s->reserve_fd);
-        int tmp = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (tmp != -1)
-            close(tmp);
-        s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        m0_mx_add(s->mx, M0_MX_REFUSED_FDS, 1);
-        if (m0_loop_now(s->loop) >= s->next_refusal_log) {
-            m0_warn("out of file descriptors (%u connections open): refusing new connections "
-                    "(raise ulimit -n)", s->nactive);
-            s->next_refusal_log = m0_loop_now(s->loop) + 1000;
-        }
-        return;
-    }
-    m0_log_errno("accept4");
+    return s->xprt[c->xprt];
 }
 
-int m0_conn_grow(struct m0_server *s)
+ssize_t m0_conn_recv(struct m0_server *s, struct m0_conn *c, void *buf, size_t n)
 {
-    uint32_t first = s->nchunks << M0_CONN_CHUNK_SHIFT;
-    if (first >= s->nconns)
-        return M0_ERR;
-    uint32_t n = s->nconns - first < M0_CONN_CHUNK ? s->nconns - first : M0_CONN_CHUNK;
-    struct m0_conn *chunk = calloc(n, sizeof *chunk);
-    if (chunk == NULL) {
-        m0_log_errno("cannot make %u more connection slots", n);
-        return M0_ERR;
+    const struct m0_xprt_ops *x = xprt_of(s, c);
+    ssize_t r;
+    do
+        r = x->recv(s, c, buf, n);
+    while (r == -1 && errno == EINTR);
+    return r;
+}
+
+ssize_t m0_conn_send_now(struct m0_server *s, struct m0_conn *c, const void *p, size_t n)
+{
+    const struct m0_xprt_ops *x = xprt_of(s, c);
+    struct iovec iov = {.iov_base = (void *)p, .iov_len = n};
+    ssize_t w;
+    do
+        w = x->writev(s, c, &iov, 1, 0);
+    while (w == -1 && errno == EINTR);
+    if (w == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return 0;
+    return w;
+}
+
+void m0_conn_shutdown(struct m0_server *s, struct m0_conn *c)
+{
+    xprt_of(s, c)->shutdown(s, c);
+}
+
+/* Wait (blocking, the inline runner's) until the socket is readable or
+ * writable (what), at most ms. Bytes a transport holds count as readable. */
+static int wait_fd(struct m0_server *s, struct m0_conn *c, short what, uint64_t ms)
+{
+    const struct m0_xprt_ops *x = xprt_of(s, c);
+    if (what == POLLIN && x->pending != NULL && x->pending(s, c) > 0)
+        return M0_OK;
+    struct pollfd p = {.fd = c->fd, .events = what};
+    int rc;
+    do
+        rc = poll(&p, 1, ms > 600000 ? 600000 : (int)ms);
+    while (rc == -1 && errno == EINTR);
+    return rc == 1 && !(p.revents & (POLLERR | POLLNVAL)) ? M0_OK : M0_ERR;
+}
+
+int m0_conn_send_wait(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = m0_conn_send_now(s, c, p, n);
+        if (w == 0 && wait_fd(s, c, POLLOUT, s->timeouts.write_ms) == M0_OK)
+            continue;
+        if (w <= 0) {
+            c->flags |= C_PEER_GONE;
+            return M0_ERR;
+        }
+        p += w;
+        n -= (size_t)w;
     }
-    for (uint32_t i = n; i-- > 0;) {
-        chunk[i].fd = -1;
-        chunk[i].file_fd = -1;
-        chunk[i].slot = first + i;
-        chunk[i].next_free = s->free_list;
-        s->free_list = &chunk[i];
-    }
-    s->chunks[s->nchunks++] = chunk;
     return M0_OK;
 }
 
-void m0_conn_each(struct m0_server *s, void (*fn)(struct m0_conn *c, void *ctx), void *ctx)
+int m0_conn_wait_readable(struct m0_server *s, struct m0_conn *c, uint64_t ms)
 {
-    for (uint32_t k = 0; k < s->nchunks; k++) {
-        uint32_t first = k << M0_CONN_CHUNK_SHIFT;
-        uint32_t n = s->nconns - first < M0_CONN_CHUNK ? s->nconns - first : M0_CONN_CHUNK;
-        for (uint32_t i = 0; i < n; i++)
-            fn(&s->chunks[k][i], ctx);
-    }
-}
-
-struct m0_job *m0_conn_job(struct m0_server *s, struct m0_conn *c)
-{
-    if (c->job != NULL)
-        return c->job;
-    uint32_t slot = m0_conn_slot(s, c);
-    struct m0_job *job = s->job_cache;
-    if (job != NULL) {
-        s->job_cache = job->next_free;
-        s->njob_cache--;
-        job->next_free = NULL;
-    } else {
-        job = m0_job_new(slot);
-        job->loop = s->loop;
-        job->env = &s->env;
-    }
-    job->slot = slot;
-    m0_http_init(&job->http, &job->req, &s->cfg->limits);
-    s->jobs[slot] = job;     /* before any dispatch: the lane's submit orders it for the pool */
-    c->job = job;
-    return job;
-}
-
-void m0_conn_job_put(struct m0_server *s, struct m0_conn *c)
-{
-    struct m0_job *job = c->job;
-    if (job == NULL || job->pinned || (c->flags & (C_RUNNER | C_MORE)))
-        return;
-    s->jobs[m0_conn_slot(s, c)] = NULL;
-    c->job = NULL;
-    s->jobs_released++;
-    m0_http_free(&job->http);
-    m0_job_reset(job);
-    m0_req_reset(&job->req);
-    if (s->njob_cache >= M0_JOB_CACHE) {
-        m0_job_free(job);
-        return;
-    }
-    job->next_free = s->job_cache;
-    s->job_cache = job;
-    s->njob_cache++;
-}
-
-void m0_conn_job_cache_free(struct m0_server *s)
-{
-    while (s->job_cache != NULL) {
-        struct m0_job *job = s->job_cache;
-        s->job_cache = job->next_free;
-        m0_http_free(&job->http);
-        m0_job_free(job);
-    }
-    s->njob_cache = 0;
-}
-
-/* A free slot takes the accepted descriptor fd from listener lfd: its job
- * (m0_conn_job), the peer, the slot's registration. M0_OK, or M0_ERR
- * (fd closed, the slot free again). */
-static int open_slot(struct m0_server *s, struct m0_conn *c, int fd, int lfd, const void *peer)
-{
-    const union peer *addr = peer;
-    uint32_t slot = m0_conn_slot(s, c);
-    struct m0_job *job = m0_conn_job(s, c);
-    c->fd = fd;
-    c->proto = M0_CONN_PROTO_H1;
-    c->flags = C_HEAD_TIMER;        /* a new connection owes a head at once */
-    c->events = EPOLLIN | EPOLLRDHUP;
-    c->file_fd = -1;
-    job->gen = c->gen;
-    if (addr->sa.sa_family == AF_INET || addr->sa.sa_family == AF_INET6) {
-        if (addr->sa.sa_family == AF_INET) {
-            inet_ntop(AF_INET, &addr->in4.sin_addr, job->peer_addr, sizeof job->peer_addr);
-            job->peer_port = ntohs(addr->in4.sin_port);
-        } else {
-            inet_ntop(AF_INET6, &addr->in6.sin6_addr, job->peer_addr, sizeof job->peer_addr);
-            job->peer_port = ntohs(addr->in6.sin6_port);
-        }
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    } else {
-        job->peer_addr[0] = '\0';
-        job->peer_port = 0;
-    }
-    memcpy(job->remote_addr, job->peer_addr, sizeof job->remote_addr);
-    job->remote_port = job->peer_port;
-    job->https = 0;
-    job->metrics_conn = lfd != -1 && lfd == s->metrics_fd;
-    job->grip_conn = lfd != -1 && lfd == s->grip_fd;
-    if ((job->pub_conn = lfd != -1 && lfd == s->pub_fd))
-        job->http.lim = &m0_pubreq_limits;     /* its own small limits: a 413 before a large body is read */
-    m0_mx_add(s->mx, M0_MX_ACCEPTED, 1);
-    if (m0_loop_add_slot(s->loop, fd, slot, c->gen, c->events) == M0_ERR) {
-        m0_log_errno("epoll_ctl(ADD)");
-        close(fd);
-        c->fd = -1;
-        c->next_free = s->free_list;
-        s->free_list = c;
-        return M0_ERR;
-    }
-    active_add(s, c);
-    m0_conn_set_state(s, c, M0_CONN_READ_HEAD);
-    return M0_OK;
-}
-
-int m0_conn_take(struct m0_server *s, int fd, int lfd, const void *addr)
-{
-    if (s->free_list == NULL)
-        m0_conn_grow(s);             /* the next chunk of slots, if --max-connections allows */
-    struct m0_conn *c = s->free_list;
-    if (c == NULL || !worker_take(s)) {     /* the loop's slots, then the worker's */
-        close(fd);
-        m0_mx_add(s->mx, M0_MX_REFUSED_SLOTS, 1);
-        if (m0_loop_now(s->loop) >= s->next_refusal_log) {   /* at most one line a second */
-            m0_warn("all %u connection slots busy: refusing connections (see --max-connections)", s->nconns);
-            s->next_refusal_log = m0_loop_now(s->loop) + 1000;
-        }
-        return M0_ERR;
-    }
-    s->free_list = c->next_free;
-    if (open_slot(s, c, fd, lfd, addr) != M0_OK) {
-        worker_give(s);
-        return M0_ERR;
-    }
-    /* Optimistic read: the request usually arrives with the SYN's ACK. */
-    m0_conn_read(c);
-    s->proto[c->proto]->input(s, c);
-    return M0_OK;
-}
-
-/* lfd's index among s's listeners when it is one the loops share and may
- * hand connections of to each other (not a port answered in C), else -1. */
-static int shared_index(const struct m0_server *s, int lfd)
-{
-    if (s->hand_off == NULL || lfd == s->metrics_fd || lfd == s->grip_fd || lfd == s->pub_fd)
-        return -1;
-    for (int i = 0; i < s->nlisten; i++) {
-        if (s->listen_fds[i] == lfd)
-            return (s->listen_shared >> i) & 1 ? i : -1;
-    }
-    return -1;
-}
-
-void m0_conn_accept(struct m0_loop *l, int lfd, uint32_t events, void *ctx)
-{
-    struct m0_server *s = ctx;
-    (void)l;
-    (void)events;
-    int shared = shared_index(s, lfd);
-    for (int i = 0; i < 64 && s->listening; i++) {
-        union peer addr;
-        socklen_t alen = sizeof addr;
-        int fd = accept4(lfd, &addr.sa, &alen, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd == -1) {
-            accept_failed(s, lfd);
-            return;
-        }
-        if (shared >= 0 && s->hand_off(s, fd, shared, &addr, alen) == M0_OK)
-            continue;                    /* another loop's now */
-        m0_conn_take(s, fd, lfd, &addr);
-    }
+    return wait_fd(s, c, POLLIN, ms);
 }
 
 /* ------------------------------------------------------------------ I/O */
 
-void m0_conn_read(struct m0_conn *c)
+void m0_conn_read(struct m0_server *s, struct m0_conn *c)
 {
+    const struct m0_xprt_ops *x = xprt_of(s, c);
     for (int i = 0; i < READS_PER_WAKEUP; i++) {
         char *dst = m0_buf_reserve(&c->in, READ_CHUNK);
-        ssize_t n = recv(c->fd, dst, c->in.cap - c->in.len, 0);
+        ssize_t n = x->recv(s, c, dst, c->in.cap - c->in.len);
         if (n > 0) {
             c->in.len += (size_t)n;
-            if ((size_t)n < READ_CHUNK)
+            /* A short read drained the socket, unless the transport still
+             * holds bytes it decoded (TLS records): epoll would not say so. */
+            if ((size_t)n < READ_CHUNK && (x->pending == NULL || x->pending(s, c) == 0))
                 break;
             continue;
         }
@@ -616,89 +189,123 @@ void m0_conn_read(struct m0_conn *c)
             continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             c->flags |= C_PEER_GONE;
+        else if (x->wants != NULL)
+            m0_conn_interest(s, c, c->events | x->wants(s, c));   /* a TLS read that must write first */
         return;
     }
 }
 
-/* Interest while writing: EPOLLOUT for leftovers; a streaming response
- * also watches for the client leaving (RDHUP), so the runner is told at
- * once instead of at its next write. */
-static uint32_t write_interest(const struct m0_conn *c, int leftovers)
+/* The one interest computation of a connection that writes: EPOLLOUT
+ * while bytes are queued, what its protocol watches meanwhile (a streaming
+ * response: the client leaving, RDHUP, so the runner is told at once; a
+ * held stream: its input, unless the hold stops reading), and what its
+ * transport needs. */
+static uint32_t want(struct m0_server *s, const struct m0_conn *c, int leftovers)
 {
-    return (leftovers ? EPOLLOUT : 0) | ((c->flags & C_STREAMING) ? EPOLLRDHUP : 0);
+    const struct m0_conn_ops *ops = s->proto[c->proto];
+    const struct m0_xprt_ops *x = xprt_of(s, c);
+    return (leftovers ? EPOLLOUT : 0) | (ops->watch != NULL ? ops->watch(s, c) : 0) |
+           (x->wants != NULL ? x->wants(s, c) : 0);
+}
+
+void m0_conn_rearm(struct m0_server *s, struct m0_conn *c)
+{
+    m0_conn_interest(s, c, want(s, c, m0_buf_unread(&c->out) > 0 || c->file_left > 0));
+}
+
+void m0_conn_queue(struct m0_conn *c, const void *p, size_t n)
+{
+    m0_buf_append(&c->out, p, n);
+}
+
+int m0_conn_write(struct m0_server *s, struct m0_conn *c)
+{
+    const struct m0_xprt_ops *x = xprt_of(s, c);
+    const struct m0_conn_ops *ops = s->proto[c->proto];
+    int held = c->state == M0_CONN_HELD;
+    uint64_t now = m0_loop_now(s->loop);
+    while (m0_buf_unread(&c->out) > 0) {
+        /* A head followed by a file range (static files, file_wrapper):
+         * MSG_MORE lets the head share the file's first segment. */
+        struct iovec iov = {.iov_base = c->out.data + c->out.off, .iov_len = m0_buf_unread(&c->out)};
+        ssize_t w = x->writev(s, c, &iov, 1, c->file_left > 0 ? M0_XPRT_MORE : 0);
+        if (w == -1) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                goto full;
+            c->flags |= C_PEER_GONE;
+            return M0_ERR;
+        }
+        m0_buf_consume(&c->out, (size_t)w);
+        if (held)
+            ops->wrote(s, c, (size_t)w);         /* the hold's accounting (its deadline is its tick's) */
+        else
+            c->deadline = now + s->timeouts.write_ms;     /* progress restarts the write timeout */
+    }
+    /* A burst's buffer is not kept idle: a held stream's beyond 16 KiB; a
+     * response's beyond 256 KiB once no runner streams into it (freed and
+     * regrown per window, each cycle was a fresh mmap and a page fault per
+     * 4 KB). */
+    if (held ? c->out.cap > 16 * 1024 : c->out.cap > 256 * 1024 && !(c->flags & C_RUNNER))
+        m0_buf_free(&c->out);
+    while (c->file_left > 0) {
+        size_t chunk = c->file_left > (1u << 30) ? (1u << 30) : (size_t)c->file_left;
+        ssize_t w = x->sendfile(s, c, c->file_fd, &c->file_off, chunk);
+        if (w == -1) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                goto full;
+            if (errno != EPIPE && errno != ECONNRESET)
+                m0_log_errno("sendfile");
+            return M0_ERR;
+        }
+        if (w == 0) {
+            /* The file shrank under us: the promised length cannot be met. */
+            m0_error("sendfile: file ended %llu bytes early; aborting the response",
+                     (unsigned long long)c->file_left);
+            return M0_ERR;
+        }
+        c->file_left -= (uint64_t)w;
+        c->deadline = now + s->timeouts.write_ms;
+    }
+    if (c->file_fd != -1) {
+        close(c->file_fd);
+        c->file_fd = -1;
+    }
+    if (held)
+        m0_conn_interest(s, c, want(s, c, 0));
+    return M0_OK;
+full:
+    m0_conn_interest(s, c, want(s, c, 1));
+    return M0_AGAIN;
 }
 
 void m0_conn_flush(struct m0_server *s, struct m0_conn *c)
 {
-    uint64_t now = m0_loop_now(s->loop);
-    for (;;) {
-        while (m0_buf_unread(&c->out) > 0) {
-            /* A head followed by a file range (static files, file_wrapper):
-             * MSG_MORE lets the head share the file's first segment. */
-            ssize_t w = send(c->fd, c->out.data + c->out.off, m0_buf_unread(&c->out),
-                             MSG_NOSIGNAL | (c->file_left > 0 ? MSG_MORE : 0));
-            if (w == -1) {
-                if (errno == EINTR)
-                    continue;
-                if (errno == EAGAIN || errno == EWOULDBLOCK)
-                    goto wait_writable;
-                c->flags |= C_PEER_GONE;
-                m0_conn_close(s, c);
-                return;
-            }
-            m0_buf_consume(&c->out, (size_t)w);
-            c->deadline = now + s->write_ms;
-        }
-        /* A burst's buffer is not kept idle; while a runner still streams
-         * into it, it is kept (freed and regrown per window, each cycle
-         * was a fresh mmap and a page fault per 4 KB). */
-        if (c->out.cap > 256 * 1024 && !(c->flags & C_RUNNER))
-            m0_buf_free(&c->out);
-        while (c->file_left > 0) {
-            size_t want = c->file_left > (1u << 30) ? (1u << 30) : (size_t)c->file_left;
-            ssize_t w = sendfile(c->fd, c->file_fd, &c->file_off, want);
-            if (w == -1) {
-                if (errno == EINTR)
-                    continue;
-                if (errno == EAGAIN || errno == EWOULDBLOCK)
-                    goto wait_writable;
-                if (errno != EPIPE && errno != ECONNRESET)
-                    m0_log_errno("sendfile");
-                m0_conn_close(s, c);
-                return;
-            }
-            if (w == 0) {
-                /* The file shrank under us: the promised length cannot be met. */
-                m0_error("sendfile: file ended %llu bytes early; aborting the response",
-                         (unsigned long long)c->file_left);
-                m0_conn_close(s, c);
-                return;
-            }
-            c->file_left -= (uint64_t)w;
-            c->deadline = now + s->write_ms;
-        }
-        if (c->file_fd != -1) {
-            close(c->file_fd);
-            c->file_fd = -1;
-        }
-        if (c->flags & C_STREAMING) {
-            /* Everything handed over is out: credit the runner, and wait
-             * for its next piece (or its completion). */
-            m0_job_credit(c->job, 0);
-            if (c->flags & C_RUNNER) {
-                m0_conn_interest(s, c, write_interest(c, 0));
-                return;
-            }
-        }
-        /* All of it is out: the protocol goes on (the next piece of an
-         * inline runner, a hold entered, keep-alive or close). */
-        s->proto[c->proto]->drained(s, c);
+    int rc = m0_conn_write(s, c);
+    if (rc == M0_ERR) {
+        m0_conn_close(s, c);
         return;
     }
-wait_writable:
-    if (c->flags & C_STREAMING)
+    if (c->flags & C_STREAMING) {
+        /* A runner on another thread streams: what is still unwritten is
+         * its credit; once all is out, it waits for its next piece (or
+         * its completion). */
         m0_job_credit(c->job, m0_buf_unread(&c->out));
-    m0_conn_interest(s, c, write_interest(c, 1));
+        if (rc == M0_AGAIN)
+            return;
+        if (c->flags & C_RUNNER) {
+            m0_conn_interest(s, c, want(s, c, 0));
+            return;
+        }
+    }
+    if (rc == M0_AGAIN)
+        return;
+    /* All of it is out: the protocol goes on (the next piece of an inline
+     * runner, a hold entered, keep-alive or close). */
+    s->proto[c->proto]->drained(s, c);
 }
 
 void m0_conn_error(struct m0_server *s, struct m0_conn *c, int status, const char *reason)
@@ -768,7 +375,7 @@ static void linger(struct m0_server *s, struct m0_conn *c)
 {
     char sink[4096];
     for (int i = 0; i < READS_PER_WAKEUP; i++) {
-        ssize_t n = recv(c->fd, sink, sizeof sink, 0);
+        ssize_t n = m0_conn_recv(s, c, sink, sizeof sink);
         if (n > 0)
             continue;
         if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -791,13 +398,23 @@ void m0_conn_on_event(struct m0_loop *l, uint32_t slot, uint32_t gen, uint32_t e
     switch (c->state) {
     case M0_CONN_READ_HEAD:
     case M0_CONN_READ_BODY:
-        if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
-            m0_conn_read(c);
+        /* EPOLLOUT here only when the transport asked for it (a TLS
+         * handshake that must write before it can read more). */
+        if (ev & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+            m0_conn_read(s, c);
             s->proto[c->proto]->input(s, c);
         }
         break;
     case M0_CONN_RUN:       /* a runner has the request: the protocol decides (a lazy body, a FIN) */
+        s->proto[c->proto]->event(s, c, ev);
+        break;
     case M0_CONN_HELD:
+        /* What a held stream queued is written here, as any response's;
+         * then its protocol reads, or goes on once the queue is empty. */
+        if ((ev & EPOLLOUT) && m0_conn_write(s, c) == M0_ERR) {
+            m0_conn_close(s, c);
+            break;
+        }
         s->proto[c->proto]->event(s, c, ev);
         break;
     case M0_CONN_WRITE:
@@ -822,105 +439,3 @@ void m0_conn_on_event(struct m0_loop *l, uint32_t slot, uint32_t gen, uint32_t e
     }
 }
 
-/* ------------------------------------------------------------- timeouts */
-
-/* After a burst of requests that became holds (or closed), give the heap's
- * free pages back: each of those requests had a 16 KiB read buffer, a 4 KiB
- * arena block and its head for a moment, and the small, long-lived holds
- * allocated among them keep the heap from shrinking at its top, so without
- * this the burst's high-water mark stays resident (~900 B per stream for
- * 10,000 opened 512 at a time). At most once a second, and only after
- * TRIM_AFTER jobs were given back; a few ms for a heap of tens of MB. */
-#define TRIM_AFTER 1024
-static void trim(struct m0_server *s, uint64_t now)
-{
-#ifdef __GLIBC__
-    if (s->jobs_released < TRIM_AFTER || now < s->next_trim)
-        return;
-    s->jobs_released = 0;
-    s->next_trim = now + 1000;
-    malloc_trim(0);
-#else
-    (void)s;
-    (void)now;
-#endif
-}
-
-void m0_conn_sweep(struct m0_server *s)
-{
-    uint64_t now = m0_loop_now(s->loop);
-    struct m0_conn *c = s->active.next;
-    while (c != &s->active) {
-        struct m0_conn *next = c->next;
-        const struct m0_conn_ops *ops = s->proto[c->proto];
-        if (ops->tick != NULL)
-            ops->tick(s, c);          /* --request-timeout, heartbeats */
-        if (c->deadline != 0 && c->deadline <= now) {
-            switch (c->state) {
-            case M0_CONN_READ_HEAD:
-                if (c->job->http.in_message || m0_buf_unread(&c->in) > 0)
-                    m0_conn_error(s, c, 408, "Request head not received in time");
-                else
-                    m0_conn_close(s, c);      /* idle keep-alive expired */
-                break;
-            case M0_CONN_READ_BODY:
-                m0_conn_error(s, c, 408, "Request body not received in time");
-                break;
-            case M0_CONN_RUN:
-                /* A lazy body stalled: the application's read fails. */
-                c->deadline = 0;
-                m0_job_body_progress(c->job, 0, 1);
-                break;
-            case M0_CONN_WRITE:
-                if ((c->flags & C_RUNNER) && m0_buf_unread(&c->out) == 0 && c->file_left == 0) {
-                    c->deadline = 0;          /* waiting for the runner, not the client */
-                    break;
-                }
-                m0_info("closing a connection whose client stopped reading");
-                m0_conn_close(s, c);
-                break;
-            case M0_CONN_LINGER:
-                m0_conn_close(s, c);
-                break;
-            default:
-                break;
-            }
-        }
-        c = next;
-    }
-    wheel_run(s, now);
-    m0_conn_close_doomed(s);
-    trim(s, now);
-}
-
-/* ---------------------------------------------------------- completions */
-
-void m0_conn_on_complete(struct m0_loop *l, const struct m0_completion *done, void *ctx)
-{
-    struct m0_server *s = ctx;
-    (void)l;
-    struct m0_conn *c = m0_conn_at(s, done->slot);
-    if (c == NULL)
-        return;
-    struct m0_job *job = c->job;
-    if (job == NULL || !(c->flags & C_RUNNER))
-        return;
-    if (done->kind == M0_CPL_DONE) {
-        /* The runner is finished with the job: it is the loop's again. */
-        c->flags &= ~C_RUNNER;
-        if (job->target != NULL)
-            m0_target_stats_of(&s->tstats, job->target)->in_flight--;
-        if (c->state == M0_CONN_ORPHAN) {
-            s->norphans--;
-            /* The client left while the job ran: the runner is done with
-             * the job (close() included), so the slot is free at last. */
-            m0_conn_set_state(s, c, M0_CONN_CLOSING);
-            c->next_free = s->release_list;
-            s->release_list = c;
-            return;
-        }
-    }
-    const struct m0_conn_ops *ops = s->proto[c->proto];
-    if (ops->complete != NULL)
-        ops->complete(s, c, done);
-}

@@ -7,7 +7,7 @@
  * job's head and response filled as m0_job_commit fills them for a view),
  * on the grant's channels — all of them, or the ones the "channel" query
  * parameter picks among them — so Last-Event-ID resume, the journal, the
- * outbox and the m0-gap notices are the view holds' own.
+ * --outbox-limit and the m0-gap notices are the view holds' own.
  *
  * Refusals (RFC 6750 §3): 401 with WWW-Authenticate: Bearer
  * error="invalid_token" and a one-line public reason (the same for a bad
@@ -32,6 +32,8 @@
 #include "m0/body.h"
 #include "m0/config.h"
 #include "m0/conn.h"
+#include "m0/server.h"
+#include "m0/endpoint.h"
 #include "m0/grant.h"
 #include "m0/grant_hold.h"
 #include "m0/http.h"
@@ -69,9 +71,12 @@ static enum which endpoint(const struct m0_config *cfg, const struct m0_req *r)
     return NONE_;
 }
 
-int m0_grant_claims(const struct m0_server *s, const struct m0_conn *c)
+/* PREFIX/sse and PREFIX/ws under --grant-path: verified and held in C,
+ * never the application's; answered from the head (a grant request has no
+ * content to read). */
+static unsigned claims(struct m0_server *s, struct m0_conn *c)
 {
-    return s->cfg->grant_path != NULL && endpoint(s->cfg, &c->job->req) != NONE_;
+    return s->cfg->grant_path != NULL && endpoint(s->cfg, &c->job->req) != NONE_ ? M0_EP_CLAIMED : 0;
 }
 
 /* The request's Origin when it is listed, else NULL; *cross: it is neither
@@ -229,7 +234,11 @@ static void inbound_request(struct m0_job *job, const struct m0_grant *g, const 
     r->query_len = 0;
 }
 
-int m0_grant_answer(struct m0_server *s, struct m0_conn *c)
+/* The grant answered: job->head and job->resp a hold on the grant's
+ * channels (GRANT_HOLD), or a refusal or preflight (GRANT_ANSWERED). */
+enum { GRANT_ANSWERED = 1, GRANT_HOLD = 2 };
+
+static int grant(struct m0_server *s, struct m0_conn *c)
 {
     const struct m0_config *cfg = s->cfg;
     struct m0_job *job = c->job;
@@ -239,16 +248,16 @@ int m0_grant_answer(struct m0_server *s, struct m0_conn *c)
     const char *origin = allowed_origin(cfg, r, job->https, &cross);
     if (w == SSE && strcmp(r->method, "OPTIONS") == 0 && origin != NULL) {
         preflight(s, c, origin);
-        return M0_GRANT_ANSWERED;
+        return GRANT_ANSWERED;
     }
     if (strcmp(r->method, "GET") != 0) {
         refuse(s, c, 405, NULL, origin, "Method Not Allowed");       /* Allow: GET */
-        return M0_GRANT_ANSWERED;
+        return GRANT_ANSWERED;
     }
     if (cross) {
         m0_debug("grant %s refused: Origin not allowed (--grant-cors-origin)", LOG_PATH(r));
         refuse(s, c, 403, NULL, NULL, "this origin may not subscribe");
-        return M0_GRANT_ANSWERED;
+        return GRANT_ANSWERED;
     }
     const char *tok;
     size_t tlen;
@@ -263,7 +272,7 @@ int m0_grant_answer(struct m0_server *s, struct m0_conn *c)
                  code >= M0_GRANT_NO_TOKEN ? "grant" : m0_jwt_error_name(code), code == M0_OK ? 0 : tlen);
         m0_grant_challenge(code, challenge, sizeof challenge);
         refuse(s, c, m0_grant_http_status(code), challenge, origin, m0_grant_error_reason(code));
-        return M0_GRANT_ANSWERED;
+        return GRANT_ANSWERED;
     }
     const char *name[M0_GRANT_MAX_CHANNELS];
     size_t len[M0_GRANT_MAX_CHANNELS], n;
@@ -277,7 +286,7 @@ int m0_grant_answer(struct m0_server *s, struct m0_conn *c)
         else
             refuse(s, c, 400, NULL, origin, "bad channel parameter");
         m0_grant_clear(&g);
-        return M0_GRANT_ANSWERED;
+        return GRANT_ANSWERED;
     }
     if (w == WS && cfg->grant_inbound != NULL) {
         job->target = m0_target_match(&m0_targets, cfg->grant_inbound, strlen(cfg->grant_inbound));
@@ -285,7 +294,7 @@ int m0_grant_answer(struct m0_server *s, struct m0_conn *c)
             m0_error("--grant-inbound %s: no mount there takes WebSocket messages: 500", cfg->grant_inbound);
             refuse(s, c, 500, NULL, origin, "this socket cannot take messages");
             m0_grant_clear(&g);
-            return M0_GRANT_ANSWERED;
+            return GRANT_ANSWERED;
         }
         if (cfg->access_log)
             m0_job_keep_access(job);     /* its access-log line: the request as it came */
@@ -308,5 +317,29 @@ int m0_grant_answer(struct m0_server *s, struct m0_conn *c)
         m0_job_commit(job, -1, 1);        /* the view holds' head; Last-Event-ID read */
     }
     job->hold_start = m0_rt_newest(s->rt);
-    return M0_GRANT_HOLD;
+    return GRANT_HOLD;
 }
+
+/* The endpoint's answer: as a view's would be, in job->resp (a hold, or
+ * a refusal), which the protocol writes and holds (M0_EP_AS_RUNNER). */
+static int answer(struct m0_server *s, struct m0_conn *c, int head_only)
+{
+    const struct m0_req *r = &c->job->req;
+    if (head_only && (strcmp(r->method, "GET") == 0 || strcmp(r->method, "OPTIONS") == 0)) {
+        /* A stream or a socket with content: nothing would read it, and a
+         * hold cannot follow unread bytes (RFC 9110 §9.3.1 lets a server
+         * refuse a GET with content). Other methods get the endpoint's 405. */
+        m0_conn_error(s, c, 400, "A grant request has no content");
+        return M0_EP_ANSWERED;
+    }
+    m0_conn_set_state(s, c, M0_CONN_RUN);
+    grant(s, c);
+    return M0_EP_AS_RUNNER;
+}
+
+const struct m0_endpoint m0_grant_endpoint = {
+    .name = "grant",
+    .flags = M0_EP_CLAIMED,
+    .claims = claims,
+    .answer = answer,
+};

@@ -8,9 +8,9 @@
  *
  * Nothing is read for a client without the key: the route, the method, the
  * credential and the declared size are judged from the head alone
- * (m0_grip_control_verdict, which h1.c asks when the head is complete);
+ * (its endpoint's claim, asked once when the head is complete: endpoint.h);
  * only an authenticated publish within --grip-max-body has its body read,
- * and h1.c answers every other verdict before reading a byte of it.
+ * and every other verdict is answered before a byte of it is read.
  *
  * With --broker the items go through Redis, a round trip the loop must
  * not wait for: they are handed to the loop's publisher thread
@@ -30,6 +30,8 @@
 #include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/conn.h"
+#include "m0/server.h"
+#include "m0/endpoint.h"
 #include "m0/epcp.h"
 #include "m0/grip_control.h"
 #include "m0/grip_item.h"
@@ -37,13 +39,6 @@
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/loop.h"
-
-void m0_grip_control_attach(struct m0_server *s)
-{
-    s->grip_fd = -1;
-    if (s->cfg->grip_listener >= 0 && s->cfg->grip_listener < s->nlisten)
-        s->grip_fd = s->listen_fds[s->cfg->grip_listener];
-}
 
 /* A small text answer with one extra field (name NULL: none). */
 static void reply(struct m0_server *s, struct m0_conn *c, int status, const char *ctype, const char *body,
@@ -82,9 +77,8 @@ static int hand_over(struct m0_server *s, struct m0_conn *c, const struct m0_epc
     unsigned n = 0;
     for (unsigned i = 0; i < pub->nitems; i++)
         n += frames[i].len != 0;
-    if (s->grip_pub == NULL)
-        s->grip_pub = m0_broker_grip_new(s->loop, s->nconns);
-    if (s->grip_pub == NULL)
+    struct m0_broker_grip *gp = m0_ext_of(s, &m0_grip_publisher_ext);
+    if (gp == NULL)
         return 503;
     struct m0_broker_batch *b = m0_broker_batch_new(m0_conn_slot(s, c), c->gen, n);
     for (unsigned i = 0; i < pub->nitems; i++) {
@@ -95,7 +89,7 @@ static int hand_over(struct m0_server *s, struct m0_conn *c, const struct m0_epc
     c->job->queued_ms = m0_loop_now(s->loop);      /* --request-timeout's view-still-running note counts from here */
     c->flags |= C_RUNNER;
     m0_conn_set_state(s, c, M0_CONN_RUN);
-    m0_broker_grip_submit(s->grip_pub, b);
+    m0_broker_grip_submit(gp, b);
     return PENDING;
 }
 
@@ -148,10 +142,10 @@ static void published(struct m0_server *s, struct m0_conn *c)
         reply(s, c, 200, "text/plain", "Published\n", NULL, NULL);
 }
 
-void m0_grip_control_complete(struct m0_server *s, struct m0_conn *c)
+static void complete(struct m0_server *s, struct m0_conn *c)
 {
-    struct m0_broker_batch *b = m0_broker_grip_take(s->grip_pub, m0_conn_slot(s, c));
-    if (c->state != M0_CONN_RUN || !c->job->grip_conn) {
+    struct m0_broker_batch *b = m0_broker_grip_take(m0_ext_peek(s, &m0_grip_publisher_ext), m0_conn_slot(s, c));
+    if (c->state != M0_CONN_RUN || c->job->route != &m0_grip_control_endpoint) {
         m0_broker_batch_free(b);
         return;
     }
@@ -181,11 +175,21 @@ void m0_grip_control_complete(struct m0_server *s, struct m0_conn *c)
     reply(s, c, 503, "text/plain", msg, NULL, NULL);
 }
 
-void m0_grip_control_free(struct m0_server *s)
+/* The loop's broker publisher (server.h: an extension), made at the first
+ * publish through the broker, its thread joined when the loop ends. */
+static void *publisher_init(struct m0_server *s)
 {
-    m0_broker_grip_free(s->grip_pub);
-    s->grip_pub = NULL;
+    return m0_broker_grip_new(s->loop, s->slots.n);
 }
+
+static void publisher_fini(struct m0_server *s, void *state)
+{
+    (void)s;
+    m0_broker_grip_free(state);
+}
+
+const struct m0_ext m0_grip_publisher_ext = {.name = "broker-publisher", .init = publisher_init,
+                                             .fini = publisher_fini};
 
 /* The request body, whole (the loop read it before routing). NULL (and
  * *n 0) when it cannot be read. */
@@ -209,7 +213,7 @@ static char *body_of(const struct m0_req *r, size_t *n)
     return b;
 }
 
-int m0_grip_control_verdict(struct m0_server *s, struct m0_conn *c)
+static int verdict(struct m0_server *s, struct m0_conn *c)
 {
     const struct m0_req *r = &c->job->req;
     if (path_is(r, "/"))
@@ -230,7 +234,7 @@ int m0_grip_control_verdict(struct m0_server *s, struct m0_conn *c)
     return 0;
 }
 
-void m0_grip_control_answer(struct m0_server *s, struct m0_conn *c, int verdict)
+static void answer(struct m0_server *s, struct m0_conn *c, int verdict)
 {
     const struct m0_req *r = &c->job->req;
     const char *tp = "text/plain";
@@ -281,3 +285,42 @@ void m0_grip_control_answer(struct m0_server *s, struct m0_conn *c, int verdict)
     else
         published(s, c);
 }
+
+/* ------------------------------------------------------------ the endpoint */
+
+static int listener(const struct m0_config *cfg)
+{
+    return cfg->grip_listener;
+}
+
+/* Everything sent to the control port is its; the verdict is reached once,
+ * from the head (the credential checked before any byte of the body is
+ * read), and only an authenticated publish within --grip-max-body reads
+ * its body (a chunked one capped there too). */
+static unsigned claims(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    if (job->lidx < 0 || job->lidx != s->cfg->grip_listener)
+        return 0;
+    job->route_verdict = (int16_t)verdict(s, c);
+    if (job->route_verdict != 0)
+        return M0_EP_CLAIMED;
+    m0_http_cap_body(&job->http, s->cfg->grip_max_body);
+    return M0_EP_CLAIMED | M0_EP_READS_BODY;
+}
+
+static int answer_ep(struct m0_server *s, struct m0_conn *c, int head_only)
+{
+    (void)head_only;
+    answer(s, c, c->job->route_verdict);
+    return c->flags & C_RUNNER ? M0_EP_PENDING : M0_EP_ANSWERED;
+}
+
+const struct m0_endpoint m0_grip_control_endpoint = {
+    .name = "grip-control",
+    .flags = M0_EP_CLAIMED | M0_EP_READS_BODY | M0_EP_OWN_LISTENER,
+    .claims = claims,
+    .answer = answer_ep,
+    .complete = complete,
+    .listener = listener,
+};

@@ -13,10 +13,10 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
 
 #include "m0/config.h"
 #include "m0/conn.h"
+#include "m0/server.h"
 #include "m0/grip.h"
 #include "m0/grip_hold.h"
 #include "m0/grip_item.h"
@@ -26,13 +26,14 @@
 #include "m0/log_text.h"
 #include "m0/loop.h"
 #include "m0/response.h"
+#include "m0/rt.h"
 
 #define CONTENT_FILTERS (M0_GRIP_F_BUILD_ID | M0_GRIP_F_VAR_SUBST)
 
 struct m0_griphold {
-    struct m0_hold base;            /* the outbox, the target (hold.h) */
+    struct m0_hold base;            /* the accounting, the target (hold.h) */
     uint8_t kind;                   /* M0_GRIP_HOLD_STREAM or M0_GRIP_HOLD_RESPONSE */
-    uint8_t finishing;              /* answered or closed: end once the outbox is out */
+    uint8_t finishing;              /* answered or closed: end once the queue is out */
     uint8_t ka_mode;                /* enum m0_grip_ka_mode */
     uint8_t keep;                   /* response hold: the request lets the connection persist */
     uint8_t http10;                 /* response hold: an HTTP/1.0 request (keep-alive is said) */
@@ -267,7 +268,7 @@ static void finish(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_griphold *gh = gh_of(c);
     gh->finishing = 1;
-    if (!s->holds->corking && c->state == M0_CONN_HELD && m0_hold_flush(s, c) == M0_ERR)
+    if (!s->holds->corking && c->state == M0_CONN_HELD && m0_conn_write(s, c) == M0_ERR)
         m0_conn_doom(s, c);
 }
 
@@ -283,7 +284,7 @@ static void answer(struct m0_server *s, struct m0_conn *c, int code, const char 
     struct m0_griphold *gh = gh_of(c);
     if (gh->finishing)
         return;
-    if (atomic_load(&s->draining))
+    if (atomic_load(&s->life.draining))
         gh->keep = 0;
     int bodiless = m0_status_bodiless(code);
     if (bodiless)
@@ -322,7 +323,7 @@ static void done(struct m0_server *s, struct m0_conn *c)
         free(peer);
         return;
     }
-    shutdown(c->fd, SHUT_WR);
+    m0_conn_shutdown(s, c);
     m0_conn_close(s, c);
 }
 
@@ -422,20 +423,20 @@ static int filtered(const struct m0_griphold *gh, uint32_t filters, const struct
     return 0;
 }
 
-static void grip_deliver(struct m0_server *s, struct m0_conn *c, const char *frame, size_t n)
+static void grip_deliver(struct m0_server *s, struct m0_conn *c, const struct m0_rt_event *ev)
 {
     struct m0_griphold *gh = gh_of(c);
     if (gh->finishing)
         return;
-    if (!m0_grip_is_item(frame, n)) {
+    if (ev->kind != M0_RT_GRIP) {
         /* An m0 SSE event on the same channel is not GRIP content; the
          * worker's gap notice is a missed item. */
-        if (n >= 13 && memcmp(frame, "event: m0-gap", 13) == 0)
+        if (ev->kind == M0_RT_NOTICE)
             missed(s, c);
         return;
     }
     struct m0_grip_item it;
-    if (m0_grip_item_decode(frame, n, &it) != M0_OK)
+    if (m0_grip_item_decode(ev->frame, ev->n, &it) != M0_OK)
         return;
     if (gh->kind == M0_GRIP_HOLD_STREAM && !(it.flags & (M0_GRIP_IT_STREAM | M0_GRIP_IT_STREAM_CLOSE)))
         return;
@@ -501,8 +502,8 @@ static void grip_end(struct m0_server *s, struct m0_conn *c)
         answer_kept(s, c);     /* drain: the view's answer now */
         return;
     }
-    m0_hold_flush(s, c);
-    shutdown(c->fd, SHUT_WR);
+    m0_conn_write(s, c);
+    m0_conn_shutdown(s, c);
     m0_conn_close(s, c);
 }
 
@@ -527,7 +528,7 @@ static void held_read(struct m0_server *s, struct m0_conn *c)
     struct m0_griphold *gh = gh_of(c);
     char sink[512];
     for (;;) {
-        ssize_t n = recv(c->fd, sink, sizeof sink, MSG_DONTWAIT);
+        ssize_t n = m0_conn_recv(s, c, sink, sizeof sink);
         if (n > 0 && gh->keep) {
             if (m0_buf_unread(&c->in) + (size_t)n > s->cfg->limits.max_header_bytes) {
                 m0_conn_close(s, c);      /* more than a request head while held */
@@ -540,32 +541,25 @@ static void held_read(struct m0_server *s, struct m0_conn *c)
             continue;
         if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
-        if (n == -1 && errno == EINTR)
-            continue;
         m0_conn_close(s, c);
         return;
     }
 }
 
+/* Epoll events on a held GRIP connection (conn.h: event; conn.c wrote
+ * its queue): a finished hold whose bytes are out ends. */
 static void grip_event(struct m0_server *s, struct m0_conn *c, uint32_t ev)
 {
     if (c->state != M0_CONN_HELD)
         return;
-    if (ev & EPOLLOUT) {
-        int rc = m0_hold_flush(s, c);
-        if (rc == M0_ERR) {
-            m0_conn_close(s, c);
-            return;
-        }
-        if (rc == M0_OK && gh_of(c)->finishing) {
-            done(s, c);
-            return;
-        }
+    if ((ev & EPOLLOUT) && gh_of(c)->finishing && m0_conn_queued(c) == 0) {
+        done(s, c);
+        return;
     }
     if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
         held_read(s, c);
         /* The next request came after the answer went out: serve it now. */
-        if (c->state == M0_CONN_HELD && gh_of(c)->finishing && m0_buf_unread(&gh_of(c)->base.outbox) == 0)
+        if (c->state == M0_CONN_HELD && gh_of(c)->finishing && m0_conn_queued(c) == 0)
             done(s, c);
     }
 }
@@ -582,7 +576,7 @@ static void grip_tick(struct m0_server *s, struct m0_conn *c)
     uint64_t now = m0_loop_now(s->loop);
     c->deadline = now;                   /* the next sweep again (conn.h: tick) */
     if (gh->finishing) {
-        if (m0_buf_unread(&gh->base.outbox) == 0)
+        if (m0_conn_queued(c) == 0)
             done(s, c);
         return;
     }
@@ -591,7 +585,7 @@ static void grip_tick(struct m0_server *s, struct m0_conn *c)
             answer_kept(s, c);
         return;
     }
-    if (gh->ka_ms == 0 || m0_buf_unread(&gh->base.outbox) != 0)
+    if (gh->ka_ms == 0 || m0_conn_queued(c) != 0)
         return;
     uint64_t since = gh->ka_mode == M0_GRIP_KA_INTERVAL ? gh->last_ka : gh->base.last_write;
     if (now - since >= gh->ka_ms) {
@@ -611,6 +605,8 @@ const struct m0_hold_ops m0_grip_hold_ops = {
 
 const struct m0_conn_ops m0_grip_conn_ops = {
     .name = "grip",
+    .wrote = m0_hold_wrote,
+    .watch = m0_hold_watch,
     .event = grip_event,
     .tick = grip_tick,
     .closing = m0_hold_release,

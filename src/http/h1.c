@@ -1,8 +1,9 @@
 /*
  * h1.c — HTTP/1.1 requests on a connection (RFC 9112), the protocol a
  * connection speaks until a hold is entered (conn.h: m0_h1_conn_ops): parse,
- * route to a target or answer in C, run the target's runner (dispatch.h),
- * take the runner's completions, finish (keep-alive or close).
+ * ask the endpoint table who answers (endpoint.h), run an application's
+ * runner (dispatch.h), take the runners' completions, finish (keep-alive or
+ * close).
  *
  * Every request that gets an answer goes through begin_request(): the one
  * place its start time, the request count and the previous response's
@@ -10,44 +11,40 @@
  * timer is reset by the keep-alive step alone (finish), so it bounds the
  * next head from its first byte.
  *
- * Expect: 100-continue (RFC 9110 §10.1.1) is decided by the application:
- * the request is dispatched when its head is complete, the body is read by
- * the loop while the runner runs, and 100 Continue goes out only when the
- * application first reads the body (wsgi.input, ASGI's receive:
- * M0_CPL_CONTINUE). An application
- * that answers without reading gets its final response out at once, and
- * the connection closes unless the body arrived anyway (RFC 9112 §9.3).
- * Other request bodies are received whole before dispatch, which keeps
- * slow uploads off the pool threads.
- *
- * Who answers is decided once, when the head is complete (decide()). An
- * answer given in C that needs no body (the metrics, /health, a grant, a
- * static file, a 404, every refusal of the GRIP control port) is given
- * then, from the head alone: no 100 Continue, no byte of the body read or
- * spooled, and the connection closed after it (RFC 9112 §9.6) — a GET
- * endpoint sent 1 GB is answered at once. Only an application and an
+ * Who answers is decided once, when the head is complete (decide(): the
+ * endpoint table's first claim), and kept on the job with the claim's
+ * flags; the Expect branch and the routing act on them alone. An answer
+ * that reads no body (the metrics, /health, a grant, a static file, a 404,
+ * every refusal of the GRIP control port) is given then, from the head
+ * alone: no 100 Continue, no byte of the body read or spooled, and the
+ * connection closed after it (RFC 9112 §9.6) — a GET endpoint sent 1 GB is
+ * answered at once. Only an application, the publish socket and an
  * authenticated GRIP publish within --grip-max-body read a body.
+ *
+ * Expect: 100-continue (RFC 9110 §10.1.1) is decided by the application (an
+ * endpoint that may start before the body, M0_EP_EARLY): the request is
+ * dispatched when its head is complete, the body is read by the loop while
+ * the runner runs, and 100 Continue goes out only when the application
+ * first reads the body (wsgi.input, ASGI's receive: M0_CPL_CONTINUE). An
+ * application that answers without reading gets its final response out at
+ * once, and the connection closes unless the body arrived anyway (RFC 9112
+ * §9.3). Other request bodies are received whole before their answerer
+ * runs, which keeps slow uploads off the pool threads.
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "m0/accesslog.h"
-#include "m0/bus.h"
 #include "m0/config.h"
-#include "m0/dispatch.h"
 #include "m0/conn.h"
-#include "m0/broker_url.h"
-#include "m0/health.h"
-#include "m0/grant_hold.h"
+#include "m0/server.h"
+#include "m0/dispatch.h"
+#include "m0/endpoint.h"
 #include "m0/h1.h"
-#include "m0/grip_control.h"
-#include "m0/grip_hold.h"
 #include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/log.h"
@@ -56,10 +53,8 @@
 #include "m0/metrics.h"
 #include "m0/pool.h"
 #include "m0/proxy.h"
-#include "m0/pubsock.h"
 #include "m0/rt.h"
 #include "m0/runner.h"
-#include "m0/static.h"
 #include "m0/target.h"
 #include "m0/timer.h"
 
@@ -68,35 +63,8 @@ static const char continue_100[] = "HTTP/1.1 100 Continue\r\n\r\n";
 /* ---------------------------------------------------------- inline mode */
 
 /* A runner on the loop thread (no pool) cannot wait for the loop: it
- * writes and reads the socket itself, blocking, bounded by the timeouts. */
-static int wait_fd(int fd, short what, uint64_t ms)
-{
-    struct pollfd p = {.fd = fd, .events = what};
-    int rc;
-    do
-        rc = poll(&p, 1, ms > 600000 ? 600000 : (int)ms);
-    while (rc == -1 && errno == EINTR);
-    return rc == 1 && !(p.revents & (POLLERR | POLLNVAL)) ? M0_OK : M0_ERR;
-}
-
-static int send_all(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
-        if (w == -1) {
-            if (errno == EINTR)
-                continue;
-            if ((errno == EAGAIN || errno == EWOULDBLOCK) && wait_fd(c->fd, POLLOUT, s->write_ms) == M0_OK)
-                continue;
-            c->flags |= C_PEER_GONE;
-            return M0_ERR;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return M0_OK;
-}
-
+ * writes and reads the socket itself, blocking, bounded by the timeouts
+ * (conn.h: m0_conn_send_wait, m0_conn_wait_readable). */
 static int inline_flush(struct m0_job *job, void *ctx)
 {
     struct m0_server *s = ctx;
@@ -105,7 +73,7 @@ static int inline_flush(struct m0_job *job, void *ctx)
         return M0_ERR;
     m0_buf_append(&c->out, job->resp.out.data + job->resp.out.off, m0_buf_unread(&job->resp.out));
     m0_buf_reset(&job->resp.out);
-    int rc = send_all(s, c, c->out.data + c->out.off, m0_buf_unread(&c->out));
+    int rc = m0_conn_send_wait(s, c, c->out.data + c->out.off, m0_buf_unread(&c->out));
     m0_buf_reset(&c->out);
     return rc;
 }
@@ -118,7 +86,7 @@ static int inline_read_body(struct m0_job *job, uint64_t want, void *ctx)
     struct m0_conn *c = m0_conn_of(s, job->slot);
     if (!(c->flags & C_SENT_100)) {
         c->flags |= C_SENT_100;
-        if (send_all(s, c, continue_100, sizeof continue_100 - 1) != M0_OK)
+        if (m0_conn_send_wait(s, c, continue_100, sizeof continue_100 - 1) != M0_OK)
             return M0_ERR;
     }
     for (;;) {
@@ -128,9 +96,9 @@ static int inline_read_body(struct m0_job *job, uint64_t want, void *ctx)
             return M0_OK;
         if (c->flags & C_PEER_GONE)
             return M0_ERR;
-        if (wait_fd(c->fd, POLLIN, s->body_ms) != M0_OK)
+        if (m0_conn_wait_readable(s, c, s->timeouts.body_ms) != M0_OK)
             return M0_ERR;
-        m0_conn_read(c);
+        m0_conn_read(s, c);
     }
 }
 
@@ -158,7 +126,7 @@ static void finish(struct m0_server *s, struct m0_conn *c)
     /* Counted as logged: every response, the server's own refusals too (a
      * request rejected before its method counts as method "other"). */
     if (job->resp.status != 0)
-        m0_metrics_request(s->mx, job->mx_mount, job->req.method, job->resp.status, m0_clock_us() - c->started_us, 0);
+        m0_metrics_request(m0_metrics_block(), job->mx_mount, job->req.method, job->resp.status, m0_clock_us() - c->started_us, 0);
     /* Every response that went out, the server's own refusals included (a
      * request rejected before its method has none: its line says "-"). */
     if (s->cfg->access_log && job->resp.status != 0)
@@ -167,7 +135,7 @@ static void finish(struct m0_server *s, struct m0_conn *c)
         /* Unread request bytes would turn our close into an RST that can
          * destroy the response in flight: shut down our side and discard
          * input briefly first (lingering close). */
-        shutdown(c->fd, SHUT_WR);
+        m0_conn_shutdown(s, c);
         if (c->resp_flags & M0_RESP_ABORT) {
             m0_conn_close(s, c);
             return;
@@ -201,7 +169,26 @@ static void finish(struct m0_server *s, struct m0_conn *c)
 
 /* What the runner produced goes to the connection: the hold taken, the
  * bytes and file range moved, then written. rc is the runner's outcome. */
+static void after_run_as(struct m0_server *s, struct m0_conn *c, int rc, int defer);
 static void after_run(struct m0_server *s, struct m0_conn *c, int rc)
+{
+    after_run_as(s, c, rc, 0);
+}
+
+/* A view that ran inline for at least DEFER_MIN_US (and under
+ * DEFER_MAX_US) has its complete answer written on the loop's next pass
+ * (EPOLLOUT), with the other answers of this pass, not at once: on
+ * loopback (a proxy or a benchmark client on the host) each send() runs
+ * the receiver's wake-up, and a client that idled through the view costs
+ * that wake-up per response, ~10 us of the worker's CPU on a VM where a
+ * pool's batched answers paid ~5 (Django: 90 vs 76 us a request inline vs
+ * pooled; docs/performance.md, "The hand-off"). A quick view's client is
+ * still busy with the previous answer (deferring it costs two epoll_ctl);
+ * a slow one's answer is not held behind the rest of the pass. */
+#define DEFER_MIN_US 20
+#define DEFER_MAX_US 1000
+
+static void after_run_as(struct m0_server *s, struct m0_conn *c, int rc, int defer)
 {
     struct m0_job *job = c->job;
     struct m0_resp *rs = &job->resp;
@@ -257,27 +244,29 @@ static void after_run(struct m0_server *s, struct m0_conn *c, int rc)
     else
         c->flags &= ~C_MORE;
     m0_conn_set_state(s, c, M0_CONN_WRITE);
-    m0_conn_flush(s, c);
+    if (defer && rc == M0_DONE && c->file_left == 0 && !(c->resp_flags & M0_RESP_HOLD))
+        m0_conn_interest(s, c, EPOLLOUT);        /* m0_conn_on_event writes it (WRITE state) */
+    else
+        m0_conn_flush(s, c);
 }
 
 
 static void dispatch(struct m0_server *s, struct m0_conn *c, const struct m0_target *t)
 {
     struct m0_job *job = c->job;
-    begin_request(s, c);
     job->target = t;
-    struct m0_target_stats *ts = m0_target_stats_of(&s->tstats, t);
+    struct m0_target_stats *ts = m0_target_stats_of(&s->run.tstats, t);
     ts->requests++;
     m0_conn_set_state(s, c, M0_CONN_RUN);
     /* EPOLLIN stays armed while the request is served: a client that waits
      * for its answer sends nothing, so no epoll_ctl is spent here. If bytes
      * do arrive (pipelining, a half-close), the event handler disarms then.
      * Inline, the runner reads and writes the socket itself (blocking). */
-    s->inline_io = (struct m0_job_inline){.flush = inline_flush, .read_body = inline_read_body, .ctx = s};
-    uint64_t began = s->request_ms ? m0_clock_ms() : 0;   /* only an inline run is timed here */
+    s->run.inline_io = (struct m0_job_inline){.flush = inline_flush, .read_body = inline_read_body, .ctx = s};
+    uint64_t began = m0_clock_us();      /* only an inline run is timed here */
     if (t->grip_key != NULL)
         job->begin_id = m0_rt_newest(s->rt);             /* where a GRIP hold's journal replay starts */
-    int rc = m0_dispatch(job, M0_RUN_START, &s->inline_io, m0_loop_now(s->loop));
+    int rc = m0_dispatch(job, M0_RUN_START, &s->run.inline_io, m0_loop_now(s->loop));
     if (rc == M0_QUEUED) {
         c->flags |= C_RUNNER;
         ts->in_flight++;                 /* until its final completion */
@@ -285,103 +274,10 @@ static void dispatch(struct m0_server *s, struct m0_conn *c, const struct m0_tar
     }
     /* Logged before after_run: that resets the job for the next request
      * (or closes the connection), and the line names this one. */
-    if (s->request_ms && m0_clock_ms() - began > s->request_ms)
-        m0_warn("view ran %.1f s (over --request-timeout): %s", (double)(m0_clock_ms() - began) / 1000,
-                M0_REQ_LOG(&job->req));
-    after_run(s, c, rc);
-}
-
-/* A static mount (DESIGN capability 10): answered on the loop thread, no
- * Python; the body is a file range the normal write path sends. */
-static void answer_static(struct m0_server *s, struct m0_conn *c, const struct m0_target *t)
-{
-    struct m0_job *job = c->job;
-    struct m0_static_out o;
-    begin_request(s, c);
-    m0_target_stats_of(&s->tstats, t)->requests++;
-    struct m0_body_req br = m0_job_framing(job);
-    m0_static_respond(t->files, &job->req, t->prefix_len, &br, &job->head, &job->body, &c->out, &o);
-    if (o.fd != -1) {
-        c->file_fd = o.fd;
-        c->file_off = o.off;
-        c->file_left = o.len;
-    }
-    m0_conn_answer(s, c, o.status, o.body_bytes);
-}
-
-/* No mount claims the path: a 404 from the loop (no Python), counted for
- * /health; the connection is kept like any other answer's. */
-static void answer_unmounted(struct m0_server *s, struct m0_conn *c)
-{
-    struct m0_job *job = c->job;
-    begin_request(s, c);
-    s->tstats.unmatched++;
-    struct m0_body_req br = m0_job_framing(job);
-    uint64_t n = m0_static_plain(&job->head, &job->body, &c->out, &br, 404, NULL,
-                                 "No application is mounted at this path");
-    m0_conn_answer(s, c, 404, n);
-}
-
-/* /health, answered here in C: it must stay readable while every Python
- * thread is busy (DESIGN capability 11). */
-static void answer_health(struct m0_server *s, struct m0_conn *c)
-{
-    struct m0_channel_stat top[20];
-    begin_request(s, c);
-    /* The worker's numbers: every loop's summed (--threads; loops.h). */
-    struct m0_loop_sum sum;
-    m0_loops_sum(s, &sum);
-    const uint64_t *v = sum.v;
-    struct m0_health h = {
-        .pid = (int)getpid(),
-        .worker = m0_bus_index,
-        .loop = s->loop_index,
-        .connections = (uint32_t)v[M0_LS_CONNS],
-        .held_streams = (uint32_t)v[M0_LS_HELD],
-        .websockets = (uint32_t)v[M0_LS_WEBSOCKETS],
-        .events_published = m0_metrics_published(),
-        .events_received = v[M0_LS_RECEIVED],
-        .events_delivered = v[M0_LS_DELIVERED],
-        .events_lost = v[M0_LS_LOST],
-        .slow_closed = v[M0_LS_SLOW_CLOSED],
-        .requests = v[M0_LS_REQUESTS],
-        .draining = atomic_load(&s->draining),
-        .pool_threads = (unsigned)v[M0_LS_POOL_THREADS],
-        .pool_busy = (unsigned)v[M0_LS_POOL_BUSY],
-        .pool_max = (unsigned)v[M0_LS_POOL_MAX],
-        .pool_queued = (unsigned)v[M0_LS_POOL_QUEUED],
-    };
-    struct m0_health_loop each[M0_MAX_LOOPS];
-    if (s->loops != NULL && s->loops->n > 1) {
-        for (unsigned i = 0; i < s->loops->n; i++) {
-            struct m0_loop_sum one;
-            m0_loops_read(s, i, &one);
-            each[i] = (struct m0_health_loop){.connections = (uint32_t)one.v[M0_LS_CONNS],
-                                              .held_streams = (uint32_t)one.v[M0_LS_HELD],
-                                              .websockets = (uint32_t)one.v[M0_LS_WEBSOCKETS],
-                                              .requests = one.v[M0_LS_REQUESTS],
-                                              .pool_busy = (unsigned)one.v[M0_LS_POOL_BUSY]};
-        }
-        h.loops = each;
-        h.nloops = s->loops->n;
-    }
-    struct m0_target_counters counters = {.unmatched = v[M0_LS_UNMATCHED]};
-    for (unsigned i = 0; i < m0_targets.n && i < M0_MAX_TARGETS; i++)
-        counters.t[i] = (struct m0_target_stats){.requests = v[M0_LS_T_REQUESTS + i],
-                                                 .in_flight = (uint32_t)v[M0_LS_T_INFLIGHT + i],
-                                                 .held = (uint32_t)v[M0_LS_T_HELD + i]};
-    h.targets = &m0_targets;
-    h.counters = &counters;
-    struct m0_buf body = {0}, broker = {0};
-    if (m0_broker != NULL) {
-        h.degraded = !m0_rt_source_health(s->rt, &broker);
-        m0_buf_append(&broker, "", 1);
-        h.broker = broker.data;
-    }
-    m0_health_render(&body, &h, top, m0_rt_top(s->rt, top, M0_ARRAY_LEN(top)));
-    m0_buf_free(&broker);
-    m0_conn_answer_body(s, c, 200, "application/json", body.data, body.len);
-    m0_buf_free(&body);
+    uint64_t ran_us = m0_clock_us() - began;
+    if (s->timeouts.request_ms && ran_us / 1000 > s->timeouts.request_ms)
+        m0_warn("view ran %.1f s (over --request-timeout): %s", (double)ran_us / 1e6, M0_REQ_LOG(&job->req));
+    after_run_as(s, c, rc, ran_us >= DEFER_MIN_US && ran_us < DEFER_MAX_US);
 }
 
 /* Who the request speaks for (proxy.h): the peer, or the client a trusted
@@ -397,102 +293,61 @@ static void set_client(struct m0_server *s, struct m0_job *job)
     job->https = cl.https;
 }
 
-/* Who answers a request (job->route). Everything but an application
- * route is answered in C, on the loop. */
-enum route { R_UNDECIDED, R_PUBLISH, R_GRIP, R_METRICS, R_HEALTH, R_GRANT, R_APP, R_STATIC, R_UNMOUNTED };
+/* The application mounts (endpoint.h): a mount with a runner answers
+ * what falls under it; the request is run once it is whole, or at its
+ * head when the client waits for 100 Continue (M0_EP_EARLY). */
+static unsigned app_claims(struct m0_server *s, struct m0_conn *c)
+{
+    (void)s;
+    const struct m0_target *t = m0_endpoint_mount(c);
+    return t != NULL && t->runner != NULL ? M0_EP_CLAIMED | M0_EP_READS_BODY | M0_EP_EARLY : 0;
+}
+
+static int app_answer(struct m0_server *s, struct m0_conn *c, int head_only)
+{
+    (void)head_only;                    /* it reads every body: never asked from the head */
+    dispatch(s, c, c->job->route_target);
+    return M0_EP_ANSWERED;              /* answered, or running (C_RUNNER): h1_complete goes on */
+}
+
+const struct m0_endpoint m0_h1_app_endpoint = {
+    .name = "app",
+    .flags = M0_EP_CLAIMED | M0_EP_READS_BODY | M0_EP_EARLY,
+    .claims = app_claims,
+    .answer = app_answer,
+};
 
 /* The one decision of who answers c's request, made when its head is
- * complete and before any byte of its body is read; the Expect branch of
- * h1_parse and route() act on it alone. The order is the precedence: a
- * listener of its own (the publish socket, GRIP control, --metrics-bind) answers everything
- * sent to it; then the metrics path, the health path, the grant paths, the
- * mounts. The GRIP control port decides here too (its credential checked
- * once, before the body: m0_grip_control_verdict). */
+ * complete and before any byte of its body is read (endpoint.h): the
+ * Expect branch of h1_parse and route() act on the endpoint and the flags
+ * kept on the job alone. */
 static void decide(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_job *job = c->job;
-    const struct m0_req *r = &job->req;
+    unsigned flags;
     set_client(s, job);
-    job->route_target = NULL;
-    if (job->pub_conn) {                /* pubsock.h: the local publish socket, in C, never the app */
-        job->route = R_PUBLISH;         /* its parser's own limits refused a larger body already */
-    } else if (job->grip_conn) {        /* grip_control.h: EPCP in C, never the app */
-        job->route = R_GRIP;
-        job->route_verdict = (int16_t)m0_grip_control_verdict(s, c);
-        if (job->route_verdict == 0)
-            m0_http_cap_body(&job->http, s->cfg->grip_max_body);   /* a chunked body too */
-    } else if (m0_metrics_claims(s, c)) {   /* metrics.h: answered in C, never the app */
-        job->route = R_METRICS;
-    } else if (s->health_len != 0 && r->path_len == s->health_len && memcmp(r->path, s->health_path, s->health_len) == 0) {
-        job->route = R_HEALTH;
-    } else if (m0_grant_claims(s, c)) {  /* grant_hold.h: verified and held in C, never the app */
-        job->route = R_GRANT;
-    } else {
-        const struct m0_target *t = m0_target_match(&m0_targets, r->path, r->path_len);
-        job->route_target = t;
-        job->route = t == NULL ? R_UNMOUNTED : t->runner == NULL ? R_STATIC : R_APP;
-    }
-}
-
-/* Does the answerer of the decided route read the request's body? Only an
- * application, the publish socket and an authenticated GRIP publish within
- * its limit do; every other answer in C is given from the head alone. */
-static int reads_body(const struct m0_job *job)
-{
-    return job->route == R_APP || job->route == R_PUBLISH || (job->route == R_GRIP && job->route_verdict == 0);
+    job->route = m0_endpoint_route(s, c, &flags);
+    job->route_flags = (uint8_t)flags;
 }
 
 /* A complete request (or, with head_only, a head whose body is not read):
- * to the answerer decide() chose. */
+ * to the endpoint decide() chose. Every answer begins the request here,
+ * whoever gives it (the start time, the count, the last response's flags
+ * gone). */
 static void route(struct m0_server *s, struct m0_conn *c, int head_only)
 {
     struct m0_job *job = c->job;
-    const struct m0_req *r = &job->req;
-    if (job->route == R_UNDECIDED)
+    if (job->route == NULL)
         decide(s, c);
-    job->mx_mount = -1;
-    switch (job->route) {
-    case R_PUBLISH:
-        begin_request(s, c);
-        m0_pubsock_answer(s, c);
+    const struct m0_endpoint *ep = job->route;
+    begin_request(s, c);
+    job->mx_mount = job->route_target != NULL ? (int8_t)(job->route_target - m0_targets.t) : -1;
+    if (ep == NULL) {
+        m0_conn_error(s, c, 500, "No endpoint answers this request");
         return;
-    case R_GRIP:
-        begin_request(s, c);
-        m0_grip_control_answer(s, c, job->route_verdict);
-        return;
-    case R_METRICS:
-        begin_request(s, c);
-        m0_metrics_answer(s, c);
-        return;
-    case R_HEALTH:
-        answer_health(s, c);
-        return;
-    case R_GRANT:
-        if (head_only && (strcmp(r->method, "GET") == 0 || strcmp(r->method, "OPTIONS") == 0)) {
-            /* A stream or a socket with content: nothing would read it, and
-             * a hold cannot follow unread bytes (RFC 9110 §9.3.1 lets a
-             * server refuse a GET with content). Other methods get the
-             * grant endpoint's 405. */
-            begin_request(s, c);
-            m0_conn_error(s, c, 400, "A grant request has no content");
-            return;
-        }
-        begin_request(s, c);
-        m0_conn_set_state(s, c, M0_CONN_RUN);
-        m0_grant_answer(s, c);
-        after_run(s, c, M0_DONE);
-        return;
-    default:
-        break;
     }
-    const struct m0_target *t = job->route_target;
-    job->mx_mount = t != NULL ? (int8_t)(t - m0_targets.t) : -1;
-    if (job->route == R_UNMOUNTED)
-        answer_unmounted(s, c);
-    else if (job->route == R_STATIC)
-        answer_static(s, c, t);
-    else
-        dispatch(s, c, t);
+    if (ep->answer(s, c, head_only) == M0_EP_AS_RUNNER)
+        after_run(s, c, M0_DONE);        /* its answer is in job->resp, as a runner's (a grant's hold) */
 }
 
 /* ---------------------------------------------------- the lazy body */
@@ -541,13 +396,13 @@ static int feed_body(struct m0_server *s, struct m0_conn *c)
 
 static void read_lazy_body(struct m0_server *s, struct m0_conn *c)
 {
-    m0_conn_read(c);
+    m0_conn_read(s, c);
     feed_body(s, c);
     if (!(c->flags & C_LAZY_BODY)) {
         m0_conn_interest(s, c, 0);      /* pipelined bytes wait their turn */
         c->deadline = 0;
     } else if (c->flags & C_SENT_100) {
-        c->deadline = m0_loop_now(s->loop) + s->body_ms;     /* progress restarts the idle timeout */
+        c->deadline = m0_loop_now(s->loop) + s->timeouts.body_ms;     /* progress restarts the idle timeout */
     }
 }
 
@@ -559,10 +414,10 @@ static void put_continue(struct m0_server *s, struct m0_conn *c)
     c->flags |= C_SENT_100;
     /* Small and first on the wire: a direct send; what the socket cannot
      * take now goes out ahead of the response. */
-    ssize_t w = send(c->fd, continue_100, sizeof continue_100 - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t w = m0_conn_send_now(s, c, continue_100, sizeof continue_100 - 1);
     if (w < (ssize_t)(sizeof continue_100 - 1))
         m0_buf_append(&c->out, continue_100 + (w > 0 ? w : 0), sizeof continue_100 - 1 - (size_t)(w > 0 ? w : 0));
-    c->deadline = m0_loop_now(s->loop) + s->body_ms;
+    c->deadline = m0_loop_now(s->loop) + s->timeouts.body_ms;
     m0_conn_interest(s, c, EPOLLIN | EPOLLRDHUP);
 }
 
@@ -603,7 +458,7 @@ static void h1_parse(struct m0_server *s, struct m0_conn *c)
             m0_conn_set_state(s, c, M0_CONN_READ_BODY);
             decide(s, c);
             int chunked = (job->req.flags & M0_REQ_CHUNKED) != 0;
-            if ((chunked || job->req.content_length > 0) && !reads_body(job)) {
+            if ((chunked || job->req.content_length > 0) && !(job->route_flags & M0_EP_READS_BODY)) {
                 /* Answered from the head alone (a refusal, the metrics, a
                  * 404...): no 100 Continue, not a byte of the body read or
                  * stored, and the connection closes after the answer — the
@@ -613,13 +468,13 @@ static void h1_parse(struct m0_server *s, struct m0_conn *c)
                 route(s, c, 1);
                 return;
             }
-            if ((job->req.flags & M0_REQ_EXPECT100) && job->route == R_APP && !chunked &&
+            if ((job->req.flags & M0_REQ_EXPECT100) && (job->route_flags & M0_EP_EARLY) && !chunked &&
                 job->req.content_length > 0) {
-                /* The application decides whether the body is wanted. */
+                /* The answerer (an application) decides whether the body is wanted. */
                 c->flags |= C_LAZY_BODY;
                 job->ch.body_lazy = 1;
                 m0_buf_compact(&c->in);
-                dispatch(s, c, job->route_target);
+                route(s, c, 0);
                 if (c->state == M0_CONN_RUN && (c->flags & C_LAZY_BODY) && m0_buf_unread(&c->in) > 0)
                     read_lazy_body(s, c);     /* body bytes sent without waiting */
                 if (c->state != M0_CONN_READ_HEAD)
@@ -668,13 +523,13 @@ static void check_request_timeout(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_job *job = c->job;
     uint64_t now = m0_loop_now(s->loop);
-    if (now - job->queued_ms < s->request_ms)
+    if (now - job->queued_ms < s->timeouts.request_ms)
         return;
     if (m0_job_cancel(job)) {
         unsigned threads, busy, max, waiting;
-        m0_pool_stats(s->pool, &threads, &busy, &max, &waiting);
+        m0_pool_stats(s->run.pool, &threads, &busy, &max, &waiting);
         m0_warn("503 for %s: still queued after %.1f s (all %u handler threads busy)",
-                M0_REQ_LOG(&job->req), (double)s->request_ms / 1000, threads);
+                M0_REQ_LOG(&job->req), (double)s->timeouts.request_ms / 1000, threads);
         m0_conn_error(s, c, 503, "No handler thread became free in time (--request-timeout)");
         return;
     }
@@ -690,13 +545,11 @@ static void check_request_timeout(struct m0_server *s, struct m0_conn *c)
 static void h1_complete(struct m0_server *s, struct m0_conn *c, const struct m0_completion *done)
 {
     struct m0_job *job = c->job;
-    if (job->grip_conn || job->pub_conn) {
-        /* A publish through the broker (grip_control.h, pubsock.h): answered now. */
+    if (job->route != NULL && job->route->complete != NULL) {
+        /* What an endpoint handed on (a publish through the broker:
+         * grip_control.h, pubsock.h) is answered now. */
         if (done->kind == M0_CPL_DONE) {
-            if (job->pub_conn)
-                m0_pubsock_complete(s, c);
-            else
-                m0_grip_control_complete(s, c);
+            job->route->complete(s, c);
             if (c->state == M0_CONN_READ_HEAD && m0_buf_unread(&c->in) > 0)
                 h1_parse(s, c);   /* pipelined requests waited their turn */
         }
@@ -765,9 +618,7 @@ static void h1_resume(struct m0_server *s, struct m0_conn *c, const char *peer, 
     memcpy(job->remote_addr, job->peer_addr, sizeof job->remote_addr);
     job->remote_port = job->peer_port;
     job->https = 0;
-    job->metrics_conn = 0;              /* a GRIP hold is on the public listener */
-    job->grip_conn = 0;
-    job->pub_conn = 0;
+    job->lidx = -1;                     /* a GRIP hold is on a listener no endpoint owns */
     c->flags &= ~(C_STREAMING | C_SENT_100 | C_LAZY_BODY | C_MORE | C_HEAD_TIMER);
     c->resp_flags = 0;
     if (m0_buf_unread(&c->in) == 0)
@@ -831,12 +682,22 @@ static void h1_drained(struct m0_server *s, struct m0_conn *c)
 /* The sweep: --request-timeout for a job still with the pool. */
 static void h1_tick(struct m0_server *s, struct m0_conn *c)
 {
-    if (c->state == M0_CONN_RUN && s->request_ms != 0 && s->pool != NULL)
+    if (c->state == M0_CONN_RUN && s->timeouts.request_ms != 0 && s->run.pool != NULL)
         check_request_timeout(s, c);
+}
+
+/* While a response is written (conn.h: watch): a streaming one watches
+ * for the client leaving (RDHUP), so its runner is told at once instead of
+ * at its next write; input otherwise waits its turn. */
+static uint32_t h1_watch(struct m0_server *s, const struct m0_conn *c)
+{
+    (void)s;
+    return (c->flags & C_STREAMING) ? EPOLLRDHUP : 0;
 }
 
 const struct m0_conn_ops m0_h1_conn_ops = {
     .name = "h1",
+    .watch = h1_watch,
     .input = h1_parse,
     .event = h1_event,
     .drained = h1_drained,

@@ -3,6 +3,7 @@
  * the loops of one worker in turn (see handoff.h).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -13,6 +14,7 @@
 #include "m0/log.h"
 #include "m0/loop.h"
 #include "m0/loops.h"
+#include "m0/server.h"
 
 /* One handed connection: its listener's index and its peer's address; the
  * descriptor rides along as SCM_RIGHTS. */
@@ -65,28 +67,74 @@ static void on_inbox(struct m0_loop *l, int inbox, uint32_t events, void *ctx)
             return;
         if (fd == -1)
             continue;
-        /* Served as this loop's own accept of it; after a drain closed the
-         * listeners (-1) it is still served, with Connection: close. */
-        int lfd = m.lidx < s->nlisten ? s->listen_fds[m.lidx] : -1;
-        m0_conn_take(s, fd, lfd, &m.addr);
+        /* Served as this loop's own accept of it (after a drain closed the
+         * listeners it is still served, with Connection: close). */
+        m0_conn_take(s, fd, m.lidx, &m.addr);
     }
 }
 
-int m0_handoff_open(struct m0_server *s)
+/* The loop's inbox (its extension's state, server.h): the read end of the
+ * pair the other loops write to (loops->inbox_w[loop_index]). */
+struct inbox {
+    int fd;
+};
+
+static void *inbox_init(struct m0_server *s)
 {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == -1) {
         m0_log_errno("socketpair (connection hand-off)");
-        return M0_ERR;
+        return NULL;
     }
-    s->inbox_fd = sv[0];
-    s->loops->inbox_w[s->loop_index] = sv[1];
     if (m0_loop_add_fd(s->loop, sv[0], EPOLLIN, on_inbox, s) == M0_ERR) {
         m0_log_errno("epoll_ctl(connection hand-off)");
-        return M0_ERR;
+        close(sv[0]);
+        close(sv[1]);
+        return NULL;
     }
-    s->hand_off = m0_handoff_send;
+    struct inbox *in = m0_xmalloc(sizeof *in);
+    in->fd = sv[0];
+    s->loops->inbox_w[s->loop_index] = sv[1];
+    return in;
+}
+
+/* The loop ends: connections handed too late are closed. */
+static void inbox_fini(struct m0_server *s, void *state)
+{
+    struct inbox *in = state;
+    struct handed m;
+    int fd;
+    while (take_one(in->fd, &m, &fd) == M0_OK) {
+        if (fd != -1)
+            close(fd);
+    }
+    m0_loop_del_fd(s->loop, in->fd);
+    close(in->fd);
+    free(in);
+    if (s->loops != NULL && s->loops->inbox_w[s->loop_index] != -1) {
+        close(s->loops->inbox_w[s->loop_index]);
+        s->loops->inbox_w[s->loop_index] = -1;
+    }
+}
+
+const struct m0_ext m0_handoff_ext = {.name = "hand-off", .init = inbox_init, .fini = inbox_fini};
+
+int m0_handoff_open(struct m0_server *s)
+{
+    m0_ext_register(s, &m0_handoff_ext);
+    if (m0_ext_of(s, &m0_handoff_ext) == NULL)
+        return M0_ERR;
+    s->accept.hand_off = m0_handoff_send;
     return M0_OK;
+}
+
+void m0_handoff_in_child(struct m0_server *s)
+{
+    const struct inbox *in = m0_ext_peek(s, &m0_handoff_ext);
+    if (in != NULL)
+        close(in->fd);
+    if (s->loops != NULL && s->loops->inbox_w[s->loop_index] != -1)
+        close(s->loops->inbox_w[s->loop_index]);
 }
 
 /* A loop busy for this long without going back to epoll (a view inline
@@ -104,7 +152,7 @@ static unsigned next_loop(struct m0_server *s)
         if (k == s->loop_index)
             return k;
         uint64_t awake = m0_loop_awake_since(ls->s[k]->loop);
-        if (ls->inbox_w[k] != -1 && !atomic_load(&ls->s[k]->draining) && (awake == 0 || now < awake + STALLED_MS))
+        if (ls->inbox_w[k] != -1 && !atomic_load(&ls->s[k]->life.draining) && (awake == 0 || now < awake + STALLED_MS))
             return k;
     }
     return s->loop_index;
@@ -137,23 +185,4 @@ int m0_handoff_send(struct m0_server *s, int fd, int lidx, const void *addr, uns
         return M0_AGAIN;      /* its inbox is full: that loop is stalled, this one serves it */
     close(fd);                /* the message carries a descriptor of its own */
     return M0_OK;
-}
-
-void m0_handoff_close(struct m0_server *s)
-{
-    if (s->inbox_fd == -1)
-        return;
-    struct handed m;
-    int fd;
-    while (take_one(s->inbox_fd, &m, &fd) == M0_OK) {
-        if (fd != -1)
-            close(fd);
-    }
-    m0_loop_del_fd(s->loop, s->inbox_fd);
-    close(s->inbox_fd);
-    s->inbox_fd = -1;
-    if (s->loops != NULL && s->loops->inbox_w[s->loop_index] != -1) {
-        close(s->loops->inbox_w[s->loop_index]);
-        s->loops->inbox_w[s->loop_index] = -1;
-    }
 }

@@ -1,65 +1,104 @@
 /*
- * health.c — /health as JSON, without Python.
+ * health.c — /health, answered in C on the loop (health.h): it must stay
+ * readable while every Python thread is busy (DESIGN capability 11). The
+ * worker's numbers are gathered here — every loop's summed (--threads;
+ * loops.h), the busiest channels the answering loop's, the broker's state
+ * — and rendered by health_json.c.
  */
+#include <stdatomic.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "m0/broker_url.h"
+#include "m0/bus.h"
+#include "m0/config.h"
+#include "m0/conn.h"
+#include "m0/server.h"
+#include "m0/endpoint.h"
 #include "m0/health.h"
-#include "m0/static.h"
+#include "m0/health_json.h"
+#include "m0/job.h"
+#include "m0/loops.h"
+#include "m0/metrics.h"
+#include "m0/rt.h"
 #include "m0/target.h"
 
-void m0_health_render(struct m0_buf *b, const struct m0_health *h, const struct m0_channel_stat *top,
-                      size_t ntop)
+static int answer(struct m0_server *s, struct m0_conn *c, int head_only)
 {
-    m0_buf_printf(b,
-                  "{\"status\": \"%s\", \"pid\": %d, \"worker\": %d, \"connections\": %u, "
-                  "\"requests\": %llu, \"held_streams\": %u, \"websockets\": %u, \"events_published\": %llu, "
-                  "\"events_received\": %llu, \"events_delivered\": %llu, \"events_lost\": %llu, \"slow_subscribers_closed\": %llu, "
-                  "\"pool\": {\"threads\": %u, \"busy\": %u, \"idle\": %u, \"max\": %u, \"queued\": %u}, "
-                  "\"channels\": [",
-                  h->draining ? "draining" : h->degraded ? "degraded" : "ok", h->pid, h->worker, h->connections,
-                  (unsigned long long)h->requests, h->held_streams, h->websockets, (unsigned long long)h->events_published,
-                  (unsigned long long)h->events_received, (unsigned long long)h->events_delivered, (unsigned long long)h->events_lost,
-                  (unsigned long long)h->slow_closed, h->pool_threads, h->pool_busy,
-                  h->pool_threads - (h->pool_busy < h->pool_threads ? h->pool_busy : h->pool_threads),
-                  h->pool_max, h->pool_queued);
-    for (size_t i = 0; i < ntop; i++) {
-        m0_buf_puts(b, i ? ", {\"channel\": " : "{\"channel\": ");
-        m0_buf_json_str(b, top[i].name, top[i].len);
-        m0_buf_printf(b, ", \"subscribers\": %u}", top[i].subscribers);
-    }
-    m0_buf_puts(b, "]");
-    m0_buf_printf(b, ", \"loop\": %u", h->loop);
-    if (h->nloops > 1 && h->loops != NULL) {
-        m0_buf_puts(b, ", \"loops\": [");
-        for (unsigned i = 0; i < h->nloops; i++) {
-            const struct m0_health_loop *l = &h->loops[i];
-            m0_buf_printf(b, "%s{\"loop\": %u, \"connections\": %u, \"requests\": %llu, \"held_streams\": %u, "
-                          "\"websockets\": %u, \"pool_busy\": %u}", i ? ", " : "", i, l->connections,
-                          (unsigned long long)l->requests, l->held_streams, l->websockets, l->pool_busy);
+    struct m0_channel_stat top[20];
+    (void)head_only;                 /* it reads no body either way */
+    /* The worker's numbers: every loop's summed (--threads; loops.h). */
+    struct m0_loop_sum sum;
+    m0_loops_sum(s, &sum);
+    const uint64_t *v = sum.v;
+    struct m0_health h = {
+        .pid = (int)getpid(),
+        .worker = m0_bus_index,
+        .loop = s->loop_index,
+        .connections = (uint32_t)v[M0_LS_CONNS],
+        .held_streams = (uint32_t)v[M0_LS_HELD],
+        .websockets = (uint32_t)v[M0_LS_WEBSOCKETS],
+        .events_published = m0_metrics_published(),
+        .events_received = v[M0_LS_RECEIVED],
+        .events_delivered = v[M0_LS_DELIVERED],
+        .events_lost = v[M0_LS_LOST],
+        .slow_closed = v[M0_LS_SLOW_CLOSED],
+        .requests = v[M0_LS_REQUESTS],
+        .draining = atomic_load(&s->life.draining),
+        .pool_threads = (unsigned)v[M0_LS_POOL_THREADS],
+        .pool_busy = (unsigned)v[M0_LS_POOL_BUSY],
+        .pool_max = (unsigned)v[M0_LS_POOL_MAX],
+        .pool_queued = (unsigned)v[M0_LS_POOL_QUEUED],
+    };
+    struct m0_health_loop each[M0_MAX_LOOPS];
+    if (s->loops != NULL && s->loops->n > 1) {
+        for (unsigned i = 0; i < s->loops->n; i++) {
+            struct m0_loop_sum one;
+            m0_loops_read(s, i, &one);
+            each[i] = (struct m0_health_loop){.connections = (uint32_t)one.v[M0_LS_CONNS],
+                                              .held_streams = (uint32_t)one.v[M0_LS_HELD],
+                                              .websockets = (uint32_t)one.v[M0_LS_WEBSOCKETS],
+                                              .requests = one.v[M0_LS_REQUESTS],
+                                              .pool_busy = (unsigned)one.v[M0_LS_POOL_BUSY]};
         }
-        m0_buf_puts(b, "]");
+        h.loops = each;
+        h.nloops = s->loops->n;
     }
-    if (h->broker != NULL)
-        m0_buf_printf(b, ", \"broker\": %s", h->broker);
-    if (h->targets != NULL) {
-        const struct m0_targets *ts = h->targets;
-        m0_buf_printf(b, ", \"unmounted\": %llu, \"mounts\": [", (unsigned long long)h->counters->unmatched);
-        for (unsigned i = 0; i < ts->n; i++) {
-            const struct m0_target *t = &ts->t[i];
-            const struct m0_target_stats *st = &h->counters->t[i];
-            m0_buf_puts(b, i ? ", {\"prefix\": " : "{\"prefix\": ");
-            m0_buf_json_str(b, t->prefix_len ? t->prefix : "/", t->prefix_len ? t->prefix_len : 1);
-            m0_buf_printf(b, ", \"kind\": \"%s\", \"mode\": \"%s\", \"%s\": ", m0_target_kind_name(t->kind),
-                          m0_target_mode(t), t->kind == M0_TARGET_STATIC ? "dir" : "app");
-            const char *what = t->resolved != NULL ? t->resolved : t->spec != NULL ? t->spec : "";
-            m0_buf_json_str(b, what, strlen(what));
-            m0_buf_printf(b, ", \"requests\": %llu", (unsigned long long)st->requests);
-            if (t->kind == M0_TARGET_STATIC && t->files != NULL)
-                m0_buf_printf(b, ", \"resolver\": \"%s\"}", m0_static_resolver_name(t->files->resolver));
-            else
-                m0_buf_printf(b, ", \"in_flight\": %u, \"held\": %u}", st->in_flight, st->held);
-        }
-        m0_buf_puts(b, "]");
+    struct m0_target_counters counters = {.unmatched = v[M0_LS_UNMATCHED]};
+    for (unsigned i = 0; i < m0_targets.n && i < M0_MAX_TARGETS; i++)
+        counters.t[i] = (struct m0_target_stats){.requests = v[M0_LS_T_REQUESTS + i],
+                                                 .in_flight = (uint32_t)v[M0_LS_T_INFLIGHT + i],
+                                                 .held = (uint32_t)v[M0_LS_T_HELD + i]};
+    h.targets = &m0_targets;
+    h.counters = &counters;
+    struct m0_buf body = {0}, broker = {0};
+    if (m0_broker != NULL) {
+        h.degraded = !m0_rt_source_health(s->rt, &broker);
+        m0_buf_append(&broker, "", 1);
+        h.broker = broker.data;
     }
-    m0_buf_puts(b, "}\n");
+    m0_health_render(&body, &h, top, m0_rt_top(s->rt, top, M0_ARRAY_LEN(top)));
+    m0_buf_free(&broker);
+    m0_conn_answer_body(s, c, 200, "application/json", body.data, body.len);
+    m0_buf_free(&body);
+    return M0_EP_ANSWERED;
 }
+
+/* The health path (--health-path; none when it is empty), whatever the
+ * method: answered from the head, no body read. */
+static unsigned claims(struct m0_server *s, struct m0_conn *c)
+{
+    const char *hp = s->cfg->health_path;
+    const struct m0_req *r = &c->job->req;
+    if (hp == NULL || hp[0] == '\0')
+        return 0;
+    size_t n = strlen(hp);
+    return r->path_len == n && memcmp(r->path, hp, n) == 0 ? M0_EP_CLAIMED : 0;
+}
+
+const struct m0_endpoint m0_health_endpoint = {
+    .name = "health",
+    .flags = M0_EP_CLAIMED,
+    .claims = claims,
+    .answer = answer,
+};

@@ -1,9 +1,10 @@
 /*
  * hold.c — held connections (see hold.h; DESIGN capabilities 4 and 5;
- * WHATWG SSE §9.2): the base every hold shares (its outbox, bounded by
- * --outbox-limit, written directly or corked through a fan-out pass), the
- * loop's holds as the sink of its realtime engine (rt.h), and the SSE
- * stream, the first implementation of the hold interface.
+ * WHATWG SSE §9.2): the base every hold shares (its sends through the
+ * connection's one output queue, with the accounting of --outbox-limit,
+ * written directly or corked through a fan-out pass), the loop's holds as
+ * the sink of its realtime engine (rt.h), and the SSE stream, the first
+ * implementation of the hold interface.
  *
  * The engine hands each delivery over by slot; the sink queues it on the
  * slot's connection with the hold's deliver (an SSE stream: the bytes as
@@ -16,13 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "m0/accesslog.h"
 #include "m0/config.h"
 #include "m0/conn.h"
-#include "m0/grip_item.h"
+#include "m0/server.h"
 #include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/log.h"
@@ -35,61 +35,53 @@
 
 /* ---------------------------------------------------------- held sends */
 
-uint32_t m0_hold_interest(const struct m0_conn *c, int want_out)
+/* The connection's input while it is held (conn.h: watch): read, unless
+ * the implementation stops reading (a WebSocket whose queue is full, or
+ * whose close has begun: TCP pushes back, LINGER reads the rest). */
+uint32_t m0_hold_watch(struct m0_server *s, const struct m0_conn *c)
 {
-    /* An implementation may stop reading (a WebSocket whose queue is full,
-     * or whose close has begun: TCP pushes back, LINGER reads the rest). */
+    (void)s;
     const struct m0_hold *h = c->hold;
     int reads = h == NULL || h->ops->reads == NULL || h->ops->reads(h);
-    return (reads ? EPOLLIN | EPOLLRDHUP : 0) | (want_out ? EPOLLOUT : 0);
+    return reads ? EPOLLIN | EPOLLRDHUP : 0;
 }
 
-int m0_hold_flush(struct m0_server *s, struct m0_conn *c)
+/* n bytes of the connection's queue went out (conn.h: wrote): the hold's
+ * accounting. Which bytes went is not tracked: the runner's own are
+ * counted last, so the limit is never applied to them. */
+void m0_hold_wrote(struct m0_server *s, struct m0_conn *c, size_t n)
 {
     struct m0_hold *h = c->hold;
-    while (m0_buf_unread(&h->outbox) > 0) {
-        ssize_t w = send(c->fd, h->outbox.data + h->outbox.off, m0_buf_unread(&h->outbox),
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w == -1) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                m0_conn_interest(s, c, m0_hold_interest(c, 1));
-                return M0_AGAIN;
-            }
-            return M0_ERR;
-        }
-        /* Which bytes went is not tracked: count the runner's last, so
-         * the limit is never applied to them. */
-        size_t other = m0_buf_unread(&h->outbox) - h->owed;
-        m0_buf_consume(&h->outbox, (size_t)w);
-        h->sent += (uint64_t)w;
-        if ((size_t)w > other)
-            h->owed -= (size_t)w - other;
-        h->allowance = h->allowance > (size_t)w ? h->allowance - (size_t)w : 0;
-        h->last_write = m0_loop_now(s->loop);
-        if (h->ops->written != NULL)
-            h->ops->written(s, c);      /* a runner that owns the socket may send again */
-    }
-    h->allowance = 0;
-    h->owed = 0;
-    if (h->outbox.cap > 16 * 1024)
-        m0_buf_free(&h->outbox);     /* a burst's buffer is not kept idle */
-    m0_conn_interest(s, c, m0_hold_interest(c, 0));
-    return M0_OK;
+    if (h == NULL)
+        return;
+    size_t left = m0_conn_queued(c);
+    size_t other = left + n - h->owed;
+    if (n > other)
+        h->owed -= n - other;
+    h->sent += (uint64_t)n;
+    h->allowance = h->allowance > n ? h->allowance - n : 0;
+    h->last_write = m0_loop_now(s->loop);
+    if (left == 0)
+        h->allowance = h->owed = 0;
+    if (h->ops->written != NULL)
+        h->ops->written(s, c);      /* a runner that owns the socket may send again */
 }
 
-/* A subscriber more than --outbox-limit behind: counted, logged at most
- * once a second, closed after the batch. */
+/* The bytes waiting for c: its queue once HELD; before, what waits for
+ * the head to go out. */
+static size_t queued(const struct m0_conn *c, const struct m0_hold *h)
+{
+    if (c->state == M0_CONN_HELD)
+        return m0_conn_queued(c);
+    return h->early != NULL ? m0_buf_unread(h->early) : 0;
+}
+
+/* A subscriber more than --outbox-limit behind: counted, closed after the
+ * batch (conn.h: the slow-client policy). */
 static void too_slow(struct m0_server *s, struct m0_conn *c)
 {
-    struct m0_holds *hs = s->holds;
     m0_rt_counters(s->rt)->slow_closed++;
-    if (m0_loop_now(s->loop) >= hs->next_slow_log) {
-        m0_warn("closing a held stream more than %zu bytes behind (slow subscriber)", hs->outbox_limit);
-        hs->next_slow_log = m0_loop_now(s->loop) + 1000;
-    }
-    m0_conn_doom(s, c);
+    m0_conn_too_slow(s, c, "a held stream more than --outbox-limit behind (slow subscriber)");
 }
 
 void m0_hold_send(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
@@ -98,27 +90,24 @@ void m0_hold_send(struct m0_server *s, struct m0_conn *c, const char *p, size_t 
     struct m0_hold *h = c->hold;
     if ((c->flags & C_DOOMED) || h == NULL)
         return;
-    if (c->state == M0_CONN_HELD && m0_buf_unread(&h->outbox) == 0 && !hs->corking) {
-        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w > 0)
-            h->sent += (uint64_t)w;
-        if (w == (ssize_t)n) {
-            h->last_write = m0_loop_now(s->loop);
-            return;
-        }
-        if (w == -1 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+    if (c->state == M0_CONN_HELD && m0_conn_queued(c) == 0 && !hs->corking) {
+        ssize_t w = m0_conn_send_now(s, c, p, n);
+        if (w == -1) {
             m0_conn_doom(s, c);
             return;
         }
         if (w > 0) {
-            p += w;
-            n -= (size_t)w;
+            h->sent += (uint64_t)w;
             h->last_write = m0_loop_now(s->loop);
         }
-        m0_buf_append(&h->outbox, p, n);
+        if (w == (ssize_t)n)
+            return;
+        p += w;
+        n -= (size_t)w;
+        m0_conn_queue(c, p, n);
         if (hs->owing)
             h->owed += n;
-        m0_conn_interest(s, c, m0_hold_interest(c, 1));
+        m0_conn_rearm(s, c);           /* EPOLLOUT for the rest */
         return;
     }
     /* A resume's replay may exceed the limit by the journal's size: it is
@@ -129,12 +118,22 @@ void m0_hold_send(struct m0_server *s, struct m0_conn *c, const char *p, size_t 
         h->owed += n;
     } else if (hs->replaying) {
         h->allowance += n;
-    } else if (m0_buf_unread(&h->outbox) - h->owed + n > hs->outbox_limit + h->allowance) {
+    } else if (queued(c, h) - h->owed + n > hs->outbox_limit + h->allowance) {
         too_slow(s, c);
         return;
     }
-    m0_buf_append(&h->outbox, p, n);
-    if (hs->corking && c->state == M0_CONN_HELD && !h->corked) {
+    if (c->state != M0_CONN_HELD) {
+        /* The response's head (and a streaming view's body) is still going
+         * out of the queue: these follow it once it is out (m0_hold_enter). */
+        if (h->early == NULL) {
+            h->early = m0_xmalloc(sizeof *h->early);
+            memset(h->early, 0, sizeof *h->early);
+        }
+        m0_buf_append(h->early, p, n);
+        return;
+    }
+    m0_conn_queue(c, p, n);
+    if (hs->corking && !h->corked) {
         h->corked = 1;
         hs->corked[hs->ncorked++] = m0_conn_slot(s, c);
     }
@@ -143,7 +142,7 @@ void m0_hold_send(struct m0_server *s, struct m0_conn *c, const char *p, size_t 
 void m0_hold_deliver(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
 {
     struct m0_holds *hs = s->holds;
-    if (!hs->corking || !hs->direct || c->hold == NULL || m0_buf_unread(&c->hold->outbox) > 0) {
+    if (!hs->corking || !hs->direct || c->hold == NULL || m0_conn_queued(c) > 0) {
         m0_hold_send(s, c, p, n);
         return;
     }
@@ -164,15 +163,15 @@ void m0_hold_send_owed(struct m0_server *s, struct m0_conn *c, const char *p, si
 
 /* ----------------------------------------------- the sink of the engine */
 
-static void sink_deliver(void *ctx, uint32_t slot, const char *p, size_t n, int replay)
+static void sink_deliver(void *ctx, uint32_t slot, const struct m0_rt_event *ev)
 {
     struct m0_server *s = ctx;
     struct m0_conn *c = m0_conn_of(s, slot);
     if (c->hold == NULL)
         return;
     int was = s->holds->replaying;
-    s->holds->replaying = replay;
-    c->hold->ops->deliver(s, c, p, n);
+    s->holds->replaying = ev->replay;
+    c->hold->ops->deliver(s, c, ev);
     s->holds->replaying = was;
 }
 
@@ -207,11 +206,11 @@ static void sink_flush(void *ctx)
             h->corked = 0;
             if (c->flags & C_DOOMED)
                 continue;
-            int rc = m0_hold_flush(s, c);
+            int rc = m0_conn_write(s, c);
             if (rc == M0_ERR)
                 m0_conn_doom(s, c);
             else if (rc == M0_OK)
-                m0_buf_free(&h->outbox);     /* written: an idle connection keeps no buffer */
+                m0_buf_free(&c->out);     /* written: an idle connection keeps no buffer */
         }
         hs->ncorked = 0;
     }
@@ -234,13 +233,13 @@ void m0_holds_init(struct m0_server *s)
     const struct m0_config *cfg = s->cfg;
     struct m0_holds *hs = m0_xmalloc(sizeof *hs);
     memset(hs, 0, sizeof *hs);
-    hs->corked = m0_xmalloc(s->nconns * sizeof *hs->corked);
+    hs->corked = m0_xmalloc(s->slots.n * sizeof *hs->corked);
     hs->heartbeat_ms = (uint64_t)(cfg->heartbeat * 1000);
     hs->outbox_limit = (size_t)cfg->outbox_limit;
     s->holds = hs;
     const struct m0_rt_sink sink = {.ctx = s, .deliver = sink_deliver, .cork = sink_cork, .corked = sink_corked,
                                     .flush = sink_flush, .awaiting = sink_awaiting};
-    s->rt = m0_rt_new(s->loop, cfg, s->nconns, &sink);
+    s->rt = m0_rt_new(s->loop, cfg, s->slots.n, &sink);
 }
 
 void m0_holds_free(struct m0_server *s)
@@ -255,12 +254,22 @@ void m0_holds_free(struct m0_server *s)
 
 /* --------------------------------------------------------------- holds */
 
+/* The base's own memory (an implementation's release freed the rest). */
+static void hold_free(struct m0_hold *h)
+{
+    if (h->early != NULL) {
+        m0_buf_free(h->early);
+        free(h->early);
+    }
+    free(h);
+}
+
 int m0_hold_subscribe(struct m0_server *s, struct m0_conn *c, const struct m0_hold_ops *ops)
 {
     struct m0_job *job = c->job;
     /* A worker on its way out holds nothing new (its bus is about to be its
      * replacement's): the caller's 503 sends the client back. */
-    if (atomic_load(&s->draining))
+    if (atomic_load(&s->life.draining))
         return M0_ERR;
     /* A channel needs the bus (or the broker) being read; a socket an
      * asynchronous runner accepted without one needs neither. */
@@ -279,8 +288,7 @@ int m0_hold_subscribe(struct m0_server *s, struct m0_conn *c, const struct m0_ho
                         job->hold_last_id, job->hold_start) != M0_OK) {
         if (h->ops->release != NULL)
             h->ops->release(s, c);
-        m0_buf_free(&h->outbox);
-        free(h);
+        hold_free(h);
         c->hold = NULL;
         return M0_ERR;
     }
@@ -318,18 +326,18 @@ void m0_hold_enter(struct m0_server *s, struct m0_conn *c)
     struct m0_hold *h = c->hold;
     if (s->cfg->access_log)
         keep_line(c);
-    if (atomic_load(&s->draining)) {       /* head out, nothing more will come: end it */
+    if (atomic_load(&s->life.draining)) {       /* head out, nothing more will come: end it */
         m0_conn_close(s, c);
         return;
     }
-    m0_metrics_request(s->mx, job->mx_mount, job->req.method, job->resp.status, 0, 1);
+    m0_metrics_request(m0_metrics_block(), job->mx_mount, job->req.method, job->resp.status, 0, 1);
     m0_conn_set_state(s, c, M0_CONN_HELD);
     c->proto = h->ops->proto;            /* from now on the hold's protocol answers for it */
     h->last_write = m0_loop_now(s->loop);
     struct m0_rt_stats *st = m0_rt_counters(s->rt);
     st->held++;
     if (h->target != NULL)
-        m0_target_stats_of(&s->tstats, h->target)->held++;
+        m0_target_stats_of(&s->run.tstats, h->target)->held++;
     int inbound = h->ops->proto == M0_CONN_PROTO_WS;
     if (inbound)
         st->websockets++;
@@ -343,11 +351,18 @@ void m0_hold_enter(struct m0_server *s, struct m0_conn *c)
      * GRIP hold's pipelined bytes (a long-poll's next request). */
     if (!(inbound || h->ops->proto == M0_CONN_PROTO_GRIP) || m0_buf_unread(&c->in) == 0)
         m0_buf_free(&c->in);
-    m0_buf_free(&c->out);
     m0_resp_reset(&job->resp);
     m0_buf_free(&job->resp.out);
     m0_head_free(&job->head);
-    if (m0_hold_flush(s, c) == M0_ERR) {
+    /* The response is out: the connection's queue is the hold's now, and
+     * what came for it meanwhile goes first. */
+    m0_buf_free(&c->out);
+    if (h->early != NULL) {
+        c->out = *h->early;
+        free(h->early);
+        h->early = NULL;
+    }
+    if (m0_conn_write(s, c) == M0_ERR) {
         m0_conn_close(s, c);
         return;
     }
@@ -390,14 +405,13 @@ void m0_hold_release(struct m0_server *s, struct m0_conn *c)
         struct m0_rt_stats *st = m0_rt_counters(s->rt);
         st->held--;
         if (h->target != NULL)
-            m0_target_stats_of(&s->tstats, h->target)->held--;
+            m0_target_stats_of(&s->run.tstats, h->target)->held--;
         if (h->ops->proto == M0_CONN_PROTO_WS)
             st->websockets--;
     }
     if (h->ops->release != NULL)
         h->ops->release(s, c);
-    m0_buf_free(&h->outbox);
-    free(h);
+    hold_free(h);
     c->hold = NULL;
 }
 
@@ -422,18 +436,18 @@ static struct m0_hold *sse_begin(struct m0_server *s, struct m0_conn *c)
     return h;
 }
 
-static void sse_deliver(struct m0_server *s, struct m0_conn *c, const char *frame, size_t n)
+static void sse_deliver(struct m0_server *s, struct m0_conn *c, const struct m0_rt_event *ev)
 {
-    if (m0_grip_is_item(frame, n))
+    if (ev->kind == M0_RT_GRIP)
         return;              /* a GRIP item on the channel: for GRIP and WebSocket holds (grip_item.h) */
-    m0_hold_deliver(s, c, frame, n);
+    m0_hold_deliver(s, c, ev->frame, ev->n);
 }
 
 /* Drain: what is queued, then a FIN (the client reconnects and resumes). */
 static void sse_end(struct m0_server *s, struct m0_conn *c)
 {
-    m0_hold_flush(s, c);
-    shutdown(c->fd, SHUT_WR);
+    m0_conn_write(s, c);
+    m0_conn_shutdown(s, c);
     m0_conn_close(s, c);
 }
 
@@ -441,26 +455,21 @@ static void held_read(struct m0_server *s, struct m0_conn *c)
 {
     char sink[512];
     for (;;) {
-        ssize_t n = recv(c->fd, sink, sizeof sink, MSG_DONTWAIT);
+        ssize_t n = m0_conn_recv(s, c, sink, sizeof sink);
         if (n > 0)
             continue;      /* an event stream has no inbound traffic: discard */
         if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
-        if (n == -1 && errno == EINTR)
-            continue;
         m0_conn_close(s, c);   /* EOF or error: the client left; unsubscribe now */
         return;
     }
 }
 
+/* Epoll events on a held stream (conn.h: event; conn.c wrote its queue). */
 static void sse_event(struct m0_server *s, struct m0_conn *c, uint32_t ev)
 {
     if (c->state != M0_CONN_HELD)
         return;
-    if ((ev & EPOLLOUT) && m0_hold_flush(s, c) == M0_ERR) {
-        m0_conn_close(s, c);
-        return;
-    }
     if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
         held_read(s, c);
 }
@@ -476,7 +485,7 @@ static void sse_tick(struct m0_server *s, struct m0_conn *c)
         c->deadline = now + 60000;        /* nothing to send: the wheel just keeps it */
         return;
     }
-    if (now - c->hold->last_write >= hs->heartbeat_ms && m0_buf_unread(&c->hold->outbox) == 0) {
+    if (now - c->hold->last_write >= hs->heartbeat_ms && m0_conn_queued(c) == 0) {
         /* A comment line: ignored by EventSource, keeps proxies from timing
          * out an idle stream (WHATWG SSE §9.2.7). */
         m0_hold_send(s, c, M0_SSE_HEARTBEAT, sizeof M0_SSE_HEARTBEAT - 1);
@@ -496,6 +505,8 @@ const struct m0_hold_ops m0_sse_hold_ops = {
 
 const struct m0_conn_ops m0_sse_conn_ops = {
     .name = "sse",
+    .wrote = m0_hold_wrote,
+    .watch = m0_hold_watch,
     .event = sse_event,
     .tick = sse_tick,
     .closing = m0_hold_release,

@@ -8,6 +8,7 @@
 #include "m0/broker_url.h"
 #include "m0/buf.h"
 #include "m0/conn.h"
+#include "m0/server.h"
 #include "m0/loops.h"
 #include "m0/pool.h"
 #include "m0/rt.h"
@@ -37,11 +38,11 @@ static void own(struct m0_server *s, struct m0_loop_sum *o)
 {
     memset(o, 0, sizeof *o);
     unsigned threads, busy, max, queued;
-    m0_pool_stats(s->pool, &threads, &busy, &max, &queued);
+    m0_pool_stats(s->run.pool, &threads, &busy, &max, &queued);
     struct m0_rt_stats rt;
     m0_rt_stats(s->rt, &rt);
-    o->v[M0_LS_REQUESTS] = s->requests;
-    o->v[M0_LS_CONNS] = s->nactive;
+    o->v[M0_LS_REQUESTS] = s->run.requests;
+    o->v[M0_LS_CONNS] = s->slots.nactive;
     o->v[M0_LS_HELD] = rt.held;
     o->v[M0_LS_WEBSOCKETS] = rt.websockets;
     o->v[M0_LS_RECEIVED] = rt.received;
@@ -53,9 +54,9 @@ static void own(struct m0_server *s, struct m0_loop_sum *o)
     o->v[M0_LS_POOL_BUSY] = busy;
     o->v[M0_LS_POOL_MAX] = max;
     o->v[M0_LS_POOL_QUEUED] = queued;
-    o->v[M0_LS_POOL_STARTED] = m0_pool_started(s->pool);
-    o->v[M0_LS_ORPHANS] = s->norphans;
-    o->v[M0_LS_UNMATCHED] = s->tstats.unmatched;
+    o->v[M0_LS_POOL_STARTED] = m0_pool_started(s->run.pool);
+    o->v[M0_LS_ORPHANS] = s->slots.norphans;
+    o->v[M0_LS_UNMATCHED] = s->run.tstats.unmatched;
     if (m0_broker != NULL) {
         struct m0_rt_source_stats bs;
         m0_rt_source_stats(s->rt, &bs);
@@ -64,9 +65,9 @@ static void own(struct m0_server *s, struct m0_loop_sum *o)
         o->v[M0_LS_BROKER_RECONNECTS] = bs.reconnects;
     }
     for (unsigned i = 0; i < m0_targets.n && i < M0_MAX_TARGETS; i++) {
-        o->v[M0_LS_T_REQUESTS + i] = s->tstats.t[i].requests;
-        o->v[M0_LS_T_INFLIGHT + i] = s->tstats.t[i].in_flight;
-        o->v[M0_LS_T_HELD + i] = s->tstats.t[i].held;
+        o->v[M0_LS_T_REQUESTS + i] = s->run.tstats.t[i].requests;
+        o->v[M0_LS_T_INFLIGHT + i] = s->run.tstats.t[i].in_flight;
+        o->v[M0_LS_T_HELD + i] = s->run.tstats.t[i].held;
     }
 }
 
@@ -85,7 +86,7 @@ void m0_loops_publish(struct m0_server *s)
 
 void m0_loops_begin_request(struct m0_server *s)
 {
-    s->requests++;
+    s->run.requests++;
     if (s->loops != NULL)
         atomic_fetch_add_explicit(&s->loops->requests, 1, memory_order_relaxed);
 }
@@ -93,7 +94,7 @@ void m0_loops_begin_request(struct m0_server *s)
 uint64_t m0_loops_requests(const struct m0_server *s)
 {
     if (s->loops == NULL)
-        return s->requests;
+        return s->run.requests;
     return atomic_load_explicit(&s->loops->requests, memory_order_relaxed);
 }
 

@@ -25,10 +25,13 @@
 #include "m0/broker_url.h"
 #include "m0/config.h"
 #include "m0/conn.h"
+#include "m0/server.h"
+#include "m0/endpoint.h"
 #include "m0/rt.h"
 #include "m0/job.h"
 #include "m0/loops.h"
 #include "m0/metrics.h"
+#include "m0/metrics_http.h"
 #include "m0/metrics_text.h"
 #include "m0/pool.h"
 #include "m0/response.h"
@@ -47,17 +50,6 @@ static int path_is(const struct m0_req *r, const char *p)
 {
     size_t n = strlen(p);
     return r->path_len == n && memcmp(r->path, p, n) == 0;
-}
-
-int m0_metrics_claims(const struct m0_server *s, const struct m0_conn *c)
-{
-    const struct m0_job *job = c->job;
-    if (job->metrics_conn)
-        return 1;
-    const char *mp = s->cfg->metrics_path;
-    if (mp == NULL || mp[0] == '\0' || s->mx == NULL)
-        return 0;
-    return path_is(&job->req, mp);
 }
 
 /* ------------------------------------------------------------ /proc */
@@ -153,7 +145,7 @@ static void respond(struct m0_server *s, struct m0_conn *c, int status, const ch
 static void sample(struct m0_loop *l, void *ctx)
 {
     struct m0_server *s = ctx;
-    struct m0_mx_block *b = s->mx;
+    struct m0_mx_block *b = m0_metrics_block();
     if (s->loops != NULL)
         pthread_mutex_lock(&s->loops->sample_lock);
     struct m0_loop_sum sum;
@@ -191,42 +183,50 @@ static void sample(struct m0_loop *l, void *ctx)
         m0_loop_wake_at(l, m0_loop_now(l) + 1000);
 }
 
+/* The metrics' per-loop part (server.h): the sampling hook, added when
+ * the process has a block (its state: the block). */
+static void *metrics_init(struct m0_server *s)
+{
+    struct m0_mx_block *b = m0_metrics_block();
+    if (b != NULL)
+        m0_loop_add_hook(s->loop, sample, s);
+    return b;
+}
+
+const struct m0_ext m0_metrics_ext = {.name = "metrics", .init = metrics_init};
+
 void m0_metrics_attach(struct m0_server *s)
 {
-    s->mx = m0_metrics_block();
-    s->metrics_fd = -1;
-    if (s->mx == NULL)
-        return;
-    if (s->cfg->metrics_listener >= 0 && s->cfg->metrics_listener < s->nlisten)
-        s->metrics_fd = s->listen_fds[s->cfg->metrics_listener];
-    m0_loop_add_hook(s->loop, sample, s);
+    m0_ext_register(s, &m0_metrics_ext);
+    m0_ext_of(s, &m0_metrics_ext);
 }
 
-void m0_mx_sample(struct m0_server *s)
+/* Accepted on --metrics-bind's listener (which the endpoint owns)? */
+static int on_own(const struct m0_server *s, const struct m0_job *job)
 {
-    if (s->mx != NULL)
-        sample(NULL, s);
+    return job->lidx >= 0 && job->lidx == s->cfg->metrics_listener;
 }
 
-void m0_metrics_answer(struct m0_server *s, struct m0_conn *c)
+static int answer(struct m0_server *s, struct m0_conn *c, int head_only)
 {
     struct m0_job *job = c->job;
     const struct m0_req *r = &job->req;
+    (void)head_only;                 /* it reads no body either way */
     /* A peer outside the trust list learns nothing: the path is a 404 as
      * if nothing were there (the application never sees it either). */
-    int ours = job->metrics_conn ? path_is(r, endpoint_path(s->cfg)) : m0_proxy_trusted(&s->cfg->forwarded_trust, job->peer_addr);
-    if (!ours || s->mx == NULL) {
+    int ours = on_own(s, job) ? path_is(r, endpoint_path(s->cfg)) : m0_proxy_trusted(&s->cfg->forwarded_trust, job->peer_addr);
+    if (!ours || m0_metrics_block() == NULL) {
         respond(s, c, 404, NULL, NULL);
-        return;
+        return M0_EP_ANSWERED;
     }
     if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0) {
         respond(s, c, 405, NULL, NULL);
-        return;
+        return M0_EP_ANSWERED;
     }
     uint64_t cells[M0_MX_NCELLS];
     struct m0_mx_who who[MAX_PROCS];
     size_t nwho = 0;
-    m0_mx_sample(s);
+    sample(NULL, s);                 /* this worker's own cells, fresh (this pass has not ended yet) */
     m0_mx_sum(cells, who, &nwho, MAX_PROCS);
     struct m0_mx_proc procs[MAX_PROCS];
     size_t np = 0;
@@ -255,4 +255,33 @@ void m0_metrics_answer(struct m0_server *s, struct m0_conn *c)
     m0_mx_render(&body, &v, om);
     respond(s, c, 200, om ? M0_MX_CT_OPENMETRICS : M0_MX_CT_TEXT, &body);
     m0_buf_free(&body);
+    return M0_EP_ANSWERED;
 }
+
+/* ------------------------------------------------------------ the endpoint */
+
+static int listener(const struct m0_config *cfg)
+{
+    return cfg->metrics_listener;
+}
+
+/* Everything on --metrics-bind's listener; on the others, --metrics-path
+ * (when the metrics are kept). Answered from the head: no body is read. */
+static unsigned claims(struct m0_server *s, struct m0_conn *c)
+{
+    const struct m0_job *job = c->job;
+    if (on_own(s, job))
+        return M0_EP_CLAIMED;
+    const char *mp = s->cfg->metrics_path;
+    if (mp == NULL || mp[0] == '\0' || m0_metrics_block() == NULL)
+        return 0;
+    return path_is(&job->req, mp) ? M0_EP_CLAIMED : 0;
+}
+
+const struct m0_endpoint m0_metrics_endpoint = {
+    .name = "metrics",
+    .flags = M0_EP_CLAIMED | M0_EP_OWN_LISTENER,
+    .claims = claims,
+    .answer = answer,
+    .listener = listener,
+};

@@ -21,6 +21,9 @@
 #include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/conn.h"
+#include "m0/grip_control.h"
+#include "m0/server.h"
+#include "m0/endpoint.h"
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/loop.h"
@@ -31,13 +34,6 @@
 
 /* The id line m0pub counts a frame with ("id: " and 2**63, the longest). */
 #define ID_LINE_MAX (sizeof "id: 9223372036854775808\n" - 1)
-
-void m0_pubsock_attach(struct m0_server *s)
-{
-    s->pub_fd = -1;
-    if (s->cfg->publish_listener >= 0 && s->cfg->publish_listener < s->nlisten)
-        s->pub_fd = s->listen_fds[s->cfg->publish_listener];
-}
 
 /* A small answer with one extra field (name NULL: none). */
 static void reply(struct m0_server *s, struct m0_conn *c, int status, const char *ctype, const char *body,
@@ -68,7 +64,7 @@ static void published(struct m0_server *s, struct m0_conn *c, uint64_t id)
 {
     char body[48];
     snprintf(body, sizeof body, "{\"id\": %llu}\n", (unsigned long long)id);
-    m0_mx_add(s->mx, M0_MX_PUBLISHES, 1);
+    m0_mx_add(m0_metrics_block(), M0_MX_PUBLISHES, 1);
     reply(s, c, 200, "application/json", body, NULL, NULL);
 }
 
@@ -104,16 +100,15 @@ static char *body_of(const struct m0_req *r, size_t *n)
  * runner's. M0_OK, or M0_ERR when no thread can be had. */
 static int hand_over(struct m0_server *s, struct m0_conn *c, const struct m0_pubreq *p)
 {
-    if (s->grip_pub == NULL)
-        s->grip_pub = m0_broker_grip_new(s->loop, s->nconns);
-    if (s->grip_pub == NULL)
+    struct m0_broker_grip *pub = m0_ext_of(s, &m0_grip_publisher_ext);
+    if (pub == NULL)
         return M0_ERR;
     struct m0_broker_batch *b = m0_broker_batch_event(m0_conn_slot(s, c), c->gen, p->channel, p->channel_len,
                                                       p->data, p->data_len, p->event, p->key, p->key_len);
     c->job->queued_ms = m0_loop_now(s->loop);
     c->flags |= C_RUNNER;
     m0_conn_set_state(s, c, M0_CONN_RUN);
-    m0_broker_grip_submit(s->grip_pub, b);
+    m0_broker_grip_submit(pub, b);
     return M0_OK;
 }
 
@@ -137,7 +132,7 @@ static void publish(struct m0_server *s, struct m0_conn *c, const struct m0_pubr
     }
     if (m0_broker != NULL) {
         if (hand_over(s, c, p) != M0_OK) {
-            m0_mx_add(s->mx, M0_MX_PUBLISH_ERRORS, 1);
+            m0_mx_add(m0_metrics_block(), M0_MX_PUBLISH_ERRORS, 1);
             text(s, c, 503, "The broker publisher could not be started: nothing was published.\n");
         }
         return;
@@ -148,12 +143,12 @@ static void publish(struct m0_server *s, struct m0_conn *c, const struct m0_pubr
         published(s, c, id);
         return;
     }
-    m0_mx_add(s->mx, M0_MX_PUBLISH_ERRORS, 1);
+    m0_mx_add(m0_metrics_block(), M0_MX_PUBLISH_ERRORS, 1);
     text(s, c, 503, rc == M0_AGAIN ? "No bus to publish on: nothing was published.\n"
                                    : "The bus refused the event: nothing was published.\n");
 }
 
-void m0_pubsock_answer(struct m0_server *s, struct m0_conn *c)
+static void answer(struct m0_server *s, struct m0_conn *c)
 {
     const struct m0_req *r = &c->job->req;
     if (path_is(r, "/")) {
@@ -169,7 +164,7 @@ void m0_pubsock_answer(struct m0_server *s, struct m0_conn *c)
         reply(s, c, 405, "text/plain; charset=utf-8", "Method Not Allowed (POST /publish)\n", "Allow", "POST");
         return;
     }
-    if (atomic_load(&s->draining)) {
+    if (atomic_load(&s->life.draining)) {
         /* Stopping or being replaced: a held stream here is being closed,
          * and its readers go elsewhere. A new connection reaches a
          * serving worker (or finds the socket gone: the server stops). */
@@ -196,10 +191,10 @@ void m0_pubsock_answer(struct m0_server *s, struct m0_conn *c)
     m0_pubreq_free(&p);
 }
 
-void m0_pubsock_complete(struct m0_server *s, struct m0_conn *c)
+static void complete(struct m0_server *s, struct m0_conn *c)
 {
-    struct m0_broker_batch *b = m0_broker_grip_take(s->grip_pub, m0_conn_slot(s, c));
-    if (c->state != M0_CONN_RUN || !c->job->pub_conn) {
+    struct m0_broker_batch *b = m0_broker_grip_take(m0_ext_peek(s, &m0_grip_publisher_ext), m0_conn_slot(s, c));
+    if (c->state != M0_CONN_RUN || c->job->route != &m0_pubsock_endpoint) {
         m0_broker_batch_free(b);
         return;
     }
@@ -220,6 +215,38 @@ void m0_pubsock_complete(struct m0_server *s, struct m0_conn *c)
     snprintf(msg, sizeof msg, unknown ? "%s\n" : "Not published: %s\n", b->err);
     m0_warn("publish socket: publish through the broker failed: %s", b->err);
     m0_broker_batch_free(b);
-    m0_mx_add(s->mx, M0_MX_PUBLISH_ERRORS, 1);
+    m0_mx_add(m0_metrics_block(), M0_MX_PUBLISH_ERRORS, 1);
     text(s, c, unknown ? 504 : 503, msg);
 }
+
+/* ------------------------------------------------------------ the endpoint */
+
+static int listener(const struct m0_config *cfg)
+{
+    return cfg->publish_listener;
+}
+
+/* Everything sent to the publish socket is its (the router asks no one
+ * else there); its body is read, bounded by its own small limits. */
+static unsigned claims(struct m0_server *s, struct m0_conn *c)
+{
+    int l = c->job->lidx;
+    return l >= 0 && l == s->cfg->publish_listener ? M0_EP_CLAIMED | M0_EP_READS_BODY : 0;
+}
+
+static int answer_ep(struct m0_server *s, struct m0_conn *c, int head_only)
+{
+    (void)head_only;
+    answer(s, c);
+    return c->flags & C_RUNNER ? M0_EP_PENDING : M0_EP_ANSWERED;
+}
+
+const struct m0_endpoint m0_pubsock_endpoint = {
+    .name = "publish",
+    .flags = M0_EP_CLAIMED | M0_EP_READS_BODY | M0_EP_OWN_LISTENER,
+    .claims = claims,
+    .answer = answer_ep,
+    .complete = complete,
+    .listener = listener,
+    .limits = &m0_pubreq_limits,       /* a 413 before a large body is read */
+};

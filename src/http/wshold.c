@@ -28,7 +28,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "m0/accesslog.h"
@@ -36,11 +35,13 @@
 #include "m0/dispatch.h"
 #include "m0/grip_item.h"
 #include "m0/conn.h"
+#include "m0/server.h"
 #include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/log_text.h"
 #include "m0/loop.h"
+#include "m0/rt.h"
 #include "m0/runner.h"
 #include "m0/sse.h"
 #include "m0/target.h"
@@ -48,49 +49,11 @@
 #include "m0/ws.h"
 #include "m0/wsframes.h"
 #include "m0/wshold.h"
+#include "wshold_int.h"
+#include "wshold_mailbox.h"
 
-/* Messages waiting behind the one in flight before the socket stops being
- * read (and their bytes: at most --ws-max-message more). */
-#define QUEUE_MAX 16
 /* Bytes read per wakeup from one socket (a fast sender does not hold the loop). */
 #define READ_BUDGET (256 * 1024)
-
-struct m0_wsmsg {
-    struct m0_wsmsg *next;
-    uint8_t opcode;
-    struct m0_buf payload;
-};
-
-/*
- * What a held WebSocket keeps (about 400 bytes and its handshake's
- * snapshot while idle; a message being reassembled or queued costs its
- * bytes, bounded by --ws-max-message). The hold's base comes first: c->hold
- * is this struct.
- */
-struct m0_wshold {
-    struct m0_hold base;            /* the outbox, the target (hold.h) */
-    struct m0_ws_parser parser;     /* frames in: head state, masking, fragment buffer, UTF-8 state */
-    const struct m0_target *target; /* the target whose view gated the socket: messages go back to it */
-    struct m0_ws_snapshot *req;     /* the handshake request, for the messages' requests */
-    struct m0_wsmsg *q_head, *q_tail;   /* complete messages waiting their turn, oldest first */
-    uint32_t q_len;
-    size_t q_bytes;
-    uint8_t in_flight;              /* a message is with the runner (the conn has C_WS_MSG) */
-    uint8_t paused;                 /* the queue is full: the socket is not read */
-    uint8_t close_sent;             /* our close frame is queued: nothing else is sent */
-    uint8_t close_received;         /* the peer's close frame arrived */
-    uint8_t owned;                  /* an asynchronous runner keeps the job (ASGI): hold.h */
-    uint8_t runner_done;            /* owned: the runner posted its DONE */
-    uint8_t peer_gone;              /* the peer left while views still owed it messages (not owned) */
-    uint16_t end_code;              /* the close code the socket ends with (the peer's, or ours) */
-    uint64_t ping_at;               /* loop clock of our unanswered ping; 0: none */
-    uint64_t last_pong;             /* loop clock of the last pong */
-    uint64_t msg_us;                /* the message with the views began (its access-log duration) */
-    uint16_t channel_len;
-    uint16_t remote_port;           /* the handshake's client, for the messages' requests */
-    uint8_t https;                  /*   (an idle socket has no job to keep it in) */
-    char channel[];                 /* M0-Channel of the approval, NUL, the client's address, NUL */
-};
 
 static void ws_free(struct m0_wshold *ws);
 static void pull(struct m0_server *s, struct m0_conn *c);
@@ -99,7 +62,7 @@ static void on_done(struct m0_server *s, struct m0_conn *c);
 
 static struct m0_wshold *ws_of(const struct m0_conn *c)
 {
-    return (struct m0_wshold *)c->hold;
+    return m0_wshold_of(c);
 }
 
 static uint64_t now_ms(struct m0_server *s)
@@ -227,7 +190,7 @@ static void send_close(struct m0_server *s, struct m0_conn *c, unsigned code, co
 static void finish_close(struct m0_server *s, struct m0_conn *c)
 {
     m0_hold_release(s, c);
-    shutdown(c->fd, SHUT_WR);
+    m0_conn_shutdown(s, c);
     m0_buf_free(&c->in);
     m0_conn_set_state(s, c, M0_CONN_LINGER);
     m0_conn_interest(s, c, EPOLLIN | EPOLLRDHUP);
@@ -243,7 +206,7 @@ static int views_owe(const struct m0_wshold *ws)
 /* After anything that may have queued our close frame, or ended the last
  * message the views owed: the close handshake (LINGER), or the slot's end
  * when the peer is gone. */
-static void maybe_finish(struct m0_server *s, struct m0_conn *c)
+void m0_wshold_settle(struct m0_server *s, struct m0_conn *c)
 {
     if (c->state != M0_CONN_HELD || c->hold == NULL || (c->flags & C_DOOMED))
         return;
@@ -252,12 +215,12 @@ static void maybe_finish(struct m0_server *s, struct m0_conn *c)
         return;
     if (ws->peer_gone)
         m0_conn_close(s, c);
-    else if (m0_buf_unread(&c->hold->outbox) == 0)
+    else if (m0_conn_queued(c) == 0)
         finish_close(s, c);
 }
 
 /* Fail the connection (§7.1.7): our close frame with code, then close. */
-static void fail_socket(struct m0_server *s, struct m0_conn *c, unsigned code, const char *why)
+void m0_wshold_fail(struct m0_server *s, struct m0_conn *c, unsigned code, const char *why)
 {
     m0_debug("slot %u: closing WebSocket %u (%s)", m0_conn_slot(s, c), code, why);
     send_close(s, c, code, why);
@@ -268,10 +231,10 @@ static void fail_socket(struct m0_server *s, struct m0_conn *c, unsigned code, c
  * http-stream / http-response formats are GRIP holds' (grip_item.h). In
  * publish order, id and prev-id not checked: Pushpin's sequencing
  * reorders, and its reliability recovers, HTTP holds only. */
-static void ws_deliver_item(struct m0_server *s, struct m0_conn *c, const char *frame, size_t n)
+static void ws_deliver_item(struct m0_server *s, struct m0_conn *c, const struct m0_rt_event *ev)
 {
     struct m0_grip_item it;
-    if (m0_grip_item_decode(frame, n, &it) != M0_OK || !(it.flags & M0_GRIP_IT_WS))
+    if (m0_grip_item_decode(ev->frame, ev->n, &it) != M0_OK || !(it.flags & M0_GRIP_IT_WS))
         return;
     struct m0_buf *out = &m0_ws_scratch_of(s)->data;
     m0_buf_reset(out);
@@ -281,229 +244,29 @@ static void ws_deliver_item(struct m0_server *s, struct m0_conn *c, const char *
         m0_buf_free(out);    /* a large message's bytes are not kept by an idle loop */
 }
 
-/* One framed SSE event from the registry: its data as text frames; a GRIP
- * item: its ws-message (hold.h: deliver). */
-static void ws_deliver(struct m0_server *s, struct m0_conn *c, const char *frame, size_t n)
+/* An SSE event from the engine: its data as text frames (converted once
+ * per event for every socket, wsframes.h); a GRIP item: its ws-message; a
+ * notice (m0-gap) is for resuming EventSources, not a socket's message
+ * (hold.h: deliver). */
+static void ws_deliver(struct m0_server *s, struct m0_conn *c, const struct m0_rt_event *ev)
 {
     struct m0_wshold *ws = ws_of(c);
-    if (ws->close_sent || ws->peer_gone)
+    if (ws->close_sent || ws->peer_gone || ev->kind == M0_RT_NOTICE)
         return;
-    if (m0_grip_is_item(frame, n)) {
-        ws_deliver_item(s, c, frame, n);
+    if (ev->kind == M0_RT_GRIP) {
+        ws_deliver_item(s, c, ev);
         return;
     }
-    const struct m0_buf *frames = m0_ws_event_frames(m0_ws_scratch_of(s), frame, n);
+    const struct m0_buf *frames = m0_ws_event_frames(m0_ws_scratch_of(s), ev);
     if (frames->len > 0)
         m0_hold_deliver(s, c, frames->data, frames->len);
-}
-
-/* ------------------------------------------------------------ messages */
-
-static void queue_push(struct m0_wshold *ws, int opcode, struct m0_ws_parser *p)
-{
-    struct m0_wsmsg *m = m0_xmalloc(sizeof *m);
-    m->next = NULL;
-    m->opcode = (uint8_t)opcode;
-    memset(&m->payload, 0, sizeof m->payload);
-    m0_ws_parser_take(p, &m->payload);
-    if (ws->q_tail)
-        ws->q_tail->next = m;
-    else
-        ws->q_head = m;
-    ws->q_tail = m;
-    ws->q_len++;
-    ws->q_bytes += m->payload.len;
-    if (ws->q_len > QUEUE_MAX || ws->q_bytes > ws->parser.max_message)
-        ws->paused = 1;
-}
-
-static void queue_clear(struct m0_wshold *ws)
-{
-    while (ws->q_head != NULL) {
-        struct m0_wsmsg *m = ws->q_head;
-        ws->q_head = m->next;
-        m0_buf_free(&m->payload);
-        free(m);
-    }
-    ws->q_tail = NULL;
-    ws->q_len = 0;
-    ws->q_bytes = 0;
-}
-
-/* The view answered a message: its body, if any, back to this socket. */
-static void reply(struct m0_server *s, struct m0_conn *c)
-{
-    struct m0_job *job = c->job;
-    struct m0_resp *rs = &job->resp;
-    struct m0_wshold *ws = ws_of(c);
-    size_t n = m0_buf_unread(&rs->out);
-    const char *p = rs->out.data + rs->out.off;
-    if (s->cfg->access_log) {
-        /* The message's request: POST to the socket's path (ws.h). */
-        uint64_t now_us = m0_clock_us();
-        struct m0_access a = {.addr = job->remote_addr[0] ? job->remote_addr : NULL, .req = &job->req,
-                              .status = rs->status, .bytes = n,
-                              .duration_us = now_us > ws->msg_us ? now_us - ws->msg_us : 0};
-        m0_access_log(&a);
-    }
-    if (rs->flags & M0_RESP_ABORT) {
-        fail_socket(s, c, M0_WS_CLOSE_INTERNAL, "the application failed");
-        return;
-    }
-    if (rs->status / 100 != 2) {
-        if (rs->status != 0)
-            m0_warn("WebSocket message to %s answered %d: nothing sent to the socket",
-                    M0_LOG_TEXT(ws->channel, ws->channel_len), rs->status);
-        return;
-    }
-    if (n == 0 || ws->close_sent || ws->peer_gone)
-        return;
-    int op = job->head.ws_opcode;
-    int utf8 = m0_ws_utf8_valid(p, n);
-    if (op == 0)
-        op = utf8 ? M0_WS_TEXT : M0_WS_BINARY;
-    if (op == M0_WS_TEXT && !utf8) {
-        m0_warn("WebSocket message reply marked text is not UTF-8: sent as binary");
-        op = M0_WS_BINARY;
-    }
-    uint8_t head[M0_WS_FRAME_HEAD_MAX];
-    size_t hl = m0_ws_frame_head(head, op, n, 1);
-    /* The head, then the body in place (no copy of a large reply). */
-    m0_hold_send(s, c, (const char *)head, hl);
-    m0_hold_send(s, c, p, n);
-}
-
-static void restore_client(const struct m0_wshold *ws, struct m0_job *job)    /* the handshake's client */
-{
-    snprintf(job->remote_addr, sizeof job->remote_addr, "%s", ws->channel + ws->channel_len + 1);
-    memcpy(job->peer_addr, job->remote_addr, sizeof job->peer_addr);
-    job->remote_port = ws->remote_port;
-    job->https = ws->https;
-}
-
-/* The job is the loop's again: drop the message's request and answer. */
-static void job_done(struct m0_job *job)
-{
-    m0_req_free(&job->req);          /* its arena too: an idle socket keeps none */
-    m0_req_init(&job->req);
-    m0_resp_reset(&job->resp);
-    if (job->resp.out.cap > 64 * 1024)
-        m0_buf_free(&job->resp.out);
-    m0_head_free(&job->head);
-    m0_body_reset(&job->body);
-}
-
-static void process_input(struct m0_server *s, struct m0_conn *c, const char *p, size_t n);
-
-/* An owned socket: every queued message into the runner's channel at once;
- * the next batch when it has taken them all (M0_CPL_TAKEN). */
-static void offer_all(struct m0_conn *c)
-{
-    struct m0_wshold *ws = ws_of(c);
-    while (ws->q_head != NULL) {
-        struct m0_wsmsg *m = ws->q_head;
-        ws->q_head = m->next;
-        m0_job_offer(c->job, m->opcode, m->payload.data, m->payload.len);
-        m0_buf_free(&m->payload);
-        free(m);
-    }
-    ws->q_tail = NULL;
-    ws->q_len = 0;
-    ws->q_bytes = 0;
-    ws->in_flight = 1;
-}
-
-/*
- * Hand queued messages to the runner, one at a time (and read what waited
- * while the queue was full). A target without a pool runs it here, on the
- * loop thread, as its requests run.
- */
-static void drive(struct m0_server *s, struct m0_conn *c)
-{
-    for (;;) {
-        if (c->state != M0_CONN_HELD || c->hold == NULL || (c->flags & C_DOOMED))
-            return;
-        struct m0_wshold *ws = ws_of(c);
-        if (ws->runner_done) {
-            queue_clear(ws);            /* nobody will take them */
-            return;
-        }
-        if (ws->in_flight)
-            return;
-        if (ws->q_head == NULL) {
-            if (ws->paused) {
-                /* Room again: what was read meanwhile first, then the socket. */
-                ws->paused = 0;
-                m0_conn_interest(s, c, m0_hold_interest(c, m0_buf_unread(&c->hold->outbox) > 0));
-                if (m0_buf_unread(&c->in) > 0) {
-                    struct m0_buf in = c->in;
-                    memset(&c->in, 0, sizeof c->in);
-                    process_input(s, c, in.data + in.off, m0_buf_unread(&in));
-                    m0_buf_free(&in);
-                    continue;
-                }
-            }
-            return;
-        }
-        if (ws->owned) {
-            offer_all(c);
-            return;
-        }
-        struct m0_wsmsg *m = ws->q_head;
-        ws->q_head = m->next;
-        if (ws->q_head == NULL)
-            ws->q_tail = NULL;
-        ws->q_len--;
-        ws->q_bytes -= m->payload.len;
-        struct m0_job *job = m0_conn_job(s, c);      /* an idle socket has none */
-        uint32_t slot = m0_conn_slot(s, c);
-        m0_job_reset(job);
-        job->gen = c->gen;
-        restore_client(ws, job);
-        job->target = ws->target;
-        job->msg_opcode = m->opcode;
-        m0_ws_message_request(&job->req, ws->req, ws->channel, ws->channel_len, slot, m->opcode, &m->payload);
-        m0_buf_free(&m->payload);
-        free(m);
-        ws->in_flight = 1;
-        ws->msg_us = m0_clock_us();
-        /* On the target's pool, or (no pool) on the loop thread, as its
-         * requests run. */
-        if (m0_dispatch(job, M0_RUN_MESSAGE, NULL, now_ms(s)) == M0_QUEUED) {
-            c->flags |= C_RUNNER | C_WS_MSG;
-            m0_target_stats_of(&s->tstats, ws->target)->in_flight++;      /* until its completion */
-            return;
-        }
-        ws->in_flight = 0;
-        reply(s, c);
-        job_done(job);
-        m0_conn_job_put(s, c);
-        maybe_finish(s, c);
-    }
-}
-
-static void on_message_done(struct m0_server *s, struct m0_conn *c)
-{
-    struct m0_job *job = c->job;
-    c->flags &= ~C_WS_MSG;
-    if (c->state == M0_CONN_HELD && c->hold != NULL && ws_of(c) != NULL) {
-        ws_of(c)->in_flight = 0;
-        reply(s, c);
-    }
-    job_done(job);
-    m0_conn_job_put(s, c);           /* idle again: no job (ORPHAN: a no-op, the release puts it) */
-    if (c->state == M0_CONN_HELD && c->hold != NULL) {
-        drive(s, c);
-        maybe_finish(s, c);
-    }
-    m0_conn_close_doomed(s);
 }
 
 /* --------------------------------------------------------------- input */
 
 /* Parse n bytes of frames; what cannot be taken while the queue is full
  * waits in c->in. */
-static void process_input(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
+void m0_wshold_input(struct m0_server *s, struct m0_conn *c, const char *p, size_t n)
 {
     while (n > 0) {
         if (c->state != M0_CONN_HELD || c->hold == NULL || (c->flags & C_DOOMED))
@@ -526,11 +289,11 @@ static void process_input(struct m0_server *s, struct m0_conn *c, const char *p,
         case M0_WS_EV_MESSAGE:
             if (ws->target == NULL) {
                 /* A grant is for listening (issue 18): 1008, policy violation. */
-                fail_socket(s, c, M0_WS_CLOSE_POLICY, "this socket only listens");
+                m0_wshold_fail(s, c, M0_WS_CLOSE_POLICY, "this socket only listens");
                 break;
             }
-            queue_push(ws, ev.opcode, &ws->parser);
-            drive(s, c);
+            m0_wsbox_push(ws, ev.opcode, &ws->parser);
+            m0_wsbox_drive(s, c);
             break;
         case M0_WS_EV_PING: {
             char frame[M0_WS_CONTROL_MAX + 2];
@@ -552,7 +315,7 @@ static void process_input(struct m0_server *s, struct m0_conn *c, const char *p,
             send_close(s, c, ev.code, NULL);
             break;            /* the messages before it are still delivered */
         case M0_WS_EV_ERROR:
-            fail_socket(s, c, ev.code, ev.why);
+            m0_wshold_fail(s, c, ev.code, ev.why);
             break;
         }
     }
@@ -567,18 +330,16 @@ static void read_frames(struct m0_server *s, struct m0_conn *c)
         struct m0_wshold *ws = ws_of(c);
         if (ws->paused || ws->close_sent || ws->close_received)
             break;
-        ssize_t r = recv(c->fd, rbuf, sizeof m0_ws_scratch_of(s)->rbuf, MSG_DONTWAIT);
+        ssize_t r = m0_conn_recv(s, c, rbuf, sizeof m0_ws_scratch_of(s)->rbuf);
         if (r > 0) {
             total += (size_t)r;
-            process_input(s, c, rbuf, (size_t)r);
+            m0_wshold_input(s, c, rbuf, (size_t)r);
             if (c->state != M0_CONN_HELD || c->hold == NULL)
                 return;
             if ((size_t)r < sizeof m0_ws_scratch_of(s)->rbuf)
                 break;
             continue;
         }
-        if (r == -1 && errno == EINTR)
-            continue;
         if (r == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
             break;
         gone = 1;                     /* EOF or an error: the peer left */
@@ -588,7 +349,7 @@ static void read_frames(struct m0_server *s, struct m0_conn *c)
         /* Whatever the handshake state, nobody reads our frames any more:
          * unsubscribe and free the slot now (an owning runner gets what it
          * sent before leaving, ws_release) — unless views still owe
-         * it messages: they run first, then the slot closes (maybe_finish). */
+         * it messages: they run first, then the slot closes (m0_wshold_settle). */
         c->flags |= C_PEER_GONE;
         struct m0_wshold *ws = ws_of(c);
         if (views_owe(ws)) {
@@ -603,11 +364,11 @@ static void read_frames(struct m0_server *s, struct m0_conn *c)
     }
     struct m0_wshold *ws = ws_of(c);
     /* A full queue or a close stops the reading: epoll must stop reporting
-     * the input it leaves (level-triggered), until drive() resumes. */
-    m0_conn_interest(s, c, m0_hold_interest(c, m0_buf_unread(&c->hold->outbox) > 0));
+     * the input it leaves (level-triggered), until the mailbox resumes it. */
+    m0_conn_rearm(s, c);
     if (ws->close_sent || ws->close_received) {
         /* Input after a close is discarded until LINGER reads it. */
-        maybe_finish(s, c);
+        m0_wshold_settle(s, c);
     }
 }
 
@@ -628,11 +389,11 @@ static void ws_enter(struct m0_server *s, struct m0_conn *c)
         /* Frames the client sent right behind its handshake. */
         struct m0_buf in = c->in;
         memset(&c->in, 0, sizeof c->in);
-        process_input(s, c, in.data + in.off, m0_buf_unread(&in));
+        m0_wshold_input(s, c, in.data + in.off, m0_buf_unread(&in));
         m0_buf_free(&in);
         if (c->state == M0_CONN_HELD && c->hold != NULL) {
-            m0_conn_interest(s, c, m0_hold_interest(c, m0_buf_unread(&c->hold->outbox) > 0));
-            maybe_finish(s, c);
+            m0_conn_rearm(s, c);
+            m0_wshold_settle(s, c);
         }
     }
     m0_conn_close_doomed(s);
@@ -643,13 +404,8 @@ static void ws_event(struct m0_server *s, struct m0_conn *c, uint32_t ev)
 {
     if (c->state != M0_CONN_HELD)
         return;
-    if ((ev & EPOLLOUT) && m0_hold_flush(s, c) == M0_ERR) {
-        c->flags |= C_PEER_GONE;
-        m0_conn_close(s, c);
-        return;
-    }
     if ((ev & EPOLLOUT) && ws_of(c)->owned && !ws_of(c)->runner_done)
-        m0_job_credit(c->job, m0_buf_unread(&c->hold->outbox));
+        m0_job_credit(c->job, m0_conn_queued(c));
     if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
         read_frames(s, c);
     if (c->state == M0_CONN_HELD && (ev & (EPOLLHUP | EPOLLERR))) {
@@ -660,7 +416,7 @@ static void ws_event(struct m0_server *s, struct m0_conn *c, uint32_t ev)
         m0_conn_close(s, c);
     }
     if (c->state == M0_CONN_HELD && c->hold != NULL)
-        maybe_finish(s, c);
+        m0_wshold_settle(s, c);
     m0_conn_close_doomed(s);
 }
 
@@ -710,12 +466,12 @@ static void ws_end(struct m0_server *s, struct m0_conn *c)
     if (ws->owned && !ws->runner_done)
         pull(s, c);                   /* what the application sent before the drain */
     if (ws->peer_gone) {
-        maybe_finish(s, c);
+        m0_wshold_settle(s, c);
         return;
     }
     send_close(s, c, M0_WS_CLOSE_GOING_AWAY, "server shutting down");
     if (c->state == M0_CONN_HELD && c->hold != NULL && !(c->flags & C_DOOMED))
-        maybe_finish(s, c);
+        m0_wshold_settle(s, c);
 }
 
 /* ------------------------------------------------------- owned sockets */
@@ -738,7 +494,7 @@ static void pull(struct m0_server *s, struct m0_conn *c)
     if (m0_job_take_close(job, &code, reason, &rlen))
         send_close_n(s, c, code, reason, rlen);
     if (!ws->runner_done && !(c->flags & C_DOOMED))
-        m0_job_credit(job, m0_buf_unread(&c->hold->outbox));
+        m0_job_credit(job, m0_conn_queued(c));
 }
 
 static void on_part(struct m0_server *s, struct m0_conn *c)
@@ -746,7 +502,7 @@ static void on_part(struct m0_server *s, struct m0_conn *c)
     if (c->state != M0_CONN_HELD)
         return;          /* the 101 is still going out: ws_enter pulls */
     pull(s, c);
-    maybe_finish(s, c);
+    m0_wshold_settle(s, c);
     m0_conn_close_doomed(s);
 }
 
@@ -755,9 +511,9 @@ static void on_taken(struct m0_server *s, struct m0_conn *c)
     if (c->state != M0_CONN_HELD)
         return;
     ws_of(c)->in_flight = 0;
-    drive(s, c);
+    m0_wsbox_drive(s, c);
     if (c->state == M0_CONN_HELD && c->hold != NULL)
-        maybe_finish(s, c);
+        m0_wshold_settle(s, c);
     m0_conn_close_doomed(s);
 }
 
@@ -770,8 +526,8 @@ static void on_done(struct m0_server *s, struct m0_conn *c)
     pull(s, c);
     /* An application that returns without closing: a normal closure. */
     send_close(s, c, M0_WS_CLOSE_NORMAL, NULL);
-    queue_clear(ws);
-    maybe_finish(s, c);
+    m0_wsbox_clear(ws);
+    m0_wshold_settle(s, c);
     m0_conn_close_doomed(s);
 }
 
@@ -784,7 +540,7 @@ static void ws_release(struct m0_server *s, struct m0_conn *c)
     (void)s;
     if (ws->owned && !ws->runner_done) {
         if (ws->q_head != NULL)
-            offer_all(c);             /* what the peer sent before it left or closed */
+            m0_wsbox_offer_all(c);             /* what the peer sent before it left or closed */
         m0_job_socket_gone(c->job, ws->end_code ? ws->end_code : 1006);   /* 1006: no close frame (§7.1.5) */
     }
     ws_free(ws);
@@ -792,7 +548,7 @@ static void ws_release(struct m0_server *s, struct m0_conn *c)
 
 static void ws_free(struct m0_wshold *ws)
 {
-    queue_clear(ws);
+    m0_wsbox_clear(ws);
     m0_ws_parser_free(&ws->parser);
     m0_ws_snapshot_free(ws->req);
     ws->req = NULL;
@@ -809,13 +565,13 @@ static int ws_reads(const struct m0_hold *h)
 }
 
 /* A runner that owns the socket may send again once its bytes are
- * written, however the outbox drained (EPOLLOUT, a fan-out's flush). */
+ * written, however the queue drained (EPOLLOUT, a fan-out's flush). */
 static void ws_written(struct m0_server *s, struct m0_conn *c)
 {
     const struct m0_wshold *ws = ws_of(c);
     (void)s;
     if (ws->owned && !ws->runner_done)
-        m0_job_credit(c->job, m0_buf_unread(&c->hold->outbox));
+        m0_job_credit(c->job, m0_conn_queued(c));
 }
 
 /* A runner's completion for this socket (conn.h: complete; before it is
@@ -835,7 +591,7 @@ static void ws_complete(struct m0_server *s, struct m0_conn *c, const struct m0_
         return;
     case M0_CPL_DONE:
         if (c->flags & C_WS_MSG) {
-            on_message_done(s, c);
+            m0_wsbox_message_done(s, c);
         } else if (c->flags & C_UPGRADED) {
             /* The runner of an accepted socket ended: close the socket if
              * it is still held; a refused or finished one owes nothing. */
@@ -863,10 +619,11 @@ const struct m0_hold_ops m0_ws_hold_ops = {
 
 const struct m0_conn_ops m0_ws_conn_ops = {
     .name = "ws",
+    .wrote = m0_hold_wrote,
+    .watch = m0_hold_watch,
     .event = ws_event,
     .tick = ws_sweep,
     .closing = m0_hold_release,
     .complete = ws_complete,
-    .fini = m0_ws_scratch_free,
     .hold = &m0_ws_hold_ops,
 };

@@ -19,6 +19,7 @@
 #include "m0/accesslog.h"
 #include "m0/broker_url.h"
 #include "m0/cli_hint.h"
+#include "m0/cli.h"
 #include "m0/config.h"
 #include "m0/grant.h"
 #include "m0/log.h"

@@ -13,6 +13,7 @@
 #include "m0/broker_engine.h"
 #include "m0/broker_url.h"
 #include "m0/buf.h"
+#include "m0/cli.h"
 #include "m0/config.h"
 #include "m0/grant.h"
 #include "m0/keyfile.h"
@@ -23,6 +24,12 @@
 #include "m0/pyrt.h"
 #include <string.h>
 #include "m0/static.h"
+
+/* How the build linked libpython (the Makefile's LINK: static or shared,
+ * and why); one line of --version. */
+#ifndef M0_PY_LINK
+#define M0_PY_LINK "unknown (built without the Makefile)"
+#endif
 
 int main(int argc, char **argv)
 {
@@ -44,6 +51,7 @@ int main(int argc, char **argv)
     if (cfg.show_version) {
         printf("m0serve %s (Python %s%s, built for %s)\n", M0_VERSION, m0_py_version(),
                m0_py_free_threaded() ? " free-threaded" : "", m0_py_built_for());
+        printf("libpython: %s\n", M0_PY_LINK);
         return M0_EXIT_OK;
     }
     if (cfg.loops > 1 && !m0_py_free_threaded()) {

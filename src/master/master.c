@@ -187,6 +187,7 @@ void m0_master_spawn(struct m0_master *m, int idx)
     }
     for (int i = 0; i < loops; i++)
         m0_listeners_of(&m->ls, idx, i, fds + i * m->ls.n);
+    m0_master_keys_fork(m);                 /* the grant key it signs with at first */
     pid_t pid = fork();
     m0_metrics_owned(blk, pid);
     if (pid == -1) {
@@ -229,7 +230,9 @@ void m0_master_spawn(struct m0_master *m, int idx)
     free(fds);
     close(sv[1]);
     m->w[slot] = (struct m0_master_worker){.pid = pid, .state = M0_W_BOOTING, .idx = idx, .gen = m->gen, .ctl = sv[0],
-                                 .started = m0_clock_ms()};
+                                 .started = m0_clock_ms(), .keys = m->cfg->grant_keys,
+                                 .sign = (int)m->cfg->grant_sign};
+    m0_master_keys_settle(m);
     m->respawn_at[idx] = 0;
     m0_info("booting worker %d with pid %d", idx, (int)pid);
 }
@@ -513,6 +516,7 @@ static void reap(struct m0_master *m)
         m0_master_close_ctl(w);
         w->pid = 0;
         w->state = M0_W_EMPTY;
+        m0_master_keys_settle(m);           /* its keys no longer hold the others back */
         int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         if (code == M0_EXIT_ABANDONED)
             m->abandoned = 1;

@@ -28,6 +28,8 @@ struct m0_master_worker {
     int ping_pending;    /* pinged, no answer yet */
     int ping_missed;     /* it missed the last round (logged once) */
     uint32_t conns;      /* open connections, from its last pong */
+    const struct m0_grant_keys *keys;   /* the grant keys it verifies with (NULL: none) */
+    int sign;            /* the index of keys it signs with, as last told (master_keys.c) */
 };
 
 /* A listening socket: TCP sockets we bind are one per worker slot
@@ -62,8 +64,11 @@ struct m0_master {
     int remove_draining;     /* ... and its workers were told to drain */
     uint64_t remove_since;   /* ms: new connections were steered away from it */
     int hup_pending;         /* a reload waits for the resize in progress */
-    /* The serving generation's keys while a reload's new ones boot (master_keys.c). */
+    /* The serving generation's keys while a reload's new ones boot, and the
+     * grant key sets live workers of earlier generations verify with (master_keys.c). */
     struct m0_grant_keys *prev_grant_keys;
+    struct m0_grant_keys **old_keys;
+    int nold_keys;
     unsigned char *prev_grip_key;
     size_t prev_grip_key_len;
     int mx_waiting;          /* a spawn waits for a free metrics block (logged once) */
@@ -81,23 +86,8 @@ void m0_master_close_ctl(struct m0_master_worker *w);
 void m0_master_spawn(struct m0_master *m, int idx);
 void m0_master_reload(struct m0_master *m);
 
-/* master_keys.c. keys_reread: SIGHUP re-reads --grant-key-file and
- * --grip-key-file for the new generation (a bad file: one warning, the key
- * in use stays); the serving generation's keys are kept until keys_commit
- * (the new generation serves) or put back by keys_restore (it could not
- * boot), so a worker replacing a serving one gets its siblings' keys. */
-void m0_master_keys_reread(struct m0_master *m);
-void m0_master_keys_commit(struct m0_master *m);
-void m0_master_keys_restore(struct m0_master *m);
+#include "master_keys.h"
 
-/* resize.c. claim_block: before a fork for slot idx, its metrics block
- * (m0_metrics_claim; -1 without metrics), or M0_MX_NO_ROOM when every block
- * is a live process's: the spawn is then retried shortly (respawn_at),
- * logged once per wait. ask_resize: SIGTTIN (+1) or SIGTTOU (-1), logged;
- * refused under --realtime, below 1 or above --max-workers. resize: from the main loop
- * while not stopping, the next step towards the count asked for. */
-int m0_master_claim_block(struct m0_master *m, int idx);
-void m0_master_ask_resize(struct m0_master *m, int delta);
-void m0_master_resize(struct m0_master *m, uint64_t now);
+#include "resize.h"
 
 #endif

@@ -34,6 +34,7 @@
 #include "m0/broker_pub.h"
 #include "m0/buf.h"
 #include "m0/bus.h"
+#include "m0/cli.h"
 #include "m0/config.h"
 #include "m0/publish_cli.h"
 #include "m0/pubpath.h"

@@ -31,9 +31,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "m0/apps.h"
 #include "m0/broker.h"
 #include "m0/config.h"
 #include "m0/conn.h"
+#include "m0/endpoint.h"
+#include "m0/grant_hold.h"
+#include "m0/health.h"
 #include "m0/fork.h"
 #include "m0/h1.h"
 #include "m0/handoff.h"
@@ -46,11 +50,15 @@
 #include "m0/loop.h"
 #include "m0/loops.h"
 #include "m0/metrics.h"
+#include "m0/metrics_http.h"
 #include "m0/pool.h"
 #include "m0/rt.h"
 #include "m0/serve.h"
+#include "m0/server.h"
+#include "m0/static_http.h"
 #include "m0/timer.h"
 #include "m0/wshold.h"
+#include "m0/wsframes.h"
 #include "m0/control.h"
 
 #define SWEEP_MS 200
@@ -131,20 +139,20 @@ static void answer_ping(struct serve *v)
 static void start_drain(struct serve *v)
 {
     struct m0_server *s = &v->s;
-    if (atomic_load(&s->draining))
+    if (atomic_load(&s->life.draining))
         return;
     tell_loops(v, M0_CTL_DRAIN);
     uint64_t now = m0_loop_now(s->loop);
-    atomic_store(&s->draining, 1);
-    s->drain_deadline = now + (uint64_t)(s->cfg->graceful_timeout * 1000);
-    for (int i = 0; i < s->nlisten; i++) {
-        if (s->listening)
-            m0_loop_del_fd(s->loop, s->listen_fds[i]);
-        close(s->listen_fds[i]);
-        s->listen_fds[i] = -1;
+    atomic_store(&s->life.draining, 1);
+    s->life.drain_deadline = now + (uint64_t)(s->cfg->graceful_timeout * 1000);
+    for (int i = 0; i < s->accept.n; i++) {
+        if (s->accept.on)
+            m0_loop_del_fd(s->loop, s->accept.fds[i]);
+        close(s->accept.fds[i]);
+        s->accept.fds[i] = -1;
     }
-    s->nlisten = 0;
-    s->listening = 0;
+    s->accept.n = 0;
+    s->accept.on = 0;
     m0_rt_stop_reading(s->rt);
     if (s->loop_index == 0)
         note_retired(v);
@@ -152,15 +160,15 @@ static void start_drain(struct serve *v)
         ctl_send(v, M0_CTL_RETIRED);      /* to the first loop */
     m0_hold_end_all(s);
     /* Idle keep-alive connections: a last moment to send a request. */
-    for (struct m0_conn *c = s->active.next; c != &s->active; c = c->next) {
+    for (struct m0_conn *c = s->slots.active.next; c != &s->slots.active; c = c->next) {
         if (c->state == M0_CONN_READ_HEAD && !c->job->http.in_message && m0_buf_unread(&c->in) == 0 &&
             c->deadline > now + M0_DRAIN_IDLE_MS)
             c->deadline = now + M0_DRAIN_IDLE_MS;
     }
     if (s->loop_index == 0)
-        m0_info("worker draining: %u connection(s) in flight", s->nactive);
+        m0_info("worker draining: %u connection(s) in flight", s->slots.nactive);
     else
-        m0_info("worker draining: event loop %u: %u connection(s) in flight", s->loop_index, s->nactive);
+        m0_info("worker draining: event loop %u: %u connection(s) in flight", s->loop_index, s->slots.nactive);
 }
 
 /* The loop's events: the local bus, or the broker in its place. */
@@ -174,17 +182,17 @@ static int start_events(struct m0_server *s)
 static void go(struct serve *v)
 {
     struct m0_server *s = &v->s;
-    if (v->serving || atomic_load(&s->draining))
+    if (v->serving || atomic_load(&s->life.draining))
         return;
     v->serving = 1;
-    s->listening = 1;
+    s->accept.on = 1;
     tell_loops(v, M0_CTL_GO);
     /* Several loops accept on the same sockets (their own descriptors of
      * them, worker.c): EPOLLEXCLUSIVE wakes one loop per connection rather
      * than every loop for each. */
     uint32_t ev = EPOLLIN | (nloops(v) > 1 ? EPOLLEXCLUSIVE : 0);
-    for (int i = 0; i < s->nlisten; i++) {
-        if (m0_loop_add_fd(s->loop, s->listen_fds[i], ev, m0_conn_accept, s) == M0_ERR) {
+    for (int i = 0; i < s->accept.n; i++) {
+        if (m0_loop_add_fd(s->loop, s->accept.fds[i], ev, m0_conn_accept, s) == M0_ERR) {
             m0_log_errno("epoll_ctl(listener)");
             v->rc = M0_EXIT_FAIL;
             m0_loop_stop(s->loop);
@@ -244,6 +252,10 @@ static void on_ctl(struct m0_loop *l, int fd, uint32_t events, void *ctx)
     ssize_t n = ctl_recv(l, fd, msg, sizeof msg);
     if (n == -1)
         start_drain(v);      /* the master (or the first loop) is gone: stop taking work */
+    if (n == 2 && msg[0] == M0_CTL_SIGN) {
+        m0_apps_grant_sign((unsigned char)msg[1]);    /* the process's: not relayed to other loops */
+        return;
+    }
     for (ssize_t i = 0; i < n; i++) {
         if (msg[i] == M0_CTL_GO) {
             go(v);
@@ -328,7 +340,7 @@ static void on_peer(struct m0_loop *l, int fd, uint32_t events, void *ctx)
             v->peer_gone[k] = 1;
             peer_retire(v, k);
             peer_answered(v, k);
-            if (!atomic_load(&v->s.draining)) {
+            if (!atomic_load(&v->s.life.draining)) {
                 m0_error("event loop %u of this worker stopped: draining the worker", k);
                 start_drain(v);
             }
@@ -349,9 +361,9 @@ static void serve_hook(struct m0_loop *l, void *ctx)
     struct serve *v = ctx;
     struct m0_server *s = &v->s;
     uint64_t now = m0_loop_now(l);
-    if (now >= s->next_sweep) {
+    if (now >= s->life.next_sweep) {
         m0_conn_sweep(s);
-        s->next_sweep = now + SWEEP_MS;
+        s->life.next_sweep = now + SWEEP_MS;
     }
     m0_conn_release_closed(s);
     m0_loops_publish(s);
@@ -361,7 +373,7 @@ static void serve_hook(struct m0_loop *l, void *ctx)
      * begun on the loops between the crossing and that pass's end: those
      * already in flight then (a client that waits for each answer has one). */
     uint64_t answered = m0_loops_requests(s);
-    if (v->quota != 0 && answered >= v->quota && !atomic_load(&s->draining) &&
+    if (v->quota != 0 && answered >= v->quota && !atomic_load(&s->life.draining) &&
         (v->asked_at != 0 ? now - v->asked_at >= ASK_AGAIN_MS : m0_loops_claim_replace(s))) {
         /* --max-requests: the master boots a replacement first, then
          * drains this worker (as a reload does, for one slot). Asked again
@@ -373,20 +385,20 @@ static void serve_hook(struct m0_loop *l, void *ctx)
         v->asked_at = now;
         ctl_send(v, M0_CTL_REPLACE);
     }
-    if (atomic_load(&s->draining)) {
+    if (atomic_load(&s->life.draining)) {
         /* Done when every connection is closed and every runner has
          * returned its job: an ASGI app sees its sockets' disconnect (and a
          * view whose client left finishes) before lifespan shutdown. */
-        if (s->nactive == 0 && s->norphans == 0) {
+        if (s->slots.nactive == 0 && s->slots.norphans == 0) {
             m0_loop_stop(l);
-        } else if (now >= s->drain_deadline) {
+        } else if (now >= s->life.drain_deadline) {
             m0_warn("graceful timeout: closing %u connection(s) still in flight (%u application task(s) "
-                    "still running)", s->nactive, s->norphans);
-            s->abandoned = 1;
+                    "still running)", s->slots.nactive, s->slots.norphans);
+            s->life.abandoned = 1;
             m0_loop_stop(l);
         }
     }
-    m0_loop_wake_at(l, s->next_sweep);
+    m0_loop_wake_at(l, s->life.next_sweep);
 }
 
 static void close_conn_fds(struct m0_conn *c, void *ctx)
@@ -415,18 +427,15 @@ static void close_in_child(void *ctx)
     struct serve *v = ctx;
     struct m0_server *s = &v->s;
     m0_conn_each(s, close_conn_fds, NULL);
-    for (int i = 0; i < s->nlisten; i++)
-        close(s->listen_fds[i]);
-    if (s->reserve_fd != -1)
-        close(s->reserve_fd);
+    for (int i = 0; i < s->accept.n; i++)
+        close(s->accept.fds[i]);
+    if (s->accept.reserve_fd != -1)
+        close(s->accept.reserve_fd);
     if (v->ctl_fd != -1)
         close(v->ctl_fd);
     if (v->sig_fd != -1)
         close(v->sig_fd);
-    if (s->inbox_fd != -1)
-        close(s->inbox_fd);
-    if (s->loops != NULL && s->loops->inbox_w[s->loop_index] != -1)
-        close(s->loops->inbox_w[s->loop_index]);
+    m0_handoff_in_child(s);
     for (unsigned i = 1; i < M0_MAX_LOOPS; i++) {
         if (v->peer_fds[i] != -1)
             close(v->peer_fds[i]);
@@ -444,10 +453,9 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
     v->ctl_fd = ctl_fd;
     for (unsigned i = 0; i < M0_MAX_LOOPS; i++)
         v->peer_fds[i] = -1;
-    s->inbox_fd = -1;
     s->cfg = cfg;
     for (int i = 0; i < nlisten && i < M0_MAX_LISTENERS; i++)
-        s->listen_fds[s->nlisten++] = listen_fds[i];
+        s->accept.fds[s->accept.n++] = listen_fds[i];
     if (cfg->max_requests > 0) {
         /* gunicorn's semantics: N plus a random 0..J, drawn per worker. */
         v->quota = (uint64_t)cfg->max_requests;
@@ -456,26 +464,24 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
             v->quota += (uint64_t)rand_r(&seed) % (uint64_t)(cfg->max_requests_jitter + 1);
         }
     }
-    s->keepalive_ms = (uint64_t)(cfg->keepalive_timeout * 1000);
-    s->header_ms = (uint64_t)(cfg->header_timeout * 1000);
-    s->body_ms = (uint64_t)(cfg->body_timeout * 1000);
-    s->write_ms = 60000;
-    s->request_ms = (uint64_t)(cfg->request_timeout * 1000);
-    s->active.next = s->active.prev = &s->active;
-    s->health_path = cfg->health_path;
-    s->health_len = cfg->health_path ? strlen(cfg->health_path) : 0;
-    s->nconns = (uint32_t)cfg->max_connections;
+    s->timeouts.keepalive_ms = (uint64_t)(cfg->keepalive_timeout * 1000);
+    s->timeouts.header_ms = (uint64_t)(cfg->header_timeout * 1000);
+    s->timeouts.body_ms = (uint64_t)(cfg->body_timeout * 1000);
+    s->timeouts.write_ms = 60000;
+    s->timeouts.request_ms = (uint64_t)(cfg->request_timeout * 1000);
+    s->slots.active.next = s->slots.active.prev = &s->slots.active;
+    s->slots.n = (uint32_t)cfg->max_connections;
     /* Nothing per slot is touched before it is used: the chunks come as
      * connections do, and the job table's pages (calloc: fresh zero pages)
      * as their slots serve. */
-    s->chunks = calloc((s->nconns + M0_CONN_CHUNK - 1) / M0_CONN_CHUNK, sizeof *s->chunks);
-    s->jobs = calloc(s->nconns, sizeof *s->jobs);
+    s->slots.chunks = calloc((s->slots.n + M0_CONN_CHUNK - 1) / M0_CONN_CHUNK, sizeof *s->slots.chunks);
+    s->slots.jobs = calloc(s->slots.n, sizeof *s->slots.jobs);
     s->loop = m0_loop_new();
-    if (s->chunks == NULL || s->jobs == NULL || s->loop == NULL) {
-        m0_log_errno("cannot set up the event loop (%u connection slots)", s->nconns);
+    if (s->slots.chunks == NULL || s->slots.jobs == NULL || s->loop == NULL) {
+        m0_log_errno("cannot set up the event loop (%u connection slots)", s->slots.n);
         return NULL;
     }
-    s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    s->accept.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     m0_loop_on_slot(s->loop, m0_conn_on_event, s);
     m0_loop_on_complete(s->loop, m0_conn_on_complete, s);
     /* The composition root: the protocols a connection may speak, and the
@@ -484,6 +490,7 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
     s->proto[M0_CONN_PROTO_SSE] = &m0_sse_conn_ops;
     s->proto[M0_CONN_PROTO_WS] = &m0_ws_conn_ops;
     s->proto[M0_CONN_PROTO_GRIP] = &m0_grip_conn_ops;
+    s->xprt[M0_XPRT_PLAIN] = &m0_xprt_plain;
     m0_holds_init(s);
     if ((sig_fd != -1 && m0_loop_add_fd(s->loop, sig_fd, EPOLLIN, on_signal, v) == M0_ERR) ||
         (ctl_fd != -1 && m0_loop_add_fd(s->loop, ctl_fd, EPOLLIN, on_ctl, v) == M0_ERR)) {
@@ -491,11 +498,22 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
         return NULL;
     }
     m0_loop_add_hook(s->loop, serve_hook, v);
+    /* The features' per-loop state (server.h), made on first use. */
+    m0_ext_register(s, &m0_ws_scratch_ext);
+    m0_ext_register(s, &m0_grip_publisher_ext);
     m0_metrics_attach(s);
-    m0_grip_control_attach(s);
-    m0_pubsock_attach(s);
-    s->next_sweep = m0_loop_now(s->loop) + SWEEP_MS;
-    s->env = (struct m0_runner_env){.loop = s->loop, .jobs = s->jobs, .njobs = s->nconns, .draining = &s->draining,
+    /* Who answers a request, in this order (endpoint.h): the listeners
+     * answered in C, the paths answered in C, the mounts, the 404. */
+    m0_endpoint_add(s, &m0_pubsock_endpoint);
+    m0_endpoint_add(s, &m0_grip_control_endpoint);
+    m0_endpoint_add(s, &m0_metrics_endpoint);
+    m0_endpoint_add(s, &m0_health_endpoint);
+    m0_endpoint_add(s, &m0_grant_endpoint);
+    m0_endpoint_add(s, &m0_static_endpoint);
+    m0_endpoint_add(s, &m0_h1_app_endpoint);
+    m0_endpoint_add(s, &m0_unmounted_endpoint);
+    s->life.next_sweep = m0_loop_now(s->loop) + SWEEP_MS;
+    s->run.env = (struct m0_runner_env){.loop = s->loop, .jobs = s->slots.jobs, .njobs = s->slots.n, .draining = &s->life.draining,
                                     .newest_id = m0_rt_newest, .newest_ctx = s->rt};
     m0_fork_on_child(close_in_child, v);
     return s;
@@ -510,9 +528,9 @@ int m0_serve_group(struct m0_server **loops, unsigned n)
         struct m0_server *s = loops[i];
         ls->s[i] = s;
         s->loops = ls;
-        s->worker_conns = &ls->conns;
+        s->slots.worker_conns = &ls->conns;
         s->loop_index = i;
-        s->env.loop_index = i;
+        s->run.env.loop_index = i;
         m0_rt_set_loop(s->rt, (int)i);
         if (m0_handoff_open(s) != M0_OK)
             return M0_ERR;
@@ -563,8 +581,8 @@ int m0_serve_run(struct m0_server *s)
     m0_conn_close_all(s);
     m0_conn_release_closed(s);
     unsigned threads, busy, max, queued;
-    m0_pool_stats(s->pool, &threads, &busy, &max, &queued);
-    if ((s->abandoned || v->stop_now) && busy > 0) {
+    m0_pool_stats(s->run.pool, &threads, &busy, &max, &queued);
+    if ((s->life.abandoned || v->stop_now) && busy > 0) {
         /* A view is still running past the deadline: joining it would only
          * make the master kill us later. Leave now. */
         m0_warn("leaving %u handler thread(s) mid-view", busy);
@@ -572,7 +590,7 @@ int m0_serve_run(struct m0_server *s)
     }
     if (v->rc != M0_EXIT_OK)
         return v->rc;
-    return s->abandoned ? M0_EXIT_ABANDONED : M0_EXIT_OK;
+    return s->life.abandoned ? M0_EXIT_ABANDONED : M0_EXIT_OK;
 }
 
 void m0_serve_free(struct m0_server *s)
@@ -580,24 +598,23 @@ void m0_serve_free(struct m0_server *s)
     struct serve *v = serve_of(s);
     /* Threads finish their current job, then stop; only then may jobs be
      * freed. */
-    m0_pool_stop(s->pool);
-    s->pool = NULL;
-    m0_grip_control_free(s);           /* its thread posts to the loop: joined before the loop goes */
-    m0_handoff_close(s);               /* connections handed too late: closed */
+    m0_pool_stop(s->run.pool);
+    s->run.pool = NULL;
+    /* The extensions, last registered first: the broker publisher's
+     * thread posts to the loop (joined before the loop goes), connections
+     * handed too late are closed, the WebSocket scratch freed. */
+    m0_ext_fini_all(s);
     m0_conn_each(s, free_conn, NULL);
     m0_conn_job_cache_free(s);
     m0_holds_free(s);
-    for (int p = 0; p < M0_CONN_PROTOS; p++) {
-        if (s->proto[p]->fini != NULL)
-            s->proto[p]->fini(s);
-    }
-    for (uint32_t k = 0; k < s->nchunks; k++)
-        free(s->chunks[k]);
-    free(s->chunks);
-    free(s->jobs);
+    for (uint32_t k = 0; k < s->slots.nchunks; k++)
+        free(s->slots.chunks[k]);
+    free(s->slots.chunks);
+    free(s->slots.wheel);
+    free(s->slots.jobs);
     m0_loop_free(s->loop);
-    if (s->reserve_fd != -1)
-        close(s->reserve_fd);
+    if (s->accept.reserve_fd != -1)
+        close(s->accept.reserve_fd);
     if (v->ctl_fd != -1)
         close(v->ctl_fd);
     for (unsigned i = 1; i < M0_MAX_LOOPS; i++) {

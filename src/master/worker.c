@@ -18,6 +18,7 @@
 #include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/conn.h"
+#include "m0/server.h"
 #include "m0/fork.h"
 #include "m0/log.h"
 #include "m0/loops.h"
@@ -88,7 +89,7 @@ static void log_mounts(const struct m0_server *s, unsigned loops)
     for (unsigned i = 0; i < m0_targets.n && n < sizeof line; i++) {
         const struct m0_target *t = &m0_targets.t[i];
         if (t->on_pool)
-            pool = s->pool;
+            pool = s->run.pool;
         const char *extra = "";
         if (t->kind == M0_TARGET_STATIC)
             extra = t->files->resolver == M0_RESOLVE_OPENAT2 ? ", openat2" : ", openat walk";
@@ -210,7 +211,7 @@ void m0_worker_main(const struct m0_config *cfg, const int *listen_fds, int nlis
         loops[i] = m0_serve_new(cfg, i == 0 ? listen_fds : fds, nlisten, i == 0 ? sp[0] : -1, i == 0 ? ctl_fd : -1);
         if (loops[i] == NULL)
             _exit(M0_EXIT_FAIL);
-        envs[i] = &loops[i]->env;
+        envs[i] = &loops[i]->run.env;
     }
     struct m0_server *s = loops[0];
     if (m0_serve_group(loops, n) != M0_OK)
@@ -221,15 +222,15 @@ void m0_worker_main(const struct m0_config *cfg, const int *listen_fds, int nlis
     for (int k = 0; n > 1 && k < nlisten; k++)
         shared |= listen_fds[nlisten + k] == listen_fds[k] ? 1u << k : 0;
     for (unsigned i = 0; i < n; i++)
-        loops[i]->listen_shared = shared;
+        loops[i]->accept.shared = shared;
     if (m0_static_add_targets(cfg) != M0_OK || m0_apps_load(cfg, envs, n) != M0_OK) {
         fflush(NULL);
         _exit(M0_EXIT_BOOT);     /* executor threads may be alive: nothing to join */
     }
     for (unsigned i = 0; i < n; i++) {
-        if (m0_apps_start_pool(cfg, envs[i], &loops[i]->pool) != M0_OK)
+        if (m0_apps_start_pool(cfg, envs[i], &loops[i]->run.pool) != M0_OK)
             _exit(M0_EXIT_FAIL);
-        loops[i]->env.pool = loops[i]->pool;
+        loops[i]->run.env.pool = loops[i]->run.pool;
     }
     m0_broker_prepare();       /* --broker: where the log stands, before serving */
     if (cfg->reload)

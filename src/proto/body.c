@@ -122,7 +122,15 @@ void m0_head_free(struct m0_head *h)
 void m0_head_status(struct m0_head *h, int status, const char *reason, size_t reason_len)
 {
     h->status = status;
-    m0_buf_printf(&h->lines, "HTTP/1.1 %03d ", status);
+    if (status >= 100 && status <= 999) {
+        char line[13] = "HTTP/1.1 000 ";
+        line[9] = (char)('0' + status / 100);
+        line[10] = (char)('0' + status / 10 % 10);
+        line[11] = (char)('0' + status % 10);
+        m0_buf_append(&h->lines, line, sizeof line);
+    } else {
+        m0_buf_printf(&h->lines, "HTTP/1.1 %03d ", status);
+    }
     if (reason_len == 0)
         m0_buf_puts(&h->lines, m0_status_reason(status));
     else

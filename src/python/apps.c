@@ -166,7 +166,7 @@ int m0_apps_load(const struct m0_config *cfg, const struct m0_runner_env *const 
     int rc = M0_ERR;
     PyObject *boot = NULL;
 
-    m0_module_grant_keys(cfg->grant_keys);      /* before any import: an app may mint at import */
+    m0_module_grant_keys(cfg->grant_keys, cfg->grant_sign);    /* before any import: an app may mint at import */
     m0_py_attach();
     m0_py_note_gil("GIL enabled at startup, by PYTHON_GIL=1, -X gil=1 or a module that site imported");
     if (register_fork_hook() != M0_OK) {
@@ -235,6 +235,11 @@ int m0_apps_start_pool(const struct m0_config *cfg, const struct m0_runner_env *
             m0_targets.t[i].on_pool = *out != NULL;    /* the same for every loop */
     }
     return M0_OK;
+}
+
+void m0_apps_grant_sign(unsigned index)
+{
+    m0_module_grant_sign(index);
 }
 
 void m0_apps_teardown(void)

@@ -5,8 +5,11 @@
  */
 #include "m0/wsgi.h"
 
+#include <stdatomic.h>
+
 #include "m0/broker_pub.h"
 #include "m0/bus.h"
+#include "m0/log.h"
 #include "m0/metrics.h"
 #include "m0/reload.h"
 #include "m0/fork.h"
@@ -14,12 +17,25 @@
 #include "m0/pyrt.h"
 
 /* The worker's grant keys (m0_module_grant_keys): per process, read-only
- * once the applications load. */
+ * once the applications load; and the index of the one that signs, which
+ * the master's 'K' moves (m0_module_grant_sign) while views read it on
+ * any thread. */
 static const struct m0_grant_keys *grant_keys;
+static atomic_uint grant_signer;
 
-void m0_module_grant_keys(const struct m0_grant_keys *k)
+void m0_module_grant_keys(const struct m0_grant_keys *k, unsigned sign)
 {
     grant_keys = k;
+    atomic_store(&grant_signer, sign);
+}
+
+void m0_module_grant_sign(unsigned index)
+{
+    if (grant_keys == NULL || index >= m0_grant_keys_jwt(grant_keys)->n ||
+        atomic_exchange(&grant_signer, index) == index)
+        return;
+    m0_info("worker signs grants with key %s from now on",
+            m0_grant_keys_jwt(grant_keys)->v[index].kid);
 }
 
 /* This process's metrics block (metrics.h), for any thread; NULL: none. */
@@ -141,6 +157,19 @@ static PyObject *py_grant_keys(PyObject *self, PyObject *unused)
     return list;
 }
 
+/* _grant_signer(): the kid grants are signed with now (control.h 'K'),
+ * None without --grant-key-file. */
+static PyObject *py_grant_signer(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (grant_keys == NULL)
+        Py_RETURN_NONE;
+    const struct m0_jwt_keys *set = m0_grant_keys_jwt(grant_keys);
+    unsigned i = atomic_load(&grant_signer);
+    return PyUnicode_FromString(set->v[i < set->n ? i : set->n - 1].kid);
+}
+
 static PyMethodDef m0_functions[] = {
     {"loop_index", py_loop_index, METH_NOARGS,
      "loop_index() -> int: which of the worker's event loops (--threads N: 0..N-1) the calling "
@@ -163,8 +192,12 @@ static PyMethodDef m0_functions[] = {
      "_brokered() -> bool: publish() goes through the broker (--broker), one network round trip."},
     {"_grant_keys", py_grant_keys, METH_NOARGS,
      "_grant_keys() -> list[tuple[str, bytes]] | None: the (kid, secret) pairs this worker verifies grants "
-     "with (--grant-key-file as it was when the worker started; the last one signs); None without it. "
-     "m0pub.grant signs with them."},
+     "with (--grant-key-file as it was when the worker started); None without it. m0pub.grant signs with "
+     "the one _grant_signer() names."},
+    {"_grant_signer", py_grant_signer, METH_NOARGS,
+     "_grant_signer() -> str | None: the kid of the key grants are signed with now: the newest of "
+     "_grant_keys() that every live worker of the server verifies (during a rotation, an older one until "
+     "the workers that lack the newest have exited); None without --grant-key-file."},
     {"_after_fork_child", py_after_fork_child, METH_NOARGS,
      "_after_fork_child(): close the server's descriptors in a process forked by a view "
      "(registered with os.register_at_fork)."},

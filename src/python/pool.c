@@ -1,6 +1,15 @@
 /*
- * pool.c — the handler-thread pool (see pool.h): threads on a submit lane,
- * completions back through the loop's queue, elastic sizing.
+ * pool.c — the handler-thread pool (see pool.h): threads on an in-memory
+ * queue, completions back through the loop's queue, elastic sizing.
+ *
+ * Why a mutex-and-condition queue and not a socketpair lane (asgi.c keeps
+ * one: its executor waits in an event loop, on a descriptor): a record put
+ * while a thread is busy costs no system call at all, and a thread that
+ * finishes a job finds the next one under the lock, where a lane cost a
+ * recv() per job and one more to find it empty, plus a sendmmsg() per loop
+ * pass and an skb per record (docs/performance.md, "The hand-off"). Only a
+ * thread that sleeps is signalled (a futex wake), once per record it can
+ * take.
  *
  * Why the pool grows rather than starting large: on a GIL build, threads
  * buy overlap of waiting (a view on a database, a socket, a sleep), not
@@ -13,6 +22,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <time.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +30,6 @@
 #include <unistd.h>
 
 #include "m0/buf.h"
-#include "m0/fork.h"
 #include "m0/job.h"
 #include "m0/log.h"
 #include "m0/loop.h"
@@ -39,9 +48,18 @@ struct thread_slot {
     struct m0_pool *pool;
 };
 
+/* The FIFO the threads take records from, under lock (a ring). */
+struct queue {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct m0_lane_rec *ring;
+    size_t head, n, cap;
+    unsigned sleepers;              /* threads waiting on cond */
+};
+
 struct m0_pool {
     const struct m0_runner_env *env;
-    struct m0_lane lane;
+    struct queue q;
     unsigned min, max;
     uint64_t idle_ms;
     struct thread_slot *threads;    /* max entries */
@@ -51,8 +69,91 @@ struct m0_pool {
     atomic_ulong started;           /* threads ever started (metrics: growth) */
     uint64_t saturated_since;       /* loop clock; 0: not saturated */
 
-    struct m0_lane_q backlog;       /* loop-only: records the lane could not take yet */
+    struct m0_lane_q backlog;       /* loop-only: this pass's records, queued at the hook */
 };
+
+/* Under q->lock: the ring grows (a power of two), never drops a record. */
+static void q_put(struct queue *q, const struct m0_lane_rec *rec)
+{
+    if (q->n == q->cap) {
+        size_t cap = q->cap ? q->cap * 2 : 256;
+        struct m0_lane_rec *ring = m0_xmalloc(cap * sizeof *ring);
+        for (size_t i = 0; i < q->n; i++)
+            ring[i] = q->ring[(q->head + i) & (q->cap - 1)];
+        free(q->ring);
+        q->ring = ring;
+        q->cap = cap;
+        q->head = 0;
+    }
+    q->ring[(q->head + q->n++) & (q->cap - 1)] = *rec;
+}
+
+/* Under q->lock: the oldest record, if any. */
+static int q_get(struct queue *q, struct m0_lane_rec *rec)
+{
+    if (q->n == 0)
+        return 0;
+    *rec = q->ring[q->head];
+    q->head = (q->head + 1) & (q->cap - 1);
+    q->n--;
+    return 1;
+}
+
+/* Loop thread: the records in one locked section; a sleeping thread is
+ * signalled for each one it can take (no system call while all are busy). */
+static void q_put_many(struct queue *q, const struct m0_lane_rec *recs, size_t n)
+{
+    if (n == 0)
+        return;
+    pthread_mutex_lock(&q->lock);
+    for (size_t i = 0; i < n; i++)
+        q_put(q, &recs[i]);
+    unsigned wake = q->sleepers < n ? q->sleepers : (unsigned)n;
+    pthread_mutex_unlock(&q->lock);
+    for (unsigned i = 0; i < wake; i++)
+        pthread_cond_signal(&q->cond);
+}
+
+/* A handler thread: the next record without waiting (M0_OK), or M0_AGAIN. */
+static int q_poll(struct queue *q, struct m0_lane_rec *rec)
+{
+    pthread_mutex_lock(&q->lock);
+    int got = q_get(q, rec);
+    pthread_mutex_unlock(&q->lock);
+    return got ? M0_OK : M0_AGAIN;
+}
+
+/* A handler thread: the next record, waiting up to idle_ms (0: for ever).
+ * M0_OK, or M0_AGAIN when the wait timed out with nothing queued. */
+static int q_take(struct queue *q, struct m0_lane_rec *rec, uint64_t idle_ms)
+{
+    struct timespec until;
+    if (idle_ms != 0) {
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += (time_t)(idle_ms / 1000);
+        until.tv_nsec += (long)(idle_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+    }
+    int rc = M0_OK;
+    pthread_mutex_lock(&q->lock);
+    while (!q_get(q, rec)) {
+        q->sleepers++;
+        int w = idle_ms != 0 ? pthread_cond_timedwait(&q->cond, &q->lock, &until)
+                             : pthread_cond_wait(&q->cond, &q->lock);
+        q->sleepers--;
+        if (w == ETIMEDOUT && !q_get(q, rec)) {
+            rc = M0_AGAIN;
+            break;
+        }
+        if (w == ETIMEDOUT)
+            break;          /* got one after all */
+    }
+    pthread_mutex_unlock(&q->lock);
+    return rc;
+}
 
 /* Run one job to its end on this thread (attached to the interpreter): a
  * streamed body is handed over piece by piece, waiting for credit detached,
@@ -127,14 +228,11 @@ static void *thread_main(void *arg)
     struct m0_lane_rec rec;
     int stop = 0;
     while (!stop) {
-        int rc = m0_lane_take(&p->lane, &rec);
-        if (rc == M0_AGAIN) {
+        if (q_take(&p->q, &rec, p->max > p->min ? p->idle_ms : 0) == M0_AGAIN) {
             if (retire(p))
                 break;
             continue;
         }
-        if (rc != M0_OK)
-            break;
         /* Attached once per burst: a thread that finishes a job and finds
          * the next one already queued runs it without handing the GIL
          * around. The interpreter still switches threads every
@@ -148,20 +246,12 @@ static void *thread_main(void *arg)
             }
             atomic_fetch_sub(&p->queued, 1);
             run_job(p, &rec, ts);
-        } while (m0_lane_poll(&p->lane, &rec) == M0_OK);
+        } while (q_poll(&p->q, &rec) == M0_OK);
         m0_py_thread_detach(ts);
     }
     m0_py_thread_free(ts);
     atomic_store(&self->state, T_EXITED);
     return NULL;
-}
-
-/* In a child forked by the application (fork.h): the lane (the threads
- * do not exist there). */
-static void close_in_child(void *ctx)
-{
-    struct m0_pool *p = ctx;
-    m0_lane_close(&p->lane);
 }
 
 /* Start one more thread in a free table entry. Loop thread (or start). */
@@ -202,12 +292,13 @@ static int spawn(struct m0_pool *p, char *err, size_t cap)
     return M0_OK;
 }
 
-/* Before the loop sleeps: this pass's submissions in one call, and growth
- * when every thread is busy and work has waited GROW_MS. */
+/* Before the loop sleeps: this pass's submissions in one locked section,
+ * and growth when every thread is busy and work has waited GROW_MS. */
 static void pool_hook(struct m0_loop *l, void *ctx)
 {
     struct m0_pool *p = ctx;
-    m0_lane_q_flush(&p->backlog, &p->lane);
+    q_put_many(&p->q, p->backlog.recs + p->backlog.head, p->backlog.n - p->backlog.head);
+    p->backlog.head = p->backlog.n = 0;
     unsigned n = atomic_load(&p->nthreads), busy = atomic_load(&p->busy);
     if (atomic_load(&p->queued) == 0 || busy < n || n >= p->max) {
         p->saturated_since = 0;
@@ -236,17 +327,14 @@ struct m0_pool *m0_pool_start(const struct m0_runner_env *env, unsigned min, uns
     p->min = min;
     p->max = max < min ? min : max;
     p->idle_ms = idle_ms;
-    p->lane.submit_fd = p->lane.take_fd = -1;
     p->threads = m0_xmalloc(p->max * sizeof *p->threads);
     memset(p->threads, 0, p->max * sizeof *p->threads);
-    if (m0_lane_open(&p->lane, 4 * 1024 * 1024) != M0_OK ||
-        (p->max > p->min && idle_ms != 0 && m0_lane_set_timeout(&p->lane, idle_ms) != M0_OK)) {
-        snprintf(err, cap, "cannot create the pool's lane: %s", strerror(errno));
-        m0_lane_close(&p->lane);
-        free(p->threads);
-        free(p);
-        return NULL;
-    }
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);    /* idle_ms: a clock step does not retire */
+    pthread_mutex_init(&p->q.lock, NULL);
+    pthread_cond_init(&p->q.cond, &ca);
+    pthread_condattr_destroy(&ca);
     for (unsigned i = 0; i < min; i++) {
         if (spawn(p, err, cap) != M0_OK) {
             m0_pool_stop(p);
@@ -254,7 +342,6 @@ struct m0_pool *m0_pool_start(const struct m0_runner_env *env, unsigned min, uns
         }
     }
     m0_loop_add_hook(env->loop, pool_hook, p);
-    m0_fork_on_child(close_in_child, p);
     return p;
 }
 
@@ -291,28 +378,27 @@ void m0_pool_stop(struct m0_pool *p)
 {
     if (p == NULL)
         return;
-    /* The lane is FIFO: stop records queue behind any remaining work,
-     * including records still waiting loop-side (bounded wait). */
-    for (int i = 0; i < 5000 && m0_lane_q_flush(&p->backlog, &p->lane) == M0_AGAIN; i++)
-        usleep(1000);
-    /* One stop record per live thread, counted before any is sent (a
-     * thread that takes one exits at once, and must not be counted out);
-     * a thread retiring meanwhile leaves its record unread, which is
-     * harmless. */
+    /* The queue is FIFO: stop records go behind any remaining work,
+     * including records still waiting loop-side. One per live thread,
+     * counted before any is queued (a thread that takes one exits at once,
+     * and must not be counted out); a thread retiring meanwhile leaves its
+     * record unread, which is harmless. */
+    q_put_many(&p->q, p->backlog.recs + p->backlog.head, p->backlog.n - p->backlog.head);
     unsigned live = 0;
     for (unsigned i = 0; i < p->max; i++)
         live += atomic_load(&p->threads[i].state) == T_LIVE;
-    for (unsigned i = 0; i < live; i++) {
-        struct m0_lane_rec rec = {.kind = M0_RUN_STOP};
-        while (m0_lane_send(&p->lane, &rec) == M0_AGAIN)
-            usleep(1000);
-    }
+    pthread_mutex_lock(&p->q.lock);
+    for (unsigned i = 0; i < live; i++)
+        q_put(&p->q, &(struct m0_lane_rec){.kind = M0_RUN_STOP});
+    pthread_cond_broadcast(&p->q.cond);
+    pthread_mutex_unlock(&p->q.lock);
     for (unsigned i = 0; i < p->max; i++) {
         if (atomic_load(&p->threads[i].state) != T_EMPTY)
             pthread_join(p->threads[i].th, NULL);
     }
-    m0_fork_forget(p);
-    m0_lane_close(&p->lane);
+    pthread_mutex_destroy(&p->q.lock);
+    pthread_cond_destroy(&p->q.cond);
+    free(p->q.ring);
     free(p->threads);
     m0_lane_q_free(&p->backlog);
     free(p);

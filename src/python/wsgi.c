@@ -208,6 +208,13 @@ static int copy_head(struct m0_job *job, PyObject *status, PyObject *headers)
     return 0;
 }
 
+static PyObject *start_response_write(PyObject *self, PyObject *data);
+
+static PyMethodDef start_response_methods[] = {
+    {"write", start_response_write, METH_O, "write(bytes): the PEP 3333 write() callable"},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyObject *start_response_call(PyObject *self, PyObject *args, PyObject *kw)
 {
     StartResponseObject *sr = (StartResponseObject *)self;
@@ -244,7 +251,9 @@ static PyObject *start_response_call(PyObject *self, PyObject *args, PyObject *k
     if (copy_head(sr->job, status, headers) == -1)
         return NULL;
     sr->called = 1;
-    return PyObject_GetAttrString(self, "write");
+    /* PEP 3333's write(), bound to this object: made directly, not looked up
+     * by name (a string made and a type's dict searched per request). */
+    return PyCFunction_New(&start_response_methods[0], self);
 }
 
 static int commit(struct m0_job *job, int64_t body_len);
@@ -294,11 +303,6 @@ static void start_response_dealloc(PyObject *self)
 {
     Py_TYPE(self)->tp_free(self);
 }
-
-static PyMethodDef start_response_methods[] = {
-    {"write", start_response_write, METH_O, "write(bytes): the PEP 3333 write() callable"},
-    {NULL, NULL, 0, NULL},
-};
 
 static PyTypeObject StartResponseType = {
     PyVarObject_HEAD_INIT(NULL, 0)
@@ -732,8 +736,15 @@ static int run(struct m0_job *job, int message)
         return run_sequence(job, result);
     /* A response that says it is not streaming (Django's HttpResponse) is
      * one body in disguise: learn its length. */
-    PyObject *streaming = PyObject_GetAttr(result, s_streaming);
-    if (streaming == NULL)
+    /* Looked up without raising: most responses (Flask's, Werkzeug's) have
+     * no such attribute, and an AttributeError made and dropped per request
+     * cost more than the lookup (issue 29). */
+    PyObject *streaming = NULL;
+#if PY_VERSION_HEX >= 0x030D0000
+    if (PyObject_GetOptionalAttr(result, s_streaming, &streaming) < 0)
+#else
+    if (_PyObject_LookupAttr(result, s_streaming, &streaming) < 0)
+#endif
         PyErr_Clear();
     ws->holdback = streaming == Py_False;
     Py_XDECREF(streaming);

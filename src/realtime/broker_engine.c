@@ -12,7 +12,7 @@
 #include "m0/broker_engine.h"
 #include "m0/rt.h"
 #include "broker_int.h"
-#include "broker_nats_int.h"
+#include "broker_nats.h"
 
 static const struct m0_broker_engine redis_engine = {
     .name = "redis",

@@ -99,44 +99,12 @@ struct broker {
     uint64_t switches;              /* +switch-master followed */
 };
 
-/* broker_conn.c */
-void m0_bconn_init(struct bconn *bc, struct broker *b, const char *role, int sentinel);
-void m0_bconn_tend(struct bconn *bc, uint64_t now);
-void m0_bconn_fail(struct bconn *bc, const char *why, int always);
-void m0_bconn_out_of_step(struct bconn *bc, const char *cmd);
-void m0_bconn_hang_up(struct bconn *bc);
-void m0_bconn_move(struct bconn *bc, const char *why);
-void m0_bconn_ready(struct bconn *bc);
-void m0_bconn_refusal(char *out, size_t cap, const char *cmd, const struct redisReply *r);
-void m0_bconn_note_error(struct broker *b, const char *what);
-const char *m0_bconn_state_name(int state);
-
 /* broker.c: a data connection (reader or commands) answered its handshake. */
 void m0_broker_conn_up(struct bconn *bc);
 
-/* broker_sentinel.c */
-/* Before the loop runs: the URL host's address (DNS would block the loop). */
-void m0_sentinel_prepare(void);
-/* Where bc connects next: M0_OK with *to (and *name, the TLS name; *path
- * for a unix socket); M0_AGAIN with why when there is nowhere yet (the
- * sentinels have not answered, no replica to read from). */
-int m0_sentinel_where(struct broker *b, struct bconn *bc, struct m0_hostport *to, const char **path, char *why,
-                      size_t cap);
-/* The handshake of a connection to a sentinel (queries, then SUBSCRIBE). */
-void m0_sentinel_hello(struct bconn *bc);
-/* After ROLE on a data connection: M0_OK when the node is what bc needs
- * (the primary, or a linked replica of it), else M0_ERR with why (and the
- * sentinels are asked again). */
-int m0_sentinel_check_role(struct broker *b, struct bconn *bc, const struct redisReply *r, char *why, size_t cap);
-/* The sentinel connection's pushed messages. */
-void m0_sentinel_push(struct m0_rconn *c, struct redisReply *r, void *ctx);
-/* A data connection failed: the next attempt tries another replica. */
-void m0_sentinel_failed(struct broker *b, struct bconn *bc);
-/* Once a loop pass (the broker's hook): ask the sentinels again while a
- * data connection waits for a replica to read from. */
-void m0_sentinel_tend(struct broker *b, uint64_t now);
-/* The sentinels' view is healthy for /health: the sentinel connection is
- * up and the primary is not reported down. */
-int m0_sentinel_ok(const struct broker *b);
+/* The connections (broker_conn.c) and Sentinel (broker_sentinel.c): each
+ * file's functions in a header of its own. */
+#include "broker_conn.h"
+#include "broker_sentinel.h"
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * broker_nats.c — a worker loop's side of the NATS JetStream engine (see
- * broker_engine.h, broker_nats_int.h, docs/broker.md "NATS JetStream"):
+ * broker_engine.h, broker_nats.h, docs/broker.md "NATS JetStream"):
  * the source of events the realtime engine reads (rt.h) in place of the
  * local bus.
  *
@@ -37,7 +37,7 @@
 #include "m0/loop.h"
 #include "m0/natsjs.h"
 #include "m0/rt.h"
-#include "broker_nats_int.h"
+#include "broker_nats.h"
 
 #define MAX_WAITING 1024            /* resumes waiting or in flight; beyond, 503 */
 

@@ -1,6 +1,6 @@
 /*
  * broker_nats_link.c — a worker loop's link to NATS JetStream (see
- * broker_nats_int.h): one thread of its own that does every blocking
+ * broker_nats.h): one thread of its own that does every blocking
  * libnats call for the loop, and the queue by which it and libnats's
  * callbacks hand the loop what happened, in order.
  *
@@ -47,7 +47,7 @@
 #include "m0/broker_pub.h"
 #include "m0/log.h"
 #include "m0/natsjs.h"
-#include "broker_nats_int.h"
+#include "broker_nats_link.h"
 
 #define PROBE_MS 1000               /* the stream's state, for /health and the watchdog */
 #define PROBE_STUCK_MS 250          /* ... while the reader is stuck or the stream does not answer */

@@ -1,6 +1,6 @@
 /*
  * broker_nats_pub.c — the NATS JetStream engine's process-wide part (see
- * broker_nats_int.h, docs/broker.md "NATS JetStream"): the connection
+ * broker_nats.h, docs/broker.md "NATS JetStream"): the connection
  * settings, the stream (one per prefix: PREFIX-events, subjects PREFIX.>,
  * replicated over the cluster), and the blocking publisher any thread but
  * a busy loop's may use (m0pub.publish in a view, `m0serve publish`, the
@@ -33,7 +33,7 @@
 #include "m0/broker_pub.h"
 #include "m0/log.h"
 #include "m0/natsjs.h"
-#include "broker_nats_int.h"
+#include "broker_nats_pub.h"
 
 /* Per process, written once by m0_broker_nats_init before forking. */
 static char sprefix[M0_NATS_PREFIX_MAX + 1];

@@ -322,7 +322,7 @@ static void deliver_gap(uint32_t slot, uint64_t last_id, uint64_t floor, m0_deli
     int n = snprintf(gap, sizeof gap,
                      "event: m0-gap\ndata: {\"last_event_id\": %llu, \"replay_from\": %llu}\n\n",
                      (unsigned long long)last_id, (unsigned long long)floor + 1);
-    cb(ctx, slot, gap, (size_t)n);
+    cb(ctx, slot, 0, gap, (size_t)n);
 }
 
 /* Link node into c's subscribers, first. */
@@ -421,7 +421,7 @@ void m0_registry_subscribe(struct m0_registry *r, uint32_t slot, const char *cha
         at[best] = e->next;
         if (e->id <= r->last[slot])
             continue;
-        cb(ctx, slot, e->data, e->len);
+        cb(ctx, slot, e->id, e->data, e->len);
         r->last[slot] = e->id;
     }
 }
@@ -494,7 +494,7 @@ size_t m0_registry_notice_all(struct m0_registry *r, const char *frame, size_t f
         for (uint32_t s = c->first; s != NONE; s = r->next[s]) {
             if (s >= r->nslots)
                 continue;             /* a list's other channels: the slot is reached once */
-            cb(ctx, s, frame, flen);
+            cb(ctx, s, 0, frame, flen);
             n++;
         }
     }
@@ -572,7 +572,7 @@ size_t m0_registry_fanout(struct m0_registry *r, m0_deliver_cb cb, void *ctx)
             if (f->id <= r->last[s])
                 continue;                  /* it has this one already (resume filter) */
             r->last[s] = f->id;
-            cb(ctx, s, f->frame, f->flen);
+            cb(ctx, s, f->id, f->frame, f->flen);
             delivered++;
         }
         r->fhead = f->next;

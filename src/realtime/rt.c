@@ -20,6 +20,7 @@
 
 #include "m0/bus.h"
 #include "m0/config.h"
+#include "m0/grip_item.h"
 #include "m0/log.h"
 #include "m0/loop.h"
 #include "m0/order.h"
@@ -54,12 +55,36 @@ struct m0_rt {
     struct m0_rt_stats st;
 };
 
+/* What the bytes of an event are (the engine's one look at them): a GRIP
+ * item carries its tag (grip_item.h), an event of the bus its id line; what
+ * has neither is a notice of the server's own. id: what the journal says
+ * (0: parse the id line, for a source's replay). */
+static struct m0_rt_event typed(uint64_t id, const char *p, size_t n, int replay)
+{
+    struct m0_rt_event ev = {.id = id, .replay = (uint8_t)replay, .frame = p, .n = n};
+    if (m0_grip_is_item(p, n)) {
+        ev.kind = M0_RT_GRIP;
+    } else if (n > 4 && memcmp(p, "id: ", 4) == 0) {
+        ev.kind = M0_RT_SSE;
+        if (id == 0) {
+            const char *eol = memchr(p + 4, '\n', n - 4);
+            ev.id = eol != NULL ? m0_sse_parse_last_id(p + 4, (size_t)(eol - p - 4)) : 0;
+            if (ev.id == UINT64_MAX)
+                ev.id = 0;
+        }
+    } else {
+        ev.kind = id != 0 ? M0_RT_SSE : M0_RT_NOTICE;
+    }
+    return ev;
+}
+
 /* Registry delivery callback: one copy of an event to the sink. */
-static void deliver(void *ctx, uint32_t slot, const char *p, size_t n)
+static void deliver(void *ctx, uint32_t slot, uint64_t id, const char *p, size_t n)
 {
     struct m0_rt *rt = ctx;
     rt->st.delivered++;
-    rt->sink.deliver(rt->sink.ctx, slot, p, n, rt->replaying);
+    struct m0_rt_event ev = typed(id, p, n, rt->replaying);
+    rt->sink.deliver(rt->sink.ctx, slot, &ev);
 }
 
 /* Events up to id will never reach this loop: tell every live subscriber
@@ -331,7 +356,8 @@ int m0_rt_subscribe(struct m0_rt *rt, uint32_t slot, uint32_t gen, const char *c
         /* An id we never issued (garbage, or from before a full restart
          * reset the counter): tell the client to resync, start afresh. */
         static const char gap[] = "event: m0-gap\ndata: {\"last_event_id\": null}\n\n";
-        rt->sink.deliver(rt->sink.ctx, slot, gap, sizeof gap - 1, 1);
+        const struct m0_rt_event ev = {.kind = M0_RT_NOTICE, .replay = 1, .frame = gap, .n = sizeof gap - 1};
+        rt->sink.deliver(rt->sink.ctx, slot, &ev);
         last = 0;
     }
     if (last == 0) {
@@ -387,7 +413,8 @@ int m0_rt_awaiting(struct m0_rt *rt, uint32_t slot, uint32_t gen)
 void m0_rt_replay(struct m0_rt *rt, uint32_t slot, const char *p, size_t n)
 {
     rt->replaying = 1;
-    rt->sink.deliver(rt->sink.ctx, slot, p, n, 1);
+    struct m0_rt_event ev = typed(0, p, n, 1);
+    rt->sink.deliver(rt->sink.ctx, slot, &ev);
     rt->replaying = 0;
 }
 

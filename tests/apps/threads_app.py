@@ -17,7 +17,9 @@
 /stop-loop    stops the event loop that serves it, as a failure would while its
               worker serves: /dev/null takes the place of that loop's epoll
               descriptor (the one watching this connection), as in an
-              application that clobbers descriptors it does not own
+              application that clobbers descriptors it does not own; with
+              &gate=PATH it first holds its loop until PATH exists (10 s at
+              most: 503)
 /publish-threads?n=N N threads, one after another, each publishing one
                      60 KB event and ending; the worker's RSS in KiB after
 
@@ -143,6 +145,12 @@ def app(environ, start_response):
             rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
         return _json(start_response, dict(me, rss_kib=rss))
     if path == "/stop-loop":
+        gate = environ.get("QUERY_STRING", "").partition("gate=")[2].partition("&")[0]
+        deadline = time.monotonic() + 10.0
+        while gate and not os.path.exists(gate):
+            if time.monotonic() > deadline:
+                return _json(start_response, dict(me, gate="timeout"), "503 Service Unavailable")
+            time.sleep(0.005)
         _clobber_epoll_of(int(environ["SERVER_PORT"]), int(environ["REMOTE_PORT"]))
         return _json(start_response, me)
     if path == "/stream":

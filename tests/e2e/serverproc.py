@@ -58,11 +58,13 @@ class StreamCollector:
             self.eof = True
             self._cond.notify_all()
 
-    def wait_for(self, regex, timeout):
-        """The first match of regex in any line, waiting up to timeout seconds;
-        None if it did not appear before the timeout or the end of the stream."""
+    def wait_for(self, regex, timeout, start=0):
+        """The first match of regex in any line (from line start on: len(lines)
+        before an action waits for a line that comes after it), waiting up to
+        timeout seconds; None if it did not appear before the timeout or the
+        end of the stream."""
         deadline = time.monotonic() + timeout
-        checked = 0
+        checked = start
         with self._cond:
             while True:
                 for line in self.lines[checked:]:

@@ -301,7 +301,8 @@ def test_a_virtualenv_of_the_same_version_from_another_python_exits_78(tmp_path)
     if not os.access(PYENV_PYTHON, os.X_OK):
         pytest.skip("%s is not installed" % PYENV_PYTHON)
     built_for = subprocess.run([BINARY, "--version"], capture_output=True, text=True, timeout=10).stdout
-    embedded = os.path.realpath(built_for.rsplit("built for ", 1)[1].rstrip(")\n"))
+    built_for = built_for.splitlines()[0]      # the second line says how libpython is linked
+    embedded = os.path.realpath(built_for.rsplit("built for ", 1)[1].rstrip(")"))
     theirs = subprocess.run([PYENV_PYTHON, "-c", "import sys; print('%d.%d' % sys.version_info[:2], sys.prefix)"],
                             capture_output=True, text=True, timeout=30).stdout.split()
     if theirs[0] != "%d.%d" % sys.version_info[:2] or os.path.realpath(theirs[1]) == os.path.dirname(

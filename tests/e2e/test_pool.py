@@ -169,3 +169,25 @@ def test_rss_flat_over_10000_requests_with_the_pool(start_server):
     run(10000)
     after = rss_kb(worker)
     assert after - before < 2048, "RSS grew from %d kB to %d kB" % (before, after)
+
+
+def test_inline_answers_written_on_the_next_pass_keep_order_and_close(start_server):
+    """--blocking-threads 0: a view of 20 us to 1 ms has its answer written on
+    the loop's next pass (h1.c, DEFER_MIN_US): pipelined requests are still
+    answered in order, a HEAD's without a body, Connection: close closes after
+    the last one; another client is served meanwhile."""
+    from rawhttp import build_request
+    server = start_server("conformance:application", "--blocking-threads", "0")
+    with Conn(server.port) as conn, Conn(server.port) as other:
+        conn.send(build_request("GET", "/slow?s=0.0002&tag=p1") + build_request("HEAD", "/slow?s=0.0003&tag=p2")
+                  + build_request("GET", "/slow?s=0.0004&tag=p3", headers=[("Connection", "close")]))
+        assert other.request("GET", "/slow?s=0.0002&tag=o1").body == b"slept 0.0002"
+        first = conn.read_response("GET")
+        second = conn.read_response("HEAD")
+        third = conn.read_response("GET")
+        assert (first.status, first.body) == (200, b"slept 0.0002")
+        assert (second.status, second.body) == (200, b"")
+        assert (third.status, third.body) == (200, b"slept 0.0004")
+        assert not conn._fill(), "the connection stays open after Connection: close"
+        assert other.request("GET", "/slow?s=0.0002&tag=o2").status == 200
+    wait_started(server, ["p1", "p2", "p3", "o1", "o2"])

@@ -26,7 +26,7 @@ import time
 import pytest
 
 from rawhttp import Conn, build_request, chunked, request
-from serverproc import BINARY, REPO, kill_group
+from serverproc import BINARY, REPO, kill_group, run_to_exit
 from sse import SSEStream
 
 PYDIR = REPO / "python"
@@ -288,6 +288,38 @@ def test_the_socket_goes_at_exit_a_stale_one_is_replaced_a_live_one_never_taken(
     stream.close()
 
 
+def test_a_socket_another_program_listens_on_is_never_taken(start_server, rundir):
+    """A program that takes no claim (no lock file beside it) listens at the
+    path: the claim is free, but the socket is live, so it is never
+    unlinked. At the default path the server serves without a publish
+    socket and says so; with --publish-socket it exits 1 naming it. The
+    program's socket stays and still accepts."""
+    default = os.path.join(rundir, "m0serve", "publish.sock")
+    given = os.path.join(rundir, "pub.sock")
+    os.mkdir(os.path.dirname(default), 0o700)
+    for path in (default, given):
+        other = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            other.bind(path)
+            other.listen(4)
+            if path == default:
+                server = serve(start_server, rundir, workers=1)
+                assert server.stderr.wait_for(re.compile(r"no publish socket for this server: unix:%s is in use by "
+                                                         r"another program" % re.escape(path)), 5), \
+                    server.stderr.text()
+            else:
+                rc, err = run_to_exit(["broker_app:application", "--app-dir", str(REPO / "tests" / "apps"), "--bind",
+                                       "127.0.0.1:0", "--realtime", "--publish-socket", path])
+                assert rc == 1 and "unix:%s is in use by another program" % path in err, (rc, err)
+            assert stat.S_ISSOCK(os.stat(path).st_mode)
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+                c.connect(path)                      # still the program's
+                other.settimeout(5)
+                other.accept()[0].close()
+        finally:
+            other.close()
+
+
 def test_stopping_answers_503_and_then_no_server_is_a_clear_error(start_server, rundir):
     path = os.path.join(rundir, "pub.sock")
     server = serve(start_server, rundir, "--publish-socket", path, "--graceful-timeout", "5", workers=1)
@@ -372,6 +404,70 @@ def test_publishing_through_reloads_loses_nothing(start_server, rundir):
         if pub.poll() is None:
             pub.kill()
     assert ids == list(range(ids[0], ids[0] + len(ids)))  # one sequence: nothing lost, nothing twice
+
+
+DRAINING = (503, b"Draining: this worker is stopping and published nothing; publish again on a new connection.\n")
+
+
+def stand_in(path, answers, publish):
+    """publish() with a stand-in for the server at path: each connection, in
+    turn, gets the next of answers ((status, body)) to its request. Returns
+    publish()'s result and the request bodies the stand-in read. (A real
+    worker answers 503 Draining only to a request on a connection it
+    accepted before it began draining: a race a test cannot bring about at
+    will.)"""
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(8)
+    bodies = []
+
+    def run():
+        for status, body in answers:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return                      # the publisher is done: no more connections
+            with c:
+                c.settimeout(10)
+                buf = b""
+                while b"\r\n\r\n" not in buf:
+                    buf += c.recv(65536)
+                head, _, rest = buf.partition(b"\r\n\r\n")
+                n = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
+                while len(rest) < n:
+                    rest += c.recv(65536)
+                bodies.append(rest)
+                c.sendall(b"HTTP/1.1 %d X\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n"
+                          b"Connection: close\r\n\r\n%s" % (status, len(body), body))
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    try:
+        result = publish()
+    finally:
+        srv.shutdown(socket.SHUT_RDWR)      # wakes an accept() still waiting
+        t.join(10)
+        srv.close()
+        os.unlink(path)
+    return result, bodies
+
+
+def test_a_draining_answer_is_published_again_on_a_new_connection(rundir):
+    """A worker that began draining after it accepted the publisher's
+    connection publishes nothing and answers 503 Draining (see the test
+    above): `m0serve publish` and m0pub send the event again on a new
+    connection, quietly, and fail with one line only when the retry is
+    refused too."""
+    path = os.path.join(rundir, "stand-in.sock")
+    env = plain_env(M0_PUBLISH_SOCKET=path)
+    shell, python = (lambda: shell_publish("news", "x", env=env)), (lambda: python_publish(env, "news", "x"))
+    for publish in (shell, python):
+        (rc, out, err), bodies = stand_in(path, [DRAINING, (200, b'{"id": 7}\n')], publish)
+        assert (rc, out) == (0, "7"), err
+        assert "Draining" not in err and len(bodies) == 2 and bodies[0] == bodies[1], (err, bodies)
+    (rc, _, err), bodies = stand_in(path, [DRAINING, DRAINING], shell)
+    assert rc == 1 and len(bodies) == 2 and err.count("Draining") == 1, (rc, err)
+    (rc, _, err), bodies = stand_in(path, [DRAINING, DRAINING], python)
+    assert rc != 0 and "m0pub.PublishError" in err and "Draining" in err and len(bodies) == 2, err
 
 
 def test_without_any_server_publishers_keep_todays_behaviour(rundir):

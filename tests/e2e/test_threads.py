@@ -492,7 +492,10 @@ def test_a_loop_that_stops_counts_as_retired_and_as_having_answered(start_server
     worker, and counts as retired and as having answered the master's pings:
     the master goes on hearing the worker (WATCHDOG=1 keeps coming while the
     first loop drains a half-sent request) and, told that it retired,
-    replaces it without taking its end for a failure."""
+    replaces it without taking its end for a failure. The loop stops with a
+    ping owed (the view holds it until the master has seen a ping go
+    unanswered): its stop is its answer, or the worker would never answer
+    again."""
     import socket
     path = str(tmp_path / "notify.sock")
     ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -507,9 +510,14 @@ def test_a_loop_that_stops_counts_as_retired_and_as_having_answered(start_server
         conns = _conns_on_every_loop(s.port, 2)
         first = _loop_of(conns[0])["pid"]
         conns[0].send(b"GET /gil HTTP/1.1\r\nHost: x\r\n")      # half a head: loop 0 drains until it ends
-        conns[1].send(b"GET /stop-loop HTTP/1.1\r\nHost: x\r\n\r\n")
+        gate, since = tmp_path / "gate", len(s.stderr.lines)
+        conns[1].send(b"GET /stop-loop?gate=%s HTTP/1.1\r\nHost: x\r\n\r\n" % str(gate).encode())
+        assert s.stderr.wait_for(re.compile(r"did not answer a ping"), 10, since), s.stderr.text()   # loop 1 owes it
+        gate.write_text("stop")
         assert s.stderr.wait_for(re.compile(r"event loop 1 of this worker stopped: draining the worker"), 10), \
             s.stderr.text()
+        # Its stop answered the ping it owed: the worker answers the master again.
+        assert s.stderr.wait_for(re.compile(r"worker 0 \(pid %d\) answers again" % first), 5, since), s.stderr.text()
         ns.setblocking(False)
         try:
             while True:
@@ -528,7 +536,7 @@ def test_a_loop_that_stops_counts_as_retired_and_as_having_answered(start_server
         deadline = time.monotonic() + 30
         while _get_json(s.port, "/gil")[1]["pid"] == first:
             assert time.monotonic() < deadline, s.stderr.text()
-        # (Before the loop stopped, the view itself may have held it past a ping.)
+        # (Before the loop stopped, the view held it past a ping.)
         after = s.stderr.text().split("event loop 1 of this worker stopped", 1)[1]
         assert "exited with status" not in after and "did not answer a ping" not in after, s.stderr.text()
     finally:

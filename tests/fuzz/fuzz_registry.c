@@ -137,7 +137,7 @@ static size_t log_count_above(const struct chan_log *lg, uint64_t id)
     return lg->n - lo;
 }
 
-static void deliver(void *ctx, uint32_t s, const char *p, size_t n)
+static void deliver(void *ctx, uint32_t s, uint64_t given, const char *p, size_t n)
 {
     struct world *w = ctx;
     static char want[1024];
@@ -149,6 +149,7 @@ static void deliver(void *ctx, uint32_t s, const char *p, size_t n)
         CHECK(w->subscribing == (int)s);         /* only while resuming */
         CHECK(!sl->gap_seen && sl->replayed == 0);
         CHECK(sl->resume != 0);
+        CHECK(given == 0);                       /* a notice has no id */
         sl->gap_seen = 1;
         return;
     }
@@ -158,6 +159,7 @@ static void deliver(void *ctx, uint32_t s, const char *p, size_t n)
     while (k < n && k < 24 && p[k] >= '0' && p[k] <= '9')
         id = id * 10 + (uint64_t)(p[k++] - '0');
     CHECK(k < n && p[k] == '\n');
+    CHECK(given == id);                          /* the id handed with it is the frame's */
     const struct chan_log *lg = &w->logs[sl->chan];
     long at = log_find(lg, id);
     CHECK(at >= 0);                              /* an event of its own channel */

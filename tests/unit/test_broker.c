@@ -18,6 +18,7 @@
 #include "m0/broker_pub.h"
 #include "m0/broker_reply.h"
 #include "m0/broker_url.h"
+#include "m0/cli.h"
 #include "m0/config.h"
 
 static void test_tcp_forms(void **state)

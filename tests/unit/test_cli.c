@@ -10,6 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "m0/cli.h"
 #include "m0/config.h"
 
 static int parse(struct m0_config *cfg, char *err, int argc, char **argv)
@@ -353,6 +354,8 @@ static void test_unknown_flag_gets_the_nearest(void **state)
         {"--proxy-header", "from the peers in --forwarded-allow-ips"},
         {"--prelaod", "nothing to preload"},
         {"--timeout-graceful", "unrecognized option '--timeout-graceful' (see --help)"},
+        /* Three edits, all in one word (grip/grant): a near spelling, not a near meaning. */
+        {"--grip-path", "unrecognized option '--grip-path' (see --help)"},
         {"--zzzzzz", "unrecognized option '--zzzzzz' (see --help)"},
         {"-x", "unrecognized option '-x' (see --help)"},
     };

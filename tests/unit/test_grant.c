@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "m0/cli.h"
 #include "m0/config.h"
 #include "m0/grant.h"
 #include "m0/keyfile.h"
@@ -240,6 +241,43 @@ static void test_key_file_reload(void **state)
     assert_int_equal(m0_grant_verify(t2, strlen(t2), cur, V_NOW, &g), M0_JWT_OK);
     m0_grant_clear(&g);
     m0_grant_keys_free(cur);
+}
+
+static struct m0_grant_keys *keys_of(const char *text)
+{
+    char err[256];
+    struct m0_grant_keys *k = m0_grant_keys_parse(text, strlen(text), "keys", err, sizeof err);
+    if (k == NULL)
+        fail_msg("%s", err);
+    return k;
+}
+
+/* The key a worker signs with during a rotation: the newest of its own
+ * that every worker serving verifies (docs/realtime.md "Rotation"). */
+static void test_newest_shared_key(void **state)
+{
+    (void)state;
+    struct m0_grant_keys *o = keys_of("k1 " V_K1 "\n"), *n = keys_of("k1 " V_K1 "\nk2 " V_K2 "\n"),
+                         *n3 = keys_of("k0 " V_K3 "\nk1 " V_K1 "\nk2 " V_K2 "\n"),
+                         *moved = keys_of("k2 " V_K2 "\nk1 " V_K1 "\n"), *fresh = keys_of("k3 " V_K3 "\n"),
+                         *same_kid = keys_of("k1 " V_K2 "\nk2 " V_K2 "\n");
+    const struct m0_grant_keys *old[] = {o}, *both[] = {o, n}, *newer[] = {n, n3};
+    assert_int_equal(m0_grant_keys_newest_shared(n, NULL, 0), 1);      /* nobody else: the last */
+    assert_int_equal(m0_grant_keys_newest_shared(n, old, 1), 0);       /* k2 added: k1 until o is gone */
+    assert_int_equal(m0_grant_keys_newest_shared(n, both, 2), 0);      /* k itself among them */
+    assert_int_equal(m0_grant_keys_newest_shared(o, both, 2), 0);
+    assert_int_equal(m0_grant_keys_newest_shared(n3, newer, 2), 2);    /* both verify k2: it signs */
+    assert_int_equal(m0_grant_keys_newest_shared(moved, both, 2), 1);  /* file order decides "newest" */
+    assert_int_equal(m0_grant_keys_newest_shared(fresh, both, 2), -1); /* every key replaced */
+    assert_int_equal(m0_grant_keys_newest_shared(same_kid, old, 1), -1);   /* k1 with another secret is another key */
+    const struct m0_grant_keys *sk[] = {same_kid};
+    assert_int_equal(m0_grant_keys_newest_shared(n, sk, 1), 1);        /* ... but k2 is the same */
+    m0_grant_keys_free(o);
+    m0_grant_keys_free(n);
+    m0_grant_keys_free(n3);
+    m0_grant_keys_free(moved);
+    m0_grant_keys_free(fresh);
+    m0_grant_keys_free(same_kid);
 }
 
 /* --------------------------------------------------------------- verify */
@@ -582,6 +620,7 @@ int main(void)
         cmocka_unit_test(test_key_file_refusals),
         cmocka_unit_test(test_key_file_load_and_mode),
         cmocka_unit_test(test_key_file_reload),
+        cmocka_unit_test(test_newest_shared_key),
         cmocka_unit_test(test_grip_key_file),
         cmocka_unit_test(test_grant_channels),
         cmocka_unit_test(test_grant_refusals),

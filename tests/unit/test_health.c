@@ -1,5 +1,5 @@
 /*
- * test_health.c — the /health JSON (src/http/health.c).
+ * test_health.c — the /health JSON (src/http/health_json.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "m0/buf.h"
-#include "m0/health.h"
+#include "m0/health_json.h"
 #include "m0/registry.h"
 
 static void test_health_json(void **state)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "m0/cli.h"
 #include "m0/config.h"
 #include "m0/metrics_text.h"
 

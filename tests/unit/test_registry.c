@@ -17,9 +17,10 @@
 /* Delivery log for registry tests. */
 static char delivered[8][512];
 
-static void collect(void *ctx, uint32_t slot, const char *p, size_t n)
+static void collect(void *ctx, uint32_t slot, uint64_t id, const char *p, size_t n)
 {
     (void)ctx;
+    (void)id;
     size_t have = strlen(delivered[slot]);
     if (have + n < sizeof delivered[slot]) {
         memcpy(delivered[slot] + have, p, n);

@@ -223,9 +223,31 @@ static void test_buf_consume_compact_and_arena(void **state)
     assert_null(a.head);
 }
 
+/* The decimal writer that replaced printf for lengths and statuses. */
+static void test_decimal_lengths_and_statuses(void **state)
+{
+    (void)state;
+    static const uint64_t vals[] = {0, 7, 10, 99, 100, 12345, 4294967296ull, UINT64_MAX};
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        char got[21], want[32];
+        snprintf(want, sizeof want, "%llu", (unsigned long long)vals[i]);
+        assert_int_equal(m0_u64_dec(got, vals[i]), strlen(want));
+        assert_string_equal(got, want);
+    }
+    struct m0_head_info hi = base;
+    enum m0_framing f;
+    int keep;
+    hi.content_length = 1234567890123ll;
+    assert_non_null(strstr(finish(hi, &f, &keep), "\r\nContent-Length: 1234567890123\r\n"));
+    hi = base;
+    hi.body_len = 0;
+    assert_non_null(strstr(finish(hi, &f, &keep), "\r\nContent-Length: 0\r\n"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_decimal_lengths_and_statuses),
         cmocka_unit_test(test_known_length_gets_content_length),
         cmocka_unit_test(test_unknown_length_is_chunked_on_11_and_close_on_10),
         cmocka_unit_test(test_http10_keepalive_is_announced),

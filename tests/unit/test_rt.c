@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "m0/bus.h"
+#include "m0/cli.h"
 #include "m0/config.h"
 #include "m0/loop.h"
 #include "m0/rt.h"
@@ -36,12 +37,12 @@ struct fake {
     int once;
 };
 
-static void f_deliver(void *ctx, uint32_t slot, const char *p, size_t n, int replay)
+static void f_deliver(void *ctx, uint32_t slot, const struct m0_rt_event *ev)
 {
     struct fake *f = ctx;
-    (void)p;
-    (void)n;
-    assert_false(replay);
+    assert_false(ev->replay);
+    assert_int_equal(ev->kind, M0_RT_SSE);   /* an event of the bus, typed once by the engine */
+    assert_true(ev->id != 0);
     assert_true(f->corking);        /* live deliveries come inside a pass */
     if (f->once && f->seen_pass[slot] == f->passes)
         f->twice++;
@@ -165,11 +166,53 @@ static void test_a_burst_is_not_a_once_pass(void **state)
     teardown_engine(f);
 }
 
+/* The typed event (rt.h): what a source replays is typed once by the
+ * engine — an SSE event with the id its line gives, a GRIP item by its
+ * tag, a notice (m0-gap, no id) — so no sink looks at the bytes. */
+static struct m0_rt_event seen[4];
+static unsigned nseen;
+
+static void t_deliver(void *ctx, uint32_t slot, const struct m0_rt_event *ev)
+{
+    (void)ctx;
+    (void)slot;
+    if (nseen < 4)
+        seen[nseen++] = *ev;
+}
+
+static void test_events_are_typed_once_by_the_engine(void **state)
+{
+    (void)state;
+    struct m0_config cfg;
+    m0_config_defaults(&cfg);
+    struct m0_loop *l = m0_loop_new();
+    assert_non_null(l);
+    const struct m0_rt_sink sink = {.deliver = t_deliver, .cork = f_cork, .corked = f_corked, .flush = f_flush,
+                                    .awaiting = f_awaiting};
+    struct m0_rt *rt = m0_rt_new(l, &cfg, 4, &sink);
+    static const char sse[] = "id: 42\ndata: e\n\n", grip[] = "\0Gitem", gap[] = "event: m0-gap\ndata: {}\n\n";
+    nseen = 0;
+    m0_rt_replay(rt, 1, sse, sizeof sse - 1);
+    m0_rt_replay(rt, 1, grip, sizeof grip - 1);
+    m0_rt_replay(rt, 1, gap, sizeof gap - 1);
+    assert_int_equal(nseen, 3);
+    assert_int_equal(seen[0].kind, M0_RT_SSE);
+    assert_int_equal(seen[0].id, 42);
+    assert_true(seen[0].replay);
+    assert_int_equal(seen[1].kind, M0_RT_GRIP);
+    assert_int_equal(seen[1].n, sizeof grip - 1);       /* its bytes as they are (m0_grip_item_decode reads them) */
+    assert_int_equal(seen[2].kind, M0_RT_NOTICE);
+    assert_int_equal(seen[2].id, 0);
+    m0_rt_free(rt);
+    m0_loop_free(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_event_in_flight_passes_are_once_and_sliced),
         cmocka_unit_test(test_a_burst_is_not_a_once_pass),
+        cmocka_unit_test(test_events_are_typed_once_by_the_engine),
     };
     return cmocka_run_group_tests_name("rt", tests, NULL, NULL);
 }

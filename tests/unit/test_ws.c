@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "m0/body.h"
+#include "m0/cli.h"
 #include "m0/config.h"
 #include "m0/http.h"
 #include "m0/sse.h"

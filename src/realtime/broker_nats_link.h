@@ -1,92 +1,16 @@
 /*
- * broker_nats_int.h — inside the NATS JetStream engine (not for other
- * modules): what broker_nats_pub.c (the connection settings, the stream,
- * the blocking publisher), broker_nats_link.c (a worker loop's link: the
- * thread that talks to NATS and the queue its deliveries reach the loop
- * by) and broker_nats.c (the loop's side: the source of events) share, and
- * the engine's entry points broker_engine.c puts in its table.
- *
- * libnats has threads of its own and calls back on them (deliveries, a
- * connection lost or back). Nothing of a loop is touched from those
- * threads: each callback copies what it got into a lock-protected queue and
- * wakes the loop through an eventfd the loop watches, as the pool's
- * completions reach it (loop.h). Every blocking libnats call (connect,
- * the stream's info, a resume's message gets, subscribing) runs on the
- * link's own thread, never on the loop.
+ * broker_nats_link.h — a worker loop's link to NATS (broker_nats_link.c,
+ * private to the broker module: see broker_nats.h): the items it hands
+ * the loop, the resumes it answers, and its life.
  */
-#ifndef M0_BROKER_NATS_INT_H
-#define M0_BROKER_NATS_INT_H
+#ifndef M0_BROKER_NATS_LINK_H
+#define M0_BROKER_NATS_LINK_H
 
 #include <pthread.h>
-#include <signal.h>
 
-#include <nats/nats.h>
-
-#include "m0/broker_url.h"
 #include "m0/buf.h"
-#include "m0/natsjs.h"
 #include "m0/types.h"
-
-struct m0_config;
-struct m0_loop;
-struct m0_rt;
-struct m0_rt_source_ops;
-
-/* ------------------------------------------------- the engine's entries */
-
-int m0_broker_nats_init(const struct m0_broker_cfg *b, char *err, size_t cap);
-int m0_broker_nats_publish(const char *channel, size_t clen, const char *frame, size_t flen, const char *key,
-                           size_t klen, const char *hint, uint64_t *id_out, char *err, size_t cap);
-int m0_broker_nats_counter(uint64_t *out, char *err, size_t cap);
-void m0_broker_nats_prepare(void);
-void *m0_broker_nats_new(struct m0_rt *rt, struct m0_loop *l, const struct m0_config *cfg);
-extern const struct m0_rt_source_ops m0_broker_nats_source;
-
-/* ------------------------------------------------------ broker_nats_pub.c */
-
-#define M0_NATS_API_MS 1000         /* a JetStream API request (stream info, a message get) */
-#define M0_NATS_DUPLICATES_NS (300LL * 1000000000LL)   /* the de-duplication window: M0_BROKER_KEY_TTL_MS */
-
-/* The process's subject prefix and stream name (m0_broker_nats_init,
- * before forking; read-only afterwards). */
-const char *m0_nats_sprefix(void);
-const char *m0_nats_stream(void);
-
-/* Connection settings for the process's broker: its servers (tried in the
- * URL's order), credentials, timeouts, reconnecting for ever. NULL with err
- * when libnats refuses them. The caller destroys it. */
-natsOptions *m0_nats_options(char *err, size_t cap);
-
-/* libnats's last error on this thread, or what status means. */
-const char *m0_nats_error(natsStatus s);
-
-/* Block every signal in the calling thread (the threads libnats starts
- * from it inherit that: signals are the loop's), the old mask in *old. */
-void m0_nats_block_signals(sigset_t *old);
-void m0_nats_restore_signals(const sigset_t *old);
-
-/* The stream as the broker says. */
-struct m0_nats_state {
-    uint64_t first, last;           /* its first and last sequence (last: the newest id; 0: none yet) */
-    int replicas;                   /* its replicas */
-    char leader[64];                /* the server that leads it ("": none now) */
-    int current;                    /* replicas that are current (the leader included) */
-    int standalone;                 /* the server is not clustered (no leader: it holds the stream) */
-};
-
-enum { M0_NATS_FIND, M0_NATS_CREATE, M0_NATS_RECONCILE };
-
-/*
- * The stream on js: read (M0_NATS_FIND), made when it is not there
- * (M0_NATS_CREATE), and also brought to this process's settings
- * (M0_NATS_RECONCILE: retention, backlog, the de-duplication window, and
- * the replicas when --broker-replicas was given), then read into *st.
- * Blocking (a few API requests). M0_OK; M0_AGAIN when it does not exist
- * (FIND); M0_ERR with a one-line reason.
- */
-int m0_nats_stream_state(jsCtx *js, int mode, struct m0_nats_state *st, char *err, size_t cap);
-
-/* ----------------------------------------------------- broker_nats_link.c */
+#include "broker_nats_pub.h"
 
 #define M0_NATS_QUEUE_MAX 4096      /* deliveries waiting for the loop before the delivering thread waits */
 
