@@ -102,13 +102,13 @@ PY_EXE_REAL = $(realpath $(M0_PYTHON_EXE))
 DEFS     := -DM0_VERSION='"$(VERSION)"' -DM0_PYTHONDIR='"$(PREFIX)/share/m0serve/python"' \
             -DM0_PYTHON_EXE='"$(M0_PYTHON_EXE)"' -D_GNU_SOURCE
 CPPFLAGS := -Iinclude -I$(LLHTTP_INC) $(DEFS)
-LDLIBS    = $(PY_LINK_LIBS) -lhiredis -lssl -lcrypto -ljansson -lpthread
+LDLIBS    = $(PY_LINK_LIBS) -lhiredis -lnats -lssl -lcrypto -ljansson -lpthread
 
 SRCS     := $(wildcard src/*/*.c)
 # Sources are in one folder per layer (docs/architecture.md; make layers).
 # Modules with no Python in them: linked into the C unit tests and the fuzzers.
 PURE     := src/base/buf.c src/base/log.c src/base/log_text.c src/base/timer.c src/proto/accesslog.c src/proto/base64.c src/proto/body.c src/proto/broker_reply.c src/proto/commit.c \
-            src/proto/epcp.c src/proto/grip.c src/proto/grip_item.c src/proto/http.c src/proto/jwt.c src/proto/origin.c src/proto/percent.c src/proto/proxy.c src/proto/pubreq.c \
+            src/proto/epcp.c src/proto/grip.c src/proto/grip_item.c src/proto/http.c src/proto/jwt.c src/proto/natsjs.c src/proto/origin.c src/proto/percent.c src/proto/proxy.c src/proto/pubreq.c \
             src/proto/request.c src/proto/response.c src/proto/sse.c src/proto/ws.c src/core/config.c src/core/grant.c src/core/keyfile.c \
             src/core/metrics_text.c src/core/notify.c src/core/target.c src/event/job.c src/event/lane.c src/event/loop.c \
             src/realtime/broker_url.c src/realtime/bus.c src/realtime/order.c src/realtime/registry.c src/realtime/rt.c src/http/health_json.c \
@@ -523,6 +523,7 @@ python-ft python-gil: python-%:
 # PyPI into the venvs below; python3-venv is what makes those. clang and
 # libclang-rt-14-dev build the libFuzzer drivers (make fuzz).
 DEB_PKGS := gcc make python3-dev python3-venv node-llhttp libssl-dev libcmocka-dev libhiredis-dev libjansson-dev redis-server redis-sentinel \
+            libnats-dev nats-server \
             uwsgi-core uwsgi-plugin-python3 nginx-light wrk \
             procps util-linux curl iproute2 clang libclang-rt-14-dev systemd prometheus
 

@@ -14,16 +14,18 @@ returns ``None`` and logs once -- unless a broker is configured or a
 server's publish socket is there (below).
 
 With a broker (``m0serve --broker URL``; docs/broker.md) events go through
-Redis and reach every m0serve host using it. A process that is not a
-worker (a Celery task, cron, ``manage.py shell``) publishes there too when
-``M0_BROKER`` is set (``redis://[[USER]:PASSWORD@]HOST:PORT[/DB]``,
+Redis or NATS JetStream and reach every m0serve host using it. A process
+that is not a worker (a Celery task, cron, ``manage.py shell``) publishes
+there too when ``M0_BROKER`` is set (``redis://[[USER]:PASSWORD@]HOST:PORT[/DB]``,
 ``rediss://...`` over TLS, ``redis+sentinel://HOST:PORT,.../MASTER[/DB]``
-through Sentinel, or ``unix:///path/redis.sock``; ``M0_BROKER_PREFIX``,
+through Sentinel, ``unix:///path/redis.sock``, or
+``nats://HOST:PORT[,HOST:PORT...]``; ``M0_BROKER_PREFIX``,
 ``M0_BROKER_RETENTION``, ``M0_BROKER_BACKLOG``, ``M0_BROKER_MIN_REPLICAS``,
-``M0_BROKER_CA_CERTS``, ``M0_BROKER_CERTFILE``, ``M0_BROKER_KEYFILE`` as the
-servers have them): same framing, limits and
+``M0_BROKER_REPLICAS``, ``M0_BROKER_CA_CERTS``, ``M0_BROKER_CERTFILE``,
+``M0_BROKER_KEYFILE`` as the servers have them): same framing, limits and
 return value (the global id), through a minimal RESP client below running
-the same script as the server. Such a call blocks for one round trip (at
+the same script as the server, or a minimal NATS client publishing to the
+same JetStream stream. Such a call blocks for one round trip (at
 most about 3 s when the broker is down) and raises ``BrokerError`` when the
 event could not be published -- never a silent drop -- or its subclass
 ``PublishOutcomeUnknown`` when the event was sent and no answer came (it may
@@ -139,10 +141,12 @@ class _ReplyError(Exception):
 
 
 # The URL schemes and the engine each names (src/realtime/broker_url.c's
-# table): (engine, tls, sentinel, default port, several hosts allowed).
-_SCHEMES = {"redis": ("redis", False, False, 6379, False), "rediss": ("redis", True, False, 6379, False),
-            "redis+sentinel": ("redis", False, True, 26379, True),
-            "rediss+sentinel": ("redis", True, True, 26379, True)}
+# table): (engine, tls, sentinel, default port, several hosts allowed, a
+# path after the hosts).
+_SCHEMES = {"redis": ("redis", False, False, 6379, False, True), "rediss": ("redis", True, False, 6379, False, True),
+            "redis+sentinel": ("redis", False, True, 26379, True, True),
+            "rediss+sentinel": ("redis", True, True, 26379, True, True),
+            "nats": ("nats", False, False, 4222, True, False)}
 WAIT_MS = 500              # WAIT: how long a publish waits for its replicas (M0_BROKER_WAIT_MS)
 
 
@@ -173,8 +177,10 @@ def parse_broker_url(url):
     ``redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`` (USER: an ACL user),
     ``rediss://...`` (TLS),
     ``redis+sentinel://[:PASSWORD@]HOST[:PORT],.../MASTER[/DB]`` (sentinels,
-    default port 26379; ``rediss+sentinel://`` with TLS) or
-    ``unix:///path[?db=N]``. Raises ValueError."""
+    default port 26379; ``rediss+sentinel://`` with TLS),
+    ``unix:///path[?db=N]`` or ``nats://[[USER:]PASSWORD@]HOST[:PORT],...``
+    (NATS JetStream servers, default port 4222; a password alone is a
+    token). Raises ValueError."""
     cfg = {"engine": "redis", "tls": False, "sentinel": False, "hosts": [], "master": None, "host": None,
            "port": 6379, "path": None, "username": None, "password": None, "db": 0}
     if url.startswith("unix://"):
@@ -191,8 +197,9 @@ def parse_broker_url(url):
     scheme, sep, rest = url.partition("://")
     if not sep or scheme not in _SCHEMES:
         raise ValueError("M0_BROKER: want redis://[:PASSWORD@]HOST:PORT[/DB], rediss://..., "
-                         "redis+sentinel://HOST:PORT,.../MASTER[/DB] or unix:///path/redis.sock")
-    cfg["engine"], cfg["tls"], cfg["sentinel"], default_port, multi = _SCHEMES[scheme]
+                         "redis+sentinel://HOST:PORT,.../MASTER[/DB], unix:///path/redis.sock "
+                         "or nats://HOST:PORT[,HOST:PORT...]")
+    cfg["engine"], cfg["tls"], cfg["sentinel"], default_port, multi, has_path = _SCHEMES[scheme]
     if "@" in rest:
         userinfo, rest = rest.rsplit("@", 1)
         user, colon, password = userinfo.partition(":")
@@ -200,7 +207,9 @@ def parse_broker_url(url):
         cfg["username"] = user if colon and user else None
         if not cfg["password"]:
             raise ValueError("M0_BROKER: empty password")
-    hostlist, _, path = rest.partition("/")
+    hostlist, slash, path = rest.partition("/")
+    if slash and not has_path:
+        raise ValueError("M0_BROKER: no path after the hosts (nats://HOST:PORT,HOST:PORT,...)")
     cfg["hosts"] = [_parse_host(h, default_port) for h in hostlist.split(",")]
     if not multi and len(cfg["hosts"]) > 1:
         raise ValueError("M0_BROKER: one HOST:PORT (several are sentinels: redis+sentinel://)")
@@ -215,9 +224,10 @@ def parse_broker_url(url):
         if not db.isdigit():
             raise ValueError("M0_BROKER: database must be a number")
         cfg["db"] = int(db)
-    cfg["shown"] = "%s://%s%s%s%s/%d" % (scheme, cfg["username"] or "", ":***@" if cfg["password"] else "",
-                                        ",".join(_show_host(h, p) for h, p in cfg["hosts"]),
-                                        "/" + cfg["master"] if cfg["sentinel"] else "", cfg["db"])
+    cfg["shown"] = "%s://%s%s%s%s" % (scheme, cfg["username"] or "", ":***@" if cfg["password"] else "",
+                                      ",".join(_show_host(h, p) for h, p in cfg["hosts"]),
+                                      ("%s/%d" % ("/" + cfg["master"] if cfg["sentinel"] else "", cfg["db"]))
+                                      if has_path else "")
     return cfg
 
 
@@ -391,6 +401,7 @@ def _broker_settings():
             "retention": int(env("M0_BROKER_RETENTION") or RETENTION_DEFAULT),
             "backlog": int(env("M0_BROKER_BACKLOG") or BACKLOG_DEFAULT),
             "min_replicas": int(n) if n else (1 if cfg["sentinel"] else 0),
+            "replicas": int(env("M0_BROKER_REPLICAS")) if env("M0_BROKER_REPLICAS") else None,
             "ssl": _ssl_context(*tls) if cfg["tls"] else None}
 
 
@@ -531,9 +542,398 @@ def _redis_publish(settings, name, event, data, key=None):
         % (cfg["shown"], why, hint))
 
 
+# ------------------------------------------------------------- NATS JetStream
+# The NATS engine's publisher (docs/broker.md, "NATS JetStream"): the client
+# protocol spoken here, minimally (standard library only, any thread, a
+# forked child makes its own, like the RESP client above). A publish is one
+# request: HPUB of the frame on PREFIX.TOKEN with Nats-Expected-Stream and,
+# with a key, Nats-Msg-Id, answered by the stream's acknowledgement
+# {"stream": ..., "seq": N} once its quorum stored it: N is the event's id.
+# The names are the server's (include/m0/natsjs.h): keep them equal.
+
+REPLICAS_DEFAULT = 3        # the stream's replicas (--broker-replicas; 1 on a server that is not clustered)
+DUPLICATE_WINDOW_NS = KEY_TTL_MS * 1000000  # JetStream's de-duplication window: the key's five minutes
+_NATS_LINE_MAX = 64 * 1024  # bytes of a protocol line (an INFO with many URLs is a few KB)
+_NATS_PAYLOAD_MAX = 64 * 1024 * 1024    # bytes of a message the reader takes
+_NATS_PLAIN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _nats_token(raw):
+    """A channel name (or prefix, or key) as one subject token: bytes of
+    [A-Za-z0-9_-] as they are, every other byte %XX (natsjs.h)."""
+    return b"".join(bytes([c]) if c in _NATS_PLAIN else b"%%%02X" % c for c in raw)
+
+
+def _nats_names(prefix):
+    """(subject prefix, stream name) of a broker prefix: "m0:" gives
+    (b"m0", b"m0-events")."""
+    raw = prefix.encode()
+    if len(raw) > 1 and raw.endswith(b":"):
+        raw = raw[:-1]
+    token = _nats_token(raw)
+    return token, token + b"-events"
+
+
+class _NatsProtocolError(Exception):
+    """The server sent something the client protocol does not have."""
+
+
+def _nats_int(b, what):
+    if not b or len(b) > 10 or not b.isdigit():
+        raise _NatsProtocolError("a bad %s: %r" % (what, b[:20]))
+    return int(b)
+
+
+class _NatsReader:
+    """The server's side of the NATS client protocol, parsed from the bytes
+    fed to it: next() gives ("INFO", dict), ("MSG", subject, sid, reply,
+    headers or None, payload), ("PING",), ("PONG",), ("OK",), ("ERR", text),
+    or None when it needs more bytes; anything else raises
+    _NatsProtocolError (a line or a message over the limits included), never
+    another exception. Pure: tests feed it hostile bytes."""
+
+    def __init__(self):
+        self.buf = bytearray()
+        self.scanned = 0             # bytes of buf known to hold no CRLF (but maybe a CR at the end)
+
+    def feed(self, data):
+        self.buf += data
+
+    def next(self):
+        end = self.buf.find(b"\r\n", max(self.scanned - 1, 0))
+        if end < 0:
+            self.scanned = len(self.buf)
+            if len(self.buf) > _NATS_LINE_MAX:
+                raise _NatsProtocolError("a protocol line longer than %d bytes" % _NATS_LINE_MAX)
+            return None
+        self.scanned = 0
+        if end > _NATS_LINE_MAX:
+            raise _NatsProtocolError("a protocol line longer than %d bytes" % _NATS_LINE_MAX)
+        line = bytes(self.buf[:end])
+        args = line.split()
+        op = args[0].upper() if args else b""
+        if op in (b"PING", b"PONG", b"+OK") and len(args) == 1:
+            del self.buf[:end + 2]
+            return ({b"PING": "PING", b"PONG": "PONG", b"+OK": "OK"}[op],)
+        if op == b"-ERR":
+            del self.buf[:end + 2]
+            return ("ERR", line[4:].strip().strip(b"'").decode("utf-8", "replace"))
+        if op == b"INFO":
+            try:
+                info = json.loads(line[4:].decode("utf-8"))
+            except ValueError:
+                raise _NatsProtocolError("an INFO that is not JSON") from None
+            if not isinstance(info, dict):
+                raise _NatsProtocolError("an INFO that is not an object")
+            del self.buf[:end + 2]
+            return ("INFO", info)
+        if op == b"MSG" and len(args) in (4, 5):
+            hlen, total = 0, _nats_int(args[-1], "size")
+        elif op == b"HMSG" and len(args) in (5, 6):
+            hlen, total = _nats_int(args[-2], "header size"), _nats_int(args[-1], "size")
+            if hlen > total:
+                raise _NatsProtocolError("headers larger than the message")
+        else:
+            raise _NatsProtocolError("not a NATS protocol line: %r" % line[:40])
+        if total > _NATS_PAYLOAD_MAX:
+            raise _NatsProtocolError("a message of %d bytes" % total)
+        if len(self.buf) < end + 2 + total + 2:
+            return None
+        body = bytes(self.buf[end + 2:end + 2 + total])
+        if self.buf[end + 2 + total:end + 4 + total] != b"\r\n":
+            raise _NatsProtocolError("a message not followed by CRLF")
+        del self.buf[:end + 4 + total]
+        n = 3 if op == b"MSG" else 4
+        reply = args[3] if len(args) == n + 2 else None
+        headers = body[:hlen] if op == b"HMSG" else None
+        if headers is not None and not headers.startswith(b"NATS/1.0"):
+            raise _NatsProtocolError("a header block that is not NATS/1.0")
+        return ("MSG", args[1], args[2], reply, headers, body[hlen:])
+
+
+def _nats_status(headers):
+    """The status of a header block (b"NATS/1.0 503\\r\\n..." -> 503), or None."""
+    if not headers:
+        return None
+    first = headers.split(b"\r\n", 1)[0].split()
+    return int(first[1]) if len(first) > 1 and len(first[1]) == 3 and first[1].isdigit() else None
+
+
+_nats_first = [0]           # which server a dial tries first (moves on after one fails)
+
+
+class _Nats:
+    """One blocking connection to a NATS server of the URL (the first that
+    answers, starting after the last that failed), with an inbox for
+    replies. Raises BrokerError when none can be reached (nothing sent)."""
+
+    def __init__(self, settings):
+        cfg = settings["cfg"]
+        self.cfg = cfg
+        self.pid = os.getpid()
+        self.reader = _NatsReader()
+        self.inbox = b"_INBOX.%s" % os.urandom(8).hex().encode()
+        self.n = 0
+        self.left = False            # the current request left in full: the server may act on it
+        self.sock = None
+        hosts = cfg["hosts"]
+        last = "no server"
+        for k in range(len(hosts)):
+            i = (_nats_first[0] + k) % len(hosts)
+            host, port = hosts[i]
+            try:
+                self._open(host, port)
+                _nats_first[0] = i
+                return
+            except _ReplyError as e:
+                self.close()
+                raise BrokerError("broker %s refused the connection: %s" % (cfg["shown"], e)) from None
+            except (OSError, EOFError, _NatsProtocolError) as e:
+                self.close()
+                last = "%s: %s" % (_show_host(host, port), _os_reason(e) if isinstance(e, OSError) else e)
+        raise BrokerError("broker %s unreachable: %s" % (cfg["shown"], last))
+
+    def _open(self, host, port):
+        cfg = self.cfg
+        self.sock = socket.create_connection((host, port), timeout=TIMEOUT)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        op = self._op()
+        if op[0] != "INFO":
+            raise _NatsProtocolError("the server did not begin with INFO")
+        if not op[1].get("headers", False):
+            raise _NatsProtocolError("the server does not take headers (NATS 2.2 or later is needed)")
+        hello = {"verbose": False, "pedantic": False, "headers": True, "no_responders": True, "protocol": 1,
+                 "lang": "python-m0pub", "version": "1", "name": "m0pub"}
+        if cfg["username"]:
+            hello["user"], hello["pass"] = cfg["username"], cfg["password"]
+        elif cfg["password"]:
+            hello["auth_token"] = cfg["password"]
+        self.sock.sendall(b"CONNECT %s\r\nPING\r\nSUB %s.* 1\r\n" % (json.dumps(hello).encode(), self.inbox))
+        while True:
+            op = self._op()
+            if op[0] == "PONG":
+                return
+            if op[0] == "ERR":
+                raise _ReplyError(op[1])
+
+    def close(self):
+        if self.sock is not None:
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+            self.sock = None
+
+    def stale(self):
+        """Something came before anything was asked (the server closed the
+        connection, or sent an error): not to be used again. A PING is
+        answered, and an INFO (the cluster's servers) read."""
+        try:
+            while select.select([self.sock], [], [], 0)[0]:
+                self.sock.setblocking(False)
+                try:
+                    data = self.sock.recv(65536)
+                except BlockingIOError:
+                    return False
+                finally:
+                    self.sock.settimeout(TIMEOUT)
+                if not data:
+                    return True
+                self.reader.feed(data)
+                while True:
+                    op = self.reader.next()
+                    if op is None:
+                        break
+                    if op[0] == "PING":
+                        self.sock.sendall(b"PONG\r\n")
+                    elif op[0] not in ("INFO", "PONG", "OK"):
+                        return True
+            return False
+        except (OSError, ValueError, _NatsProtocolError):
+            return True
+
+    def _op(self):
+        """The next protocol operation (PINGs answered on the way)."""
+        while True:
+            op = self.reader.next()
+            if op is not None:
+                if op[0] == "PING":
+                    self.sock.sendall(b"PONG\r\n")
+                    continue
+                return op
+            data = self.sock.recv(65536)
+            if not data:
+                raise EOFError("connection closed by the broker")
+            self.reader.feed(data)
+
+    def request(self, subject, payload, headers=()):
+        """Send payload on subject (with headers, a list of (name, value)
+        bytes) and wait for the reply: (status or None, payload). Raises
+        OSError/EOFError (socket.timeout: no reply within TIMEOUT),
+        _ReplyError (the server's -ERR) or _NatsProtocolError; self.left says
+        whether the request had left in full."""
+        self.n += 1
+        reply = b"%s.%d" % (self.inbox, self.n)
+        if headers:
+            h = b"NATS/1.0\r\n" + b"".join(b"%s: %s\r\n" % kv for kv in headers) + b"\r\n"
+            out = b"HPUB %s %s %d %d\r\n%s%s\r\n" % (subject, reply, len(h), len(h) + len(payload), h, payload)
+        else:
+            out = b"PUB %s %s %d\r\n%s\r\n" % (subject, reply, len(payload), payload)
+        self.left = False
+        self.sock.sendall(out)
+        self.left = True
+        while True:
+            op = self._op()
+            if op[0] == "ERR":
+                raise _ReplyError(op[1])
+            if op[0] == "MSG" and op[1] == reply:
+                return _nats_status(op[4]), op[5]
+
+
+def _nats_json(payload, what):
+    """A JetStream API answer as a dict; raises _NatsProtocolError."""
+    try:
+        v = json.loads(payload.decode("utf-8"))
+    except ValueError:
+        raise _NatsProtocolError("%s: not JSON" % what) from None
+    if not isinstance(v, dict):
+        raise _NatsProtocolError("%s: not an object" % what)
+    return v
+
+
+def _nats_api_error(v):
+    """(err_code, description) of an API answer's error, or None."""
+    e = v.get("error")
+    if e is None:
+        return None
+    if not isinstance(e, dict):
+        return (0, "an error")
+    code = e.get("err_code")
+    return (code if isinstance(code, int) else 0, str(e.get("description", "an error"))[:200])
+
+
+def _nats_make_stream(conn, settings, stream, sprefix):
+    """Nobody took a publish: when the stream exists (it has no leader now:
+    an election after a server was lost), BrokerError; else make it, with
+    the server's settings (broker_nats_pub.c). Raises BrokerError."""
+    cfg = settings["cfg"]
+    want = settings["replicas"]
+    try:
+        status, payload = conn.request(b"$JS.API.STREAM.INFO." + stream, b"")
+        err = None if status == 503 else _nats_api_error(_nats_json(payload, "stream info"))
+    except (OSError, EOFError, _NatsProtocolError, _ReplyError) as e:
+        raise BrokerError("broker %s: stream %s: %s: not published" % (
+            cfg["shown"], stream.decode(), e or type(e).__name__)) from None
+    if status == 503:
+        raise BrokerError("broker %s: JetStream does not answer (not enabled?): not published" % cfg["shown"])
+    if err is None:
+        raise BrokerError("broker %s: stream %s took no event (no leader now: an election?): not published" % (
+            cfg["shown"], stream.decode()))
+    if err[0] != 10059:                        # anything but "stream not found"
+        raise BrokerError("broker %s: stream %s: %s: not published" % (cfg["shown"], stream.decode(), err[1]))
+    config = {"name": stream.decode(), "subjects": [sprefix.decode() + ".>"], "retention": "limits",
+              "max_consumers": -1, "max_msgs": settings["backlog"], "max_bytes": -1, "max_age": 0,
+              "max_msgs_per_subject": settings["retention"], "max_msg_size": -1, "discard": "old",
+              "storage": "file", "num_replicas": want or REPLICAS_DEFAULT, "duplicate_window": DUPLICATE_WINDOW_NS}
+    for _ in range(2):
+        try:
+            status, payload = conn.request(b"$JS.API.STREAM.CREATE." + stream, json.dumps(config).encode())
+            if status == 503:
+                raise BrokerError("broker %s: JetStream does not answer (not enabled?): not published" % cfg["shown"])
+            err = _nats_api_error(_nats_json(payload, "stream create"))
+        except (OSError, EOFError, _NatsProtocolError, _ReplyError) as e:
+            raise BrokerError("broker %s: stream %s could not be made: %s" % (
+                cfg["shown"], stream.decode(), e or type(e).__name__)) from None
+        if err is None or err[0] == 10058:        # made, or made by another publisher meanwhile
+            return
+        if err[0] == 10074 and want is None:      # one server, not a cluster: R1 is all there is
+            config["num_replicas"] = 1
+            continue
+        raise BrokerError("broker %s: stream %s could not be made: %s" % (cfg["shown"], stream.decode(), err[1]))
+
+
+def _nats_publish(settings, name, event, data, key=None):
+    """Publish through NATS JetStream; the id (the stream sequence). Raises
+    BrokerError (not published) or PublishOutcomeUnknown (sent, not
+    acknowledged)."""
+    cfg = settings["cfg"]
+    sprefix, stream = _nats_names(settings["prefix"])
+    subject = sprefix + b"." + _nats_token(name)
+    body = frame(data, event)
+    headers = [(b"Nats-Expected-Stream", stream)] + ([(b"Nats-Msg-Id", _nats_token(key))] if key is not None else [])
+    hint = "a retry with the same key publishes it at most once"
+    sent = False                         # a request left: the stream may store it
+    made = False
+    why = "unreachable"
+    for attempt in range(3):
+        conn = getattr(_local, "nats", None)
+        if conn is not None and (conn.pid != os.getpid() or conn.cfg != cfg or conn.stale()):
+            if conn.pid == os.getpid():
+                conn.close()
+            conn = None                  # inherited through fork, another broker, or closed
+        fresh = conn is None
+        try:
+            if fresh:
+                conn = _local.nats = _Nats(settings)
+        except BrokerError as e:
+            if not sent:
+                raise
+            why = str(e)
+            break
+        try:
+            status, payload = conn.request(subject, body, headers)
+        except _ReplyError as e:
+            conn.close()
+            _local.nats = None
+            if conn.left and not any(w in str(e) for w in ("Permissions", "Payload")):
+                sent = True              # an error not about this message, after it left
+                why = "the server's error '%s'" % e
+                break
+            raise BrokerError("broker %s refused the event: %s" % (cfg["shown"], e)) from None
+        except (OSError, EOFError, _NatsProtocolError) as e:   # timeouts included: the stream may store it
+            left = conn.left
+            sent = sent or left
+            conn.close()
+            _local.nats = None
+            why = "no acknowledgement within %g s" % TIMEOUT if isinstance(e, socket.timeout) else \
+                (str(e) or type(e).__name__)
+            if attempt < 2 and not isinstance(e, socket.timeout) and (not left or key is not None):
+                continue                 # the server went: once more on another (with a key, appended once)
+            if not sent:
+                raise BrokerError("broker %s: %s" % (cfg["shown"], why)) from None
+            break
+        if status == 503:                # no responders: no leader now, or no stream
+            if made:
+                raise BrokerError("broker %s: no JetStream stream takes %s: not published" % (
+                    cfg["shown"], subject.decode()))
+            _nats_make_stream(conn, settings, stream, sprefix)
+            made = True
+            continue
+        try:
+            ack = _nats_json(payload, "the acknowledgement")
+        except _NatsProtocolError as e:
+            conn.close()
+            _local.nats = None
+            raise PublishOutcomeUnknown("broker %s: %s: it may have been published (outcome unknown; %s)"
+                                        % (cfg["shown"], e, hint)) from None
+        err = _nats_api_error(ack)
+        if err is not None:
+            raise BrokerError("broker %s refused the event: %s" % (cfg["shown"], err[1]))
+        seq = ack.get("seq")
+        if ack.get("stream") != stream.decode() or not isinstance(seq, int) or isinstance(seq, bool) or seq <= 0:
+            raise PublishOutcomeUnknown("broker %s answered %r: it may have been published (outcome unknown; %s)"
+                                        % (cfg["shown"], payload[:100], hint))
+        return seq
+    if not sent:
+        raise BrokerError("broker %s %s" % (cfg["shown"], why))
+    raise PublishOutcomeUnknown(
+        "broker %s: %s, after the event was sent: it may have been published (outcome unknown; %s)"
+        % (cfg["shown"], why, hint))
+
+
 # Every engine a URL can name (broker_engine.h's table): a new engine adds
 # its publisher here.
-_ENGINES = {"redis": _redis_publish}
+_ENGINES = {"redis": _redis_publish, "nats": _nats_publish}
 
 
 def _broker_publish(settings, name, event, data, key=None):

@@ -83,6 +83,7 @@ struct m0_config {
     long broker_retention;      /* events kept per channel in the broker (resume) */
     long broker_backlog;        /* events kept in the broker's all-channel log (catch-up) */
     long broker_min_replicas;   /* WAIT for this many replicas per publish (-1: 1 with Sentinel, else 0) */
+    long broker_replicas;       /* nats://: the stream's replicas (-1: 3, or 1 on a server without clustering) */
     const char *broker_ca_certs;   /* TLS to the broker: CA file (NULL: the system's) */
     const char *broker_certfile;   /* TLS client certificate and key (NULL: none) */
     const char *broker_keyfile;

@@ -77,11 +77,12 @@ static const struct opt opts[] = {
     {"--replay-total", "M0_REPLAY_TOTAL", T_BYTES, O(replay_total), 0, 0, "BYTES", "journal bytes kept per worker across all channels (default 64m)"},
     {"--ws-max-message", "M0_WS_MAX_MESSAGE", T_BYTES, O(ws_max_message), 0, 0, "BYTES", "largest inbound WebSocket message; larger ones close the socket with 1009 (default 1m)"},
     {"--outbox-limit", "M0_OUTBOX_LIMIT", T_BYTES, O(outbox_limit), 0, 0, "BYTES", "bytes queued for a slow held stream before it is closed (default 256k)"},
-    {"--broker", "M0_BROKER", T_STR, O(broker), 0, 0, "URL", "publish and deliver through Redis: redis://[:PASSWORD@]HOST:PORT[/DB], rediss://... (TLS), redis+sentinel://HOST:PORT,.../MASTER[/DB] (rediss+sentinel:// with TLS) or unix:///path/redis.sock (default: the local bus only)"},
+    {"--broker", "M0_BROKER", T_STR, O(broker), 0, 0, "URL", "publish and deliver through Redis: redis://[:PASSWORD@]HOST:PORT[/DB], rediss://... (TLS), redis+sentinel://HOST:PORT,.../MASTER[/DB] (rediss+sentinel:// with TLS) or unix:///path/redis.sock; or NATS JetStream: nats://HOST:PORT[,HOST:PORT...] (default: the local bus only)"},
     {"--broker-prefix", "M0_BROKER_PREFIX", T_STR, O(broker_prefix), 0, 0, "P", "key prefix in the broker (default m0:)"},
     {"--broker-retention", "M0_BROKER_RETENTION", T_LONG, O(broker_retention), 1, 10000000, "N", "events the broker keeps per channel for Last-Event-ID resume on any host (default 1000)"},
     {"--broker-backlog", "M0_BROKER_BACKLOG", T_LONG, O(broker_backlog), 100, 100000000, "N", "events the broker keeps in its all-channel log, how far a reconnecting worker catches up (default 100000)"},
     {"--broker-min-replicas", "M0_BROKER_MIN_REPLICAS", T_LONG, O(broker_min_replicas), 0, 100, "N", "a publish is acknowledged once WAIT counts N replicas holding it, else PublishOutcomeUnknown (default 1 with redis+sentinel://, else 0)"},
+    {"--broker-replicas", "M0_BROKER_REPLICAS", T_LONG, O(broker_replicas), 1, 5, "N", "nats://: the stream's replicas over the cluster (default 3, or 1 on a server without clustering)"},
     {"--broker-ca-certs", "M0_BROKER_CA_CERTS", T_STR, O(broker_ca_certs), 0, 0, "FILE", "rediss://: verify the broker's certificate against the CAs in FILE (PEM; default: the system's CAs)"},
     {"--broker-certfile", "M0_BROKER_CERTFILE", T_STR, O(broker_certfile), 0, 0, "FILE", "rediss://: present this client certificate (PEM chain)"},
     {"--broker-keyfile", "M0_BROKER_KEYFILE", T_STR, O(broker_keyfile), 0, 0, "FILE", "rediss://: the client certificate's key (PEM; default: in --broker-certfile)"},
@@ -205,6 +206,7 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->broker_retention = M0_BROKER_RETENTION_DEFAULT;
     cfg->broker_backlog = M0_BROKER_BACKLOG_DEFAULT;
     cfg->broker_min_replicas = -1;
+    cfg->broker_replicas = -1;
     cfg->ws_max_message = 1024 * 1024;
     cfg->backlog = 2048;
     cfg->max_connections = 16384;
@@ -758,11 +760,11 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
             snprintf(err, cap, "m0serve: error: --broker: invalid value '%s' (%s)", cfg->broker, why);
             return M0_ERR;
         }
-        if (m0_broker_check_tls_flags(&b, cfg, why, sizeof why) != M0_OK) {
+        if (m0_broker_check_flags(&b, cfg, why, sizeof why) != M0_OK) {
             snprintf(err, cap, "m0serve: error: %s", why);
             return M0_ERR;
         }
-    } else if (m0_broker_check_tls_flags(NULL, cfg, err, cap) != M0_OK) {
+    } else if (m0_broker_check_flags(NULL, cfg, err, cap) != M0_OK) {
         char why[160];
         snprintf(why, sizeof why, "%s", err);
         snprintf(err, cap, "m0serve: error: %s", why);
