@@ -169,6 +169,12 @@ void m0_rt_source_stats(const struct m0_rt *rt, struct m0_rt_source_stats *out);
 int m0_rt_subscribe(struct m0_rt *rt, uint32_t slot, uint32_t gen, const char *channel, size_t clen, uint64_t last,
                     uint64_t start);
 void m0_rt_unsubscribe(struct m0_rt *rt, uint32_t slot);
+/* A held slot's channels become channel (a '\n'-separated list of up to
+ * 32; empty: none), from this loop's journals only (registry.h:
+ * m0_registry_set_channels): the ones it keeps go on, a new one starts now;
+ * a slot with none is subscribed from start (the newest id when the
+ * request that subscribes it was made). */
+void m0_rt_set_channels(struct m0_rt *rt, uint32_t slot, const char *channel, size_t clen, uint64_t start);
 
 /* ---------------------------------------------------------- a source */
 
