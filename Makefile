@@ -212,6 +212,7 @@ build/unit/%: tests/unit/%.c $(UNIT_OBJS)
 # The serving core's unit test (conn, h1, hold, wshold over a socketpair):
 # the http layer's files with the Python entry points stubbed.
 SERVE_CORE := src/core/metrics.c src/http/conn.c src/http/conn_slots.c src/http/endpoint.c src/http/grip_hold.c \
+              src/http/grip_hold_link.c \
               src/http/h1.c src/http/hold.c src/http/loops.c src/http/server.c src/http/static_http.c \
               src/http/wsframes.c src/http/wshold.c src/http/wshold_mailbox.c src/http/wshold_open.c src/http/wshold_woh.c
 build/unit/test_serve: tests/unit/test_serve.c tests/unit/serve_stubs.c $(UNIT_OBJS) $(SERVE_CORE:src/%.c=build/unit/obj/%.o)
