@@ -140,6 +140,9 @@ struct m0_config {
     const char *grip_control;   /* --grip-control HOST:PORT or unix:PATH; NULL: none */
     int grip_listener;          /* set by the master: the workers' listener index of grip_control, -1 */
     uint64_t grip_max_body;     /* --grip-max-body: the control port's request body limit (default 1 MiB) */
+    const char *ws_over_http;   /* --ws-over-http PREFIX (normalised like a mount prefix): WebSocket
+                                   handshakes under it to a WSGI mount go over HTTP (wshold_woh.h);
+                                   implies --realtime; NULL: off */
     /* The local publish socket (pubsock.h, pubpath.h): NULL the default
      * path with --realtime, "" none. */
     const char *publish_socket; /* --publish-socket PATH */

@@ -110,6 +110,7 @@ static const struct opt opts[] = {
     {"--grip-key-file", "M0_GRIP_KEY_FILE", T_STR, O(grip_key_file), 0, 0, "FILE", "GRIP: the shared key (the file's first line; not readable by other users); Grip-* instructions are honoured, requests carry Grip-Sig; implies --realtime"},
     {"--grip-control", "M0_GRIP_CONTROL", T_STR, O(grip_control), 0, 0, "ADDR", "GRIP: HOST:PORT or unix:PATH answering EPCP POST /publish/ (Bearer key or JWT); needs --grip-key-file"},
     {"--grip-max-body", "M0_GRIP_MAX_BODY", T_BYTES, O(grip_max_body), 0, 0, "BYTES", "GRIP: the largest publish body the control port reads, else 413 before reading it (default 1m)"},
+    {"--ws-over-http", "M0_WS_OVER_HTTP", T_PREFIX, O(ws_over_http), 0, 0, "PREFIX", "GRIP: WebSocket handshakes under PREFIX to a WSGI mount speak Pushpin's WebSocket-over-HTTP: their events are POSTed to the view (django-grip's WebSocketContext), the answers sent back; implies --realtime"},
     {"--grant-key-file", "M0_GRANT_KEY_FILE", T_STR, O(grant_key_file), 0, 0, "FILE", "signed stream grants: HMAC keys, one 'KID SECRET' a line, mode 600 (checked at start; exit 78 when refused)"},
     {"--grant-path", "M0_GRANT_PATH", T_PREFIX, O(grant_path), 0, 0, "PREFIX", "signed stream grants: PREFIX/sse and PREFIX/ws hold a grant's channels, no Python call; needs --grant-key-file; implies --realtime"},
     {"--grant-cookie", "M0_GRANT_COOKIE", T_STR, O(grant_cookie), 0, 0, "NAME", "signed stream grants: the token may also come in cookie NAME"},
@@ -785,7 +786,7 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
     }
     /* GRIP holds and grants are held streams: either flag implies
      * --realtime, as the realtime flags a user would not think to add. */
-    if (cfg->grip_key_file != NULL || cfg->grant_path != NULL)
+    if (cfg->grip_key_file != NULL || cfg->grant_path != NULL || cfg->ws_over_http != NULL)
         cfg->realtime = 1;
     if (cfg->presence_events != NULL && cfg->presence_events[0] != '\0')
         cfg->realtime = 1;           /* join/leave are events on held streams' channels */
