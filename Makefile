@@ -102,16 +102,17 @@ PY_EXE_REAL = $(realpath $(M0_PYTHON_EXE))
 DEFS     := -DM0_VERSION='"$(VERSION)"' -DM0_PYTHONDIR='"$(PREFIX)/share/m0serve/python"' \
             -DM0_PYTHON_EXE='"$(M0_PYTHON_EXE)"' -D_GNU_SOURCE
 CPPFLAGS := -Iinclude -I$(LLHTTP_INC) $(DEFS)
-LDLIBS    = $(PY_LINK_LIBS) -lhiredis -lssl -lcrypto -ljansson -lpthread
+LDLIBS    = $(PY_LINK_LIBS) -lhiredis -lnats -lssl -lcrypto -ljansson -lpthread
 
 SRCS     := $(wildcard src/*/*.c)
 # Sources are in one folder per layer (docs/architecture.md; make layers).
 # Modules with no Python in them: linked into the C unit tests and the fuzzers.
 PURE     := src/base/buf.c src/base/log.c src/base/log_text.c src/base/timer.c src/proto/accesslog.c src/proto/base64.c src/proto/body.c src/proto/broker_reply.c src/proto/commit.c \
-            src/proto/epcp.c src/proto/grip.c src/proto/grip_item.c src/proto/http.c src/proto/jwt.c src/proto/origin.c src/proto/percent.c src/proto/proxy.c src/proto/pubreq.c \
-            src/proto/request.c src/proto/response.c src/proto/sse.c src/proto/ws.c src/core/config.c src/core/grant.c src/core/keyfile.c \
+            src/proto/epcp.c src/proto/grip.c src/proto/grip_item.c src/proto/http.c src/proto/jwt.c src/proto/natsjs.c src/proto/origin.c src/proto/percent.c src/proto/proxy.c src/proto/pubreq.c \
+            src/proto/request.c src/proto/response.c src/proto/sse.c src/proto/woh.c src/proto/ws.c src/core/config.c src/core/grant.c src/core/keyfile.c \
             src/core/metrics_text.c src/core/notify.c src/core/target.c src/core/tls_server.c src/event/job.c src/event/lane.c src/event/loop.c \
             src/realtime/broker_url.c src/realtime/bus.c src/realtime/order.c src/realtime/registry.c src/realtime/rt.c src/http/health_json.c \
+            src/core/fork.c src/realtime/presence.c src/realtime/presence_announce.c \
             src/http/mime.c src/http/static.c src/http/static_rules.c src/master/cli.c src/master/cli_hint.c
 LLHTTP   := api.c http.c llhttp.c
 
@@ -127,7 +128,7 @@ endif
 .SECONDARY:
 .PHONY: FORCE all deps venv bench-venv bench-tools test layers unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
         smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics smoke-grip smoke-grip-browser smoke-grants smoke-grants-browser \
-        python-ft python-gil tsan smoke-threads smoke-threads-run sabotage sabotage-list sabotage-fast print-build
+        python-ft python-gil tsan smoke-threads smoke-threads-run sabotage sabotage-list sabotage-fast sabotage-check print-build
 
 all: m0serve
 
@@ -212,8 +213,9 @@ build/unit/%: tests/unit/%.c $(UNIT_OBJS)
 # The serving core's unit test (conn, h1, hold, wshold over a socketpair):
 # the http layer's files with the Python entry points stubbed.
 SERVE_CORE := src/core/metrics.c src/http/conn.c src/http/conn_slots.c src/http/endpoint.c src/http/grip_hold.c \
+              src/http/grip_hold_link.c \
               src/http/h1.c src/http/hold.c src/http/loops.c src/http/server.c src/http/static_http.c \
-              src/http/wsframes.c src/http/wshold.c src/http/wshold_mailbox.c
+              src/http/wsframes.c src/http/wshold.c src/http/wshold_mailbox.c src/http/wshold_open.c src/http/wshold_woh.c
 build/unit/test_serve: tests/unit/test_serve.c tests/unit/serve_stubs.c $(UNIT_OBJS) $(SERVE_CORE:src/%.c=build/unit/obj/%.o)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
@@ -258,6 +260,7 @@ e2e-debian: deps
 SMOKE_DEPLOY_E2E := tests/e2e/test_proxy_headers.py tests/e2e/test_lifecycle.py
 test: deps
 	$(Q)$(MAKE) --no-print-directory layers
+	$(Q)$(MAKE) --no-print-directory sabotage-check
 	$(Q)$(MAKE) --no-print-directory m0serve unit
 	$(Q)$(MAKE) --no-print-directory fuzz-smoke
 	$(Q)$(MAKE) --no-print-directory e2e E2E_ARGS="$(E2E_ARGS) $(SMOKE_DEPLOY_E2E:%=--ignore=%)"
@@ -329,6 +332,11 @@ sabotage: m0serve venv
 
 sabotage-fast: m0serve venv
 	$(Q)$(VPY) tools/sabotage.py --tag fast $(SABOTAGE_ARGS)
+
+# Every mutation of the table still applies (read-only, seconds): make test
+# checks the whole table here and runs only the fast subset at its end.
+sabotage-check:
+	$(Q)$(PYTHON) tools/sabotage.py --check
 
 sabotage-list:
 	$(Q)$(PYTHON) tools/sabotage.py --list
@@ -516,6 +524,7 @@ python-ft python-gil: python-%:
 # PyPI into the venvs below; python3-venv is what makes those. clang and
 # libclang-rt-14-dev build the libFuzzer drivers (make fuzz).
 DEB_PKGS := gcc make python3-dev python3-venv node-llhttp libssl-dev libcmocka-dev libhiredis-dev libjansson-dev redis-server redis-sentinel \
+            libnats-dev nats-server \
             uwsgi-core uwsgi-plugin-python3 nginx-light wrk \
             procps util-linux curl iproute2 clang libclang-rt-14-dev systemd prometheus
 
@@ -590,7 +599,7 @@ bench: deps
 # One make target per benchmark script (bench/README.md): make bench-realtime
 # runs bench/realtime.sh with its defaults (BENCH_ARGS="--duration 5" to pass
 # options). Each prints its table; none is part of make test.
-BENCH_SCRIPTS := asgi broker grants grip mixed realtime static stream threads ws
+BENCH_SCRIPTS := asgi broker grants grip mixed presence realtime static stream threads ws
 BENCH_ARGS ?=
 .PHONY: $(BENCH_SCRIPTS:%=bench-%)
 $(BENCH_SCRIPTS:%=bench-%): bench-%: deps

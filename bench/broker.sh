@@ -15,13 +15,17 @@
 #     (bench/broker_pub.py): m0pub outside any server (PROCS processes), and
 #     views publishing from A's pool threads (CONCURRENCY clients); and the
 #     publish latency of one m0pub process alone (p50/p99 of a call).
-#  The broker leg runs three ways (ENGINES): "redis" (plain TCP, as above),
+#  The broker leg runs five ways (ENGINES): "redis" (plain TCP, as above),
 #  "wait1" (the same primary with one replica, --broker-min-replicas 1: each
-#  publish waits for WAIT 1) and "tls" (rediss:// to a TLS-only redis-server,
-#  certificates made here with the openssl CLI): latency legs broker,
-#  broker-wait1, broker-tls, and a throughput row each.
+#  publish waits for WAIT 1), "tls" (rediss:// to a TLS-only redis-server,
+#  certificates made here with the openssl CLI), and NATS JetStream on a
+#  cluster of three nats-server processes: "nats1" (a stream of one replica,
+#  --broker-replicas 1) and "nats3" (three replicas: a publish is acknowledged
+#  once two have it): latency legs broker, broker-wait1, broker-tls,
+#  broker-nats1, broker-nats3, and a throughput row each.
 #
-# redis-server is started here (temporary dir, free ports, no persistence) and
+# redis-server and nats-server are started here (temporary dir, free ports; no
+# persistence for Redis, JetStream's file store in the temporary dir) and
 # stopped at exit. Nothing is pinned: the 2-core machine runs Redis, the
 # servers and the client together (all legs alike): compare ratios within
 # one run.
@@ -46,9 +50,10 @@ Environment:
   LOCAL_WORKERS=2             workers of the one local-bus m0serve
   BROKER_WORKERS=1            workers of each of the two broker hosts (same total)
   SKIP_THROUGHPUT=1           latency runs only
-  ENGINES=redis,wait1,tls     the broker legs (plain, WAIT 1 with a replica, TLS)
+  ENGINES=redis,wait1,tls,nats1,nats3   the broker legs (Redis: plain, WAIT 1 with a
+                              replica, TLS; NATS JetStream: streams of 1 and 3 replicas)
   STARTUP_TIMEOUT=15 CLIENT_TIMEOUT=240 NOFILE=65536
-  M0SERVE=./m0serve PYTHON=/usr/bin/python3 REDIS_SERVER=redis-server
+  M0SERVE=./m0serve PYTHON=/usr/bin/python3 REDIS_SERVER=redis-server NATS_SERVER=nats-server
 EOF
 }
 
@@ -72,7 +77,8 @@ NOFILE=${NOFILE:-65536}
 PYTHON=${PYTHON:-/usr/bin/python3}
 SERVER_CPU=0 CLIENT_CPU=0   # check_setup wants them; this script pins nothing
 REDIS_SERVER=${REDIS_SERVER:-redis-server}
-ENGINES=${ENGINES:-redis,wait1,tls}
+NATS_SERVER=${NATS_SERVER:-nats-server}
+ENGINES=${ENGINES:-redis,wait1,tls,nats1,nats3}
 STREAMS=1000,10000
 SERVERS=local,broker
 MARKDOWN=""
@@ -89,11 +95,12 @@ done
 check_uints EVENTS SECONDS_PUB PROCS CONCURRENCY PER_REQUEST BLOCKING_THREADS STARTUP_TIMEOUT CLIENT_TIMEOUT NOFILE
 IFS=, read -r -a COUNTS <<<"$STREAMS"
 IFS=, read -r -a ENGS <<<"$ENGINES"
-for e in "${ENGS[@]}"; do [[ $e =~ ^(redis|wait1|tls)$ ]] || die "bad engine: $e (redis, wait1, tls)"; done
+for e in "${ENGS[@]}"; do [[ $e =~ ^(redis|wait1|tls|nats1|nats3)$ ]] || die "bad engine: $e (redis, wait1, tls, nats1, nats3)"; done
 for n in "${COUNTS[@]}"; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "bad stream count: $n"; done
 resolve_paths
 cd -- "$REPO_ROOT"
 check_setup setsid timeout curl openssl "$PYTHON" "$REDIS_SERVER"
+if [[ ,$ENGINES, == *,nats* ]]; then check_setup "$NATS_SERVER"; fi
 [[ -x $M0SERVE ]] || die "no m0serve binary at $M0SERVE (run make)"
 
 hard=$(ulimit -Hn)
@@ -159,6 +166,35 @@ if [[ ,$ENGINES, == *,tls,* ]]; then
     redis_up "$TPORT" tls || die "the TLS redis-server did not start"
 fi
 
+# ---- nats ---------------------------------------------------------------------
+if [[ ,$ENGINES, == *,nats* ]]; then
+    # Three nats-server processes with JetStream, routed to each other: every
+    # stream of a NATS leg is on this cluster (one prefix per leg).
+    NPORTS=() ; CPORTS=() ; MPORTS=()
+    for i in 0 1 2; do NPORTS+=("$(free_port)"); CPORTS+=("$(free_port)"); MPORTS+=("$(free_port)"); done
+    for i in 0 1 2; do
+        routes=""
+        for j in 0 1 2; do ((j == i)) || routes+="${routes:+, }nats-route://127.0.0.1:${CPORTS[$j]}"; done
+        mkdir -p "$TMP/n$i"
+        printf 'server_name: n%d
+listen: 127.0.0.1:%d
+http: 127.0.0.1:%d
+jetstream { store_dir: "%s", max_memory_store: 256MB, max_file_store: 4GB }
+cluster { name: bench, listen: 127.0.0.1:%d, routes: [%s] }
+'             "$((i + 1))" "${NPORTS[$i]}" "${MPORTS[$i]}" "$TMP/n$i" "${CPORTS[$i]}" "$routes" >"$TMP/n$i.conf"
+        setsid "$NATS_SERVER" -c "$TMP/n$i.conf" >"$TMP/nats-n$i.log" 2>&1 </dev/null &
+        track_session "$!" TERM
+    done
+    for i in 0 1 2; do   # JetStream up and a meta leader known on every node
+        for _ in $(seq 200); do
+            curl -sf --max-time 1 "http://127.0.0.1:${MPORTS[$i]}/jsz" 2>/dev/null | grep -q '"leader"' && break
+            sleep 0.1
+        done
+    done
+    NATS_URL="nats://127.0.0.1:${NPORTS[0]},127.0.0.1:${NPORTS[1]},127.0.0.1:${NPORTS[2]}"
+    NATS_VERSION="nats-server $("$NATS_SERVER" --version | sed 's/^nats-server: //') (3 nodes)"
+fi
+
 # engine_args ENGINE: the URL and flags of a broker leg (URL first), and
 # engine_env ENGINE: the M0_* a publisher outside the server needs.
 engine_args() {
@@ -166,6 +202,8 @@ engine_args() {
         redis) printf '%s\n' "$BROKER" ;;
         wait1) printf '%s\n' "$BROKER" --broker-min-replicas 1 ;;
         tls) printf '%s\n' "rediss://127.0.0.1:$TPORT" --broker-ca-certs "$TMP/ca.pem" ;;
+        nats1) printf '%s\n' "$NATS_URL" --broker-replicas 1 --broker-prefix bench1: ;;
+        nats3) printf '%s\n' "$NATS_URL" --broker-replicas 3 --broker-prefix bench3: ;;
     esac
 }
 engine_env() {
@@ -173,6 +211,8 @@ engine_env() {
         redis) printf 'M0_BROKER=%s\n' "$BROKER" ;;
         wait1) printf '%s\n' "M0_BROKER=$BROKER" M0_BROKER_MIN_REPLICAS=1 ;;
         tls) printf '%s\n' "M0_BROKER=rediss://127.0.0.1:$TPORT" "M0_BROKER_CA_CERTS=$TMP/ca.pem" ;;
+        nats1) printf '%s\n' "M0_BROKER=$NATS_URL" M0_BROKER_REPLICAS=1 M0_BROKER_PREFIX=bench1: ;;
+        nats3) printf '%s\n' "M0_BROKER=$NATS_URL" M0_BROKER_REPLICAS=3 M0_BROKER_PREFIX=bench3: ;;
     esac
 }
 leg_engine() { case $1 in broker) echo redis ;; broker-*) echo "${1#broker-}" ;; esac; }
@@ -250,7 +290,7 @@ run_throughput() {   # run_throughput ENGINE
     local -a bargs envs
     mapfile -t bargs < <(engine_args "$eng")
     mapfile -t envs < <(engine_env "$eng")
-    printf '\n== %s: sustained publishes/s through one Redis (hosts A and B reading it)\n' "$eng"
+    printf '\n== %s: sustained publishes/s through the broker (hosts A and B reading it)\n' "$eng"
     pa=$(free_port); pb=$(free_port)
     start_m0 "$TMP/tp-$eng-a.log" "$pa" "$BROKER_WORKERS" --broker "${bargs[@]}"
     start_m0 "$TMP/tp-$eng-b.log" "$pb" "$BROKER_WORKERS" --broker "${bargs[@]}"
@@ -270,8 +310,9 @@ run_throughput() {   # run_throughput ENGINE
 
 host_info
 M0_VERSION=$(m0serve_version built)
-printf 'm0serve broker benchmark\nhost: %s\nm0serve: %s; %s\n' "$HOST_INFO" "$M0_VERSION" "$REDIS_VERSION"
-printf 'local: 1 m0serve x %s workers; broker legs (%s): 2 m0serve x %s worker(s) on one Redis; --blocking-threads %s; %s events %ss apart per latency run; no CPU pinning\n' \
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+printf 'm0serve broker benchmark\nhost: %s\nm0serve: %s; %s%s\n' "$HOST_INFO" "$M0_VERSION" "$REDIS_VERSION" "${NATS_VERSION:+; $NATS_VERSION}"
+printf 'local: 1 m0serve x %s workers; broker legs (%s): 2 m0serve x %s worker(s) on one broker; --blocking-threads %s; %s events %ss apart per latency run; no CPU pinning\n' \
     "$LOCAL_WORKERS" "$ENGINES" "$BROKER_WORKERS" "$BLOCKING_THREADS" "$EVENTS" "$INTERVAL"
 LEGS=(local)
 for e in "${ENGS[@]}"; do [[ $e == redis ]] && LEGS+=(broker) || LEGS+=("broker-$e"); done
@@ -319,11 +360,12 @@ fi
 # shellcheck disable=SC2016
 markdown_report() {
     local n leg k e
-    md_header 'm0serve broker benchmark: the bus on Redis (plain, WAIT 1, TLS) beside the local bus'
-    printf -- '- m0serve: %s; %s; no CPU pinning (Redis, servers and client share the cores): compare within this run\n' "$M0_VERSION" "$REDIS_VERSION"
-    printf -- '- local leg: one m0serve, %s workers; broker legs: two m0serve (A, B), %s worker(s) each, on one Redis; --realtime --blocking-threads %s\n' "$LOCAL_WORKERS" "$BROKER_WORKERS" "$BLOCKING_THREADS"
-    printf -- '- broker: plain TCP; broker-wait1: the same primary with one replica and --broker-min-replicas 1 (WAIT 1 per publish); broker-tls: rediss:// to a TLS-only redis-server\n'
-    printf -- '- per latency run: N streams (split over A and B for the broker legs), %s events %ss apart published on A\n\n' "$EVENTS" "$INTERVAL"
+    md_header 'm0serve broker benchmark: the bus on Redis (plain, WAIT 1, TLS) and NATS JetStream (R1, R3) beside the local bus'
+    printf -- '- m0serve: %s; %s%s; no CPU pinning (the brokers, servers and client share the cores): compare within this run\n' "$M0_VERSION" "$REDIS_VERSION" "${NATS_VERSION:+; $NATS_VERSION}"
+    printf -- '- local leg: one m0serve, %s workers; broker legs: two m0serve (A, B), %s worker(s) each, on one broker; --realtime --blocking-threads %s\n' "$LOCAL_WORKERS" "$BROKER_WORKERS" "$BLOCKING_THREADS"
+    printf -- '- broker: plain TCP; broker-wait1: the same primary with one replica and --broker-min-replicas 1 (WAIT 1 per publish); broker-tls: rediss:// to a TLS-only redis-server; broker-nats1/-nats3: nats:// to a cluster of three nats-server, a stream of 1 / 3 replicas\n'
+    printf -- '- per latency run: N streams (split over A and B for the broker legs), %s events %ss apart published on A\n' "$EVENTS" "$INTERVAL"
+    printf -- '- load average (1, 5, 15 min) at the start: %s; at the end: %s\n\n' "$LOAD_START" "$(cut -d' ' -f1-3 /proc/loadavg)"
     printf '| leg | streams | opened | p50 (ms) | p99 (ms) | kernel-rx p50 (ms) | kernel-rx p99 (ms) | delivered |\n|---|---:|---:|---:|---:|---:|---:|---:|\n'
     for n in "${COUNTS[@]}"; do
         for leg in "${LEGS[@]}"; do
@@ -334,7 +376,7 @@ markdown_report() {
         done
     done
     if [[ ${SKIP_THROUGHPUT:-0} != 1 ]]; then
-        printf '\nPublishes through one Redis (A and B reading the log):\n\n| engine | publish p50 (ms) | publish p99 (ms) | m0pub x%s (events/s) | views on A (events/s) |\n|---|---:|---:|---:|---:|\n' "$PROCS"
+        printf '\nPublishes through the broker (A and B reading it):\n\n| engine | publish p50 (ms) | publish p99 (ms) | m0pub x%s (events/s) | views on A (events/s) |\n|---|---:|---:|---:|---:|\n' "$PROCS"
         for e in "${ENGS[@]}"; do
             printf '| %s | %s | %s | %s | %s |\n' "$e" "$(jget "${TP_ALONE[$e]:-}" p50_ms)" "$(jget "${TP_ALONE[$e]:-}" p99_ms)" \
                 "$(jget "${TP_M0PUB[$e]:-}" rate)" "$(jget "${TP_SERVER[$e]:-}" rate)"

@@ -14,16 +14,18 @@ returns ``None`` and logs once -- unless a broker is configured or a
 server's publish socket is there (below).
 
 With a broker (``m0serve --broker URL``; docs/broker.md) events go through
-Redis and reach every m0serve host using it. A process that is not a
-worker (a Celery task, cron, ``manage.py shell``) publishes there too when
-``M0_BROKER`` is set (``redis://[[USER]:PASSWORD@]HOST:PORT[/DB]``,
+Redis or NATS JetStream and reach every m0serve host using it. A process
+that is not a worker (a Celery task, cron, ``manage.py shell``) publishes
+there too when ``M0_BROKER`` is set (``redis://[[USER]:PASSWORD@]HOST:PORT[/DB]``,
 ``rediss://...`` over TLS, ``redis+sentinel://HOST:PORT,.../MASTER[/DB]``
-through Sentinel, or ``unix:///path/redis.sock``; ``M0_BROKER_PREFIX``,
+through Sentinel, ``unix:///path/redis.sock``, or
+``nats://HOST:PORT[,HOST:PORT...]``; ``M0_BROKER_PREFIX``,
 ``M0_BROKER_RETENTION``, ``M0_BROKER_BACKLOG``, ``M0_BROKER_MIN_REPLICAS``,
-``M0_BROKER_CA_CERTS``, ``M0_BROKER_CERTFILE``, ``M0_BROKER_KEYFILE`` as the
-servers have them): same framing, limits and
+``M0_BROKER_REPLICAS``, ``M0_BROKER_CA_CERTS``, ``M0_BROKER_CERTFILE``,
+``M0_BROKER_KEYFILE`` as the servers have them): same framing, limits and
 return value (the global id), through a minimal RESP client below running
-the same script as the server. Such a call blocks for one round trip (at
+the same script as the server, or a minimal NATS client publishing to the
+same JetStream stream. Such a call blocks for one round trip (at
 most about 3 s when the broker is down) and raises ``BrokerError`` when the
 event could not be published -- never a silent drop -- or its subclass
 ``PublishOutcomeUnknown`` when the event was sent and no answer came (it may
@@ -71,7 +73,8 @@ import threading
 import time
 
 __all__ = ["publish", "apublish", "MAX_FRAME", "enabled", "PublishError", "BrokerError", "PublishOutcomeUnknown",
-           "default_socket", "grant", "grant_url", "verify_grant", "GrantError"]
+           "default_socket", "grant", "grant_url", "verify_grant", "GrantError", "channel_info", "presence",
+           "history"]
 
 MAX_FRAME = 65536          # bytes of one framed event (the bus datagram cap)
 CHANNEL_MAX = 200          # bytes of a channel name
@@ -138,10 +141,12 @@ class _ReplyError(Exception):
 
 
 # The URL schemes and the engine each names (src/realtime/broker_url.c's
-# table): (engine, tls, sentinel, default port, several hosts allowed).
-_SCHEMES = {"redis": ("redis", False, False, 6379, False), "rediss": ("redis", True, False, 6379, False),
-            "redis+sentinel": ("redis", False, True, 26379, True),
-            "rediss+sentinel": ("redis", True, True, 26379, True)}
+# table): (engine, tls, sentinel, default port, several hosts allowed, a
+# path after the hosts).
+_SCHEMES = {"redis": ("redis", False, False, 6379, False, True), "rediss": ("redis", True, False, 6379, False, True),
+            "redis+sentinel": ("redis", False, True, 26379, True, True),
+            "rediss+sentinel": ("redis", True, True, 26379, True, True),
+            "nats": ("nats", False, False, 4222, True, False)}
 WAIT_MS = 500              # WAIT: how long a publish waits for its replicas (M0_BROKER_WAIT_MS)
 
 
@@ -172,8 +177,10 @@ def parse_broker_url(url):
     ``redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`` (USER: an ACL user),
     ``rediss://...`` (TLS),
     ``redis+sentinel://[:PASSWORD@]HOST[:PORT],.../MASTER[/DB]`` (sentinels,
-    default port 26379; ``rediss+sentinel://`` with TLS) or
-    ``unix:///path[?db=N]``. Raises ValueError."""
+    default port 26379; ``rediss+sentinel://`` with TLS),
+    ``unix:///path[?db=N]`` or ``nats://[[USER:]PASSWORD@]HOST[:PORT],...``
+    (NATS JetStream servers, default port 4222; a password alone is a
+    token). Raises ValueError."""
     cfg = {"engine": "redis", "tls": False, "sentinel": False, "hosts": [], "master": None, "host": None,
            "port": 6379, "path": None, "username": None, "password": None, "db": 0}
     if url.startswith("unix://"):
@@ -190,8 +197,9 @@ def parse_broker_url(url):
     scheme, sep, rest = url.partition("://")
     if not sep or scheme not in _SCHEMES:
         raise ValueError("M0_BROKER: want redis://[:PASSWORD@]HOST:PORT[/DB], rediss://..., "
-                         "redis+sentinel://HOST:PORT,.../MASTER[/DB] or unix:///path/redis.sock")
-    cfg["engine"], cfg["tls"], cfg["sentinel"], default_port, multi = _SCHEMES[scheme]
+                         "redis+sentinel://HOST:PORT,.../MASTER[/DB], unix:///path/redis.sock "
+                         "or nats://HOST:PORT[,HOST:PORT...]")
+    cfg["engine"], cfg["tls"], cfg["sentinel"], default_port, multi, has_path = _SCHEMES[scheme]
     if "@" in rest:
         userinfo, rest = rest.rsplit("@", 1)
         user, colon, password = userinfo.partition(":")
@@ -199,7 +207,9 @@ def parse_broker_url(url):
         cfg["username"] = user if colon and user else None
         if not cfg["password"]:
             raise ValueError("M0_BROKER: empty password")
-    hostlist, _, path = rest.partition("/")
+    hostlist, slash, path = rest.partition("/")
+    if slash and not has_path:
+        raise ValueError("M0_BROKER: no path after the hosts (nats://HOST:PORT,HOST:PORT,...)")
     cfg["hosts"] = [_parse_host(h, default_port) for h in hostlist.split(",")]
     if not multi and len(cfg["hosts"]) > 1:
         raise ValueError("M0_BROKER: one HOST:PORT (several are sentinels: redis+sentinel://)")
@@ -214,9 +224,10 @@ def parse_broker_url(url):
         if not db.isdigit():
             raise ValueError("M0_BROKER: database must be a number")
         cfg["db"] = int(db)
-    cfg["shown"] = "%s://%s%s%s%s/%d" % (scheme, cfg["username"] or "", ":***@" if cfg["password"] else "",
-                                        ",".join(_show_host(h, p) for h, p in cfg["hosts"]),
-                                        "/" + cfg["master"] if cfg["sentinel"] else "", cfg["db"])
+    cfg["shown"] = "%s://%s%s%s%s" % (scheme, cfg["username"] or "", ":***@" if cfg["password"] else "",
+                                      ",".join(_show_host(h, p) for h, p in cfg["hosts"]),
+                                      ("%s/%d" % ("/" + cfg["master"] if cfg["sentinel"] else "", cfg["db"]))
+                                      if has_path else "")
     return cfg
 
 
@@ -390,6 +401,7 @@ def _broker_settings():
             "retention": int(env("M0_BROKER_RETENTION") or RETENTION_DEFAULT),
             "backlog": int(env("M0_BROKER_BACKLOG") or BACKLOG_DEFAULT),
             "min_replicas": int(n) if n else (1 if cfg["sentinel"] else 0),
+            "replicas": int(env("M0_BROKER_REPLICAS")) if env("M0_BROKER_REPLICAS") else None,
             "ssl": _ssl_context(*tls) if cfg["tls"] else None}
 
 
@@ -530,9 +542,398 @@ def _redis_publish(settings, name, event, data, key=None):
         % (cfg["shown"], why, hint))
 
 
+# ------------------------------------------------------------- NATS JetStream
+# The NATS engine's publisher (docs/broker.md, "NATS JetStream"): the client
+# protocol spoken here, minimally (standard library only, any thread, a
+# forked child makes its own, like the RESP client above). A publish is one
+# request: HPUB of the frame on PREFIX.TOKEN with Nats-Expected-Stream and,
+# with a key, Nats-Msg-Id, answered by the stream's acknowledgement
+# {"stream": ..., "seq": N} once its quorum stored it: N is the event's id.
+# The names are the server's (include/m0/natsjs.h): keep them equal.
+
+REPLICAS_DEFAULT = 3        # the stream's replicas (--broker-replicas; 1 on a server that is not clustered)
+DUPLICATE_WINDOW_NS = KEY_TTL_MS * 1000000  # JetStream's de-duplication window: the key's five minutes
+_NATS_LINE_MAX = 64 * 1024  # bytes of a protocol line (an INFO with many URLs is a few KB)
+_NATS_PAYLOAD_MAX = 64 * 1024 * 1024    # bytes of a message the reader takes
+_NATS_PLAIN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _nats_token(raw):
+    """A channel name (or prefix, or key) as one subject token: bytes of
+    [A-Za-z0-9_-] as they are, every other byte %XX (natsjs.h)."""
+    return b"".join(bytes([c]) if c in _NATS_PLAIN else b"%%%02X" % c for c in raw)
+
+
+def _nats_names(prefix):
+    """(subject prefix, stream name) of a broker prefix: "m0:" gives
+    (b"m0", b"m0-events")."""
+    raw = prefix.encode()
+    if len(raw) > 1 and raw.endswith(b":"):
+        raw = raw[:-1]
+    token = _nats_token(raw)
+    return token, token + b"-events"
+
+
+class _NatsProtocolError(Exception):
+    """The server sent something the client protocol does not have."""
+
+
+def _nats_int(b, what):
+    if not b or len(b) > 10 or not b.isdigit():
+        raise _NatsProtocolError("a bad %s: %r" % (what, b[:20]))
+    return int(b)
+
+
+class _NatsReader:
+    """The server's side of the NATS client protocol, parsed from the bytes
+    fed to it: next() gives ("INFO", dict), ("MSG", subject, sid, reply,
+    headers or None, payload), ("PING",), ("PONG",), ("OK",), ("ERR", text),
+    or None when it needs more bytes; anything else raises
+    _NatsProtocolError (a line or a message over the limits included), never
+    another exception. Pure: tests feed it hostile bytes."""
+
+    def __init__(self):
+        self.buf = bytearray()
+        self.scanned = 0             # bytes of buf known to hold no CRLF (but maybe a CR at the end)
+
+    def feed(self, data):
+        self.buf += data
+
+    def next(self):
+        end = self.buf.find(b"\r\n", max(self.scanned - 1, 0))
+        if end < 0:
+            self.scanned = len(self.buf)
+            if len(self.buf) > _NATS_LINE_MAX:
+                raise _NatsProtocolError("a protocol line longer than %d bytes" % _NATS_LINE_MAX)
+            return None
+        self.scanned = 0
+        if end > _NATS_LINE_MAX:
+            raise _NatsProtocolError("a protocol line longer than %d bytes" % _NATS_LINE_MAX)
+        line = bytes(self.buf[:end])
+        args = line.split()
+        op = args[0].upper() if args else b""
+        if op in (b"PING", b"PONG", b"+OK") and len(args) == 1:
+            del self.buf[:end + 2]
+            return ({b"PING": "PING", b"PONG": "PONG", b"+OK": "OK"}[op],)
+        if op == b"-ERR":
+            del self.buf[:end + 2]
+            return ("ERR", line[4:].strip().strip(b"'").decode("utf-8", "replace"))
+        if op == b"INFO":
+            try:
+                info = json.loads(line[4:].decode("utf-8"))
+            except ValueError:
+                raise _NatsProtocolError("an INFO that is not JSON") from None
+            if not isinstance(info, dict):
+                raise _NatsProtocolError("an INFO that is not an object")
+            del self.buf[:end + 2]
+            return ("INFO", info)
+        if op == b"MSG" and len(args) in (4, 5):
+            hlen, total = 0, _nats_int(args[-1], "size")
+        elif op == b"HMSG" and len(args) in (5, 6):
+            hlen, total = _nats_int(args[-2], "header size"), _nats_int(args[-1], "size")
+            if hlen > total:
+                raise _NatsProtocolError("headers larger than the message")
+        else:
+            raise _NatsProtocolError("not a NATS protocol line: %r" % line[:40])
+        if total > _NATS_PAYLOAD_MAX:
+            raise _NatsProtocolError("a message of %d bytes" % total)
+        if len(self.buf) < end + 2 + total + 2:
+            return None
+        body = bytes(self.buf[end + 2:end + 2 + total])
+        if self.buf[end + 2 + total:end + 4 + total] != b"\r\n":
+            raise _NatsProtocolError("a message not followed by CRLF")
+        del self.buf[:end + 4 + total]
+        n = 3 if op == b"MSG" else 4
+        reply = args[3] if len(args) == n + 2 else None
+        headers = body[:hlen] if op == b"HMSG" else None
+        if headers is not None and not headers.startswith(b"NATS/1.0"):
+            raise _NatsProtocolError("a header block that is not NATS/1.0")
+        return ("MSG", args[1], args[2], reply, headers, body[hlen:])
+
+
+def _nats_status(headers):
+    """The status of a header block (b"NATS/1.0 503\\r\\n..." -> 503), or None."""
+    if not headers:
+        return None
+    first = headers.split(b"\r\n", 1)[0].split()
+    return int(first[1]) if len(first) > 1 and len(first[1]) == 3 and first[1].isdigit() else None
+
+
+_nats_first = [0]           # which server a dial tries first (moves on after one fails)
+
+
+class _Nats:
+    """One blocking connection to a NATS server of the URL (the first that
+    answers, starting after the last that failed), with an inbox for
+    replies. Raises BrokerError when none can be reached (nothing sent)."""
+
+    def __init__(self, settings):
+        cfg = settings["cfg"]
+        self.cfg = cfg
+        self.pid = os.getpid()
+        self.reader = _NatsReader()
+        self.inbox = b"_INBOX.%s" % os.urandom(8).hex().encode()
+        self.n = 0
+        self.left = False            # the current request left in full: the server may act on it
+        self.sock = None
+        hosts = cfg["hosts"]
+        last = "no server"
+        for k in range(len(hosts)):
+            i = (_nats_first[0] + k) % len(hosts)
+            host, port = hosts[i]
+            try:
+                self._open(host, port)
+                _nats_first[0] = i
+                return
+            except _ReplyError as e:
+                self.close()
+                raise BrokerError("broker %s refused the connection: %s" % (cfg["shown"], e)) from None
+            except (OSError, EOFError, _NatsProtocolError) as e:
+                self.close()
+                last = "%s: %s" % (_show_host(host, port), _os_reason(e) if isinstance(e, OSError) else e)
+        raise BrokerError("broker %s unreachable: %s" % (cfg["shown"], last))
+
+    def _open(self, host, port):
+        cfg = self.cfg
+        self.sock = socket.create_connection((host, port), timeout=TIMEOUT)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        op = self._op()
+        if op[0] != "INFO":
+            raise _NatsProtocolError("the server did not begin with INFO")
+        if not op[1].get("headers", False):
+            raise _NatsProtocolError("the server does not take headers (NATS 2.2 or later is needed)")
+        hello = {"verbose": False, "pedantic": False, "headers": True, "no_responders": True, "protocol": 1,
+                 "lang": "python-m0pub", "version": "1", "name": "m0pub"}
+        if cfg["username"]:
+            hello["user"], hello["pass"] = cfg["username"], cfg["password"]
+        elif cfg["password"]:
+            hello["auth_token"] = cfg["password"]
+        self.sock.sendall(b"CONNECT %s\r\nPING\r\nSUB %s.* 1\r\n" % (json.dumps(hello).encode(), self.inbox))
+        while True:
+            op = self._op()
+            if op[0] == "PONG":
+                return
+            if op[0] == "ERR":
+                raise _ReplyError(op[1])
+
+    def close(self):
+        if self.sock is not None:
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+            self.sock = None
+
+    def stale(self):
+        """Something came before anything was asked (the server closed the
+        connection, or sent an error): not to be used again. A PING is
+        answered, and an INFO (the cluster's servers) read."""
+        try:
+            while select.select([self.sock], [], [], 0)[0]:
+                self.sock.setblocking(False)
+                try:
+                    data = self.sock.recv(65536)
+                except BlockingIOError:
+                    return False
+                finally:
+                    self.sock.settimeout(TIMEOUT)
+                if not data:
+                    return True
+                self.reader.feed(data)
+                while True:
+                    op = self.reader.next()
+                    if op is None:
+                        break
+                    if op[0] == "PING":
+                        self.sock.sendall(b"PONG\r\n")
+                    elif op[0] not in ("INFO", "PONG", "OK"):
+                        return True
+            return False
+        except (OSError, ValueError, _NatsProtocolError):
+            return True
+
+    def _op(self):
+        """The next protocol operation (PINGs answered on the way)."""
+        while True:
+            op = self.reader.next()
+            if op is not None:
+                if op[0] == "PING":
+                    self.sock.sendall(b"PONG\r\n")
+                    continue
+                return op
+            data = self.sock.recv(65536)
+            if not data:
+                raise EOFError("connection closed by the broker")
+            self.reader.feed(data)
+
+    def request(self, subject, payload, headers=()):
+        """Send payload on subject (with headers, a list of (name, value)
+        bytes) and wait for the reply: (status or None, payload). Raises
+        OSError/EOFError (socket.timeout: no reply within TIMEOUT),
+        _ReplyError (the server's -ERR) or _NatsProtocolError; self.left says
+        whether the request had left in full."""
+        self.n += 1
+        reply = b"%s.%d" % (self.inbox, self.n)
+        if headers:
+            h = b"NATS/1.0\r\n" + b"".join(b"%s: %s\r\n" % kv for kv in headers) + b"\r\n"
+            out = b"HPUB %s %s %d %d\r\n%s%s\r\n" % (subject, reply, len(h), len(h) + len(payload), h, payload)
+        else:
+            out = b"PUB %s %s %d\r\n%s\r\n" % (subject, reply, len(payload), payload)
+        self.left = False
+        self.sock.sendall(out)
+        self.left = True
+        while True:
+            op = self._op()
+            if op[0] == "ERR":
+                raise _ReplyError(op[1])
+            if op[0] == "MSG" and op[1] == reply:
+                return _nats_status(op[4]), op[5]
+
+
+def _nats_json(payload, what):
+    """A JetStream API answer as a dict; raises _NatsProtocolError."""
+    try:
+        v = json.loads(payload.decode("utf-8"))
+    except ValueError:
+        raise _NatsProtocolError("%s: not JSON" % what) from None
+    if not isinstance(v, dict):
+        raise _NatsProtocolError("%s: not an object" % what)
+    return v
+
+
+def _nats_api_error(v):
+    """(err_code, description) of an API answer's error, or None."""
+    e = v.get("error")
+    if e is None:
+        return None
+    if not isinstance(e, dict):
+        return (0, "an error")
+    code = e.get("err_code")
+    return (code if isinstance(code, int) else 0, str(e.get("description", "an error"))[:200])
+
+
+def _nats_make_stream(conn, settings, stream, sprefix):
+    """Nobody took a publish: when the stream exists (it has no leader now:
+    an election after a server was lost), BrokerError; else make it, with
+    the server's settings (broker_nats_pub.c). Raises BrokerError."""
+    cfg = settings["cfg"]
+    want = settings["replicas"]
+    try:
+        status, payload = conn.request(b"$JS.API.STREAM.INFO." + stream, b"")
+        err = None if status == 503 else _nats_api_error(_nats_json(payload, "stream info"))
+    except (OSError, EOFError, _NatsProtocolError, _ReplyError) as e:
+        raise BrokerError("broker %s: stream %s: %s: not published" % (
+            cfg["shown"], stream.decode(), e or type(e).__name__)) from None
+    if status == 503:
+        raise BrokerError("broker %s: JetStream does not answer (not enabled?): not published" % cfg["shown"])
+    if err is None:
+        raise BrokerError("broker %s: stream %s took no event (no leader now: an election?): not published" % (
+            cfg["shown"], stream.decode()))
+    if err[0] != 10059:                        # anything but "stream not found"
+        raise BrokerError("broker %s: stream %s: %s: not published" % (cfg["shown"], stream.decode(), err[1]))
+    config = {"name": stream.decode(), "subjects": [sprefix.decode() + ".>"], "retention": "limits",
+              "max_consumers": -1, "max_msgs": settings["backlog"], "max_bytes": -1, "max_age": 0,
+              "max_msgs_per_subject": settings["retention"], "max_msg_size": -1, "discard": "old",
+              "storage": "file", "num_replicas": want or REPLICAS_DEFAULT, "duplicate_window": DUPLICATE_WINDOW_NS}
+    for _ in range(2):
+        try:
+            status, payload = conn.request(b"$JS.API.STREAM.CREATE." + stream, json.dumps(config).encode())
+            if status == 503:
+                raise BrokerError("broker %s: JetStream does not answer (not enabled?): not published" % cfg["shown"])
+            err = _nats_api_error(_nats_json(payload, "stream create"))
+        except (OSError, EOFError, _NatsProtocolError, _ReplyError) as e:
+            raise BrokerError("broker %s: stream %s could not be made: %s" % (
+                cfg["shown"], stream.decode(), e or type(e).__name__)) from None
+        if err is None or err[0] == 10058:        # made, or made by another publisher meanwhile
+            return
+        if err[0] == 10074 and want is None:      # one server, not a cluster: R1 is all there is
+            config["num_replicas"] = 1
+            continue
+        raise BrokerError("broker %s: stream %s could not be made: %s" % (cfg["shown"], stream.decode(), err[1]))
+
+
+def _nats_publish(settings, name, event, data, key=None):
+    """Publish through NATS JetStream; the id (the stream sequence). Raises
+    BrokerError (not published) or PublishOutcomeUnknown (sent, not
+    acknowledged)."""
+    cfg = settings["cfg"]
+    sprefix, stream = _nats_names(settings["prefix"])
+    subject = sprefix + b"." + _nats_token(name)
+    body = frame(data, event)
+    headers = [(b"Nats-Expected-Stream", stream)] + ([(b"Nats-Msg-Id", _nats_token(key))] if key is not None else [])
+    hint = "a retry with the same key publishes it at most once"
+    sent = False                         # a request left: the stream may store it
+    made = False
+    why = "unreachable"
+    for attempt in range(3):
+        conn = getattr(_local, "nats", None)
+        if conn is not None and (conn.pid != os.getpid() or conn.cfg != cfg or conn.stale()):
+            if conn.pid == os.getpid():
+                conn.close()
+            conn = None                  # inherited through fork, another broker, or closed
+        fresh = conn is None
+        try:
+            if fresh:
+                conn = _local.nats = _Nats(settings)
+        except BrokerError as e:
+            if not sent:
+                raise
+            why = str(e)
+            break
+        try:
+            status, payload = conn.request(subject, body, headers)
+        except _ReplyError as e:
+            conn.close()
+            _local.nats = None
+            if conn.left and not any(w in str(e) for w in ("Permissions", "Payload")):
+                sent = True              # an error not about this message, after it left
+                why = "the server's error '%s'" % e
+                break
+            raise BrokerError("broker %s refused the event: %s" % (cfg["shown"], e)) from None
+        except (OSError, EOFError, _NatsProtocolError) as e:   # timeouts included: the stream may store it
+            left = conn.left
+            sent = sent or left
+            conn.close()
+            _local.nats = None
+            why = "no acknowledgement within %g s" % TIMEOUT if isinstance(e, socket.timeout) else \
+                (str(e) or type(e).__name__)
+            if attempt < 2 and not isinstance(e, socket.timeout) and (not left or key is not None):
+                continue                 # the server went: once more on another (with a key, appended once)
+            if not sent:
+                raise BrokerError("broker %s: %s" % (cfg["shown"], why)) from None
+            break
+        if status == 503:                # no responders: no leader now, or no stream
+            if made:
+                raise BrokerError("broker %s: no JetStream stream takes %s: not published" % (
+                    cfg["shown"], subject.decode()))
+            _nats_make_stream(conn, settings, stream, sprefix)
+            made = True
+            continue
+        try:
+            ack = _nats_json(payload, "the acknowledgement")
+        except _NatsProtocolError as e:
+            conn.close()
+            _local.nats = None
+            raise PublishOutcomeUnknown("broker %s: %s: it may have been published (outcome unknown; %s)"
+                                        % (cfg["shown"], e, hint)) from None
+        err = _nats_api_error(ack)
+        if err is not None:
+            raise BrokerError("broker %s refused the event: %s" % (cfg["shown"], err[1]))
+        seq = ack.get("seq")
+        if ack.get("stream") != stream.decode() or not isinstance(seq, int) or isinstance(seq, bool) or seq <= 0:
+            raise PublishOutcomeUnknown("broker %s answered %r: it may have been published (outcome unknown; %s)"
+                                        % (cfg["shown"], payload[:100], hint))
+        return seq
+    if not sent:
+        raise BrokerError("broker %s %s" % (cfg["shown"], why))
+    raise PublishOutcomeUnknown(
+        "broker %s: %s, after the event was sent: it may have been published (outcome unknown; %s)"
+        % (cfg["shown"], why, hint))
+
+
 # Every engine a URL can name (broker_engine.h's table): a new engine adds
 # its publisher here.
-_ENGINES = {"redis": _redis_publish}
+_ENGINES = {"redis": _redis_publish, "nats": _nats_publish}
 
 
 def _broker_publish(settings, name, event, data, key=None):
@@ -817,6 +1218,316 @@ async def apublish(channel, data, event=None, key=None):
         return publish(channel, data, event, key)
     import asyncio
     return await asyncio.get_running_loop().run_in_executor(None, publish, channel, data, event, key)
+
+
+# --------------------------------------------------- occupancy, presence, history
+# Issue 32 (docs/realtime.md, "Who is listening, and what they missed").
+# On one host the counts come from the workers' shared table (m0._presence_*),
+# the history from the calling view's own event loop (m0._history); with a
+# broker the other hosts' parts and the channel's stream are read from Redis
+# with the scripts below (src/realtime/presence_broker.c writes the keys).
+HISTORY_LIMIT = 100        # events history() returns by default
+HISTORY_MAX = 10000        # the most it returns in one call
+PRESENCE_LIMIT = 1000      # subs presence() lists by default
+PRESENCE_MAX = 100000      # the most it lists
+PRESENCE_SUB_MAX = 128     # bytes of a sub that is listed (longer ones: counted, not listed)
+
+_NOW_LUA = (
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local parts = {}\n"
+    "for _, p in ipairs(redis.call('ZRANGEBYSCORE', pfx .. 'pr:live', now, '+inf')) do\n"
+    "  if own == '' or string.sub(p, 1, #own + 1) ~= own .. '.' then parts[#parts + 1] = p end\n"
+    "end\n"
+)
+# ARGV: prefix, own host ('' none), channel -> {connections of the live
+# parts not of own host, the channel's newest stream id or false}
+INFO_LUA = (
+    "local pfx, own, ch = ARGV[1], ARGV[2], ARGV[3]\n" + _NOW_LUA +
+    "local n = 0\n"
+    "for _, p in ipairs(parts) do n = n + (tonumber(redis.call('HGET', pfx .. 'pr:n:' .. ch, p)) or 0) end\n"
+    "local last = redis.call('XREVRANGE', pfx .. 'ch:' .. ch, '+', '-', 'COUNT', 1)\n"
+    "local id = false\n"
+    "if last[1] then id = last[1][1] end\n"
+    "return {n, id}\n"
+)
+# ARGV: prefix, own host, channel, limit, then subs to count in any case
+# -> flat {sub, connections, ...}: up to limit subs of the live parts not of
+# own host, and the given subs' connections there
+PRESENCE_LUA = (
+    "local pfx, own, ch, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])\n" + _NOW_LUA +
+    "local seen, order = {}, {}\n"
+    "for i = 5, #ARGV do if not seen[ARGV[i]] then seen[ARGV[i]] = true; order[#order + 1] = ARGV[i] end end\n"
+    "local want = #order + limit\n"
+    "for _, p in ipairs(parts) do\n"
+    "  if #order >= want then break end\n"
+    "  local k, cursor = pfx .. 'pr:s:' .. p .. ':' .. ch, '0'\n"
+    "  repeat\n"
+    "    local r = redis.call('HSCAN', k, cursor, 'COUNT', math.max(limit, 10))\n"
+    "    cursor = r[1]\n"
+    "    for i = 1, #r[2], 2 do\n"
+    "      local sub = r[2][i]\n"
+    "      if not seen[sub] and #order < want then seen[sub] = true; order[#order + 1] = sub end\n"
+    "    end\n"
+    "  until cursor == '0' or #order >= want\n"
+    "end\n"
+    "local out = {}\n"
+    "for _, sub in ipairs(order) do\n"
+    "  local n = 0\n"
+    "  for _, p in ipairs(parts) do\n"
+    "    n = n + (tonumber(redis.call('HGET', pfx .. 'pr:s:' .. p .. ':' .. ch, sub)) or 0)\n"
+    "  end\n"
+    "  if n > 0 then out[#out + 1] = sub; out[#out + 1] = n end\n"
+    "end\n"
+    "return out\n"
+)
+# ARGV: prefix, channel, since ('' for the newest), limit -> {counter,
+# oldest retained id or '', entries: after since oldest first, or the
+# newest limit newest first}
+HISTORY_LUA = (
+    "local pfx, ch, since, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])\n"
+    "local top = tonumber(redis.call('GET', pfx .. 'seq')) or 0\n"
+    "local key = pfx .. 'ch:' .. ch\n"
+    "local oldest = redis.call('XRANGE', key, '-', '+', 'COUNT', 1)\n"
+    "local first = ''\n"
+    "if oldest[1] then first = oldest[1][1] end\n"
+    "if limit == 0 then return {top, first, {}} end\n"
+    "if since == '' then return {top, first, redis.call('XREVRANGE', key, '+', '-', 'COUNT', limit)} end\n"
+    "return {top, first, redis.call('XRANGE', key, '(' .. since .. '-0', '+', 'COUNT', limit)}\n"
+)
+_warned_reads = set()
+
+
+def _read_settings(m0):
+    """The broker a read asks, as _broker_settings gives it: in a worker
+    the server's --broker (m0 its built-in module), else M0_BROKER's;
+    None without one."""
+    if m0 is None:
+        return _broker_settings()
+    got = m0._broker_settings()
+    if got is None:
+        return None
+    cfg, prefix, retention, backlog, min_replicas, ca, cert, key = got
+    return {"cfg": cfg, "prefix": prefix, "retention": retention, "backlog": backlog,
+            "min_replicas": min_replicas, "ssl": _ssl_context(ca, cert, key) if cfg["tls"] else None}
+
+
+def _script(settings, lua, *args):
+    """Run a read script on the broker (the publish connection of this
+    thread; with Sentinel, on the primary the sentinels name): its reply.
+    Raises BrokerError."""
+    cfg = settings["cfg"]
+    sha = hashlib.sha1(lua.encode()).hexdigest().encode()
+    argv = [a if isinstance(a, bytes) else str(a).encode() for a in args]
+    for attempt in range(2):
+        conn = getattr(_local, "conn", None)
+        if conn is not None and (conn.pid != os.getpid() or conn.cfg != cfg or conn.stale()):
+            if conn.pid == os.getpid():
+                conn.close()
+            conn = None
+        fresh = conn is None
+        if fresh:
+            conn = _local.conn = _dial(settings)
+        try:
+            try:
+                return conn.command(b"EVALSHA", sha, b"0", *argv)
+            except _ReplyError as e:
+                if not str(e).startswith("NOSCRIPT"):
+                    raise
+                return conn.command(b"EVAL", lua.encode(), b"0", *argv)
+        except _ReplyError as e:
+            conn.close()                 # READONLY: a primary demoted under it; the next read dials again
+            _local.conn = None
+            raise BrokerError("broker %s refused the read: %s" % (cfg["shown"], e)) from None
+        except (OSError, EOFError, ValueError) as e:
+            conn.close()
+            _local.conn = None
+            if not fresh and attempt == 0:
+                continue                 # a kept connection the broker closed: once more
+            raise BrokerError("broker %s: %s" % (cfg["shown"], e or type(e).__name__)) from None
+    raise BrokerError("broker %s: no answer" % cfg["shown"])
+
+
+def _stream_id(raw):
+    """An entry id b"N-0" -> N."""
+    return int(raw.split(b"-", 1)[0])
+
+
+def _sub_text(raw):
+    """A sub as the server kept its bytes: UTF-8 (a grant's), else latin-1
+    (an M0-Presence header value a WSGI view set)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
+def _sub_bytes(sub):
+    """The bytes the server keeps for a sub _sub_text gave."""
+    try:
+        return sub.encode("utf-8")
+    except UnicodeEncodeError:
+        return sub.encode("latin-1")
+
+
+def _unframe(frame):
+    """(event or None, data) of one SSE frame the server journaled (WHATWG
+    HTML §9.2.6: "event" and "data" fields, one space after the colon
+    dropped, data lines joined with LF; the id line is the caller's)."""
+    event, data = None, []
+    for line in frame.decode("utf-8", "replace").split("\n"):
+        if not line or line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if field == "event":
+            event = value
+        elif field == "data":
+            data.append(value)
+    return event, "\n".join(data)
+
+
+def _degraded(what):
+    if what not in _warned_reads:
+        _warned_reads.add(what)
+        _log.warning("m0pub.%s: not running under m0serve --realtime and no M0_BROKER: nothing is held here "
+                     "(an empty answer)", what)
+
+
+def _limit(limit, cap, name):
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ValueError("%s must be an int >= 0" % name)
+    return min(limit, cap)
+
+
+def channel_info(channel):
+    """How many connections are held on channel now, and its newest event
+    id: ``{"connections": N, "last_id": ID or None}``.
+
+    Under ``m0serve --realtime`` the count is summed over every worker (and
+    every event loop) of this host from their shared table, in O(1) per
+    worker; with a broker (``--broker``, or ``M0_BROKER`` outside a server)
+    the other hosts' parts are added from Redis, where each host keeps its
+    own, refreshed within about 20 ms of a change and dropped within 3 s
+    when the host dies. last_id is the channel's newest event this host's
+    journal knows (with a broker: the channel's stream in Redis), None when
+    none is known. A WebSocket or stream held on several channels counts on
+    each. Raises BrokerError when the broker cannot be read. Outside
+    m0serve without M0_BROKER: ``{"connections": 0, "last_id": None}``
+    (nothing is held by this process), logged once."""
+    name = _check_channel(channel)
+    m0 = _setup()
+    settings = _read_settings(m0)
+    local, last = 0, None
+    if m0 is not None:
+        local, last = m0._presence_info(name) or (0, 0)
+        if settings is None and not last:
+            # Nobody holds it on this host (or no event since they came): this
+            # view's loop's journal knows its newest id, if anyone does.
+            got = m0._history(name, 0, True, 0)
+            last = got[2] if got is not None else 0
+        last = last or None
+    elif settings is None:
+        _degraded("channel_info")
+        return {"connections": 0, "last_id": None}
+    if settings is not None:
+        own = m0._presence_host() if m0 is not None else None
+        remote, top = _script(settings, INFO_LUA, settings["prefix"], own or "", name)
+        local += int(remote)
+        last = _stream_id(top) if top else None
+    return {"connections": local, "last_id": last}
+
+
+def presence(channel, limit=PRESENCE_LIMIT):
+    """Who holds channel now: ``{SUB: connections}`` for up to limit
+    distinct subs (a grant's ``sub`` claim, or the ``M0-Presence`` header
+    of the view that held the stream or socket; connections without one are
+    counted by channel_info, not listed here). Summed over every worker of
+    this host, and with a broker over every host. limit (default 1000, at
+    most 100,000) bounds the work: the lists are walked only that far, then
+    each listed sub's connections are counted. A sub longer than 128 bytes
+    is not listed. Raises BrokerError when the broker cannot be read.
+    Outside m0serve without M0_BROKER: ``{}``, logged once."""
+    name = _check_channel(channel)
+    limit = _limit(limit, PRESENCE_MAX, "limit")
+    if limit == 0:
+        return {}
+    m0 = _setup()
+    settings = _read_settings(m0)
+    out = {}
+    if m0 is not None:
+        out = m0._presence_list(name, limit) or {}
+        if settings is None:
+            return out
+    elif settings is None:
+        _degraded("presence")
+        return {}
+    own = m0._presence_host() if m0 is not None else None
+    local = [_sub_bytes(sub) for sub in out]
+    reply = _script(settings, PRESENCE_LUA, settings["prefix"], own or "", name, max(0, limit - len(out)), *local)
+    for i in range(0, len(reply) - 1, 2):
+        sub = _sub_text(reply[i])
+        if sub in out or len(out) < limit:
+            out[sub] = out.get(sub, 0) + int(reply[i + 1])
+    return out
+
+
+def history(channel, since=None, limit=HISTORY_LIMIT):
+    """The events of channel the server still keeps, for a page to render
+    what it missed before it subscribes: ``{"events": [{"id": ID, "event":
+    NAME or None, "data": STR}, ...], "complete": bool}``, oldest first.
+
+    since=ID: the events after ID, at most limit (default 100, at most
+    10,000); then subscribe with Last-Event-ID (or ``?lastEventId=``) the
+    last one's id for the rest. since=None: the newest limit events.
+    complete says that nothing after since (since=None: among or after the
+    events given) is missing — the rule that sends a resuming client
+    ``m0-gap`` — so False means the page should reload its state from its
+    own storage. Without a broker the calling view's event loop answers
+    from its journal (``--replay``/``--replay-bytes`` per channel); with a
+    broker, the channel's stream in Redis (``--broker-retention``) answers,
+    on any host. Raises BrokerError when the broker cannot be read. Outside
+    m0serve without M0_BROKER: no events, complete False, logged once."""
+    name = _check_channel(channel)
+    limit = _limit(limit, HISTORY_MAX, "limit")
+    if since is not None and (isinstance(since, bool) or not isinstance(since, int) or since < 0):
+        raise ValueError("since must be an event id (an int >= 0) or None")
+    m0 = _setup()
+    settings = _read_settings(m0)
+    events = []
+    if settings is not None:
+        top, first, entries = _script(settings, HISTORY_LUA, settings["prefix"], name,
+                                      "" if since is None else since, limit)
+        if since is None:
+            entries = list(reversed(entries))
+        for raw_id, fields in entries:
+            kv = dict(zip(fields[::2], fields[1::2]))
+            frame = kv.get(b"f", b"")
+            if frame.startswith(b"\0G"):
+                continue                 # a GRIP item: another format, not an event
+            event, data = _unframe(frame)
+            events.append({"id": _stream_id(raw_id), "event": event, "data": data})
+        top = int(top)
+        if since is None:
+            complete = bool(entries) or top == 0
+        elif since > top:
+            complete = False             # an id this broker never issued: m0-gap's null case
+        elif since == top:
+            complete = True              # nothing was published since
+        else:
+            complete = bool(first) and _stream_id(first) <= since
+        return {"events": events, "complete": complete}
+    if m0 is None:
+        _degraded("history")
+        return {"events": [], "complete": False}
+    got = m0._history(name, since or 0, since is None, limit)
+    if got is None:
+        return {"events": [], "complete": False}
+    for event_id, frame in got[0]:
+        event, data = _unframe(frame)
+        events.append({"id": event_id, "event": event, "data": data})
+    return {"events": events, "complete": bool(got[1])}
 
 
 # ------------------------------------------------------------------ grants

@@ -279,6 +279,43 @@ def apply(m):
     return saved
 
 
+def applies(m, root):
+    """None when the mutation applies to the tree at root, else why not;
+    reads only (git apply --check), so it may run on the checkout itself."""
+    if "patch" in m:
+        p = subprocess.run(["git", "apply", "--check", "--recount", "-"], cwd=root, input=m["patch"],
+                           text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        return None if p.returncode == 0 else "the patch no longer applies: " + \
+            (p.stdout.strip().splitlines() or ["?"])[0]
+    texts = {}
+    for e in m["edits"]:
+        path = os.path.join(root, e["file"])
+        if not os.path.isfile(path):
+            return "%s: no such file" % e["file"]
+        if e["file"] not in texts:
+            with open(path, encoding="utf-8") as fh:
+                texts[e["file"]] = fh.read()
+        n = texts[e["file"]].count(e["find"])
+        if n != 1:
+            return "%s: the find text occurs %d times (must be once)" % (e["file"], n)
+        texts[e["file"]] = texts[e["file"]].replace(e["find"], e["replace"])
+    return None
+
+
+def check(muts):
+    """make sabotage-check: every mutation still applies (a refactor that
+    moved a guard's code must update the table), in seconds, so make test
+    checks the whole table while it runs only the fast subset."""
+    stale = 0
+    for m in muts:
+        why = applies(m, ROOT)
+        if why:
+            stale += 1
+            print("  %-9s %s: %s" % ("STALE", m["name"], why), flush=True)
+    print("%d mutations apply, %d stale" % (len(muts) - stale, stale))
+    return 1 if stale else 0
+
+
 def restore(saved):
     for f, text in saved.items():
         with open(os.path.join(SCRATCH, f), "w", encoding="utf-8") as fh:
@@ -347,6 +384,8 @@ def main():
     ap.add_argument("--list", action="store_true", help="one line per mutation: name, guard, tests")
     ap.add_argument("--tag", help="only the mutations with this tag (make test: fast)")
     ap.add_argument("--only", help="only these mutations (comma-separated names)")
+    ap.add_argument("--check", action="store_true",
+                    help="only check that every selected mutation still applies to the checkout (read-only, no build)")
     ap.add_argument("--keep", action="store_true", help="leave the scratch worktree")
     ap.add_argument("--no-baseline", action="store_true", help="skip the run of the tests on the unmutated tree")
     ap.add_argument("--python", default=os.path.join(ROOT, ".venv", "bin", "python"))
@@ -366,6 +405,8 @@ def main():
     if not muts:
         print("sabotage: no mutation selected")
         return 2
+    if args.check:
+        return check(muts)
 
     def on_signal(signum, frame):
         raise KeyboardInterrupt

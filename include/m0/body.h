@@ -41,6 +41,7 @@ struct m0_grip;
 enum m0_hold_kind { M0_HOLD_NONE, M0_HOLD_STREAM, M0_HOLD_UNKNOWN, M0_HOLD_WEBSOCKET };
 
 #define M0_WS_PROTOCOL_MAX 64   /* bytes of the subprotocol a view may choose */
+#define M0_HEAD_PRESENCE_MAX 128  /* bytes of an M0-Presence sub (= M0_PRESENCE_SUB_MAX) */
 
 /*
  * The application's head, validated, as bytes: the status line and its
@@ -66,6 +67,13 @@ struct m0_head {
     /* M0-Opcode on the answer to a WebSocket message: the reply frame's
      * opcode (1 text, 2 binary; 0: text when the body is UTF-8, else binary). */
     uint8_t ws_opcode;
+    /* M0-Presence: who the held connection is for, in occupancy and
+     * presence (presence.h) — a grant's sub, for a view's hold. */
+    uint8_t presence_len;
+    char presence[M0_HEAD_PRESENCE_MAX + 1];
+    /* M0-Last-Event-ID: where the view's stream starts when the request
+     * sent no Last-Event-ID (a page that rendered the history up to it). */
+    uint64_t resume_from;
     /* GRIP (grip.h), read only when the runner sets grip_on (the server has
      * a GRIP key): Grip-* fields go to grip (allocated on the first one,
      * freed with the head), never to lines; grip_err is the first
@@ -104,7 +112,9 @@ void m0_head_status(struct m0_head *h, int status, const char *reason, size_t re
  * Connection: close (honoured through the framing), the other hop-by-hop
  * fields (dropped), M0-Hold and M0-Channel (an invalid channel name returns
  * M0_ERR with *why set), M0-WebSocket-Protocol (a token of at most 64
- * bytes, else M0_ERR) and M0-Opcode ("text" or "binary", else M0_ERR).
+ * bytes, else M0_ERR), M0-Opcode ("text" or "binary", else M0_ERR),
+ * M0-Presence (at most 128 bytes, else M0_ERR) and M0-Last-Event-ID (an
+ * event id, else M0_ERR).
  * Other M0-* fields are dropped. Returns M0_OK or M0_ERR.
  */
 int m0_head_add(struct m0_head *h, const char *name, size_t nlen, const char *value, size_t vlen,

@@ -53,6 +53,37 @@ int m0_broker_publish(const char *channel, size_t clen, const char *event, const
 int m0_broker_publish_frame(const char *channel, size_t clen, const char *frame, size_t flen, uint64_t *id_out,
                             char *err, size_t cap);
 
+/*
+ * A blocking connection of the caller's own to the broker (the presence
+ * agent's, presence_broker.c), dialled as a publish dials: through the
+ * sentinels to the primary (checked with ROLE) when the URL names
+ * Sentinel, TLS for rediss://, authenticated and on the URL's database,
+ * its reader behind a reply guard (broker_reply.h) so a reply cannot make
+ * hiredis allocate without bound. Blocks at most M0_BROKER_TIMEOUT_MS per
+ * step (about 2 s each for the sentinel, the connect, each handshake
+ * command). Any thread but a busy loop's; one thread at a time per
+ * connection. Returns it, or NULL with a one-line reason in err (cap
+ * bytes): no broker, an engine other than Redis, unreachable, refused.
+ */
+struct m0_broker_conn;
+struct redisReply;
+struct m0_broker_conn *m0_broker_conn_open(char *err, size_t cap);
+
+/*
+ * One command (argc arguments, argv[i] of lens[i] bytes, binary-safe) and
+ * its reply within M0_BROKER_TIMEOUT_MS: the reply (the caller
+ * freeReplyObject()s it; an error reply is a reply), or NULL with a reason
+ * in err. After a NULL (or a reply with bytes after it) the connection is
+ * out of step: every later command fails at once, and the caller closes
+ * it and opens a new one — which, with Sentinel, asks the sentinels again
+ * and so follows the primary after a failover.
+ */
+struct redisReply *m0_broker_conn_command_argv(struct m0_broker_conn *c, int argc, const char **argv,
+                                               const size_t *lens, char *err, size_t cap);
+
+/* Close it and free it (c may be NULL). */
+void m0_broker_conn_close(struct m0_broker_conn *c);
+
 /* The broker's counter (the newest id issued; 0 when none yet), read with
  * a blocking connection of its own (at most about 2 s). Returns M0_OK or
  * M0_ERR with a reason in err. */

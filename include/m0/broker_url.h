@@ -27,7 +27,7 @@ struct m0_config;
 
 /* Where the broker is and how it is used. */
 struct m0_broker_cfg {
-    char engine[16];           /* the engine the URL's scheme names: "redis" (broker_engine.h) */
+    char engine[16];           /* the engine the URL's scheme names: "redis", "nats" (broker_engine.h) */
     int tls;                   /* rediss://, rediss+sentinel:// */
     int sentinel;              /* +sentinel: hosts[] are sentinels, master names the primary */
     int is_unix;               /* 1: path is a unix socket */
@@ -44,6 +44,7 @@ struct m0_broker_cfg {
     long retention;            /* MAXLEN ~ of a channel's stream */
     long backlog;              /* MAXLEN ~ of the all-channel log */
     int min_replicas;          /* a publish is acknowledged once WAIT counts this many replicas (0: no WAIT) */
+    int replicas;              /* nats://: the stream's replicas (-1: 3, or 1 on a server without clustering) */
     const char *ca_certs;      /* TLS: --broker-ca-certs (NULL: the system's CAs) */
     const char *certfile;      /* TLS: --broker-certfile / --broker-keyfile (NULL: none) */
     const char *keyfile;
@@ -60,6 +61,8 @@ struct m0_broker_cfg {
  *                                              sentinels (port 26379), the primary's name
  *   rediss+sentinel://...                      the same, every connection over TLS
  *   unix:///path/redis.sock[?db=N]
+ *   nats://[[USER:]PASSWORD@]HOST[:PORT],...   NATS JetStream servers (port 4222; no path;
+ *                                              USER:PASSWORD, or a token alone)
  * Returns M0_OK, or M0_ERR with a short reason in err (cap bytes). Pure.
  */
 int m0_broker_parse_url(const char *url, struct m0_broker_cfg *cfg, char *err, size_t cap);
@@ -71,10 +74,12 @@ int m0_broker_parse_url(const char *url, struct m0_broker_cfg *cfg, char *err, s
  * own setup (TLS) is m0_broker_engine_init's (broker_engine.h). */
 int m0_broker_configure(const struct m0_config *cfg);
 
-/* The TLS flags (--broker-ca-certs, --broker-certfile, --broker-keyfile)
- * fit the broker b (NULL: none): given only with a TLS URL, a key only
- * with a certificate. M0_OK, or M0_ERR with "--flag: why" in err. Pure. */
-int m0_broker_check_tls_flags(const struct m0_broker_cfg *b, const struct m0_config *cfg, char *err, size_t cap);
+/* The engine's flags fit the broker b (NULL: none): --broker-replicas only
+ * with nats://, --broker-min-replicas only with Redis, the TLS flags
+ * (--broker-ca-certs, --broker-certfile, --broker-keyfile) only with a TLS
+ * URL, a key only with a certificate. M0_OK, or M0_ERR with "--flag: why"
+ * in err. Pure. */
+int m0_broker_check_flags(const struct m0_broker_cfg *b, const struct m0_config *cfg, char *err, size_t cap);
 
 /* A key prefix is 1..63 printable ASCII bytes without spaces. */
 int m0_broker_prefix_ok(const char *prefix);

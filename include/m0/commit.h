@@ -29,8 +29,9 @@ int m0_commit_may_hold(const struct m0_head *head, const struct m0_req *r, int r
 
 /* What a commit decided beside the bytes. */
 struct m0_commit {
-    uint64_t last_id;     /* a hold: the Last-Event-ID it resumes from (0: none; a GRIP hold: 0,
-                             its storage is the application's) */
+    uint64_t last_id;     /* a hold: the Last-Event-ID it resumes from — the request's, else the
+                             view's head->resume_from (M0-Last-Event-ID); 0: none; a GRIP hold: 0,
+                             its storage is the application's */
     uint8_t held;         /* the response is a hold (M0_RESP_HOLD) */
     uint8_t grip;         /* a GRIP hold: its replay starts where the view began, not now */
 };
@@ -39,7 +40,8 @@ struct m0_commit {
  * Commit head into rs->out with framing br (body_len: the whole body's size
  * when known, else -1), body's encoder set for what follows; rs->status the
  * head's. A hold (hold set: the caller asked m0_commit_may_hold) is marked
- * M0_RESP_HOLD, with its Last-Event-ID in out->last_id (an SSE hold) or
+ * M0_RESP_HOLD, with its Last-Event-ID in out->last_id (an SSE hold: the
+ * request's Last-Event-ID, which wins over the view's M0-Last-Event-ID) or
  * out->grip set (a GRIP hold). A head whose GRIP instructions were refused
  * (head->grip_err) is answered 502 "Error while proxying to origin." instead,
  * as Pushpin answers, the view's body dropped (what is emitted later is

@@ -90,9 +90,15 @@ struct m0_config {
     long broker_retention;      /* events kept per channel in the broker (resume) */
     long broker_backlog;        /* events kept in the broker's all-channel log (catch-up) */
     long broker_min_replicas;   /* WAIT for this many replicas per publish (-1: 1 with Sentinel, else 0) */
+    long broker_replicas;       /* nats://: the stream's replicas (-1: 3, or 1 on a server without clustering) */
     const char *broker_ca_certs;   /* TLS to the broker: CA file (NULL: the system's) */
     const char *broker_certfile;   /* TLS client certificate and key (NULL: none) */
     const char *broker_keyfile;
+    /* Occupancy and presence (issue 32, presence.h): join/leave events on
+     * the channels these comma-separated prefixes start ("*": every one;
+     * NULL: none), a leave sent once a sub has been gone this long. */
+    const char *presence_events;      /* --presence-events PREFIXES */
+    double presence_debounce;         /* --presence-debounce seconds */
     uint64_t ws_max_message;    /* bytes of one inbound WebSocket message (reassembled); over → close 1009 */
     const char *health_path;    /* answered in C; "" disables */
     int health_explicit;
@@ -140,6 +146,9 @@ struct m0_config {
     const char *grip_control;   /* --grip-control HOST:PORT or unix:PATH; NULL: none */
     int grip_listener;          /* set by the master: the workers' listener index of grip_control, -1 */
     uint64_t grip_max_body;     /* --grip-max-body: the control port's request body limit (default 1 MiB) */
+    const char *ws_over_http;   /* --ws-over-http PREFIX (normalised like a mount prefix): WebSocket
+                                   handshakes under it to a WSGI mount go over HTTP (wshold_woh.h);
+                                   implies --realtime; NULL: off */
     /* The local publish socket (pubsock.h, pubpath.h): NULL the default
      * path with --realtime, "" none. */
     const char *publish_socket; /* --publish-socket PATH */

@@ -180,6 +180,15 @@ struct m0_job {
      * serve one target's runner now and another's later (mounts). */
     void *rstate[M0_RUNNER_MAX];
     uint8_t msg_opcode;         /* M0_RUN_MESSAGE: the inbound message's opcode (payload: req.body) */
+    /* Requests the loop makes itself, run as messages are (M0_RUN_MESSAGE:
+     * the answer collected, its head in job->head, its body raw in
+     * job->resp.out). woh: a WebSocket-over-HTTP OPEN (woh.h), whose answer
+     * opens the socket or refuses it (wshold.h). grip_own: a GRIP hold's
+     * next link (grip_hold.h): the request's Grip-* fields are the server's
+     * own (Grip-Last), so the application gets them, and the answer's
+     * Grip-* fields are instructions. */
+    uint8_t woh;
+    uint8_t grip_own;
     /* The peer as accept() reported it ("" for a unix socket), and the
      * client the request speaks for: the peer, or whom a trusted proxy
      * names (proxy.h; set per request by the loop before dispatch). */

@@ -61,6 +61,18 @@ void m0_registry_raise_floor(struct m0_registry *r, uint64_t id);
  * broker instead.) */
 int m0_registry_resumable(const struct m0_registry *r, const char *channel, size_t len, uint64_t last_id);
 
+/*
+ * Make slot's channels channel (a '\n'-separated list, as subscribe takes;
+ * empty: none), its delivery filter kept: a channel it had goes on
+ * uninterrupted (an event of it still being fanned out, or journaled after
+ * the filter, reaches the slot once), a new one gets the events published
+ * from now on. A slot not subscribed is subscribed with filter start,
+ * quiet (the journal after start is replayed). A held socket's
+ * subscribe/unsubscribe while it is open (woh.h).
+ */
+void m0_registry_set_channels(struct m0_registry *r, uint32_t slot, const char *channel, size_t len,
+                              uint64_t start, m0_deliver_cb cb, void *ctx);
+
 /* Forget slot's subscription (no-op when it has none). */
 void m0_registry_unsubscribe(struct m0_registry *r, uint32_t slot);
 int m0_registry_is_subscribed(const struct m0_registry *r, uint32_t slot);
@@ -90,6 +102,21 @@ void m0_registry_set_budget(struct m0_registry *r, size_t budget);
  * Past it, the least recently active channels lose their oldest events
  * first (their resumes then get m0-gap). */
 void m0_registry_set_journal_cap(struct m0_registry *r, size_t bytes);
+
+/* One journaled event of a history: take it (1) or skip it (0: not an
+ * SSE event, e.g. a GRIP item). Called twice per event for a tail. */
+typedef int (*m0_history_cb)(void *ctx, uint64_t id, const char *frame, size_t n);
+
+/*
+ * What the journal of channel holds (a view's m0pub.history, issue 32):
+ * the events after since, oldest first, at most limit of them; or with
+ * tail, the newest limit (since ignored). *complete: nothing after since
+ * (tail: among or after the events given) is missing — the rule that
+ * sends m0-gap to a resume. *last_id: the channel's newest id this
+ * registry knows (0: none). Returns the events given.
+ */
+size_t m0_registry_history(const struct m0_registry *r, const char *channel, size_t len, uint64_t since, int tail,
+                           size_t limit, m0_history_cb cb, void *ctx, int *complete, uint64_t *last_id);
 
 struct m0_channel_stat {
     const char *name;          /* valid until the registry changes */

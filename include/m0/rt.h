@@ -12,6 +12,10 @@
  *   sink      where they go: the holds (hold.h), which queue each delivery
  *             on the slot's connection, write a fan-out pass corked, and
  *             say whether a slot still waits for its resume.
+ *   watcher   who follows the subscriptions and events without taking
+ *             part in them: occupancy and presence (presence_loop.h), set
+ *             by the composition root (serve.c, the loop's presence
+ *             extension), so neither the engine nor the holds name it.
  *
  * A fan-out is done in slices of FANOUT_BUDGET subscribers per loop pass
  * (so one event to many thousands of streams never holds the loop), corked:
@@ -115,12 +119,37 @@ struct m0_rt_source_ops {
     void (*stats)(const void *ctx, struct m0_rt_source_stats *out);
 };
 
+/* Who follows the registry without taking part in it (occupancy and
+ * presence: presence_loop.h's m0_presence_loop_watch). The engine calls it
+ * on its loop thread; every callback gets the ctx given to m0_rt_watch. */
+struct m0_rt_watch_ops {
+    /* The loop starts reading events as bus endpoint blk. */
+    void (*start)(void *ctx, int blk);
+    /* The loop stops reading (drains). */
+    void (*stop)(void *ctx);
+    /* The sub slot's next subscription is held for (m0_rt_presence). */
+    void (*sub)(void *ctx, uint32_t slot, const char *sub, size_t slen);
+    /* slot is subscribed to channel (a name, or a '\n'-separated list);
+     * last(lctx, name, len): the newest id this loop's journal knows on
+     * one of its channels. */
+    void (*join)(void *ctx, uint32_t slot, const char *channel, size_t clen,
+                 uint64_t (*last)(void *lctx, const char *name, size_t len), void *lctx);
+    /* slot's subscription ended (or its resume was refused). */
+    void (*leave)(void *ctx, uint32_t slot);
+    /* An event numbered id went out on channel. */
+    void (*event)(void *ctx, const char *channel, size_t clen, uint64_t id);
+};
+
 /* ------------------------------------------------------------ lifecycle */
 
 /* The engine of loop l for nslots subscriber slots (cfg: --replay,
  * --replay-bytes, --replay-total), delivering to sink (copied). Nothing
  * is read yet. Never NULL. */
 struct m0_rt *m0_rt_new(struct m0_loop *l, const struct m0_config *cfg, uint32_t nslots, const struct m0_rt_sink *sink);
+/* Set the engine's watcher: ops with ctx (the caller's: it outlives the
+ * watch), or ops NULL for none (the default). Set it before m0_rt_start
+ * (its start is called there); unset it before ctx is freed. Loop thread. */
+void m0_rt_watch(struct m0_rt *rt, const struct m0_rt_watch_ops *ops, void *ctx);
 /* Which of its worker's event loops (--threads) this engine serves,
  * 0..m0_bus_loops-1 (default 0): it reads that loop's bus endpoint. Before
  * m0_rt_start. */
@@ -169,6 +198,40 @@ void m0_rt_source_stats(const struct m0_rt *rt, struct m0_rt_source_stats *out);
 int m0_rt_subscribe(struct m0_rt *rt, uint32_t slot, uint32_t gen, const char *channel, size_t clen, uint64_t last,
                     uint64_t start);
 void m0_rt_unsubscribe(struct m0_rt *rt, uint32_t slot);
+/* The sub slot's next subscription is held for, for occupancy and presence
+ * (presence.h): a grant's "sub", a view's M0-Presence (slen 0: none).
+ * Before m0_rt_subscribe; forgotten at m0_rt_unsubscribe. Passed to the
+ * watcher (nothing without one). */
+void m0_rt_presence(struct m0_rt *rt, uint32_t slot, const char *sub, size_t slen);
+
+/* ---------------------------------------------------------- queries */
+
+/* A view's question to its loop's journal (m0pub.history, channel_info's
+ * last id): the events of a channel after since (or with tail the newest
+ * limit), as records of a u64 id and a u32 length (little-endian) and the
+ * SSE frame, oldest first; whether nothing after since is missing
+ * (registry.h, m0_registry_history); the channel's newest id. */
+struct m0_rt_history {
+    uint64_t since;
+    int tail;
+    size_t limit;
+    struct m0_buf events;           /* out: the caller frees it */
+    size_t count;
+    int complete;
+    uint64_t last_id;
+};
+#define M0_RT_QUERY_TIMEOUT_MS 2000
+/* Ask loop loop_index's engine (any thread; the loop's own answers at
+ * once). Waits for the loop's next pass, at most M0_RT_QUERY_TIMEOUT_MS.
+ * M0_OK, or M0_ERR: no such loop reads events, or no answer in time. */
+int m0_rt_history(unsigned loop_index, const char *channel, size_t clen, struct m0_rt_history *h);
+
+/* A held slot's channels become channel (a '\n'-separated list of up to
+ * 32; empty: none), from this loop's journals only (registry.h:
+ * m0_registry_set_channels): the ones it keeps go on, a new one starts now;
+ * a slot with none is subscribed from start (the newest id when the
+ * request that subscribes it was made). */
+void m0_rt_set_channels(struct m0_rt *rt, uint32_t slot, const char *channel, size_t clen, uint64_t start);
 
 /* ---------------------------------------------------------- a source */
 

@@ -203,6 +203,11 @@ struct m0_ws_snapshot;
 
 /* Snapshot r (NULL-safe to free). Never NULL. */
 struct m0_ws_snapshot *m0_ws_snapshot_new(const struct m0_req *r);
+/* The same for a socket whose events go over HTTP (woh.h): the
+ * Sec-WebSocket-* fields are kept but Extensions, and Accept, Content-Type,
+ * Connection-Id and every Meta-* field are dropped too (the protocol's
+ * requests set their own; a client's never reach the application). */
+struct m0_ws_snapshot *m0_ws_snapshot_for(const struct m0_req *r, int over_http);
 void m0_ws_snapshot_free(struct m0_ws_snapshot *snap);
 /* Bytes the snapshot holds (for the memory figures). */
 size_t m0_ws_snapshot_size(const struct m0_ws_snapshot *snap);
@@ -220,5 +225,18 @@ size_t m0_ws_snapshot_size(const struct m0_ws_snapshot *snap);
  */
 void m0_ws_message_request(struct m0_req *r, const struct m0_ws_snapshot *snap, const char *channel,
                            size_t channel_len, uint32_t slot, int opcode, struct m0_buf *payload);
+
+/*
+ * The parts of such a request, for other requests a held socket makes
+ * (woh.h's events):
+ * m0_ws_snapshot_request: reset r as a POST to the snapshot's target with
+ * its headers, with room for extra more fields (and Content-Length);
+ * m0_ws_request_add: one more field (name and value copied; ignored past
+ * the room asked for); m0_ws_request_body: Content-Length and the body,
+ * moved in from body (left empty; no copy). HTTP/1.1, not keep-alive.
+ */
+void m0_ws_snapshot_request(struct m0_req *r, const struct m0_ws_snapshot *snap, unsigned extra);
+void m0_ws_request_add(struct m0_req *r, const char *name, size_t nlen, const char *value, size_t vlen);
+void m0_ws_request_body(struct m0_req *r, struct m0_buf *body);
 
 #endif

@@ -57,24 +57,52 @@ def message_from_environ(environ, body):
     return WebSocketMessage(channel, int(slot), opcode, payload)
 
 
-def approval_headers(channel, protocol=None):
+def _presence_header(presence):
+    """M0-Presence's value: who the held connection is for in
+    m0pub.presence (1..128 bytes of a header value; ASCII ids are safest)."""
+    if not isinstance(presence, str) or not presence or len(presence.encode("latin-1", "replace")) > 128:
+        raise ValueError("presence must be a non-empty str of at most 128 characters")
+    if any(c in presence for c in "\r\n\0"):
+        raise ValueError("presence must not hold CR, LF or NUL")
+    return presence
+
+
+def approval_headers(channel, protocol=None, presence=None):
     """The response headers that approve a WebSocket upgrade on channel,
-    with the chosen subprotocol (one the client offered) if any. Under any
-    other server none: they are instructions to m0serve, which keeps them
-    from the client, and another server would send them on."""
+    with the chosen subprotocol (one the client offered) if any, and the
+    sub the socket counts for in m0pub.presence (presence). Under any other
+    server none: they are instructions to m0serve, which keeps them from
+    the client, and another server would send them on."""
     if not isinstance(channel, str) or not channel:
         raise ValueError("channel must be a non-empty str")
+    if presence is not None:
+        _presence_header(presence)
     if not under_m0serve():
         return {}
     headers = {"M0-Hold": "websocket", "M0-Channel": channel}
     if protocol is not None:
         headers["M0-WebSocket-Protocol"] = protocol
+    if presence is not None:
+        headers["M0-Presence"] = presence
     return headers
 
 
-def stream_headers(channel):
+def stream_headers(channel, presence=None, last_event_id=None):
     """The response headers that ask m0serve to hold an SSE stream on
-    channel; under any other server none (see approval_headers)."""
+    channel (counted for the sub presence in m0pub.presence; starting after
+    event last_event_id when the request sent no Last-Event-ID, e.g. the
+    last event of the m0pub.history the page rendered); under any other
+    server none (see approval_headers)."""
+    if presence is not None:
+        _presence_header(presence)
+    if last_event_id is not None and (isinstance(last_event_id, bool) or not isinstance(last_event_id, int) or
+                                      last_event_id < 0):
+        raise ValueError("last_event_id must be an event id (an int >= 0)")
     if not under_m0serve():
         return {}
-    return {"M0-Hold": "stream", "M0-Channel": channel}
+    headers = {"M0-Hold": "stream", "M0-Channel": channel}
+    if presence is not None:
+        headers["M0-Presence"] = presence
+    if last_event_id is not None:
+        headers["M0-Last-Event-ID"] = str(last_event_id)
+    return headers

@@ -56,20 +56,24 @@ __all__ = ["grant_url", "hold_stream_response", "hold_websocket_response", "is_w
            "websocket_message", "websocket_view", "WebSocketMessage"]
 
 
-def hold_stream_response(channel, head=": connected\n\n"):
+def hold_stream_response(channel, head=": connected\n\n", presence=None, last_event_id=None):
     """An HttpResponse asking m0serve to hold the connection as an SSE stream
     on channel. head (str) is sent first. The server checks the channel name
-    (1..200 bytes, no control characters, not ``m0.``-prefixed). Under any
-    other server it is a short event stream of head alone (the client
-    reconnects), without the M0-* headers."""
+    (1..200 bytes, no control characters, not ``m0.``-prefixed). presence:
+    whom the stream is for in m0pub.presence (e.g. ``str(request.user.id)``;
+    sent as M0-Presence). last_event_id: the stream starts after that event
+    when the browser sent no Last-Event-ID (the last event of the
+    m0pub.history the page rendered). Under any other server it is a short
+    event stream of head alone (the client reconnects), without the M0-*
+    headers."""
     response = HttpResponse(head, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
-    for name, value in stream_headers(channel).items():
+    for name, value in stream_headers(channel, presence, last_event_id).items():
         response[name] = value
     return response
 
 
-def hold_websocket_response(channel, protocol=None):
+def hold_websocket_response(channel, protocol=None, presence=None):
     """An HttpResponse approving a WebSocket upgrade on channel: under
     ``m0serve --realtime`` the server answers the handshake (101, or 400/426
     when the request is not a valid one) and holds the socket subscribed to
@@ -77,9 +81,10 @@ def hold_websocket_response(channel, protocol=None):
     Sec-WebSocket-Protocol (the server refuses with 500 otherwise). Other
     headers set on the response (cookies) go out on the 101; its body never
     does. Under any other server (or without --realtime) it is an ordinary
-    200 explaining that the endpoint needs m0serve."""
+    200 explaining that the endpoint needs m0serve. presence: whom the
+    socket is for in m0pub.presence (M0-Presence)."""
     response = HttpResponse(DEGRADED_BODY, content_type="text/plain; charset=utf-8")
-    for name, value in approval_headers(channel, protocol).items():
+    for name, value in approval_headers(channel, protocol, presence).items():
         response[name] = value
     return response
 

@@ -46,19 +46,20 @@ __all__ = ["grant_url", "hold_stream_response", "hold_websocket_response", "is_w
            "websocket_message", "websocket_route", "WebSocketMessage"]
 
 
-def hold_stream_response(channel, head=": connected\n\n"):
+def hold_stream_response(channel, head=": connected\n\n", presence=None, last_event_id=None):
     """A flask.Response asking m0serve to hold the connection as an SSE
     stream on channel; head (str) is sent first (under any other server:
-    that alone, without the M0-* headers)."""
+    that alone, without the M0-* headers). presence and last_event_id: as
+    m0serve.django.hold_stream_response's."""
     return Response(head, mimetype="text/event-stream",
-                    headers=dict({"Cache-Control": "no-cache"}, **stream_headers(channel)))
+                    headers=dict({"Cache-Control": "no-cache"}, **stream_headers(channel, presence, last_event_id)))
 
 
-def hold_websocket_response(channel, protocol=None):
+def hold_websocket_response(channel, protocol=None, presence=None):
     """A flask.Response approving a WebSocket upgrade on channel (see
     m0serve.django.hold_websocket_response): the server answers 101 and
     holds the socket; elsewhere an ordinary 200 explaining why not."""
-    return Response(DEGRADED_BODY, mimetype="text/plain", headers=approval_headers(channel, protocol))
+    return Response(DEGRADED_BODY, mimetype="text/plain", headers=approval_headers(channel, protocol, presence))
 
 
 def websocket_message():

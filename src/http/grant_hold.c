@@ -234,6 +234,27 @@ static void inbound_request(struct m0_job *job, const struct m0_grant *g, const 
     r->query_len = 0;
 }
 
+/* Issue 32: the grant's sub is whom the hold counts for in presence (a
+ * longer one than a presence list takes is counted, not listed); an
+ * EventSource's first request may name where the stream starts
+ * (?lastEventId=N, Pushpin's spelling: a page that rendered the history
+ * up to N), which a reconnect's Last-Event-ID then overrides. */
+static void hold_extras(struct m0_head *h, const struct m0_req *r, const struct m0_grant *g)
+{
+    if (g->jwt.sub != NULL && g->jwt.sub_len > 0 && g->jwt.sub_len <= M0_HEAD_PRESENCE_MAX) {
+        memcpy(h->presence, g->jwt.sub, g->jwt.sub_len);
+        h->presence[g->jwt.sub_len] = '\0';
+        h->presence_len = (uint8_t)g->jwt.sub_len;
+    }
+    const char *v;
+    size_t vl;
+    if (r->query != NULL && m0_http_query_param(r->query, r->query_len, "lastEventId", &v, &vl) != 0) {
+        uint64_t id = m0_sse_parse_last_id(v, vl);
+        if (id != UINT64_MAX)
+            h->resume_from = id;
+    }
+}
+
 /* The grant answered: job->head and job->resp a hold on the grant's
  * channels (GRANT_HOLD), or a refusal or preflight (GRANT_ANSWERED). */
 enum { GRANT_ANSWERED = 1, GRANT_HOLD = 2 };
@@ -305,6 +326,7 @@ static int grant(struct m0_server *s, struct m0_conn *c)
     m0_head_status(h, 200, NULL, 0);
     cors_lines(h, origin);
     m0_head_set_channels(h, name, len, n);
+    hold_extras(h, r, &g);
     m0_debug("grant %s held: kid %s, sub %s, %zu channel(s)", LOG_PATH(r), LOG_KID(&g), LOG_SUB(&g), n);
     m0_grant_clear(&g);
     if (w == WS) {

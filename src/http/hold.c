@@ -284,6 +284,9 @@ int m0_hold_subscribe(struct m0_server *s, struct m0_conn *c, const struct m0_ho
     c->hold = h;
     if (!subscribe)
         return M0_OK;
+    /* Whom the hold counts for in occupancy and presence (a grant's sub, a
+     * view's M0-Presence): the engine's watcher hears it (rt.h). */
+    m0_rt_presence(s->rt, m0_conn_slot(s, c), job->head.presence, job->head.presence_len);
     if (m0_rt_subscribe(s->rt, m0_conn_slot(s, c), c->gen, m0_head_channel(&job->head), job->head.channel_len,
                         job->hold_last_id, job->hold_start) != M0_OK) {
         if (h->ops->release != NULL)

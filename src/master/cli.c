@@ -78,14 +78,17 @@ static const struct opt opts[] = {
     {"--replay-total", "M0_REPLAY_TOTAL", T_BYTES, O(replay_total), 0, 0, "BYTES", "journal bytes kept per worker across all channels (default 64m)"},
     {"--ws-max-message", "M0_WS_MAX_MESSAGE", T_BYTES, O(ws_max_message), 0, 0, "BYTES", "largest inbound WebSocket message; larger ones close the socket with 1009 (default 1m)"},
     {"--outbox-limit", "M0_OUTBOX_LIMIT", T_BYTES, O(outbox_limit), 0, 0, "BYTES", "bytes queued for a slow held stream before it is closed (default 256k)"},
-    {"--broker", "M0_BROKER", T_STR, O(broker), 0, 0, "URL", "publish and deliver through Redis: redis://[:PASSWORD@]HOST:PORT[/DB], rediss://... (TLS), redis+sentinel://HOST:PORT,.../MASTER[/DB] (rediss+sentinel:// with TLS) or unix:///path/redis.sock (default: the local bus only)"},
+    {"--broker", "M0_BROKER", T_STR, O(broker), 0, 0, "URL", "publish and deliver through Redis: redis://[:PASSWORD@]HOST:PORT[/DB], rediss://... (TLS), redis+sentinel://HOST:PORT,.../MASTER[/DB] (rediss+sentinel:// with TLS) or unix:///path/redis.sock; or NATS JetStream: nats://HOST:PORT[,HOST:PORT...] (default: the local bus only)"},
     {"--broker-prefix", "M0_BROKER_PREFIX", T_STR, O(broker_prefix), 0, 0, "P", "key prefix in the broker (default m0:)"},
     {"--broker-retention", "M0_BROKER_RETENTION", T_LONG, O(broker_retention), 1, 10000000, "N", "events the broker keeps per channel for Last-Event-ID resume on any host (default 1000)"},
     {"--broker-backlog", "M0_BROKER_BACKLOG", T_LONG, O(broker_backlog), 100, 100000000, "N", "events the broker keeps in its all-channel log, how far a reconnecting worker catches up (default 100000)"},
     {"--broker-min-replicas", "M0_BROKER_MIN_REPLICAS", T_LONG, O(broker_min_replicas), 0, 100, "N", "a publish is acknowledged once WAIT counts N replicas holding it, else PublishOutcomeUnknown (default 1 with redis+sentinel://, else 0)"},
+    {"--broker-replicas", "M0_BROKER_REPLICAS", T_LONG, O(broker_replicas), 1, 5, "N", "nats://: the stream's replicas over the cluster (default 3, or 1 on a server without clustering)"},
     {"--broker-ca-certs", "M0_BROKER_CA_CERTS", T_STR, O(broker_ca_certs), 0, 0, "FILE", "rediss://: verify the broker's certificate against the CAs in FILE (PEM; default: the system's CAs)"},
     {"--broker-certfile", "M0_BROKER_CERTFILE", T_STR, O(broker_certfile), 0, 0, "FILE", "rediss://: present this client certificate (PEM chain)"},
     {"--broker-keyfile", "M0_BROKER_KEYFILE", T_STR, O(broker_keyfile), 0, 0, "FILE", "rediss://: the client certificate's key (PEM; default: in --broker-certfile)"},
+    {"--presence-events", "M0_PRESENCE_EVENTS", T_STR, O(presence_events), 0, 0, "PREFIXES", "publish a join/leave event on a channel when a sub's first connection is held on it and when its last one goes; on the channels these comma-separated prefixes start ('*': every channel; default: none)"},
+    {"--presence-debounce", "M0_PRESENCE_DEBOUNCE", T_SECONDS, O(presence_debounce), 0, 0, "S", "a leave is sent once the sub has been gone S seconds: a reconnect sooner sends neither (default 5)"},
     {"--publish-socket", "M0_PUBLISH_SOCKET", T_STR0, O(publish_socket), 0, 0, "PATH", "with --realtime: the unix socket where local processes publish (m0serve publish, m0pub.publish outside a worker; POST /publish); default $XDG_RUNTIME_DIR/m0serve/publish.sock (docs/realtime.md); '' disables"},
     {"--health-path", "M0_HEALTH_PATH", T_STR0, O(health_path), 0, 0, "PATH", "path answered in C with worker health as JSON (default /health with --realtime; '' disables)"},
     {"--metrics-bind", "M0_METRICS_BIND", T_STR, O(metrics_bind), 0, 0, "ADDR", "HOST:PORT or unix:PATH of a listener that answers Prometheus scrapes (any path but --metrics-path gets 404; default: none)"},
@@ -108,6 +111,7 @@ static const struct opt opts[] = {
     {"--grip-key-file", "M0_GRIP_KEY_FILE", T_STR, O(grip_key_file), 0, 0, "FILE", "GRIP: the shared key (the file's first line; not readable by other users); Grip-* instructions are honoured, requests carry Grip-Sig; implies --realtime"},
     {"--grip-control", "M0_GRIP_CONTROL", T_STR, O(grip_control), 0, 0, "ADDR", "GRIP: HOST:PORT or unix:PATH answering EPCP POST /publish/ (Bearer key or JWT); needs --grip-key-file"},
     {"--grip-max-body", "M0_GRIP_MAX_BODY", T_BYTES, O(grip_max_body), 0, 0, "BYTES", "GRIP: the largest publish body the control port reads, else 413 before reading it (default 1m)"},
+    {"--ws-over-http", "M0_WS_OVER_HTTP", T_PREFIX, O(ws_over_http), 0, 0, "PREFIX", "GRIP: WebSocket handshakes under PREFIX to a WSGI mount speak Pushpin's WebSocket-over-HTTP: their events are POSTed to the view (django-grip's WebSocketContext), the answers sent back; implies --realtime"},
     {"--grant-key-file", "M0_GRANT_KEY_FILE", T_STR, O(grant_key_file), 0, 0, "FILE", "signed stream grants: HMAC keys, one 'KID SECRET' a line, mode 600 (checked at start; exit 78 when refused)"},
     {"--grant-path", "M0_GRANT_PATH", T_PREFIX, O(grant_path), 0, 0, "PREFIX", "signed stream grants: PREFIX/sse and PREFIX/ws hold a grant's channels, no Python call; needs --grant-key-file; implies --realtime"},
     {"--grant-cookie", "M0_GRANT_COOKIE", T_STR, O(grant_cookie), 0, 0, "NAME", "signed stream grants: the token may also come in cookie NAME"},
@@ -218,6 +222,7 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->body_timeout = 30;
     cfg->log_level = "info";
     cfg->heartbeat = 15;
+    cfg->presence_debounce = 5;
     cfg->replay = 100;
     cfg->replay_bytes = 1024 * 1024;
     cfg->replay_total = 64 * 1024 * 1024;
@@ -226,6 +231,7 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->broker_retention = M0_BROKER_RETENTION_DEFAULT;
     cfg->broker_backlog = M0_BROKER_BACKLOG_DEFAULT;
     cfg->broker_min_replicas = -1;
+    cfg->broker_replicas = -1;
     cfg->ws_max_message = 1024 * 1024;
     cfg->backlog = 2048;
     cfg->max_connections = 16384;
@@ -833,11 +839,11 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
             snprintf(err, cap, "m0serve: error: --broker: invalid value '%s' (%s)", cfg->broker, why);
             return M0_ERR;
         }
-        if (m0_broker_check_tls_flags(&b, cfg, why, sizeof why) != M0_OK) {
+        if (m0_broker_check_flags(&b, cfg, why, sizeof why) != M0_OK) {
             snprintf(err, cap, "m0serve: error: %s", why);
             return M0_ERR;
         }
-    } else if (m0_broker_check_tls_flags(NULL, cfg, err, cap) != M0_OK) {
+    } else if (m0_broker_check_flags(NULL, cfg, err, cap) != M0_OK) {
         char why[160];
         snprintf(why, sizeof why, "%s", err);
         snprintf(err, cap, "m0serve: error: %s", why);
@@ -858,8 +864,10 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
     }
     /* GRIP holds and grants are held streams: either flag implies
      * --realtime, as the realtime flags a user would not think to add. */
-    if (cfg->grip_key_file != NULL || cfg->grant_path != NULL)
+    if (cfg->grip_key_file != NULL || cfg->grant_path != NULL || cfg->ws_over_http != NULL)
         cfg->realtime = 1;
+    if (cfg->presence_events != NULL && cfg->presence_events[0] != '\0')
+        cfg->realtime = 1;           /* join/leave are events on held streams' channels */
     if (cfg->publish_socket != NULL && cfg->publish_socket[0] != '\0' && cfg->publish_socket[0] != '/') {
         snprintf(err, cap, "m0serve: error: --publish-socket: invalid value '%s' (an absolute path, or '' for none)",
                  cfg->publish_socket);

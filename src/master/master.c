@@ -77,6 +77,7 @@
 #include "m0/notify.h"
 #include "m0/nofile.h"
 #include "m0/pidfile.h"
+#include "m0/presence.h"
 #include "m0/privs.h"
 #include "m0/timer.h"
 #include "m0/control.h"
@@ -510,6 +511,7 @@ static void reap(struct m0_master *m)
         if (w == NULL)
             continue;
         m0_metrics_reaped(pid, status);
+        m0_presence_reaped(m0_presence_current, (int32_t)pid);     /* its holds stop counting now */
         int idx = w->idx, served = w->served, retiring = w->state == M0_W_RETIRING;
         unsigned gen = w->gen;
         uint64_t lived = m0_clock_ms() - w->started;
@@ -772,6 +774,11 @@ int m0_master_run(struct m0_config *cfg)
         m0_log_errno("cannot create the broadcast bus");
         return M0_EXIT_FAIL;
     }
+    /* Occupancy and presence (issue 32): a block per bus endpoint. */
+    if (cfg->realtime &&
+        (m0_presence_current = m0_presence_create((uint32_t)(m->nworkers * cfg->loops),
+                                                  m0_presence_cells_for((uint32_t)cfg->max_connections))) == NULL)
+        m0_log_errno("cannot map the occupancy table: m0pub.channel_info and presence count nothing");
     m->cap = m->nworkers * 2;
     m->w = calloc((size_t)m->cap, sizeof *m->w);
     for (int i = 0; i < m->cap; i++)

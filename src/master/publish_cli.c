@@ -209,6 +209,9 @@ int m0_publish_main(int argc, char **argv)
     if ((env = getenv("M0_BROKER_MIN_REPLICAS")) != NULL && env[0] &&
         take_long("M0_BROKER_MIN_REPLICAS", env, 0, 100, &cfg.broker_min_replicas) != M0_OK)
         return usage_error("M0_BROKER_MIN_REPLICAS: invalid value '%s'", env);
+    if ((env = getenv("M0_BROKER_REPLICAS")) != NULL && env[0] &&
+        take_long("M0_BROKER_REPLICAS", env, 1, 5, &cfg.broker_replicas) != M0_OK)
+        return usage_error("M0_BROKER_REPLICAS: invalid value '%s'", env);
     if ((env = getenv("M0_BROKER_CA_CERTS")) != NULL && env[0])
         cfg.broker_ca_certs = env;
     if ((env = getenv("M0_BROKER_CERTFILE")) != NULL && env[0])
@@ -223,7 +226,7 @@ int m0_publish_main(int argc, char **argv)
         const char *a = argv[i];
         const char *flags[] = {"--event", "--broker", "--broker-prefix", "--broker-retention", "--broker-backlog",
                                "--key", "--publish-socket", "--broker-min-replicas", "--broker-ca-certs",
-                               "--broker-certfile", "--broker-keyfile"};
+                               "--broker-certfile", "--broker-keyfile", "--broker-replicas"};
         int k = -1;
         for (int f = 0; f < (int)M0_ARRAY_LEN(flags); f++) {
             size_t n = strlen(flags[f]);
@@ -282,6 +285,11 @@ int m0_publish_main(int argc, char **argv)
         case 8: cfg.broker_ca_certs = v; break;
         case 9: cfg.broker_certfile = v; break;
         case 10: cfg.broker_keyfile = v; break;
+        case 11:
+            if (take_long(a, v, 1, 5, &n) != M0_OK)
+                return usage_error("--broker-replicas: invalid value '%s'", v);
+            cfg.broker_replicas = n;
+            break;
         }
     }
     if (npos != 2)
@@ -329,7 +337,7 @@ int m0_publish_main(int argc, char **argv)
     }
     if (!m0_broker_prefix_ok(cfg.broker_prefix))
         return usage_error("--broker-prefix: invalid value '%s'", cfg.broker_prefix);
-    if (m0_broker_check_tls_flags(&b, &cfg, err, sizeof err) != M0_OK)
+    if (m0_broker_check_flags(&b, &cfg, err, sizeof err) != M0_OK)
         return usage_error("%s", err);
     m0_broker_configure(&cfg);
     signal(SIGPIPE, SIG_IGN);          /* a broker that closes as we write: an error, not a death */

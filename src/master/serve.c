@@ -52,12 +52,14 @@
 #include "m0/metrics.h"
 #include "m0/metrics_http.h"
 #include "m0/pool.h"
+#include "m0/presence_loop.h"
 #include "m0/rt.h"
 #include "m0/serve.h"
 #include "m0/server.h"
 #include "m0/static_http.h"
 #include "m0/timer.h"
 #include "m0/wshold.h"
+#include "m0/wshold_open.h"
 #include "m0/wsframes.h"
 #include "m0/xprt_tls.h"
 #include "m0/control.h"
@@ -120,6 +122,13 @@ static void note_retired(struct serve *v)
 {
     if (++v->retired == nloops(v))
         ctl_send(v, M0_CTL_RETIRED);
+}
+
+/* Every loop has said 'R' (or stopped): what the first loop waits for
+ * before it stops; true on any other loop. */
+static int all_retired(const struct serve *v)
+{
+    return v->s.loop_index != 0 || v->retired >= nloops(v);
 }
 
 /* The master's ping, answered once every loop has turned (the first
@@ -389,9 +398,15 @@ static void serve_hook(struct m0_loop *l, void *ctx)
     if (atomic_load(&s->life.draining)) {
         /* Done when every connection is closed and every runner has
          * returned its job: an ASGI app sees its sockets' disconnect (and a
-         * view whose client left finishes) before lifespan shutdown. */
+         * view whose client left finishes) before lifespan shutdown. The
+         * first loop, done, still waits for the others' 'R' (to the
+         * deadline): it alone tells the master, whose successor takes the
+         * slot's sockets only then. Stopped, it would tell nobody until the
+         * process exits, after the last view of the slowest loop, while
+         * the connections steered to the slot's sockets sat unaccepted. */
         if (s->slots.nactive == 0 && s->slots.norphans == 0) {
-            m0_loop_stop(l);
+            if (all_retired(v) || now >= s->life.drain_deadline)
+                m0_loop_stop(l);
         } else if (now >= s->life.drain_deadline) {
             m0_warn("graceful timeout: closing %u connection(s) still in flight (%u application task(s) "
                     "still running)", s->slots.nactive, s->slots.norphans);
@@ -444,6 +459,23 @@ static void close_in_child(void *ctx)
     m0_loop_close_in_child(s->loop);
 }
 
+/* Occupancy and presence (issue 32, presence_loop.h): the loop's tracker,
+ * an extension of the loop and the watcher of its realtime engine (rt.h);
+ * the holds reach it only through the engine (m0_rt_presence). */
+static void *presence_init(struct m0_server *s)
+{
+    return m0_presence_loop_new(s->cfg, s->slots.n);
+}
+
+static void presence_fini(struct m0_server *s, void *pl)
+{
+    if (s->rt != NULL)
+        m0_rt_watch(s->rt, NULL, NULL);
+    m0_presence_loop_free(pl);
+}
+
+static const struct m0_ext presence_ext = {.name = "presence", .init = presence_init, .fini = presence_fini};
+
 struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fds, int nlisten, int sig_fd,
                                int ctl_fd)
 {
@@ -495,6 +527,10 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
     s->xprt[M0_XPRT_TLS] = &m0_xprt_tls;
     s->accept.tls = cfg->tls != NULL ? cfg->tls_listeners : 0;     /* the listeners that speak TLS */
     m0_holds_init(s);
+    m0_ext_register(s, &presence_ext);
+    struct m0_presence_loop *pl = m0_ext_of(s, &presence_ext);
+    if (pl != NULL)
+        m0_rt_watch(s->rt, &m0_presence_loop_watch, pl);
     if ((sig_fd != -1 && m0_loop_add_fd(s->loop, sig_fd, EPOLLIN, on_signal, v) == M0_ERR) ||
         (ctl_fd != -1 && m0_loop_add_fd(s->loop, ctl_fd, EPOLLIN, on_ctl, v) == M0_ERR)) {
         m0_log_errno("epoll_ctl(signals)");
@@ -514,6 +550,7 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
     m0_endpoint_add(s, &m0_health_endpoint);
     m0_endpoint_add(s, &m0_grant_endpoint);
     m0_endpoint_add(s, &m0_static_endpoint);
+    m0_endpoint_add(s, &m0_woh_endpoint);          /* before the mounts: their WebSockets over HTTP */
     m0_endpoint_add(s, &m0_h1_app_endpoint);
     m0_endpoint_add(s, &m0_unmounted_endpoint);
     s->life.next_sweep = m0_loop_now(s->loop) + SWEEP_MS;
@@ -606,7 +643,8 @@ void m0_serve_free(struct m0_server *s)
     s->run.pool = NULL;
     /* The extensions, last registered first: the broker publisher's
      * thread posts to the loop (joined before the loop goes), connections
-     * handed too late are closed, the WebSocket scratch freed. */
+     * handed too late are closed, the WebSocket scratch freed, the
+     * presence tracker taken from the engine and freed. */
     m0_ext_fini_all(s);
     m0_conn_each(s, free_conn, NULL);
     m0_conn_job_cache_free(s);

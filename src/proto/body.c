@@ -220,6 +220,21 @@ int m0_head_add(struct m0_head *h, const char *name, size_t nlen, const char *va
                 *why = "M0-Opcode must be text or binary";
                 return M0_ERR;
             }
+        } else if (named(name, nlen, "m0-presence")) {
+            if (vlen > M0_HEAD_PRESENCE_MAX) {
+                *why = "M0-Presence is at most 128 bytes";
+                return M0_ERR;
+            }
+            memcpy(h->presence, value, vlen);
+            h->presence[vlen] = '\0';
+            h->presence_len = (uint8_t)vlen;
+        } else if (named(name, nlen, "m0-last-event-id")) {
+            uint64_t id = m0_sse_parse_last_id(value, vlen);
+            if (vlen == 0 || id == UINT64_MAX) {
+                *why = "M0-Last-Event-ID must be an event id";
+                return M0_ERR;
+            }
+            h->resume_from = id;
         } else if (named(name, nlen, "m0-channel")) {
             if ((*why = parse_channels(h, value, vlen)) != NULL)
                 return M0_ERR;

@@ -63,8 +63,11 @@ int m0_commit_head(struct m0_commit *out, struct m0_head *head, struct m0_body *
         out->held = out->grip = 1;
         rs->flags |= M0_RESP_HOLD;
     } else if (hold) {
+        /* A reconnect's Last-Event-ID wins over where the view said the
+         * stream starts (M0-Last-Event-ID, or a grant's ?lastEventId: a
+         * page that rendered the history up to it). */
         const struct m0_hdr *lei = m0_req_header(r, "last-event-id");
-        out->last_id = lei ? m0_sse_parse_last_id(lei->value, lei->value_len) : 0;
+        out->last_id = lei ? m0_sse_parse_last_id(lei->value, lei->value_len) : head->resume_from;
         out->held = 1;
         rs->flags |= M0_RESP_HOLD;
     }

@@ -12,6 +12,7 @@
 #include "m0/broker_engine.h"
 #include "m0/rt.h"
 #include "broker_int.h"
+#include "broker_nats.h"
 
 static const struct m0_broker_engine redis_engine = {
     .name = "redis",
@@ -23,8 +24,18 @@ static const struct m0_broker_engine redis_engine = {
     .source = &m0_broker_redis_source,
 };
 
+static const struct m0_broker_engine nats_engine = {
+    .name = "nats",
+    .init = m0_broker_nats_init,
+    .publish = m0_broker_nats_publish,
+    .counter = m0_broker_nats_counter,
+    .prepare = m0_broker_nats_prepare,
+    .make = m0_broker_nats_new,
+    .source = &m0_broker_nats_source,
+};
+
 /* Every engine there is (a new engine adds its table here). */
-static const struct m0_broker_engine *const engines[] = {&redis_engine};
+static const struct m0_broker_engine *const engines[] = {&redis_engine, &nats_engine};
 
 const struct m0_broker_engine *m0_broker_engine_named(const char *name)
 {

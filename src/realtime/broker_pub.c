@@ -158,15 +158,11 @@ static int sc_reply(struct sconn *c, uint64_t deadline, redisReply **out, char *
     }
 }
 
-/* One command (hiredis's format), its reply by M0_BROKER_TIMEOUT_MS: the
- * reply, or NULL with err. */
-static redisReply *sc_command(struct sconn *c, char *err, size_t cap, const char *fmt, ...)
+/* Send one formatted command (len bytes; len < 0: formatting failed) and
+ * read its reply by M0_BROKER_TIMEOUT_MS: the reply, or NULL with err.
+ * Frees cmd. */
+static redisReply *sc_exchange(struct sconn *c, char *cmd, int len, char *err, size_t cap)
 {
-    char *cmd = NULL;
-    va_list ap;
-    va_start(ap, fmt);
-    int len = redisvFormatCommand(&cmd, fmt, ap);
-    va_end(ap);
     if (len < 0) {
         snprintf(err, cap, "out of memory");
         return NULL;
@@ -178,6 +174,18 @@ static redisReply *sc_command(struct sconn *c, char *err, size_t cap, const char
         r = NULL;
     free(cmd);
     return r;
+}
+
+/* One command (hiredis's format), its reply by M0_BROKER_TIMEOUT_MS: the
+ * reply, or NULL with err. */
+static redisReply *sc_command(struct sconn *c, char *err, size_t cap, const char *fmt, ...)
+{
+    char *cmd = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int len = redisvFormatCommand(&cmd, fmt, ap);
+    va_end(ap);
+    return sc_exchange(c, cmd, len, err, cap);
 }
 
 /* ------------------------------------------------------------- dialling */
@@ -657,6 +665,61 @@ int m0_broker_publish_frame(const char *channel, size_t clen, const char *frame,
         return M0_ERR;
     }
     return m0_broker_engine()->publish(channel, clen, frame, flen, NULL, 0, "", id_out, err, cap);
+}
+
+/* ------------------------------------- a blocking connection of a caller */
+
+struct m0_broker_conn {
+    struct sconn c;
+    int broken;                /* a command failed: only m0_broker_conn_close now */
+};
+
+struct m0_broker_conn *m0_broker_conn_open(char *err, size_t cap)
+{
+    const struct m0_broker_cfg *b = m0_broker;
+    if (b == NULL || m0_broker_engine() == NULL) {
+        snprintf(err, cap, "no broker configured");
+        return NULL;
+    }
+    if (strcmp(b->engine, "redis") != 0) {
+        snprintf(err, cap, "the broker's engine (%s) is not Redis", b->engine);
+        return NULL;
+    }
+    struct m0_broker_conn *bc = calloc(1, sizeof *bc);
+    if (bc == NULL) {
+        snprintf(err, cap, "out of memory");
+        return NULL;
+    }
+    if (dial(b, &bc->c, err, cap) != M0_OK) {
+        free(bc);
+        return NULL;
+    }
+    return bc;
+}
+
+redisReply *m0_broker_conn_command_argv(struct m0_broker_conn *bc, int argc, const char **argv, const size_t *lens,
+                                        char *err, size_t cap)
+{
+    if (bc->broken) {
+        snprintf(err, cap, "the connection failed earlier");
+        return NULL;
+    }
+    char *cmd = NULL;
+    int len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+    redisReply *r = sc_exchange(&bc->c, cmd, len, err, cap);
+    if (r == NULL && len >= 0)
+        bc->broken = 1;        /* sent in part, or its reply lost: out of step */
+    else if (r != NULL && bc->c.rd->pos < bc->c.rd->len)
+        bc->broken = 1;        /* more than the reply asked for: out of step */
+    return r;
+}
+
+void m0_broker_conn_close(struct m0_broker_conn *bc)
+{
+    if (bc == NULL)
+        return;
+    sc_close(&bc->c);
+    free(bc);
 }
 
 int m0_broker_counter(uint64_t *out, char *err, size_t cap)

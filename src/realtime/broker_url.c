@@ -115,11 +115,13 @@ static const struct scheme {
     const char *engine;
     int tls, sentinel, port;        /* default port of HOST */
     int multi;                      /* HOST:PORT,HOST:PORT,... allowed (nodes or sentinels) */
+    int path;                       /* /DB (or /MASTER[/DB]) after the hosts */
 } schemes[] = {
-    {"redis://", "redis", 0, 0, 6379, 0},
-    {"rediss://", "redis", 1, 0, 6379, 0},
-    {"redis+sentinel://", "redis", 0, 1, 26379, 1},
-    {"rediss+sentinel://", "redis", 1, 1, 26379, 1},
+    {"redis://", "redis", 0, 0, 6379, 0, 1},
+    {"rediss://", "redis", 1, 0, 6379, 0, 1},
+    {"redis+sentinel://", "redis", 0, 1, 26379, 1, 1},
+    {"rediss+sentinel://", "redis", 1, 1, 26379, 1, 1},
+    {"nats://", "nats", 0, 0, 4222, 1, 0},
 };
 
 /* One HOST[:PORT] or [V6]:PORT of n bytes at p into *out (port default
@@ -203,7 +205,8 @@ int m0_broker_parse_url(const char *url, struct m0_broker_cfg *cfg, char *err, s
             sc = &schemes[i];
     if (sc == NULL)
         return fail(err, cap, "want redis://[:PASSWORD@]HOST:PORT[/DB], rediss://..., "
-                              "redis+sentinel://HOST:PORT,.../MASTER[/DB] or unix:///path/redis.sock");
+                              "redis+sentinel://HOST:PORT,.../MASTER[/DB], unix:///path/redis.sock "
+                              "or nats://HOST:PORT[,HOST:PORT...]");
     snprintf(cfg->engine, sizeof cfg->engine, "%s", sc->engine);
     cfg->tls = sc->tls;
     cfg->sentinel = sc->sentinel;
@@ -230,6 +233,8 @@ int m0_broker_parse_url(const char *url, struct m0_broker_cfg *cfg, char *err, s
     }
     const char *slash = strchr(p, '/');
     const char *hend = slash ? slash : p + strlen(p);
+    if (slash != NULL && !sc->path)
+        return fail(err, cap, "no path after the hosts (nats://HOST:PORT,HOST:PORT,...)");
     /* HOST[:PORT], comma-separated (sentinels only). */
     for (const char *h = p;;) {
         const char *comma = memchr(h, ',', (size_t)(hend - h));
@@ -275,13 +280,23 @@ int m0_broker_parse_url(const char *url, struct m0_broker_cfg *cfg, char *err, s
         show_host(one, sizeof one, &cfg->hosts[i]);
         o += (size_t)snprintf(cfg->shown + o, sizeof cfg->shown - o, "%s%s", i ? "," : "", one);
     }
-    if (o < sizeof cfg->shown)
+    if (o < sizeof cfg->shown && sc->path)
         snprintf(cfg->shown + o, sizeof cfg->shown - o, cfg->sentinel ? "/%s/%d" : "%s/%d", cfg->master, cfg->db);
     return M0_OK;
 }
 
-int m0_broker_check_tls_flags(const struct m0_broker_cfg *b, const struct m0_config *cfg, char *err, size_t cap)
+int m0_broker_check_flags(const struct m0_broker_cfg *b, const struct m0_config *cfg, char *err, size_t cap)
 {
+    int nats = b != NULL && strcmp(b->engine, "nats") == 0;
+    if (cfg->broker_replicas >= 0 && !nats) {
+        snprintf(err, cap, "--broker-replicas: only with a NATS broker (nats://)");
+        return M0_ERR;
+    }
+    if (cfg->broker_min_replicas >= 0 && nats) {
+        snprintf(err, cap, "--broker-min-replicas: only with Redis (a NATS stream acknowledges once its "
+                 "replicas' quorum has an event: --broker-replicas)");
+        return M0_ERR;
+    }
     const char *given = cfg->broker_ca_certs ? "--broker-ca-certs"
                         : cfg->broker_certfile ? "--broker-certfile"
                         : cfg->broker_keyfile ? "--broker-keyfile" : NULL;
@@ -322,6 +337,7 @@ int m0_broker_configure(const struct m0_config *cfg)
     the.retention = cfg->broker_retention;
     the.backlog = cfg->broker_backlog;
     the.min_replicas = cfg->broker_min_replicas >= 0 ? (int)cfg->broker_min_replicas : the.sentinel ? 1 : 0;
+    the.replicas = (int)cfg->broker_replicas;
     the.ca_certs = cfg->broker_ca_certs;
     the.certfile = cfg->broker_certfile;
     the.keyfile = cfg->broker_keyfile;

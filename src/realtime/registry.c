@@ -426,6 +426,46 @@ void m0_registry_subscribe(struct m0_registry *r, uint32_t slot, const char *cha
     }
 }
 
+size_t m0_registry_history(const struct m0_registry *r, const char *channel, size_t len, uint64_t since, int tail,
+                           size_t limit, m0_history_cb cb, void *ctx, int *complete, uint64_t *last_id)
+{
+    const struct chan *c = find(r, channel, len);
+    uint64_t proven = r->floor;
+    *last_id = 0;
+    if (c != NULL) {
+        if (c->evicted_max > proven)
+            proven = c->evicted_max;
+        *last_id = c->jtail != NULL && c->jtail->id > c->evicted_max ? c->jtail->id : c->evicted_max;
+    }
+    size_t given = 0, skip = 0;
+    const struct jentry *e = c != NULL ? c->jhead : NULL;
+    if (tail) {
+        size_t taken = 0;
+        for (const struct jentry *x = e; x != NULL; x = x->next)
+            taken += (size_t)cb(NULL, x->id, x->data, x->len);      /* a count: ctx NULL takes nothing */
+        skip = taken > limit ? taken - limit : 0;
+        since = 0;
+    }
+    uint64_t first = 0;
+    for (; e != NULL && given < limit; e = e->next) {
+        if (e->id <= since)
+            continue;
+        if (skip > 0) {
+            skip -= (size_t)cb(NULL, e->id, e->data, e->len);
+            continue;
+        }
+        if (cb(ctx, e->id, e->data, e->len)) {
+            if (given++ == 0)
+                first = e->id;
+        }
+    }
+    if (tail)
+        *complete = given > 0 ? first > proven : proven == 0;
+    else
+        *complete = since >= proven;
+    return given;
+}
+
 int m0_registry_resumable(const struct m0_registry *r, const char *channel, size_t len, uint64_t last_id)
 {
     const char *name[LIST_MAX];
@@ -629,4 +669,76 @@ size_t m0_registry_top(const struct m0_registry *r, struct m0_channel_stat *out,
         out[i] = (struct m0_channel_stat){.name = c->name, .len = c->len, .subscribers = c->nsubs};
     }
     return n;
+}
+
+void m0_registry_set_channels(struct m0_registry *r, uint32_t slot, const char *channel, size_t len,
+                              uint64_t start, m0_deliver_cb cb, void *ctx)
+{
+    if (slot >= r->nslots)
+        return;
+    if (r->of[slot] == NULL) {
+        if (len > 0)
+            m0_registry_subscribe(r, slot, channel, len, start, 1, cb, ctx);
+        return;
+    }
+    /* The channels it had, to tell the kept ones from the new ones. */
+    struct chan *had[LIST_MAX];
+    size_t nhad = 0;
+    had[nhad++] = r->of[slot];
+    for (uint32_t k = r->xfirst != NULL ? r->xfirst[slot] : NONE; k != NONE && nhad < LIST_MAX; k = r->x[k].chain)
+        had[nhad++] = r->x[k].chan;
+    uint64_t keep = r->last[slot];
+    m0_registry_unsubscribe(r, slot);
+    const char *name[LIST_MAX];
+    size_t nlen[LIST_MAX];
+    size_t n = split(channel, len, name, nlen, LIST_MAX);
+    if (n == 0)
+        return;
+    struct chan *cs[LIST_MAX];
+    for (size_t i = 0; i < n; i++)
+        cs[i] = find_or_add(r, name[i], nlen[i]);
+    r->of[slot] = cs[0];
+    link_node(r, cs[0], slot);
+    if (n > 1 && r->xfirst == NULL) {
+        r->xfirst = m0_xmalloc(r->nslots * sizeof *r->xfirst);
+        memset(r->xfirst, 0xff, r->nslots * sizeof *r->xfirst);
+    }
+    if (r->xfirst != NULL)
+        r->xfirst[slot] = NONE;
+    for (size_t i = n - 1; i >= 1; i--) {
+        uint32_t k = xnode_new(r, slot, cs[i]);
+        r->x[k].chain = r->xfirst[slot];
+        r->xfirst[slot] = k;
+        link_node(r, cs[i], r->nslots + k);
+    }
+    r->held++;
+    r->last[slot] = keep;
+    /* Relinked first in each list, the slot is behind the cursor of an
+     * event of a kept channel still being fanned out: what the kept
+     * channels' journals hold after its filter is delivered now, in id
+     * order (the fan-out then finds it has them). A new channel starts
+     * now: its journal is not replayed. */
+    struct jentry *at[LIST_MAX];
+    for (size_t i = 0; i < n; i++) {
+        int kept = 0;
+        for (size_t j = 0; j < nhad && !kept; j++)
+            kept = had[j] == cs[i];
+        at[i] = kept ? cs[i]->jhead : NULL;
+        while (at[i] != NULL && at[i]->id <= keep)
+            at[i] = at[i]->next;
+    }
+    for (;;) {
+        size_t best = n;
+        for (size_t i = 0; i < n; i++)
+            if (at[i] != NULL && (best == n || at[i]->id < at[best]->id))
+                best = i;
+        if (best == n)
+            break;
+        struct jentry *e = at[best];
+        at[best] = e->next;
+        if (e->id <= r->last[slot])
+            continue;
+        cb(ctx, slot, e->id, e->data, e->len);
+        r->last[slot] = e->id;
+    }
 }

@@ -12,14 +12,19 @@
  * writes to at most about FANOUT_BUDGET connections.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "m0/bus.h"
 #include "m0/config.h"
+#include "m0/fork.h"
 #include "m0/grip_item.h"
 #include "m0/log.h"
 #include "m0/loop.h"
@@ -53,6 +58,14 @@ struct m0_rt {
     uint64_t seen_lost;             /* the lost[] marker last acted on */
     uint64_t noticed;               /* newest id already announced lost */
     struct m0_rt_stats st;
+    const struct m0_rt_watch_ops *watch;  /* NULL: nobody follows (m0_rt_watch) */
+    void *watch_ctx;
+    /* Queries from other threads (m0_rt_history): a list under qmu, an
+     * eventfd to wake the loop. */
+    pthread_mutex_t qmu;
+    struct rt_query *qhead;
+    int qfd;
+    pthread_t thread;               /* the loop's (a query from it is answered at once) */
 };
 
 /* What the bytes of an event are (the engine's one look at them): a GRIP
@@ -77,6 +90,11 @@ static struct m0_rt_event typed(uint64_t id, const char *p, size_t n, int replay
     }
     return ev;
 }
+
+/* Per process: each loop's engine, for a thread that asks its loop
+ * (m0_rt_history); set when the loop starts reading, before any view runs
+ * on it, and cleared only when the engine is freed. */
+static struct m0_rt *by_loop[M0_MAX_LOOPS];
 
 /* Registry delivery callback: one copy of an event to the sink. */
 static void deliver(void *ctx, uint32_t slot, uint64_t id, const char *p, size_t n)
@@ -112,6 +130,19 @@ static void publish(struct m0_rt *rt, const char *dgram, size_t n)
         return;
     rt->st.received++;
     m0_registry_publish(rt->reg, m.channel, m.channel_len, m.id, m.payload, m.payload_len, deliver, rt);
+    if (rt->watch != NULL)
+        rt->watch->event(rt->watch_ctx, m.channel, m.channel_len, m.id);
+}
+
+/* The newest id this loop's journal knows on a channel (the watcher's
+ * join: presence's last_id, seeded when a first listener comes). */
+static uint64_t journal_last(void *ctx, const char *name, size_t len)
+{
+    struct m0_rt *rt = ctx;
+    int complete;
+    uint64_t last;
+    m0_registry_history(rt->reg, name, len, UINT64_MAX, 0, 0, NULL, NULL, &complete, &last);   /* no event: the id alone */
+    return last;
 }
 
 /* Deliver what the reorder window has in order, then see whether anything
@@ -197,6 +228,204 @@ static void rt_hook(struct m0_loop *l, void *ctx)
         m0_loop_wake_at(l, at);
 }
 
+/* ------------------------------------------------------------ queries */
+
+/* A history query from another thread. The asker and the loop share it
+ * (refs): an asker that gives up leaves it for the loop to free. */
+struct rt_query {
+    struct rt_query *next;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done, refs, rc;
+    struct m0_rt_history h;         /* the question, then the answer */
+    size_t clen;
+    char channel[];
+};
+
+static void query_free(struct rt_query *q)
+{
+    m0_buf_free(&q->h.events);
+    pthread_cond_destroy(&q->cv);
+    pthread_mutex_destroy(&q->mu);
+    free(q);
+}
+
+/* The registry's history callback: an SSE event is taken (GRIP items are
+ * another format); ctx NULL only asks whether it would be. */
+static int take_event(void *ctx, uint64_t id, const char *frame, size_t n)
+{
+    if (typed(id, frame, n, 1).kind != M0_RT_SSE)
+        return 0;
+    struct m0_rt_history *h = ctx;
+    if (h != NULL) {
+        unsigned char hd[12];
+        for (int i = 0; i < 8; i++)
+            hd[i] = (unsigned char)(id >> (8 * i));
+        for (int i = 0; i < 4; i++)
+            hd[8 + i] = (unsigned char)((uint64_t)n >> (8 * i));
+        m0_buf_append(&h->events, hd, sizeof hd);
+        m0_buf_append(&h->events, frame, n);
+        h->count++;
+    }
+    return 1;
+}
+
+/* Answer h from this loop's journal (its loop thread). */
+static void answer(struct m0_rt *rt, const char *channel, size_t clen, struct m0_rt_history *h)
+{
+    uint64_t newest = m0_rt_newest(rt);
+    if (!rt->journal)
+        m0_registry_raise_floor(rt->reg, newest);   /* nothing kept: nothing proven */
+    h->count = 0;
+    m0_registry_history(rt->reg, channel, clen, h->since, h->tail, h->limit, take_event, h, &h->complete,
+                        &h->last_id);
+    if (!h->tail && h->since > newest)
+        h->complete = 0;                            /* an id never issued: m0-gap's null case */
+}
+
+static void query_read(struct m0_loop *l, int fd, uint32_t events, void *ctx)
+{
+    struct m0_rt *rt = ctx;
+    uint64_t v;
+    (void)l;
+    (void)events;
+    if (read(fd, &v, sizeof v) < 0 && errno != EAGAIN)
+        m0_log_errno("read(rt queries)");
+    pthread_mutex_lock(&rt->qmu);
+    struct rt_query *q = rt->qhead;
+    rt->qhead = NULL;
+    pthread_mutex_unlock(&rt->qmu);
+    while (q != NULL) {
+        struct rt_query *next = q->next;
+        pthread_mutex_lock(&q->mu);
+        if (q->refs == 2) {
+            answer(rt, q->channel, q->clen, &q->h);
+            q->rc = M0_OK;
+        }
+        q->done = 1;
+        int last = --q->refs == 0;
+        pthread_cond_signal(&q->cv);
+        pthread_mutex_unlock(&q->mu);
+        if (last)
+            query_free(q);
+        q = next;
+    }
+}
+
+static void query_close_in_child(void *ctx)
+{
+    struct m0_rt *rt = ctx;
+    if (rt->qfd != -1)
+        close(rt->qfd);
+}
+
+static void query_start(struct m0_rt *rt)
+{
+    rt->thread = pthread_self();
+    if (rt->qfd == -1) {
+        rt->qfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (rt->qfd == -1 || m0_loop_add_fd(rt->loop, rt->qfd, EPOLLIN, query_read, rt) == M0_ERR) {
+            m0_log_errno("presence: the loop's query queue (m0pub.history answers nothing)");
+            if (rt->qfd != -1)
+                close(rt->qfd);
+            rt->qfd = -1;
+        } else {
+            m0_fork_on_child(query_close_in_child, rt);
+        }
+    }
+    if (rt->loop_index >= 0 && rt->loop_index < M0_MAX_LOOPS)
+        __atomic_store_n(&by_loop[rt->loop_index], rt, __ATOMIC_RELEASE);
+}
+
+/* The loop ends: queries still queued are told no. */
+static void query_stop(struct m0_rt *rt)
+{
+    if (rt->loop_index >= 0 && rt->loop_index < M0_MAX_LOOPS &&
+        __atomic_load_n(&by_loop[rt->loop_index], __ATOMIC_ACQUIRE) == rt)
+        __atomic_store_n(&by_loop[rt->loop_index], NULL, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&rt->qmu);
+    struct rt_query *q = rt->qhead;
+    rt->qhead = NULL;
+    int fd = rt->qfd;
+    rt->qfd = -1;
+    pthread_mutex_unlock(&rt->qmu);
+    if (fd != -1) {
+        m0_fork_forget(rt);
+        m0_loop_del_fd(rt->loop, fd);
+        close(fd);
+    }
+    while (q != NULL) {
+        struct rt_query *next = q->next;
+        pthread_mutex_lock(&q->mu);
+        q->done = 1;
+        q->rc = M0_ERR;
+        int last = --q->refs == 0;
+        pthread_cond_signal(&q->cv);
+        pthread_mutex_unlock(&q->mu);
+        if (last)
+            query_free(q);
+        q = next;
+    }
+}
+
+int m0_rt_history(unsigned loop_index, const char *channel, size_t clen, struct m0_rt_history *h)
+{
+    struct m0_rt *rt = loop_index < M0_MAX_LOOPS ? __atomic_load_n(&by_loop[loop_index], __ATOMIC_ACQUIRE) : NULL;
+    h->count = 0;
+    h->complete = 0;
+    h->last_id = 0;
+    if (rt == NULL)
+        return M0_ERR;
+    if (pthread_equal(pthread_self(), rt->thread)) {
+        answer(rt, channel, clen, h);     /* a view on the loop thread (--blocking-threads 0) */
+        return M0_OK;
+    }
+    struct rt_query *q = m0_xcalloc(sizeof *q + clen);
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&q->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    q->refs = 2;
+    q->rc = M0_ERR;
+    q->h = (struct m0_rt_history){.since = h->since, .tail = h->tail, .limit = h->limit};
+    q->clen = clen;
+    memcpy(q->channel, channel, clen);
+    pthread_mutex_lock(&rt->qmu);
+    if (rt->qfd == -1) {
+        pthread_mutex_unlock(&rt->qmu);
+        query_free(q);
+        return M0_ERR;
+    }
+    q->next = rt->qhead;
+    rt->qhead = q;
+    uint64_t one = 1;
+    ssize_t w = write(rt->qfd, &one, sizeof one);
+    (void)w;                        /* a full counter: the loop is woken already */
+    pthread_mutex_unlock(&rt->qmu);
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += M0_RT_QUERY_TIMEOUT_MS / 1000;
+    pthread_mutex_lock(&q->mu);
+    while (!q->done && pthread_cond_timedwait(&q->cv, &q->mu, &until) != ETIMEDOUT) {
+    }
+    int rc = q->done ? q->rc : M0_ERR;
+    if (q->done && rc == M0_OK) {
+        m0_buf_free(&h->events);
+        h->events = q->h.events;
+        q->h.events = (struct m0_buf){0};
+        h->count = q->h.count;
+        h->complete = q->h.complete;
+        h->last_id = q->h.last_id;
+    }
+    int last = --q->refs == 0;
+    pthread_mutex_unlock(&q->mu);
+    if (last)
+        query_free(q);
+    return rc;
+}
+
 /* ------------------------------------------------------------ lifecycle */
 
 struct m0_rt *m0_rt_new(struct m0_loop *l, const struct m0_config *cfg, uint32_t nslots, const struct m0_rt_sink *sink)
@@ -212,7 +441,15 @@ struct m0_rt *m0_rt_new(struct m0_loop *l, const struct m0_config *cfg, uint32_t
     m0_registry_set_budget(rt->reg, FANOUT_BUDGET);
     m0_registry_set_journal_cap(rt->reg, (size_t)cfg->replay_total);
     m0_order_init(&rt->order, 1);
+    pthread_mutex_init(&rt->qmu, NULL);
+    rt->qfd = -1;
     return rt;
+}
+
+void m0_rt_watch(struct m0_rt *rt, const struct m0_rt_watch_ops *ops, void *ctx)
+{
+    rt->watch = ops;
+    rt->watch_ctx = ctx;
 }
 
 void m0_rt_set_loop(struct m0_rt *rt, int loop_index)
@@ -248,6 +485,9 @@ int m0_rt_start(struct m0_rt *rt, const struct m0_rt_source_ops *src, void *src_
     m0_order_free(&rt->order);
     m0_order_init(&rt->order, newest + 1);
     rt->seen_lost = rt->noticed = m0_bus_lost(rt->endpoint);
+    if (rt->watch != NULL)
+        rt->watch->start(rt->watch_ctx, rt->endpoint);
+    query_start(rt);
     if (src != NULL) {
         /* The source replaces the bus as this loop's events. */
         rt->src = src;
@@ -265,6 +505,8 @@ int m0_rt_start(struct m0_rt *rt, const struct m0_rt_source_ops *src, void *src_
 
 void m0_rt_stop_reading(struct m0_rt *rt)
 {
+    if (rt->watch != NULL)
+        rt->watch->stop(rt->watch_ctx);   /* presence: the worker's part leaves the broker, no more join/leave */
     if (rt->src != NULL) {
         rt->src->stop(rt->src_ctx);
         rt->reading = 0;
@@ -281,6 +523,7 @@ void m0_rt_free(struct m0_rt *rt)
         return;
     if (rt->src != NULL)
         rt->src->free(rt->src_ctx);
+    query_stop(rt);
     m0_registry_free(rt->reg);
     m0_order_free(&rt->order);
     free(rt->buf);
@@ -349,7 +592,10 @@ int m0_rt_subscribe(struct m0_rt *rt, uint32_t slot, uint32_t gen, const char *c
         /* The client's id is ahead of this loop or behind its journal: the
          * source's retention answers (later: the stream starts when its
          * reply arrives). */
-        return rt->src->resume(rt->src_ctx, slot, gen, channel, clen, last);
+        int rc = rt->src->resume(rt->src_ctx, slot, gen, channel, clen, last);
+        if (rc != M0_OK && rt->watch != NULL)
+            rt->watch->leave(rt->watch_ctx, slot);          /* its sub is forgotten */
+        return rc;
     }
     rt->replaying = 1;
     if (last > newest) {
@@ -368,12 +614,29 @@ int m0_rt_subscribe(struct m0_rt *rt, uint32_t slot, uint32_t gen, const char *c
     }
     m0_registry_subscribe(rt->reg, slot, channel, clen, last, quiet, deliver, rt);
     rt->replaying = 0;
+    if (rt->watch != NULL && m0_registry_is_subscribed(rt->reg, slot))
+        rt->watch->join(rt->watch_ctx, slot, channel, clen, journal_last, rt);
     return M0_OK;
 }
 
 void m0_rt_unsubscribe(struct m0_rt *rt, uint32_t slot)
 {
     m0_registry_unsubscribe(rt->reg, slot);
+    if (rt->watch != NULL)
+        rt->watch->leave(rt->watch_ctx, slot);
+}
+
+void m0_rt_presence(struct m0_rt *rt, uint32_t slot, const char *sub, size_t slen)
+{
+    if (rt->watch != NULL)
+        rt->watch->sub(rt->watch_ctx, slot, sub, slen);
+}
+
+void m0_rt_set_channels(struct m0_rt *rt, uint32_t slot, const char *channel, size_t clen, uint64_t start)
+{
+    rt->replaying = 1;
+    m0_registry_set_channels(rt->reg, slot, channel, clen, start, deliver, rt);
+    rt->replaying = 0;
 }
 
 /* ---------------------------------------------------------- a source */
@@ -387,6 +650,8 @@ void m0_rt_event(struct m0_rt *rt, const char *channel, size_t clen, uint64_t id
 {
     rt->st.received++;
     m0_registry_publish(rt->reg, channel, clen, id, frame, flen, deliver, rt);
+    if (rt->watch != NULL)
+        rt->watch->event(rt->watch_ctx, channel, clen, id);
 }
 
 void m0_rt_lost(struct m0_rt *rt, uint64_t id)
@@ -424,6 +689,8 @@ void m0_rt_join(struct m0_rt *rt, uint32_t slot, uint32_t gen, const char *chann
         rt->replaying = 1;
         m0_registry_subscribe(rt->reg, slot, channel, clen, last, 0, deliver, rt);
         rt->replaying = 0;
+        if (rt->watch != NULL && m0_registry_is_subscribed(rt->reg, slot))
+            rt->watch->join(rt->watch_ctx, slot, channel, clen, journal_last, rt);
     }
     m0_rt_settle(rt);
 }

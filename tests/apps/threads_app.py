@@ -11,7 +11,8 @@
               both spin at once.
 /cpu?ms=M     about M ms of pure-Python work (the benchmark's CPU-bound view)
 /sleep?ms=M   sleeps M ms (a view that blocks its thread); with &mark=PATH it
-              first writes its time.monotonic() to PATH
+              first writes its time.monotonic() to PATH; with &gate=PATH it
+              ends as soon as PATH exists (M ms at most)
 /publish?channel=C   publishes one event (m0pub.publish) and says its id
 /stream?channel=C    an M0-Hold: stream on channel C
 /stop-loop    stops the event loop that serves it, as a failure would while its
@@ -128,7 +129,13 @@ def app(environ, start_response):
         if mark:
             with open(mark, "w") as f:
                 f.write(repr(time.monotonic()))
-        time.sleep(_arg(environ, "ms", 100) / 1000.0)
+        gate = environ.get("QUERY_STRING", "").partition("gate=")[2].partition("&")[0]
+        seconds = _arg(environ, "ms", 100) / 1000.0
+        deadline = time.monotonic() + seconds
+        if not gate:
+            time.sleep(seconds)
+        while gate and not os.path.exists(gate) and time.monotonic() < deadline:
+            time.sleep(0.005)
         return _json(start_response, me)
     if path == "/publish":
         import m0pub

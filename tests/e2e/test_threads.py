@@ -17,7 +17,8 @@ ordinary e2e run), or when M0SERVE is not the binary built for it.
 - --threads 2: each loop answers (WSGI and ASGI), a view blocking one loop
   leaves the other served, a publish reaches the holds of both loops with
   one id, /health sums the loops and lists each (a publish counted once),
-  SIGTERM drains both,
+  SIGTERM drains both, a SIGHUP while a view runs on one loop leaves no
+  new connection waiting for it (the successor takes every loop's socket),
   --max-requests counts the process.
 """
 
@@ -282,6 +283,65 @@ def test_sighup_replaces_the_process_whole(start_server):
     assert {_loop_of(c)["pid"] for c in conns.values()} == pids
     for c in conns.values():
         c.close()
+
+
+def _conn_on_loop(port, loop, limit=64):
+    """A keep-alive connection that loop `loop` of some worker serves (the
+    others tried are closed): (Conn, what its view said)."""
+    from rawhttp import Conn
+    for _ in range(limit):
+        c = Conn(port, timeout=30)
+        seen = _loop_of(c)
+        if seen["loop"] == loop:
+            return c, seen
+        c.close()
+    raise AssertionError("no connection reached loop %d in %d tries" % (loop, limit))
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_reload_while_a_view_runs_on_one_loop_answers_every_new_connection(start_server, tmp_path, workers):
+    """SIGHUP while a view runs on loop 1 of a worker whose loop 0 is idle:
+    loop 0 drains at once, loop 1 once it has seen the drain, and the
+    successor takes the slot's sockets as soon as both have let go. The
+    first loop speaks to the master for them all: it must stay until every
+    loop has said 'R', or the master hears it only when the old process
+    exits (after the view) and the connections steered to the slot's
+    sockets meanwhile wait in their accept queues. Three reloads in a row:
+    every connection made once the old worker drains is answered within
+    2 s, the view is still running (20 s at most, far under the graceful
+    timeout) and answers when released."""
+    import signal
+    s = start_server("threads_app:app", "--threads", "2", "--workers", str(workers), "--graceful-timeout", "60",
+                     "--health-path", "/health")
+    for r in range(3):
+        held, seen = _conn_on_loop(s.port, 1)
+        old = seen["pid"]
+        deadline = time.monotonic() + 10
+        while _loop_of(held, "/health")["loops"][0]["connections"] != 0:   # the tries it closed
+            assert time.monotonic() < deadline, "loop 0 of pid %d keeps a connection" % old
+        mark, gate = tmp_path / ("in-view-%d" % r), tmp_path / ("gate-%d" % r)
+        held.send(b"GET /sleep?ms=20000&mark=%s&gate=%s HTTP/1.1\r\nHost: x\r\n\r\n"
+                  % (str(mark).encode(), str(gate).encode()))
+        try:
+            _stalled_since(mark, 0.0)    # the view runs on loop 1's pool
+            since = len(s.stderr.lines)
+            s.signal(signal.SIGHUP)
+            drained = re.compile(r"\[%d\] \[INFO\] worker draining: event loop 1:" % old)
+            assert s.stderr.wait_for(drained, 30, since), s.stderr.text()
+            took = []
+            for _ in range(8):
+                t0 = time.monotonic()
+                try:
+                    status = request(s.port, "GET", "/gil", timeout=5).status
+                except OSError:          # unanswered in 5 s: still in an accept queue
+                    status = None
+                took.append(round(time.monotonic() - t0, 3))
+                assert status == 200 and took[-1] < 2.0, ("reload %d" % r, took, s.stderr.text())
+        finally:
+            gate.write_text("release")
+        got = held.read_response("GET")
+        assert got.status == 200 and json.loads(got.body)["pid"] == old, got
+        held.close()
 
 
 def test_health_sums_the_loops_and_lists_each(start_server):

@@ -343,13 +343,47 @@ def pubreq_seeds():
     }
 
 
+# fuzz_nats: byte 0 the payload limit (255: 64 KiB), then the bytes read as a
+# message get's answer, a subject under "m0", a token and a number.
+def nats_seeds():
+    import base64
+    import json
+
+    def get(seq, subject, data=None, hdrs=None):
+        m = {"subject": subject, "seq": seq, "time": "2026-01-01T00:00:00Z"}
+        if data is not None:
+            m["data"] = base64.b64encode(data).decode()
+        if hdrs is not None:
+            m["hdrs"] = base64.b64encode(hdrs).decode()
+        return json.dumps({"type": "io.nats.jetstream.api.v1.stream_msg_get_response", "message": m}).encode()
+    seeds = {
+        "get-event": b"\xff" + get(7, "m0.news", b"event: e\ndata: hi\n\n"),
+        "get-escaped": b"\xff" + get(8, "m0.user%3A42%2Fa%2Eb", b"data: x\n\n", b"NATS/1.0\r\nNats-Msg-Id: k\r\n\r\n"),
+        "get-grip": b"\xff" + get(9, "m0.g", b"\x00G\x01item"),
+        "get-empty": b"\x10" + get(1, "m0.x"),
+        "get-large": b"\x04" + get(2, "m0.x", b"hello"),
+        "get-none": b"\xff" + b'{"type":"io.nats.jetstream.api.v1.stream_msg_get_response","error":'
+                                b'{"code":404,"err_code":10037,"description":"no message found"}}',
+        "get-unavailable": b"\xff" + b'{"error":{"code":503,"err_code":10008,"description":"JetStream system '
+                                     b'temporarily unavailable"}}',
+        "get-reserved": b"\xff" + get(3, "m0.m0%2Einternal", b"x"),
+        "get-two-tokens": b"\xff" + get(4, "m0.a.b", b"x"),
+        "subject": b"\x00m0.a%2Eb%20c",
+        "subject-lower": b"\x00m0.a%2eb",
+        "subject-plain-escaped": b"\x00m0.%41",
+        "number": b"\x0018446744073709551615",
+        "number-over": b"\x0018446744073709551616",
+    }
+    return seeds
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: seeds.py OUTDIR")
     for driver, seeds in (("http", http_seeds()), ("bus", bus_seeds()), ("sse", sse_seeds()),
                           ("registry", registry_seeds()), ("broker", broker_seeds()), ("grip", grip_seeds()),
                           ("epcp", epcp_seeds()), ("jwt", jwt_seeds()),
-                          ("pubreq", pubreq_seeds())):
+                          ("pubreq", pubreq_seeds()), ("nats", nats_seeds())):
         d = os.path.join(sys.argv[1], driver)
         os.makedirs(d, exist_ok=True)
         for i, (name, data) in enumerate(sorted(seeds.items())):

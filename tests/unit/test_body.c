@@ -250,9 +250,42 @@ static void test_channel_list(void **state)
     m0_head_free(&h);
 }
 
+/* Issue 32: M0-Presence (whom a hold counts for) and M0-Last-Event-ID
+ * (where a view's stream starts) are read, bounded, and never sent on. */
+static void test_presence_and_start_fields(void **state)
+{
+    (void)state;
+    struct m0_head h;
+    memset(&h, 0, sizeof h);
+    m0_head_reset(&h);
+    m0_head_status(&h, 200, NULL, 0);
+    const char *why = NULL;
+    assert_int_equal(m0_head_add(&h, "M0-Presence", 11, "alice", 5, &why), M0_OK);
+    assert_string_equal(h.presence, "alice");
+    assert_int_equal(h.presence_len, 5);
+    assert_int_equal(m0_head_add(&h, "m0-last-event-id", 16, "42", 2, &why), M0_OK);
+    assert_int_equal(h.resume_from, 42);
+    assert_null(memmem(h.lines.data, h.lines.len, "M0-", 3));       /* never sent on */
+    char sub[M0_HEAD_PRESENCE_MAX + 1];
+    memset(sub, 'a', sizeof sub);
+    assert_int_equal(m0_head_add(&h, "M0-Presence", 11, sub, M0_HEAD_PRESENCE_MAX, &why), M0_OK);
+    assert_int_equal(h.presence_len, M0_HEAD_PRESENCE_MAX);
+    why = NULL;
+    assert_int_equal(m0_head_add(&h, "M0-Presence", 11, sub, M0_HEAD_PRESENCE_MAX + 1, &why), M0_ERR);
+    assert_non_null(why);
+    assert_int_equal(m0_head_add(&h, "M0-Last-Event-ID", 16, "x1", 2, &why), M0_ERR);
+    assert_int_equal(m0_head_add(&h, "M0-Last-Event-ID", 16, "", 0, &why), M0_ERR);
+    assert_int_equal(m0_head_add(&h, "M0-Last-Event-ID", 16, "99999999999999999999999", 23, &why), M0_ERR);
+    m0_head_reset(&h);
+    assert_int_equal(h.presence_len, 0);
+    assert_int_equal(h.resume_from, 0);
+    m0_head_free(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_presence_and_start_fields),
         cmocka_unit_test(test_head_records_what_the_server_owns),
         cmocka_unit_test(test_channel_list),
         cmocka_unit_test(test_one_head_per_response),

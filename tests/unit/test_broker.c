@@ -1,6 +1,6 @@
 /*
  * test_broker.c — the broker URL forms (redis://, rediss://, redis+sentinel://,
- * unix://), their errors, --broker-min-replicas and the TLS flags,
+ * unix://, nats://), their errors, --broker-replicas, --broker-min-replicas and the TLS flags,
  * the masked form shown in logs and /health, the key prefix rule, the
  * publish key rule, and the reply guard, shapes and Sentinel/ROLE readers
  * (broker_reply.h).
@@ -425,6 +425,57 @@ static void test_publish_key_rule(void **state)
     assert_false(m0_broker_key_ok(big, M0_BROKER_KEY_MAX + 1));
 }
 
+static void test_nats_url_forms_and_flags(void **state)
+{
+    (void)state;
+    struct m0_broker_cfg b;
+    char err[256];
+    assert_int_equal(m0_broker_parse_url("nats://10.0.0.1,10.0.0.2:4223,[::1]:5000", &b, err, sizeof err), M0_OK);
+    assert_string_equal(b.engine, "nats");
+    assert_int_equal(b.nhosts, 3);
+    assert_int_equal(b.hosts[0].port, 4222);                /* NATS's default port */
+    assert_int_equal(b.hosts[1].port, 4223);
+    assert_string_equal(b.hosts[2].host, "::1");
+    assert_string_equal(b.shown, "nats://10.0.0.1:4222,10.0.0.2:4223,[::1]:5000");   /* no path */
+    assert_int_equal(m0_broker_parse_url("nats://u:pw@h", &b, err, sizeof err), M0_OK);
+    assert_string_equal(b.username, "u");
+    assert_string_equal(b.shown, "nats://u:***@h:4222");
+    assert_int_equal(m0_broker_parse_url("nats://tok@h", &b, err, sizeof err), M0_OK);
+    assert_string_equal(b.username, "");                     /* a token alone */
+    assert_string_equal(b.password, "tok");
+    assert_int_equal(m0_broker_parse_url("nats://h:4222/0", &b, err, sizeof err), M0_ERR);
+    assert_non_null(strstr(err, "no path"));
+    assert_int_equal(m0_broker_parse_url("nats://h:0", &b, err, sizeof err), M0_ERR);
+    assert_int_equal(m0_broker_parse_url("nats://", &b, err, sizeof err), M0_ERR);
+    struct m0_config cfg;
+    char *nats[] = {"m0serve", "app:app", "--broker", "nats://h", "--broker-replicas", "5"};
+    m0_config_defaults(&cfg);
+    assert_int_equal(m0_config_parse(&cfg, 6, nats, err, sizeof err), M0_OK);
+    assert_int_equal(m0_broker_configure(&cfg), M0_OK);
+    assert_int_equal(m0_broker->replicas, 5);
+    assert_int_equal(m0_broker->min_replicas, 0);
+    char *dflt[] = {"m0serve", "app:app", "--broker", "nats://h"};
+    m0_config_defaults(&cfg);
+    assert_int_equal(m0_config_parse(&cfg, 4, dflt, err, sizeof err), M0_OK);
+    assert_int_equal(m0_broker_configure(&cfg), M0_OK);
+    assert_int_equal(m0_broker->replicas, -1);              /* 3, or 1 on a server without clustering */
+    char *on_redis[] = {"m0serve", "app:app", "--broker", "redis://h", "--broker-replicas", "3"};
+    m0_config_defaults(&cfg);
+    assert_int_equal(m0_config_parse(&cfg, 6, on_redis, err, sizeof err), M0_ERR);
+    assert_non_null(strstr(err, "--broker-replicas"));
+    char *wait_on_nats[] = {"m0serve", "app:app", "--broker", "nats://h", "--broker-min-replicas", "1"};
+    m0_config_defaults(&cfg);
+    assert_int_equal(m0_config_parse(&cfg, 6, wait_on_nats, err, sizeof err), M0_ERR);
+    assert_non_null(strstr(err, "--broker-min-replicas"));
+    char *tls_on_nats[] = {"m0serve", "app:app", "--broker", "nats://h", "--broker-ca-certs", "/ca.pem"};
+    m0_config_defaults(&cfg);
+    assert_int_equal(m0_config_parse(&cfg, 6, tls_on_nats, err, sizeof err), M0_ERR);
+    assert_non_null(strstr(err, "--broker-ca-certs"));
+    char *too_many[] = {"m0serve", "app:app", "--broker", "nats://h", "--broker-replicas", "6"};
+    m0_config_defaults(&cfg);
+    assert_int_equal(m0_config_parse(&cfg, 6, too_many, err, sizeof err), M0_ERR);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -439,6 +490,7 @@ int main(void)
         cmocka_unit_test(test_sentinel_and_tls_forms),
         cmocka_unit_test(test_min_replicas_and_tls_flags),
         cmocka_unit_test(test_sentinel_replies),
+        cmocka_unit_test(test_nats_url_forms_and_flags),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -166,6 +166,50 @@ static void test_commit_a_hold_takes_its_last_event_id(void **state)
     done(&q);
 }
 
+/* Issue 32: a view's M0-Last-Event-ID says where its stream starts (a page
+ * that rendered the history up to it); a reconnect's Last-Event-ID wins. */
+static void test_commit_a_hold_starts_where_the_view_said_unless_reconnected(void **state)
+{
+    (void)state;
+    struct rq q;
+    struct out o;
+    struct m0_commit d;
+    const char *why;
+    parse(&q, "GET /s HTTP/1.1\r\nHost: a\r\n\r\n");
+    out_init(&o, 200);
+    assert_int_equal(m0_head_add(&o.h, "M0-Last-Event-ID", 16, "17", 2, &why), M0_OK);
+    o.h.hold = M0_HOLD_STREAM;
+    struct m0_body_req br = m0_commit_framing(&q.r, 0, 1);
+    assert_int_equal(m0_commit_head(&d, &o.h, &o.b, &o.rs, &q.r, &br, -1, 1), M0_OK);
+    assert_true(d.held);
+    assert_int_equal(d.last_id, 17);
+    assert_null(memmem(o.rs.out.data, o.rs.out.len, "M0-Last-Event-ID", 16));   /* not sent on */
+    out_free(&o);
+    done(&q);
+
+    parse(&q, "GET /s HTTP/1.1\r\nHost: a\r\nLast-Event-ID: 41\r\n\r\n");
+    out_init(&o, 200);
+    assert_int_equal(m0_head_add(&o.h, "M0-Last-Event-ID", 16, "17", 2, &why), M0_OK);
+    o.h.hold = M0_HOLD_STREAM;
+    br = m0_commit_framing(&q.r, 0, 1);
+    assert_int_equal(m0_commit_head(&d, &o.h, &o.b, &o.rs, &q.r, &br, -1, 1), M0_OK);
+    assert_int_equal(d.last_id, 41);
+    out_free(&o);
+    done(&q);
+
+    /* A GRIP hold's Last-Event-ID is the application's, whatever the view said. */
+    parse(&q, "GET /s HTTP/1.1\r\nHost: a\r\n\r\n");
+    out_init(&o, 200);
+    assert_int_equal(m0_head_add(&o.h, "M0-Last-Event-ID", 16, "17", 2, &why), M0_OK);
+    o.h.hold = M0_HOLD_STREAM;
+    o.h.grip_hold = 1;
+    br = m0_commit_framing(&q.r, 0, 1);
+    assert_int_equal(m0_commit_head(&d, &o.h, &o.b, &o.rs, &q.r, &br, -1, 1), M0_OK);
+    assert_int_equal(d.last_id, 0);
+    out_free(&o);
+    done(&q);
+}
+
 static void test_commit_without_hold_is_an_ordinary_answer(void **state)
 {
     (void)state;
@@ -232,6 +276,7 @@ int main(void)
         cmocka_unit_test(test_framing_draining_or_unfinished_body_closes),
         cmocka_unit_test(test_may_hold_needs_the_mount_a_2xx_and_not_head),
         cmocka_unit_test(test_commit_a_hold_takes_its_last_event_id),
+        cmocka_unit_test(test_commit_a_hold_starts_where_the_view_said_unless_reconnected),
         cmocka_unit_test(test_commit_without_hold_is_an_ordinary_answer),
         cmocka_unit_test(test_commit_a_grip_hold_starts_where_the_view_began),
         cmocka_unit_test(test_commit_refused_grip_instructions_are_a_502),

@@ -205,6 +205,122 @@ static void test_several_channels_per_slot(void **state)
     m0_registry_free(r);
 }
 
+/* A view's history (issue 32): after since, the newest with tail, the
+ * completeness rule of m0-gap, a predicate that skips. */
+struct hist {
+    uint64_t ids[16];
+    size_t n;
+};
+
+static int take(void *ctx, uint64_t id, const char *frame, size_t n)
+{
+    if (memmem(frame, n, "skip", 4) != NULL)
+        return 0;
+    struct hist *h = ctx;
+    if (h != NULL && h->n < 16)
+        h->ids[h->n++] = id;
+    return 1;
+}
+
+static void test_history_from_the_journal(void **state)
+{
+    (void)state;
+    struct m0_registry *r = m0_registry_new(8, 3, 1 << 20, 0);
+    int complete;
+    uint64_t last;
+    struct hist h = {{0}, 0};
+    assert_int_equal(m0_registry_history(r, "a", 1, 0, 0, 10, take, &h, &complete, &last), 0);
+    assert_true(complete);                   /* nothing ever: nothing missing */
+    assert_int_equal(last, 0);
+    for (uint64_t id = 1; id <= 4; id++)
+        publish(r, "a", id);
+    publish(r, "b", 5);
+    assert_int_equal(m0_registry_history(r, "a", 1, 2, 0, 10, take, &h, &complete, &last), 2);
+    assert_int_equal(h.ids[0], 3);
+    assert_int_equal(h.ids[1], 4);
+    assert_true(complete);
+    assert_int_equal(last, 4);
+    h.n = 0;                                 /* older than the journal (3 kept: 2..4) */
+    assert_int_equal(m0_registry_history(r, "a", 1, 0, 0, 10, take, &h, &complete, &last), 3);
+    assert_false(complete);
+    h.n = 0;
+    assert_int_equal(m0_registry_history(r, "a", 1, 2, 0, 1, take, &h, &complete, &last), 1);
+    assert_int_equal(h.ids[0], 3);           /* oldest first, the limit's worth */
+    assert_true(complete);
+    h.n = 0;
+    assert_int_equal(m0_registry_history(r, "a", 1, 0, 1, 2, take, &h, &complete, &last), 2);
+    assert_int_equal(h.ids[0], 3);           /* tail: the newest two */
+    assert_int_equal(h.ids[1], 4);
+    assert_true(complete);                   /* nothing missing among or after them */
+    h.n = 0;
+    assert_int_equal(m0_registry_history(r, "a", 1, 0, 1, 5, take, &h, &complete, &last), 3);
+    assert_true(complete);                   /* id 1, dropped, was before them: no hole */
+    /* A non-event (the predicate says no) is neither given nor counted. */
+    char frame[] = "id: 6\ndata: skip\n\n";
+    m0_registry_publish(r, "a", 1, 6, frame, sizeof frame - 1, collect, NULL);
+    h.n = 0;
+    assert_int_equal(m0_registry_history(r, "a", 1, 0, 1, 2, take, &h, &complete, &last), 2);
+    assert_int_equal(h.ids[1], 4);
+    assert_int_equal(last, 6);
+    /* Events up to 5 may be lost (a full bus): a hole among the newest. */
+    m0_registry_raise_floor(r, 5);
+    h.n = 0;
+    assert_int_equal(m0_registry_history(r, "a", 1, 0, 1, 2, take, &h, &complete, &last), 2);
+    assert_false(complete);
+    assert_int_equal(m0_registry_history(r, "a", 1, 4, 0, 2, take, NULL, &complete, &last), 0);
+    assert_false(complete);
+    /* The floor (events before this worker) makes an old since incomplete. */
+    m0_registry_raise_floor(r, 10);
+    assert_int_equal(m0_registry_history(r, "c", 1, 9, 0, 5, take, NULL, &complete, &last), 0);
+    assert_false(complete);
+    assert_int_equal(m0_registry_history(r, "c", 1, 10, 0, 5, take, NULL, &complete, &last), 0);
+    assert_true(complete);
+    m0_registry_free(r);
+}
+
+/* A held socket's channels changed while it is open (woh.h's c:subscribe):
+ * a kept channel is not interrupted, even by an event whose fan-out is
+ * half done; a new one starts now (its journal is not replayed); one left
+ * is left; a slot with none is subscribed from start. */
+static void test_set_channels_keeps_kept_channels_and_starts_new_ones_now(void **state)
+{
+    (void)state;
+    memset(delivered, 0, sizeof delivered);
+    struct m0_registry *r = m0_registry_new(8, 100, 1 << 20, 0);
+    m0_registry_set_budget(r, 1);
+    m0_registry_subscribe(r, 1, "a", 1, 0, 0, collect, NULL);
+    m0_registry_subscribe(r, 2, "a", 1, 0, 0, collect, NULL);
+    m0_registry_subscribe(r, 3, "b", 1, 0, 0, collect, NULL);
+    publish(r, "b", 1);                              /* journaled on b before slot 1 takes it */
+    m0_registry_fanout(r, collect, NULL);
+    publish(r, "a", 2);
+    m0_registry_fanout(r, collect, NULL);            /* list order 2,1: slot 2 has it, slot 1 not yet */
+    assert_string_equal(delivered[2], "id: 2\ndata: e2\n\n");
+    assert_string_equal(delivered[1], "");
+    m0_registry_set_channels(r, 1, "a\nb", 3, 99, collect, NULL);
+    assert_string_equal(delivered[1], "id: 2\ndata: e2\n\n");      /* a's event, from the journal */
+    while (m0_registry_fanout_pending(r))
+        m0_registry_fanout(r, collect, NULL);
+    assert_string_equal(delivered[1], "id: 2\ndata: e2\n\n");      /* once: the fan-out finds it has it */
+    publish(r, "b", 3);
+    while (m0_registry_fanout_pending(r))
+        m0_registry_fanout(r, collect, NULL);
+    assert_string_equal(delivered[1], "id: 2\ndata: e2\n\nid: 3\ndata: e3\n\n");   /* b's 1 was before */
+    m0_registry_set_channels(r, 1, "b", 1, 99, collect, NULL);
+    publish(r, "a", 4);
+    publish(r, "b", 5);
+    while (m0_registry_fanout_pending(r))
+        m0_registry_fanout(r, collect, NULL);
+    assert_string_equal(delivered[1], "id: 2\ndata: e2\n\nid: 3\ndata: e3\n\nid: 5\ndata: e5\n\n");
+    m0_registry_set_channels(r, 1, "", 0, 99, collect, NULL);
+    assert_false(m0_registry_is_subscribed(r, 1));
+    /* None: subscribed from start, what the journal has after it replayed. */
+    m0_registry_set_channels(r, 4, "b", 1, 3, collect, NULL);
+    assert_string_equal(delivered[4], "id: 5\ndata: e5\n\n");
+    assert_int_equal(m0_registry_subscribers(r), 3);
+    m0_registry_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -215,6 +331,8 @@ int main(void)
         cmocka_unit_test(test_journal_byte_cap),
         cmocka_unit_test(test_fanout_in_slices_keeps_order_and_survives_unsubscribe),
         cmocka_unit_test(test_journal_cap_across_channels),
+        cmocka_unit_test(test_history_from_the_journal),
+        cmocka_unit_test(test_set_channels_keeps_kept_channels_and_starts_new_ones_now),
     };
     return cmocka_run_group_tests_name("registry", tests, NULL, NULL);
 }
