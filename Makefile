@@ -127,7 +127,7 @@ endif
 
 .SECONDARY:
 .PHONY: FORCE all deps venv bench-venv bench-tools test layers unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
-        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics smoke-grip smoke-grip-browser smoke-grants smoke-grants-browser \
+        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics smoke-grip smoke-grip-browser smoke-grants smoke-grants-browser smoke-tls \
         python-ft python-gil tsan smoke-threads smoke-threads-run sabotage sabotage-list sabotage-fast sabotage-check print-build
 
 all: m0serve
@@ -479,6 +479,9 @@ smoke-django-realtime-ws: m0serve venv
 # Signed stream grants (issue 18); part of `make test` through e2e.
 smoke-grants: m0serve venv
 	$(Q)PY=$(VPY) smoke/grants.sh
+
+smoke-tls: m0serve venv
+	$(Q)PY=$(VPY) smoke/tls.sh
 
 # A cross-origin EventSource with a grant in headless Chromium
 # (smoke/grants_browser.py); not part of `make test`, like the other browser
