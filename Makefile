@@ -127,7 +127,7 @@ endif
 
 .SECONDARY:
 .PHONY: FORCE all deps venv bench-venv bench-tools test layers unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
-        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics smoke-grip smoke-grip-browser smoke-grants smoke-grants-browser smoke-tls \
+        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics smoke-grip smoke-grip-browser smoke-grants smoke-grants-browser smoke-tls smoke-tls-browser \
         python-ft python-gil tsan smoke-threads smoke-threads-run sabotage sabotage-list sabotage-fast sabotage-check print-build
 
 all: m0serve
@@ -482,6 +482,14 @@ smoke-grants: m0serve venv
 
 smoke-tls: m0serve venv
 	$(Q)PY=$(VPY) smoke/tls.sh
+
+# EventSource and WebSockets over https:// and wss:// in headless Chromium
+# (smoke/tls_browser.py); installs Debian's chromium first, like the other
+# browser smokes.
+smoke-tls-browser: deps
+	$(Q)$(MAKE) --no-print-directory deps DEB_PKGS="chromium"
+	$(Q)$(MAKE) --no-print-directory m0serve venv
+	$(Q)$(VPY) smoke/tls_browser.py
 
 # A cross-origin EventSource with a grant in headless Chromium
 # (smoke/grants_browser.py); not part of `make test`, like the other browser
