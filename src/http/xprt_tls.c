@@ -33,6 +33,7 @@
 #include "m0/config.h"
 #include "m0/job.h"
 #include "m0/log.h"
+#include "m0/metrics.h"
 #include "m0/tls_server.h"
 #include "m0/xprt_tls.h"
 
@@ -165,6 +166,7 @@ static void refuse(struct m0_server *s, struct m0_conn *c, struct tconn *t)
     shutdown(c->fd, SHUT_WR);
     t->phase = P_REFUSED;
     state_of(s)->n.plain_refused++;
+    m0_mx_add(m0_metrics_block(), M0_MX_TLS_PLAIN, 1);
     m0_debug("slot %u: plain HTTP on a TLS listener: 400", c->slot);
 }
 
@@ -224,6 +226,7 @@ static int advance(struct m0_server *s, struct m0_conn *c, struct tconn *t, int 
         t->wants = 0;
         ts->n.handshakes++;
         ts->n.resumed += SSL_session_reused(t->ssl) == 1;
+        m0_mx_add(m0_metrics_block(), SSL_session_reused(t->ssl) == 1 ? M0_MX_TLS_RESUMED : M0_MX_TLS_FULL, 1);
 #ifndef OPENSSL_NO_KTLS
         t->ktls = BIO_get_ktls_send(SSL_get_wbio(t->ssl)) ? 1 : 0;
 #endif
@@ -238,6 +241,7 @@ static int advance(struct m0_server *s, struct m0_conn *c, struct tconn *t, int 
      * or from another CA (--cert-reqs required), garbage: OpenSSL sent its
      * alert; the connection closes. Scanners do this all day: debug only. */
     state_of(s)->n.failed++;
+    m0_mx_add(m0_metrics_block(), M0_MX_TLS_FAILED, 1);
     m0_debug("slot %u: TLS handshake failed: %s", c->slot, reason());
     t->phase = P_FAILED;
     errno = EPROTO;
