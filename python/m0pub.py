@@ -1301,12 +1301,15 @@ _warned_reads = set()
 def _read_settings(m0):
     """The broker a read asks, as _broker_settings gives it: in a worker
     the server's --broker (m0 its built-in module), else M0_BROKER's;
-    None without one."""
+    None without one, or when it is not Redis (the NATS engine keeps no
+    presence parts or read scripts: channel_info, presence and history
+    answer from this host)."""
     if m0 is None:
-        return _broker_settings()
+        got = _broker_settings()
+        return got if got is None or got["cfg"]["engine"] == "redis" else None
     got = m0._broker_settings()
-    if got is None:
-        return None
+    if got is None or got[0]["engine"] != "redis":
+        return None              # NATS keeps no such table yet: this host answers (docs/realtime.md)
     cfg, prefix, retention, backlog, min_replicas, ca, cert, key = got
     return {"cfg": cfg, "prefix": prefix, "retention": retention, "backlog": backlog,
             "min_replicas": min_replicas, "ssl": _ssl_context(ca, cert, key) if cfg["tls"] else None}
