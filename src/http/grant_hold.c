@@ -7,7 +7,10 @@
  * job's head and response filled as m0_job_commit fills them for a view),
  * on the grant's channels — all of them, or the ones the "channel" query
  * parameter picks among them — so Last-Event-ID resume, the journal, the
- * --outbox-limit and the m0-gap notices are the view holds' own.
+ * --outbox-limit and the m0-gap notices are the view holds' own. With
+ * --grant-expire close (the default) the hold carries the grant's exp
+ * (job->grant_exp): an m0-refresh notice --grant-refresh before it, the
+ * stream's end at it (hold.h: m0_hold_grant_tick).
  *
  * Refusals (RFC 6750 §3): 401 with WWW-Authenticate: Bearer
  * error="invalid_token" and a one-line public reason (the same for a bad
@@ -234,6 +237,22 @@ static void inbound_request(struct m0_job *job, const struct m0_grant *g, const 
     r->query_len = 0;
 }
 
+/* Where a stream resumes: the Last-Event-ID header's id (read by the
+ * commit: from), else the query's last_event_id — a page that replaces its
+ * EventSource with one on a fresh grant cannot send the header (WHATWG SSE
+ * §9.2.2: only an EventSource's own reconnection does), so it puts the
+ * last id it saw in the URL. The header wins: the EventSource's own
+ * reconnections of that URL send a newer one. */
+static uint64_t last_id(const struct m0_req *r, uint64_t from)
+{
+    const char *v;
+    size_t vl;
+    if (m0_req_header(r, "last-event-id") != NULL || r->query == NULL ||
+        m0_http_query_param(r->query, r->query_len, M0_GRANT_LAST_ID_PARAM, &v, &vl) == 0)
+        return from;
+    return m0_sse_parse_last_id(v, vl);
+}
+
 /* The grant answered: job->head and job->resp a hold on the grant's
  * channels (GRANT_HOLD), or a refusal or preflight (GRANT_ANSWERED). */
 enum { GRANT_ANSWERED = 1, GRANT_HOLD = 2 };
@@ -306,6 +325,10 @@ static int grant(struct m0_server *s, struct m0_conn *c)
     cors_lines(h, origin);
     m0_head_set_channels(h, name, len, n);
     m0_debug("grant %s held: kid %s, sub %s, %zu channel(s)", LOG_PATH(r), LOG_KID(&g), LOG_SUB(&g), n);
+    /* --grant-expire close: the hold ends at exp (hold.h: m0_hold_grant_*),
+     * after an m0-refresh notice; keep: the stream outlives its grant. */
+    if (cfg->grant_expire == NULL || strcmp(cfg->grant_expire, "keep") != 0)
+        job->grant_exp = g.jwt.exp > 0 ? g.jwt.exp : 1;
     m0_grant_clear(&g);
     if (w == WS) {
         h->hold = M0_HOLD_WEBSOCKET;
@@ -315,6 +338,7 @@ static int grant(struct m0_server *s, struct m0_conn *c)
     } else {
         h->hold = M0_HOLD_STREAM;
         m0_job_commit(job, -1, 1);        /* the view holds' head; Last-Event-ID read */
+        job->hold_last_id = last_id(r, job->hold_last_id);
     }
     job->hold_start = m0_rt_newest(s->rt);
     return GRANT_HOLD;
