@@ -1692,7 +1692,9 @@ def grant(channels, ttl=GRANT_TTL, sub=None, kid=None, key_file=None, now=None):
     the token stays valid (default 3600); the server checks it when a stream
     is opened -- also when an EventSource reconnects with the same URL, so
     a page that must survive a longer outage needs a longer ttl or a fresh
-    URL. sub: an optional str naming who it is for (logged; handed to an
+    URL; with ``--grant-expire close`` (the default) the stream itself ends
+    at exp, after an ``m0-refresh`` notice (docs/realtime.md "Expiry and
+    refresh"). sub: an optional str naming who it is for (logged; handed to an
     inbound view). kid: the key to sign with; None signs with the LAST key,
     the newest -- in a worker of m0serve, the newest one every worker of the
     server verifies. The keys: in a worker of m0serve (no key_file given),
