@@ -213,6 +213,19 @@ def test_the_header_wins_over_the_query(start_server, key_file):
         assert (int(ev.id), ev.data) == (b, "b")
 
 
+@pytest.mark.parametrize("name", ["last_event_id", "lastEventId"])
+def test_the_query_names_where_the_stream_starts(start_server, key_file, name):
+    """Both spellings (lastEventId is Pushpin's and Mercure's) start the
+    stream after the id: a page that rendered m0pub.history up to it."""
+    server = start(start_server, key_file)
+    a = publish(server, "news", "a")
+    b = publish(server, "news", "b")
+    tok, _ = mint(key_file, 60)
+    with SSEStream(server.port, "/rt/sse?token=%s&%s=%d" % (tok, name, a)) as s:
+        ev = s.next_event(timeout=5)
+        assert (int(ev.id), ev.data) == (b, "b")
+
+
 def test_keep_leaves_the_stream_open_past_exp(start_server, key_file):
     server = start(start_server, key_file, "--grant-expire", "keep", "--grant-refresh", "1", "--heartbeat", "0")
     tok, exp = mint(key_file, 2)
