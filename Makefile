@@ -109,7 +109,7 @@ SRCS     := $(wildcard src/*/*.c)
 # Modules with no Python in them: linked into the C unit tests and the fuzzers.
 PURE     := src/base/buf.c src/base/log.c src/base/log_text.c src/base/timer.c src/proto/accesslog.c src/proto/base64.c src/proto/body.c src/proto/broker_reply.c src/proto/commit.c \
             src/proto/epcp.c src/proto/grip.c src/proto/grip_item.c src/proto/http.c src/proto/jwt.c src/proto/natsjs.c src/proto/origin.c src/proto/percent.c src/proto/proxy.c src/proto/pubreq.c \
-            src/proto/request.c src/proto/response.c src/proto/sse.c src/proto/ws.c src/core/config.c src/core/grant.c src/core/keyfile.c \
+            src/proto/request.c src/proto/response.c src/proto/sse.c src/proto/woh.c src/proto/ws.c src/core/config.c src/core/grant.c src/core/keyfile.c \
             src/core/metrics_text.c src/core/notify.c src/core/target.c src/event/job.c src/event/lane.c src/event/loop.c \
             src/realtime/broker_url.c src/realtime/bus.c src/realtime/order.c src/realtime/registry.c src/realtime/rt.c src/http/health_json.c \
             src/core/fork.c src/realtime/presence.c src/realtime/presence_announce.c \
@@ -214,8 +214,9 @@ build/unit/%: tests/unit/%.c $(UNIT_OBJS)
 # The serving core's unit test (conn, h1, hold, wshold over a socketpair):
 # the http layer's files with the Python entry points stubbed.
 SERVE_CORE := src/core/metrics.c src/http/conn.c src/http/conn_slots.c src/http/endpoint.c src/http/grip_hold.c \
+              src/http/grip_hold_link.c \
               src/http/h1.c src/http/hold.c src/http/loops.c src/http/server.c src/http/static_http.c \
-              src/http/wsframes.c src/http/wshold.c src/http/wshold_mailbox.c
+              src/http/wsframes.c src/http/wshold.c src/http/wshold_mailbox.c src/http/wshold_open.c src/http/wshold_woh.c
 build/unit/test_serve: tests/unit/test_serve.c tests/unit/serve_stubs.c $(UNIT_OBJS) $(SERVE_CORE:src/%.c=build/unit/obj/%.o)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"

@@ -129,6 +129,9 @@ struct m0_config {
     unsigned ngrant_cors_origins;
     int grant_cors_from_env;    /* the origins came from M0_GRANT_CORS_ORIGINS (argv replaces them) */
     const char *grant_inbound;  /* --grant-inbound PATH: where a granted socket's messages are POSTed */
+    const char *grant_expire;   /* --grant-expire close|keep (NULL: close): a held stream ends at its grant's exp */
+    double grant_refresh;       /* --grant-refresh S: the m0-refresh notice S seconds before exp (< 0: the
+                                   default, M0_GRANT_REFRESH_DEFAULT; 0: no notice) */
     struct m0_grant_keys *grant_keys;   /* loaded by main from grant_key_file; NULL without one */
     unsigned grant_sign;        /* set by the master before each fork: the index of grant_keys the
                                    worker signs with at first (master_keys.c) */
@@ -140,6 +143,9 @@ struct m0_config {
     const char *grip_control;   /* --grip-control HOST:PORT or unix:PATH; NULL: none */
     int grip_listener;          /* set by the master: the workers' listener index of grip_control, -1 */
     uint64_t grip_max_body;     /* --grip-max-body: the control port's request body limit (default 1 MiB) */
+    const char *ws_over_http;   /* --ws-over-http PREFIX (normalised like a mount prefix): WebSocket
+                                   handshakes under it to a WSGI mount go over HTTP (wshold_woh.h);
+                                   implies --realtime; NULL: off */
     /* The local publish socket (pubsock.h, pubpath.h): NULL the default
      * path with --realtime, "" none. */
     const char *publish_socket; /* --publish-socket PATH */

@@ -60,8 +60,10 @@ struct m0_endpoint {
      * the answer). Returns M0_EP_ANSWERED, M0_EP_AS_RUNNER or
      * M0_EP_PENDING. */
     int (*answer)(struct m0_server *s, struct m0_conn *c, int head_only);
-    /* PENDING: the DONE completion of what it handed on. NULL: never. */
-    void (*complete)(struct m0_server *s, struct m0_conn *c);
+    /* PENDING: the DONE completion of what it handed on: M0_EP_ANSWERED,
+     * or M0_EP_AS_RUNNER (job->resp holds the answer, a hold too: the
+     * protocol writes it, as a runner's). NULL: never. */
+    int (*complete)(struct m0_server *s, struct m0_conn *c);
     /* OWN_LISTENER: the index of its listener among the worker's (config:
      * -1 when it is not bound). */
     int (*listener)(const struct m0_config *cfg);

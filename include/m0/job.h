@@ -157,11 +157,22 @@ struct m0_job {
     uint64_t queued_ms;         /* loop clock at submission */
     uint64_t hold_start;        /* newest event id when the hold was decided */
     uint64_t hold_last_id;      /* the request's Last-Event-ID (0: none) */
+    int64_t grant_exp;          /* a grant hold's exp, seconds since the epoch, with --grant-expire
+                                   close (grant_hold.c; the hold ends then: hold.h); 0: none */
     uint64_t begin_id;          /* newest event id when the request was dispatched (a GRIP hold starts there) */
     /* Each runner's private per-job state, by runner id: a slot's job may
      * serve one target's runner now and another's later (mounts). */
     void *rstate[M0_RUNNER_MAX];
     uint8_t msg_opcode;         /* M0_RUN_MESSAGE: the inbound message's opcode (payload: req.body) */
+    /* Requests the loop makes itself, run as messages are (M0_RUN_MESSAGE:
+     * the answer collected, its head in job->head, its body raw in
+     * job->resp.out). woh: a WebSocket-over-HTTP OPEN (woh.h), whose answer
+     * opens the socket or refuses it (wshold.h). grip_own: a GRIP hold's
+     * next link (grip_hold.h): the request's Grip-* fields are the server's
+     * own (Grip-Last), so the application gets them, and the answer's
+     * Grip-* fields are instructions. */
+    uint8_t woh;
+    uint8_t grip_own;
     /* The peer as accept() reported it ("" for a unix socket), and the
      * client the request speaks for: the peer, or whom a trusted proxy
      * names (proxy.h; set per request by the loop before dispatch). */

@@ -61,6 +61,18 @@ void m0_registry_raise_floor(struct m0_registry *r, uint64_t id);
  * broker instead.) */
 int m0_registry_resumable(const struct m0_registry *r, const char *channel, size_t len, uint64_t last_id);
 
+/*
+ * Make slot's channels channel (a '\n'-separated list, as subscribe takes;
+ * empty: none), its delivery filter kept: a channel it had goes on
+ * uninterrupted (an event of it still being fanned out, or journaled after
+ * the filter, reaches the slot once), a new one gets the events published
+ * from now on. A slot not subscribed is subscribed with filter start,
+ * quiet (the journal after start is replayed). A held socket's
+ * subscribe/unsubscribe while it is open (woh.h).
+ */
+void m0_registry_set_channels(struct m0_registry *r, uint32_t slot, const char *channel, size_t len,
+                              uint64_t start, m0_deliver_cb cb, void *ctx);
+
 /* Forget slot's subscription (no-op when it has none). */
 void m0_registry_unsubscribe(struct m0_registry *r, uint32_t slot);
 int m0_registry_is_subscribed(const struct m0_registry *r, uint32_t slot);

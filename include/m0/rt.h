@@ -226,6 +226,13 @@ struct m0_rt_history {
  * M0_OK, or M0_ERR: no such loop reads events, or no answer in time. */
 int m0_rt_history(unsigned loop_index, const char *channel, size_t clen, struct m0_rt_history *h);
 
+/* A held slot's channels become channel (a '\n'-separated list of up to
+ * 32; empty: none), from this loop's journals only (registry.h:
+ * m0_registry_set_channels): the ones it keeps go on, a new one starts now;
+ * a slot with none is subscribed from start (the newest id when the
+ * request that subscribes it was made). */
+void m0_rt_set_channels(struct m0_rt *rt, uint32_t slot, const char *channel, size_t clen, uint64_t start);
+
 /* ---------------------------------------------------------- a source */
 
 /* Its read position (atomic, read by any thread), or NULL: the bus's. */

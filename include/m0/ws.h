@@ -39,6 +39,11 @@ enum m0_ws_opcode {
 #define M0_WS_CLOSE_POLICY      1008   /* policy violation (a granted socket only listens) */
 #define M0_WS_CLOSE_TOO_BIG     1009
 #define M0_WS_CLOSE_INTERNAL    1011
+/* A granted socket's grant lapsed (--grant-expire close): a code of the
+ * private-use range (RFC 6455 §7.4.2, 4000-4999, "by prior agreement":
+ * docs/realtime.md is the agreement), 4000 + HTTP's 401, so a page can
+ * tell "fetch a fresh grant" from a policy refusal (1008) or a drain (1001). */
+#define M0_WS_CLOSE_GRANT_EXPIRED 4001
 
 #define M0_WS_CONTROL_MAX 125          /* payload bytes of a control frame (§5.5) */
 #define M0_WS_ACCEPT_LEN 28            /* base64 of a SHA-1 digest */
@@ -203,6 +208,11 @@ struct m0_ws_snapshot;
 
 /* Snapshot r (NULL-safe to free). Never NULL. */
 struct m0_ws_snapshot *m0_ws_snapshot_new(const struct m0_req *r);
+/* The same for a socket whose events go over HTTP (woh.h): the
+ * Sec-WebSocket-* fields are kept but Extensions, and Accept, Content-Type,
+ * Connection-Id and every Meta-* field are dropped too (the protocol's
+ * requests set their own; a client's never reach the application). */
+struct m0_ws_snapshot *m0_ws_snapshot_for(const struct m0_req *r, int over_http);
 void m0_ws_snapshot_free(struct m0_ws_snapshot *snap);
 /* Bytes the snapshot holds (for the memory figures). */
 size_t m0_ws_snapshot_size(const struct m0_ws_snapshot *snap);
@@ -220,5 +230,18 @@ size_t m0_ws_snapshot_size(const struct m0_ws_snapshot *snap);
  */
 void m0_ws_message_request(struct m0_req *r, const struct m0_ws_snapshot *snap, const char *channel,
                            size_t channel_len, uint32_t slot, int opcode, struct m0_buf *payload);
+
+/*
+ * The parts of such a request, for other requests a held socket makes
+ * (woh.h's events):
+ * m0_ws_snapshot_request: reset r as a POST to the snapshot's target with
+ * its headers, with room for extra more fields (and Content-Length);
+ * m0_ws_request_add: one more field (name and value copied; ignored past
+ * the room asked for); m0_ws_request_body: Content-Length and the body,
+ * moved in from body (left empty; no copy). HTTP/1.1, not keep-alive.
+ */
+void m0_ws_snapshot_request(struct m0_req *r, const struct m0_ws_snapshot *snap, unsigned extra);
+void m0_ws_request_add(struct m0_req *r, const char *name, size_t nlen, const char *value, size_t vlen);
+void m0_ws_request_body(struct m0_req *r, struct m0_buf *body);
 
 #endif

@@ -273,9 +273,12 @@ void m0_conn_close(struct m0_server *s, struct m0_conn *c)
     if (c->flags & C_RUNNER) {
         /* The job stays with its runner until its completion: the slot is
          * never reused under a runner's feet. One that has not started
-         * never will (nobody is left to answer); one that runs is told, so
-         * a streaming response stops and close() runs at once. */
-        m0_job_cancel(job);
+         * never will (nobody is left to answer) — but a held socket's
+         * request, which answers nobody (what the peer sent, its
+         * DISCONNECT over HTTP: wshold.h); one that runs is told, so a
+         * streaming response stops and close() runs at once. */
+        if (!(c->flags & C_WS_MSG))
+            m0_job_cancel(job);
         m0_job_gone(job);
         m0_conn_set_state(s, c, M0_CONN_ORPHAN);
         s->slots.norphans++;

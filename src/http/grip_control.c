@@ -142,22 +142,22 @@ static void published(struct m0_server *s, struct m0_conn *c)
         reply(s, c, 200, "text/plain", "Published\n", NULL, NULL);
 }
 
-static void complete(struct m0_server *s, struct m0_conn *c)
+static int complete(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_broker_batch *b = m0_broker_grip_take(m0_ext_peek(s, &m0_grip_publisher_ext), m0_conn_slot(s, c));
     if (c->state != M0_CONN_RUN || c->job->route != &m0_grip_control_endpoint) {
         m0_broker_batch_free(b);
-        return;
+        return M0_EP_ANSWERED;
     }
     if (b == NULL || b->gen != c->gen) {
         m0_broker_batch_free(b);
         reply(s, c, 500, "text/plain", "The publish's outcome was not recorded.\n", NULL, NULL);
-        return;
+        return M0_EP_ANSWERED;
     }
     if (b->rc == M0_OK) {
         m0_broker_batch_free(b);
         published(s, c);
-        return;
+        return M0_EP_ANSWERED;
     }
     /* Never a silent drop: what was published, and what may have been. */
     char msg[sizeof b->err + 200];
@@ -173,6 +173,7 @@ static void complete(struct m0_server *s, struct m0_conn *c)
             b->err);
     m0_broker_batch_free(b);
     reply(s, c, 503, "text/plain", msg, NULL, NULL);
+    return M0_EP_ANSWERED;
 }
 
 /* The loop's broker publisher (server.h: an extension), made at the first

@@ -9,11 +9,13 @@
  * the view's response and its deadline.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
 
+#include "m0/accesslog.h"
 #include "m0/config.h"
 #include "m0/conn.h"
 #include "m0/server.h"
@@ -27,94 +29,13 @@
 #include "m0/loop.h"
 #include "m0/response.h"
 #include "m0/rt.h"
+#include "m0/target.h"
+#include "m0/runner.h"
+#include "m0/request.h"
+#include "m0/dispatch.h"
 
-#define CONTENT_FILTERS (M0_GRIP_F_BUILD_ID | M0_GRIP_F_VAR_SUBST)
-
-struct m0_griphold {
-    struct m0_hold base;            /* the accounting, the target (hold.h) */
-    uint8_t kind;                   /* M0_GRIP_HOLD_STREAM or M0_GRIP_HOLD_RESPONSE */
-    uint8_t finishing;              /* answered or closed: end once the queue is out */
-    uint8_t ka_mode;                /* enum m0_grip_ka_mode */
-    uint8_t keep;                   /* response hold: the request lets the connection persist */
-    uint8_t http10;                 /* response hold: an HTTP/1.0 request (keep-alive is said) */
-    uint16_t peer_port;             /* keep: the client's port */
-    char *peer;                     /* keep: the client's address (the job goes back while held) */
-    uint32_t filters;               /* the first channel's M0_GRIP_F_* (for the view's body) */
-    /* Every channel, each subscribed: entries of (u8 has a last id, u32
-     * filters, u16 name length, name, u16 id length, id), the id its
-     * prev-id and then the last item's id it saw (for prev-id chaining
-     * and id_format). */
-    struct m0_buf ids;
-    struct m0_buf id_format;        /* the id_format meta (build-id), empty when none */
-    struct m0_buf user;             /* the user meta (skip-self, skip-users), empty when none */
-    struct m0_buf ka;               /* keep-alive bytes */
-    uint64_t ka_ms, last_ka;
-    int kept_status;                /* response hold: the view's status (Grip-Status's) */
-    struct m0_buf kept;             /* response hold: the view's status line and fields */
-    struct m0_buf kept_body;        /* response hold: the view's body */
-    uint64_t deadline;              /* response hold: loop clock of Grip-Timeout */
-};
-
-static struct m0_griphold *gh_of(struct m0_conn *c)
-{
-    return (struct m0_griphold *)c->hold;
-}
-
-/* ------------------------------------------------------------ the ids */
-
-/* One channel of the hold, as read from gh->ids. */
-struct ent {
-    const char *name, *id;
-    size_t nlen, idlen;
-    uint8_t has_last;               /* the channel has a last id (its prev-id, then items' ids) */
-    uint32_t filters;               /* its M0_GRIP_F_* */
-    size_t at, end;                 /* its bytes in gh->ids */
-};
-
-static void put_entry(struct m0_buf *b, const char *name, size_t nlen, const char *id, size_t idlen, int has_last,
-                      uint32_t filters)
-{
-    uint16_t n16 = (uint16_t)nlen, i16 = (uint16_t)idlen;
-    uint8_t h8 = (uint8_t)has_last;
-    m0_buf_append(b, &h8, 1);
-    m0_buf_append(b, &filters, 4);
-    m0_buf_append(b, &n16, 2);
-    m0_buf_append(b, name, nlen);
-    m0_buf_append(b, &i16, 2);
-    m0_buf_append(b, id, idlen);
-}
-
-/* The entry at *off into e; *off moves past it. Returns 0 past the last. */
-static int entry(const struct m0_buf *b, size_t *off, struct ent *e)
-{
-    if (*off + 7 > b->len)
-        return 0;
-    const char *p = b->data + *off;
-    uint16_t n16, i16;
-    e->at = *off;
-    e->has_last = (uint8_t)p[0];
-    memcpy(&e->filters, p + 1, 4);
-    memcpy(&n16, p + 5, 2);
-    e->name = p + 7;
-    e->nlen = n16;
-    memcpy(&i16, p + 7 + n16, 2);
-    e->id = p + 9 + n16;
-    e->idlen = i16;
-    *off += 9u + n16 + i16;
-    e->end = *off;
-    return 1;
-}
-
-/* The hold's channel named name (nlen bytes) into e. 0: not one of them. */
-static int find(const struct m0_buf *b, const char *name, size_t nlen, struct ent *e)
-{
-    size_t off = 0;
-    while (entry(b, &off, e)) {
-        if (e->nlen == nlen && memcmp(e->name, name, nlen) == 0)
-            return 1;
-    }
-    return 0;
-}
+#include "grip_hold_int.h"
+#include "grip_hold_link.h"
 
 static const char *lookup_id(void *ctx, const char *name, size_t nlen, size_t *vlen)
 {
@@ -138,7 +59,7 @@ static void set_last(struct m0_griphold *gh, const struct ent *e, const char *id
 
 /* content with %I rendered (build-id: the id from id_format over the
  * channels' ids; "%%" is "%"), appended to out. M0_OK or M0_ERR. */
-static int render(struct m0_griphold *gh, struct m0_buf *out, const char *p, size_t n)
+int m0_griphold_render(struct m0_griphold *gh, struct m0_buf *out, const char *p, size_t n)
 {
     struct m0_buf id = {0};
     const char *why = NULL;
@@ -196,27 +117,16 @@ static struct m0_hold *grip_begin(struct m0_server *s, struct m0_conn *c)
     struct m0_griphold *gh = m0_xmalloc(sizeof *gh);
     memset(gh, 0, sizeof *gh);
     gh->kind = job->head.grip_hold;
-    gh->filters = g->channels[0].filters;
-    for (unsigned i = 0; i < g->nchannels; i++) {
-        const struct m0_grip_channel *ch = &g->channels[i];
-        struct ent e;
-        if (find(&gh->ids, m0_grip_str(g, ch->name), ch->name.len, &e))
-            continue;                   /* a repeat: its first mention counts */
-        put_entry(&gh->ids, m0_grip_str(g, ch->name), ch->name.len, m0_grip_str(g, ch->prev_id), ch->prev_id.len,
-                  ch->has_prev_id, ch->filters);
-    }
-    size_t flen = 0;
-    const char *fmt = m0_grip_meta_get(g, "id_format", 9, &flen);
-    if (fmt != NULL && (gh->filters & M0_GRIP_F_BUILD_ID))
-        m0_buf_append(&gh->id_format, fmt, flen);
-    size_t ulen = 0;
-    const char *user = m0_grip_meta_get(g, "user", 4, &ulen);
-    if (user != NULL)
-        m0_buf_append(&gh->user, user, ulen);
-    if (g->ka_mode != M0_GRIP_KA_NONE && gh->kind == M0_GRIP_HOLD_STREAM) {
-        gh->ka_mode = (uint8_t)g->ka_mode;
-        m0_buf_append(&gh->ka, m0_grip_str(g, g->ka_data), g->ka_data.len);
-        gh->ka_ms = (uint64_t)g->ka_timeout * 1000;
+    m0_griphold_take(gh, g, job->req.path, job->req.path_len);
+    if (gh->link.len > 0) {
+        /* Its client and Host, for the link's request once the request is
+         * gone. */
+        const struct m0_hdr *host = m0_req_header(&job->req, "host");
+        gh->client = m0_xstrndup(job->remote_addr, strlen(job->remote_addr));
+        gh->client_port = job->remote_port;
+        gh->client_https = job->https;
+        if (host != NULL)
+            gh->host = m0_xstrndup(host->value, host->value_len);
     }
     struct m0_buf *out = &job->resp.out;
     if (gh->kind == M0_GRIP_HOLD_RESPONSE) {
@@ -245,7 +155,7 @@ static struct m0_hold *grip_begin(struct m0_server *s, struct m0_conn *c)
             size_t head = (size_t)(eoh + 4 - p);
             struct m0_buf nb = {0};
             m0_buf_append(&nb, p, head);
-            if (render(gh, &nb, p + head, m0_buf_unread(out) - head) == M0_OK) {
+            if (m0_griphold_render(gh, &nb, p + head, m0_buf_unread(out) - head) == M0_OK) {
                 job->resp.body_bytes = nb.len - head;      /* the access log's bytes */
                 m0_buf_free(out);
                 *out = nb;
@@ -264,7 +174,7 @@ static struct m0_hold *grip_begin(struct m0_server *s, struct m0_conn *c)
  * being made (a registry pass may be iterating its subscribers), so the
  * close itself is left to the sweep (grip_tick) or to the EPOLLOUT that
  * writes the rest; a write error dooms it (closed after the batch). */
-static void finish(struct m0_server *s, struct m0_conn *c)
+void m0_griphold_finish(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_griphold *gh = gh_of(c);
     gh->finishing = 1;
@@ -299,7 +209,7 @@ static void answer(struct m0_server *s, struct m0_conn *c, int code, const char 
     m0_hold_answered(c, code, r.len - bn);      /* the access log's status and body bytes */
     m0_hold_send(s, c, r.data, r.len);
     m0_buf_free(&r);
-    finish(s, c);
+    m0_griphold_finish(s, c);
 }
 
 static void answer_kept(struct m0_server *s, struct m0_conn *c)
@@ -358,17 +268,23 @@ static void answer_item(struct m0_server *s, struct m0_conn *c, const struct m0_
     m0_buf_free(&r);
 }
 
-/* An item was missed (a gap notice, or an item that does not chain). */
+/* An item was missed (a gap notice, or an item that does not chain): a
+ * stream with a next link asks the application for what it missed at the
+ * next tick (never inside a fan-out pass: its answer may change the
+ * subscription), what comes meanwhile waiting for the answer. */
 static void missed(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_griphold *gh = gh_of(c);
     if (gh->kind == M0_GRIP_HOLD_RESPONSE)
         answer_kept(s, c);     /* the client asks again */
+    else if (gh->link.len > 0)
+        gh->want = 1;          /* recovered through the link, the stream kept open */
     else
-        finish(s, c);        /* the client reconnects with Last-Event-ID */
+        m0_griphold_finish(s, c);        /* the client reconnects with Last-Event-ID */
 }
 
 /* ---------------------------------------------------------- delivery */
+
 
 /* The item's meta value for key, or NULL. */
 static const struct m0_grip_view *item_meta(const struct m0_grip_item *it, const char *key)
@@ -435,8 +351,29 @@ static void grip_deliver(struct m0_server *s, struct m0_conn *c, const struct m0
             missed(s, c);
         return;
     }
+    if (gh->want || gh->fetching) {
+        /* The link's answer decides what of these is new (Pushpin's
+         * queue while it updates): they wait for it, within the limit. */
+        uint32_t n32 = (uint32_t)ev->n;
+        if (gh->waiting.len + ev->n + 4 > s->holds->outbox_limit) {
+            m0_warn("a GRIP stream waiting for its next link has more than --outbox-limit queued: closing it");
+            m0_griphold_finish(s, c);
+            return;
+        }
+        m0_buf_append(&gh->waiting, &n32, 4);
+        m0_buf_append(&gh->waiting, ev->frame, ev->n);
+        return;
+    }
+    m0_griphold_deliver(s, c, ev->frame, ev->n);
+}
+
+/* One GRIP item for the hold (live, replayed, or one that waited for the
+ * link's answer: gh->front drops those that do not chain). */
+void m0_griphold_deliver(struct m0_server *s, struct m0_conn *c, const char *frame, size_t n)
+{
+    struct m0_griphold *gh = gh_of(c);
     struct m0_grip_item it;
-    if (m0_grip_item_decode(ev->frame, ev->n, &it) != M0_OK)
+    if (m0_grip_item_decode(frame, n, &it) != M0_OK)
         return;
     if (gh->kind == M0_GRIP_HOLD_STREAM && !(it.flags & (M0_GRIP_IT_STREAM | M0_GRIP_IT_STREAM_CLOSE)))
         return;
@@ -444,18 +381,20 @@ static void grip_deliver(struct m0_server *s, struct m0_conn *c, const struct m0
         return;
     /* The item's channel: its prev-id chains on that channel's last id
      * (each Grip-Channel has its own sequence). */
-    struct ent e;
+    struct ent e = {0};
     size_t off = 0;
     if (it.channel.n > 0 ? !find(&gh->ids, it.channel.p, it.channel.n, &e) : !entry(&gh->ids, &off, &e))
         return;
     uint32_t filters = e.filters;
     if (e.has_last && (it.flags & M0_GRIP_IT_PREV_ID) &&
         (e.idlen != it.prev_id.n || memcmp(e.id, it.prev_id.p, e.idlen) != 0)) {
-        if (s->holds->replaying)
-            return;          /* published while the view ran: its body has it */
+        if (s->holds->replaying || gh->front)
+            return;          /* published while the view ran (or the link was asked): its body has it */
         missed(s, c);
         return;
     }
+    gh->front = 0;           /* from here on, one that does not chain was missed */
+    unsigned idx = e.idx;
     if (it.flags & M0_GRIP_IT_ID)
         set_last(gh, &e, it.id.p, it.id.n);
     if (filtered(gh, filters, &it))
@@ -465,7 +404,7 @@ static void grip_deliver(struct m0_server *s, struct m0_conn *c, const struct m0
         return;
     }
     if (it.flags & M0_GRIP_IT_STREAM_CLOSE) {
-        finish(s, c);
+        m0_griphold_finish(s, c);
         return;
     }
     /* Content filters: an item that names its own must name the
@@ -475,11 +414,25 @@ static void grip_deliver(struct m0_server *s, struct m0_conn *c, const struct m0
         return;
     if (want & M0_GRIP_F_BUILD_ID) {
         struct m0_buf out = {0};
-        if (render(gh, &out, it.content.p, it.content.n) == M0_OK)
+        if (m0_griphold_render(gh, &out, it.content.p, it.content.n) == M0_OK)
             m0_hold_send(s, c, out.data, out.len);
         m0_buf_free(&out);
     } else {
         m0_hold_send(s, c, it.content.p, it.content.n);
+    }
+    if (gh->link.len > 0 && idx < 64) {
+        /* Every channel had an item within the link's timeout: no need to
+         * ask it (Pushpin's activeChannels). */
+        gh->active |= 1ull << idx;
+        size_t at = 0;
+        struct ent x;
+        unsigned k = 0;
+        while (entry(&gh->ids, &at, &x))
+            k++;
+        if (k > 64 || gh->active == (k == 64 ? ~0ull : (1ull << k) - 1)) {
+            gh->active = 0;
+            gh->link_due = m0_loop_now(s->loop) + gh->link_ms;
+        }
     }
 }
 
@@ -490,6 +443,7 @@ static void grip_enter(struct m0_server *s, struct m0_conn *c)
     struct m0_griphold *gh = gh_of(c);
     uint64_t now = m0_loop_now(s->loop);
     gh->last_ka = now;
+    gh->link_due = now + gh->link_ms;
     if (gh->kind == M0_GRIP_HOLD_RESPONSE)
         gh->deadline += now;
     m0_conn_tick_at(s, c, now);          /* looked at every sweep (grip_tick), from the next */
@@ -517,7 +471,11 @@ static void grip_release(struct m0_server *s, struct m0_conn *c)
     m0_buf_free(&gh->ka);
     m0_buf_free(&gh->kept);
     m0_buf_free(&gh->kept_body);
+    m0_buf_free(&gh->link);
+    m0_buf_free(&gh->waiting);
     free(gh->peer);
+    free(gh->client);
+    free(gh->host);
 }
 
 /* A stream's client bytes are discarded (a held request has no more
@@ -585,6 +543,11 @@ static void grip_tick(struct m0_server *s, struct m0_conn *c)
             answer_kept(s, c);
         return;
     }
+    if (gh->link.len > 0 && !gh->fetching && (gh->want || (gh->link_ms != 0 && now >= gh->link_due))) {
+        m0_griphold_fetch(s, c);  /* a missed item, or no item on every channel for the link's timeout */
+        if (c->state != M0_CONN_HELD || c->hold == NULL || gh->finishing)
+            return;
+    }
     if (gh->ka_ms == 0 || m0_conn_queued(c) != 0)
         return;
     uint64_t since = gh->ka_mode == M0_GRIP_KA_INTERVAL ? gh->last_ka : gh->base.last_write;
@@ -609,6 +572,7 @@ const struct m0_conn_ops m0_grip_conn_ops = {
     .watch = m0_hold_watch,
     .event = grip_event,
     .tick = grip_tick,
+    .complete = m0_griphold_complete,
     .closing = m0_hold_release,
     .hold = &m0_grip_hold_ops,
 };

@@ -549,7 +549,8 @@ static void h1_complete(struct m0_server *s, struct m0_conn *c, const struct m0_
         /* What an endpoint handed on (a publish through the broker:
          * grip_control.h, pubsock.h) is answered now. */
         if (done->kind == M0_CPL_DONE) {
-            job->route->complete(s, c);
+            if (job->route->complete(s, c) == M0_EP_AS_RUNNER)
+                after_run(s, c, M0_DONE);     /* its answer is in job->resp (a WebSocket's OPEN: a hold) */
             if (c->state == M0_CONN_READ_HEAD && m0_buf_unread(&c->in) > 0)
                 h1_parse(s, c);   /* pipelined requests waited their turn */
         }

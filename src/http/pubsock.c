@@ -191,23 +191,23 @@ static void answer(struct m0_server *s, struct m0_conn *c)
     m0_pubreq_free(&p);
 }
 
-static void complete(struct m0_server *s, struct m0_conn *c)
+static int complete(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_broker_batch *b = m0_broker_grip_take(m0_ext_peek(s, &m0_grip_publisher_ext), m0_conn_slot(s, c));
     if (c->state != M0_CONN_RUN || c->job->route != &m0_pubsock_endpoint) {
         m0_broker_batch_free(b);
-        return;
+        return M0_EP_ANSWERED;
     }
     if (b == NULL || b->gen != c->gen) {
         m0_broker_batch_free(b);
         text(s, c, 500, "The publish's outcome was not recorded.\n");
-        return;
+        return M0_EP_ANSWERED;
     }
     if (b->rc == M0_OK) {
         uint64_t id = b->id;
         m0_broker_batch_free(b);
         published(s, c, id);
-        return;
+        return M0_EP_ANSWERED;
     }
     /* Never a silent drop: not published (503), or perhaps (504). */
     char msg[sizeof b->err + 40];
@@ -217,6 +217,7 @@ static void complete(struct m0_server *s, struct m0_conn *c)
     m0_broker_batch_free(b);
     m0_mx_add(m0_metrics_block(), M0_MX_PUBLISH_ERRORS, 1);
     text(s, c, unknown ? 504 : 503, msg);
+    return M0_EP_ANSWERED;
 }
 
 /* ------------------------------------------------------------ the endpoint */

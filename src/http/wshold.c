@@ -41,6 +41,7 @@
 #include "m0/log.h"
 #include "m0/log_text.h"
 #include "m0/loop.h"
+#include "m0/request.h"
 #include "m0/rt.h"
 #include "m0/runner.h"
 #include "m0/sse.h"
@@ -50,12 +51,14 @@
 #include "m0/wsframes.h"
 #include "m0/wshold.h"
 #include "wshold_int.h"
+#include "wshold_woh.h"
 #include "wshold_mailbox.h"
 
 /* Bytes read per wakeup from one socket (a fast sender does not hold the loop). */
 #define READ_BUDGET (256 * 1024)
 
 static void ws_free(struct m0_wshold *ws);
+static void ws_heartbeat(struct m0_server *s, struct m0_conn *c, uint64_t heartbeat_ms, uint64_t now);
 static void pull(struct m0_server *s, struct m0_conn *c);
 static void on_part(struct m0_server *s, struct m0_conn *c);
 static void on_done(struct m0_server *s, struct m0_conn *c);
@@ -107,11 +110,23 @@ static struct m0_hold *refuse(struct m0_job *job, int status, const char *why)
 static struct m0_hold *ws_begin(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_job *job = c->job;
-    const struct m0_head *h = &job->head;
+    struct m0_head *h = &job->head;
     struct m0_ws_handshake hs;
     const char *why;
-    int status = m0_ws_handshake_check(&job->req, &hs, &why);
+    /* Over HTTP (wshold_woh.c) the handshake was checked before its OPEN,
+     * which keeps its key; the OPEN's answer is the approval. */
+    struct m0_woh *woh = job->woh ? m0_woh_begin(job) : NULL;
+    const struct m0_hdr *key = woh != NULL ? m0_req_header(&job->req, "sec-websocket-key") : NULL;
+    int status = woh != NULL ? 0 : m0_ws_handshake_check(&job->req, &hs, &why);
+    if (woh != NULL && key == NULL) {
+        status = 400;
+        why = "Sec-WebSocket-Key is missing";
+    } else if (key != NULL) {
+        hs.key = key->value;
+        hs.key_len = key->value_len;
+    }
     if (status != 0) {
+        m0_woh_free(woh);
         m0_debug("slot %u: %s approved as a WebSocket but %s: %d", m0_conn_slot(s, c), M0_REQ_LOG(&job->req),
                  why, status);
         return refuse(job, status, why);
@@ -119,6 +134,7 @@ static struct m0_hold *ws_begin(struct m0_server *s, struct m0_conn *c)
     if (h->ws_protocol_len > 0 && !m0_ws_protocol_offered(&job->req, h->ws_protocol, h->ws_protocol_len)) {
         m0_error("%s: the view chose WebSocket subprotocol %s, which the client did not offer: 500",
                  M0_REQ_LOG(&job->req), M0_LOG_TEXT(h->ws_protocol, h->ws_protocol_len));
+        m0_woh_free(woh);
         return refuse(job, 500, "the application chose a subprotocol the client did not offer");
     }
     /* A granted socket (grant_hold.c) has no target unless --grant-inbound
@@ -151,8 +167,9 @@ static struct m0_hold *ws_begin(struct m0_server *s, struct m0_conn *c)
     /* An asynchronous runner keeps the job and takes messages as they are;
      * a synchronous one gets each as a request made from the handshake's. */
     ws->owned = r != NULL && r->submit != NULL;
+    ws->woh = woh;
     if (!ws->owned && r != NULL)
-        ws->req = m0_ws_snapshot_new(&job->req);
+        ws->req = m0_ws_snapshot_for(&job->req, woh != NULL);
     /* The messages' M0-Channel: a list as the field lists it (commas). */
     ws->channel_len = h->channel_len;
     memcpy(ws->channel, m0_head_channel(h), h->channel_len);
@@ -185,6 +202,11 @@ static void send_close(struct m0_server *s, struct m0_conn *c, unsigned code, co
     send_close_n(s, c, code, why, why ? strlen(why) : 0);
 }
 
+void m0_wshold_close(struct m0_server *s, struct m0_conn *c, unsigned code, const char *why, size_t wlen)
+{
+    send_close_n(s, c, code, why, wlen);
+}
+
 /* Our close frame is out: shut our side and let LINGER wait for the
  * peer's FIN (bounded); the socket leaves the registry now. */
 static void finish_close(struct m0_server *s, struct m0_conn *c)
@@ -200,7 +222,38 @@ static void finish_close(struct m0_server *s, struct m0_conn *c)
  * even after a close: what a client sent before it left is not dropped). */
 static int views_owe(const struct m0_wshold *ws)
 {
-    return !ws->owned && (ws->q_head != NULL || ws->in_flight);
+    return !ws->owned && (ws->q_head != NULL || ws->in_flight || (ws->woh != NULL && m0_woh_owes(ws)));
+}
+
+/* The peer is gone (EOF, a ping unanswered; hard: a reset, reported
+ * whatever the interest): the slot closes now, or once the views have
+ * what it sent (and, over HTTP, its DISCONNECT). */
+static void peer_left(struct m0_server *s, struct m0_conn *c, int hard)
+{
+    c->flags |= C_PEER_GONE;
+    struct m0_wshold *ws = ws_of(c);
+    if (ws->woh != NULL)
+        m0_woh_peer_gone(ws);
+    if (!views_owe(ws)) {
+        m0_conn_close(s, c);
+        return;
+    }
+    ws->peer_gone = 1;
+    if (ws->end_code == 0)
+        ws->end_code = 1006;
+    if (!hard) {
+        m0_conn_interest(s, c, 0);
+        if (ws->woh != NULL)
+            m0_wsbox_drive(s, c);
+        return;
+    }
+    /* The descriptor must go now, or the loop would spin on its HUP; over
+     * HTTP its DISCONNECT still goes when no request is in flight (the
+     * slot waits for it: ORPHAN). */
+    if (ws->woh != NULL && !ws->in_flight)
+        m0_wsbox_drive(s, c);
+    if (c->state == M0_CONN_HELD)
+        m0_conn_close(s, c);
 }
 
 /* After anything that may have queued our close frame, or ended the last
@@ -292,6 +345,8 @@ void m0_wshold_input(struct m0_server *s, struct m0_conn *c, const char *p, size
                 m0_wshold_fail(s, c, M0_WS_CLOSE_POLICY, "this socket only listens");
                 break;
             }
+            if (ws->woh != NULL && m0_woh_detached(ws))
+                break;                /* detached: nobody takes its messages (Pushpin drops them) */
             m0_wsbox_push(ws, ev.opcode, &ws->parser);
             m0_wsbox_drive(s, c);
             break;
@@ -300,6 +355,10 @@ void m0_wshold_input(struct m0_server *s, struct m0_conn *c, const char *p, size
             struct m0_buf b = {.data = frame, .cap = sizeof frame};
             m0_ws_frame(&b, M0_WS_PONG, ev.data, ev.len);     /* §5.5.3: the same payload */
             m0_hold_send(s, c, b.data, b.len);
+            if (ws->woh != NULL && !m0_woh_detached(ws)) {
+                m0_wsbox_push_copy(ws, M0_WS_PING, ev.data, ev.len);    /* posted too, as Pushpin does */
+                m0_wsbox_drive(s, c);
+            }
             break;
         }
         case M0_WS_EV_PONG:
@@ -313,6 +372,10 @@ void m0_wshold_input(struct m0_server *s, struct m0_conn *c, const char *p, size
             if (ws->owned && c->job != NULL)
                 m0_job_peer_reason(c->job, ev.data, ev.len);   /* for websocket.disconnect */
             send_close(s, c, ev.code, NULL);
+            if (ws->woh != NULL) {
+                m0_woh_peer_closed(ws, ev.code, ev.data, ev.len);   /* CLOSE, after its messages */
+                m0_wsbox_drive(s, c);
+            }
             break;            /* the messages before it are still delivered */
         case M0_WS_EV_ERROR:
             m0_wshold_fail(s, c, ev.code, ev.why);
@@ -350,16 +413,7 @@ static void read_frames(struct m0_server *s, struct m0_conn *c)
          * unsubscribe and free the slot now (an owning runner gets what it
          * sent before leaving, ws_release) — unless views still owe
          * it messages: they run first, then the slot closes (m0_wshold_settle). */
-        c->flags |= C_PEER_GONE;
-        struct m0_wshold *ws = ws_of(c);
-        if (views_owe(ws)) {
-            ws->peer_gone = 1;
-            if (ws->end_code == 0)
-                ws->end_code = 1006;
-            m0_conn_interest(s, c, 0);
-            return;
-        }
-        m0_conn_close(s, c);
+        peer_left(s, c, 0);
         return;
     }
     struct m0_wshold *ws = ws_of(c);
@@ -384,6 +438,15 @@ static void ws_enter(struct m0_server *s, struct m0_conn *c)
             on_part(s, c);
         if (c->state != M0_CONN_HELD || c->hold == NULL)
             return;
+    }
+    if (ws->woh != NULL) {
+        /* The OPEN answer's events after its OPEN (its messages, its
+         * control messages). */
+        m0_woh_enter(s, c, c->job != NULL ? c->job->begin_id : 0);
+        if (c->state != M0_CONN_HELD || c->hold == NULL || (c->flags & C_DOOMED)) {
+            m0_conn_close_doomed(s);
+            return;
+        }
     }
     if (m0_buf_unread(&c->in) > 0) {
         /* Frames the client sent right behind its handshake. */
@@ -412,8 +475,7 @@ static void ws_event(struct m0_server *s, struct m0_conn *c, uint32_t ev)
         /* Reset, or gone both ways, while its input was not being read (a
          * full queue): these are reported whatever the interest, so the
          * socket must go now or the loop would spin on them. */
-        c->flags |= C_PEER_GONE;
-        m0_conn_close(s, c);
+        peer_left(s, c, 1);
     }
     if (c->state == M0_CONN_HELD && c->hold != NULL)
         m0_wshold_settle(s, c);
@@ -431,6 +493,22 @@ static void ws_sweep(struct m0_server *s, struct m0_conn *c)
     struct m0_wshold *ws = ws_of(c);
     uint64_t heartbeat_ms = s->holds->heartbeat_ms;
     uint64_t now = now_ms(s);
+    uint64_t woh_next = 0;
+    if (ws->woh != NULL && !ws->peer_gone) {
+        woh_next = m0_woh_tick(s, c);       /* its keep-alives */
+        if (c->state != M0_CONN_HELD || c->hold == NULL)
+            return;
+    }
+    ws_heartbeat(s, c, heartbeat_ms, now);
+    if (woh_next != 0 && c->state == M0_CONN_HELD && woh_next < c->deadline)
+        c->deadline = woh_next;
+}
+
+/* Pings at the heartbeat cadence; a peer silent for two heartbeats after
+ * a ping is gone. */
+static void ws_heartbeat(struct m0_server *s, struct m0_conn *c, uint64_t heartbeat_ms, uint64_t now)
+{
+    struct m0_wshold *ws = ws_of(c);
     c->deadline = now + (heartbeat_ms != 0 ? heartbeat_ms : 60000);     /* the next look (conn.h: tick) */
     if (heartbeat_ms == 0 || ws->close_sent || ws->peer_gone)
         return;
@@ -442,7 +520,7 @@ static void ws_sweep(struct m0_server *s, struct m0_conn *c)
         if (!ws->paused && now - ws->ping_at >= 2 * heartbeat_ms) {
             m0_info("closing a WebSocket that did not answer a ping in %.1f s",
                     (double)(2 * heartbeat_ms) / 1000);
-            m0_conn_close(s, c);
+            peer_left(s, c, 0);
         }
         return;
     }
@@ -456,6 +534,42 @@ static void ws_sweep(struct m0_server *s, struct m0_conn *c)
         ws->ping_at = now;
         c->deadline = now + 2 * heartbeat_ms;      /* the pong's deadline */
     }
+}
+
+/* A grant's m0-refresh notice (docs/realtime.md "Expiry and refresh"): one text frame
+ * a page tells from an event by its type. */
+static void ws_refresh(struct m0_server *s, struct m0_conn *c, int64_t exp)
+{
+    struct m0_wshold *ws = ws_of(c);
+    if (ws->close_sent || ws->peer_gone)
+        return;
+    char text[64], frame[M0_WS_FRAME_HEAD_MAX + sizeof text];
+    int n = snprintf(text, sizeof text, "{\"type\": \"m0-refresh\", \"exp\": %lld}", (long long)exp);
+    struct m0_buf b = {.data = frame, .cap = sizeof frame};
+    m0_ws_frame(&b, M0_WS_TEXT, text, (size_t)n);
+    m0_hold_send(s, c, b.data, b.len);
+}
+
+/* The grant lapsed: our close frame, 4001 (ws.h), then the handshake's end. */
+static void ws_expire(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_wshold *ws = ws_of(c);
+    if (ws->peer_gone) {
+        m0_wshold_settle(s, c);
+        return;
+    }
+    send_close(s, c, M0_WS_CLOSE_GRANT_EXPIRED, "grant expired");
+    if (c->state == M0_CONN_HELD && c->hold != NULL && !(c->flags & C_DOOMED))
+        m0_wshold_settle(s, c);
+}
+
+/* Periodic (conn.h: tick): a grant's notice and end, pings. */
+static void ws_tick(struct m0_server *s, struct m0_conn *c)
+{
+    if (m0_hold_grant_tick(s, c))
+        return;
+    ws_sweep(s, c);
+    m0_hold_grant_due(s, c);
 }
 
 /* ---------------------------------------------------------- the end */
@@ -548,6 +662,8 @@ static void ws_release(struct m0_server *s, struct m0_conn *c)
 
 static void ws_free(struct m0_wshold *ws)
 {
+    m0_woh_free(ws->woh);
+    ws->woh = NULL;
     m0_wsbox_clear(ws);
     m0_ws_parser_free(&ws->parser);
     m0_ws_snapshot_free(ws->req);
@@ -615,6 +731,8 @@ const struct m0_hold_ops m0_ws_hold_ops = {
     .end = ws_end,
     .release = ws_release,
     .complete = ws_complete,
+    .refresh = ws_refresh,
+    .expire = ws_expire,
 };
 
 const struct m0_conn_ops m0_ws_conn_ops = {
@@ -622,7 +740,7 @@ const struct m0_conn_ops m0_ws_conn_ops = {
     .wrote = m0_hold_wrote,
     .watch = m0_hold_watch,
     .event = ws_event,
-    .tick = ws_sweep,
+    .tick = ws_tick,
     .closing = m0_hold_release,
     .complete = ws_complete,
     .hold = &m0_ws_hold_ops,

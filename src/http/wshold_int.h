@@ -14,8 +14,10 @@
 #include "m0/ws.h"
 
 struct m0_conn;
+struct m0_job;
 struct m0_server;
 struct m0_target;
+struct m0_woh;
 
 /* Messages waiting behind the one in flight before the socket stops being
  * read (and their bytes: at most --ws-max-message more). */
@@ -57,6 +59,7 @@ struct m0_wshold {
     uint16_t channel_len;
     uint16_t remote_port;           /* the handshake's client, for the messages' requests */
     uint8_t https;                  /*   (an idle socket has no job to keep it in) */
+    struct m0_woh *woh;             /* its events go over HTTP (wshold_woh.c); NULL: messages */
     char channel[];                 /* M0-Channel of the approval, NUL, the client's address, NUL */
 };
 
@@ -75,5 +78,8 @@ static inline struct m0_wshold *m0_wshold_of(const struct m0_conn *c)
 void m0_wshold_input(struct m0_server *s, struct m0_conn *c, const char *p, size_t n);
 void m0_wshold_settle(struct m0_server *s, struct m0_conn *c);
 void m0_wshold_fail(struct m0_server *s, struct m0_conn *c, unsigned code, const char *why);
+/* Our close frame with code (M0_WS_CLOSE_NO_STATUS: none) and a reason of
+ * wlen bytes (at most 123 are sent); nothing else is sent after it. */
+void m0_wshold_close(struct m0_server *s, struct m0_conn *c, unsigned code, const char *why, size_t wlen);
 
 #endif

@@ -22,6 +22,7 @@
 #include "m0/timer.h"
 #include "m0/ws.h"
 #include "wshold_int.h"
+#include "wshold_woh.h"
 #include "wshold_mailbox.h"
 
 /* Messages waiting behind the one in flight before the socket stops being
@@ -46,6 +47,24 @@ void m0_wsbox_push(struct m0_wshold *ws, int opcode, struct m0_ws_parser *p)
         ws->paused = 1;
 }
 
+void m0_wsbox_push_copy(struct m0_wshold *ws, int opcode, const char *p, size_t n)
+{
+    struct m0_wsmsg *m = m0_xmalloc(sizeof *m);
+    m->next = NULL;
+    m->opcode = (uint8_t)opcode;
+    memset(&m->payload, 0, sizeof m->payload);
+    m0_buf_append(&m->payload, p, n);
+    if (ws->q_tail)
+        ws->q_tail->next = m;
+    else
+        ws->q_head = m;
+    ws->q_tail = m;
+    ws->q_len++;
+    ws->q_bytes += n;
+    if (ws->q_len > QUEUE_MAX || ws->q_bytes > ws->parser.max_message)
+        ws->paused = 1;
+}
+
 void m0_wsbox_clear(struct m0_wshold *ws)
 {
     while (ws->q_head != NULL) {
@@ -59,7 +78,22 @@ void m0_wsbox_clear(struct m0_wshold *ws)
     ws->q_bytes = 0;
 }
 
-/* The view answered a message: its body, if any, back to this socket. */
+/* --access-log: the message's request, POST to the socket's path (ws.h). */
+static void log_request(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_job *job = c->job;
+    struct m0_wshold *ws = m0_wshold_of(c);
+    if (!s->cfg->access_log)
+        return;
+    uint64_t now_us = m0_clock_us();
+    struct m0_access a = {.addr = job->remote_addr[0] ? job->remote_addr : NULL, .req = &job->req,
+                          .status = job->resp.status, .bytes = m0_buf_unread(&job->resp.out),
+                          .duration_us = now_us > ws->msg_us ? now_us - ws->msg_us : 0};
+    m0_access_log(&a);
+}
+
+/* The view answered a message: its body, if any, back to this socket (a
+ * socket over HTTP: its answer's events, wshold_woh.c). */
 static void reply(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_job *job = c->job;
@@ -67,13 +101,10 @@ static void reply(struct m0_server *s, struct m0_conn *c)
     struct m0_wshold *ws = m0_wshold_of(c);
     size_t n = m0_buf_unread(&rs->out);
     const char *p = rs->out.data + rs->out.off;
-    if (s->cfg->access_log) {
-        /* The message's request: POST to the socket's path (ws.h). */
-        uint64_t now_us = m0_clock_us();
-        struct m0_access a = {.addr = job->remote_addr[0] ? job->remote_addr : NULL, .req = &job->req,
-                              .status = rs->status, .bytes = n,
-                              .duration_us = now_us > ws->msg_us ? now_us - ws->msg_us : 0};
-        m0_access_log(&a);
+    log_request(s, c);
+    if (ws->woh != NULL) {
+        m0_woh_answer(s, c);
+        return;
     }
     if (rs->flags & M0_RESP_ABORT) {
         m0_wshold_fail(s, c, M0_WS_CLOSE_INTERNAL, "the application failed");
@@ -138,6 +169,47 @@ void m0_wsbox_offer_all(struct m0_conn *c)
     ws->in_flight = 1;
 }
 
+/* The next request of the socket (its oldest message's; over HTTP, the
+ * queued events as one) to the runner of the target that gated it: on the
+ * target's pool, or (no pool) here on the loop thread, as its requests
+ * run — then its answer at once. */
+static void drive_one(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_wshold *ws = m0_wshold_of(c);
+    struct m0_job *job = m0_conn_job(s, c);      /* an idle socket has none */
+    m0_job_reset(job);
+    job->gen = c->gen;
+    restore_client(ws, job);
+    job->target = ws->target;
+    if (ws->woh != NULL) {
+        m0_woh_request(s, c, job);
+    } else {
+        struct m0_wsmsg *m = ws->q_head;
+        ws->q_head = m->next;
+        if (ws->q_head == NULL)
+            ws->q_tail = NULL;
+        ws->q_len--;
+        ws->q_bytes -= m->payload.len;
+        job->msg_opcode = m->opcode;
+        m0_ws_message_request(&job->req, ws->req, ws->channel, ws->channel_len, m0_conn_slot(s, c), m->opcode,
+                              &m->payload);
+        m0_buf_free(&m->payload);
+        free(m);
+    }
+    ws->in_flight = 1;
+    ws->msg_us = m0_clock_us();
+    if (m0_dispatch(job, M0_RUN_MESSAGE, NULL, m0_loop_now(s->loop)) == M0_QUEUED) {
+        c->flags |= C_RUNNER | C_WS_MSG;
+        m0_target_stats_of(&s->run.tstats, ws->target)->in_flight++;      /* until its completion */
+        return;
+    }
+    ws->in_flight = 0;
+    reply(s, c);
+    job_done(job);
+    m0_conn_job_put(s, c);
+    m0_wshold_settle(s, c);
+}
+
 /* A target without a pool runs a message here, on the loop thread, as its
  * requests run. */
 void m0_wsbox_drive(struct m0_server *s, struct m0_conn *c)
@@ -152,6 +224,13 @@ void m0_wsbox_drive(struct m0_server *s, struct m0_conn *c)
         }
         if (ws->in_flight)
             return;
+        if (ws->woh != NULL && !ws->owned) {
+            if (m0_woh_pending(ws)) {
+                drive_one(s, c);    /* the queued messages and what is owed, as one request */
+                continue;           /* in flight now, or answered inline (the socket may be gone) */
+            }
+            m0_wsbox_clear(ws);     /* nothing is posted any more: what the peer sends is dropped */
+        }
         if (ws->q_head == NULL) {
             if (ws->paused) {
                 /* Room again: what was read meanwhile first, then the socket. */
@@ -171,36 +250,7 @@ void m0_wsbox_drive(struct m0_server *s, struct m0_conn *c)
             m0_wsbox_offer_all(c);
             return;
         }
-        struct m0_wsmsg *m = ws->q_head;
-        ws->q_head = m->next;
-        if (ws->q_head == NULL)
-            ws->q_tail = NULL;
-        ws->q_len--;
-        ws->q_bytes -= m->payload.len;
-        struct m0_job *job = m0_conn_job(s, c);      /* an idle socket has none */
-        uint32_t slot = m0_conn_slot(s, c);
-        m0_job_reset(job);
-        job->gen = c->gen;
-        restore_client(ws, job);
-        job->target = ws->target;
-        job->msg_opcode = m->opcode;
-        m0_ws_message_request(&job->req, ws->req, ws->channel, ws->channel_len, slot, m->opcode, &m->payload);
-        m0_buf_free(&m->payload);
-        free(m);
-        ws->in_flight = 1;
-        ws->msg_us = m0_clock_us();
-        /* On the target's pool, or (no pool) on the loop thread, as its
-         * requests run. */
-        if (m0_dispatch(job, M0_RUN_MESSAGE, NULL, m0_loop_now(s->loop)) == M0_QUEUED) {
-            c->flags |= C_RUNNER | C_WS_MSG;
-            m0_target_stats_of(&s->run.tstats, ws->target)->in_flight++;      /* until its completion */
-            return;
-        }
-        ws->in_flight = 0;
-        reply(s, c);
-        job_done(job);
-        m0_conn_job_put(s, c);
-        m0_wshold_settle(s, c);
+        drive_one(s, c);            /* in flight now, or answered inline (the socket may be gone) */
     }
 }
 

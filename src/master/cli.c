@@ -110,11 +110,14 @@ static const struct opt opts[] = {
     {"--grip-key-file", "M0_GRIP_KEY_FILE", T_STR, O(grip_key_file), 0, 0, "FILE", "GRIP: the shared key (the file's first line; not readable by other users); Grip-* instructions are honoured, requests carry Grip-Sig; implies --realtime"},
     {"--grip-control", "M0_GRIP_CONTROL", T_STR, O(grip_control), 0, 0, "ADDR", "GRIP: HOST:PORT or unix:PATH answering EPCP POST /publish/ (Bearer key or JWT); needs --grip-key-file"},
     {"--grip-max-body", "M0_GRIP_MAX_BODY", T_BYTES, O(grip_max_body), 0, 0, "BYTES", "GRIP: the largest publish body the control port reads, else 413 before reading it (default 1m)"},
+    {"--ws-over-http", "M0_WS_OVER_HTTP", T_PREFIX, O(ws_over_http), 0, 0, "PREFIX", "GRIP: WebSocket handshakes under PREFIX to a WSGI mount speak Pushpin's WebSocket-over-HTTP: their events are POSTed to the view (django-grip's WebSocketContext), the answers sent back; implies --realtime"},
     {"--grant-key-file", "M0_GRANT_KEY_FILE", T_STR, O(grant_key_file), 0, 0, "FILE", "signed stream grants: HMAC keys, one 'KID SECRET' a line, mode 600 (checked at start; exit 78 when refused)"},
     {"--grant-path", "M0_GRANT_PATH", T_PREFIX, O(grant_path), 0, 0, "PREFIX", "signed stream grants: PREFIX/sse and PREFIX/ws hold a grant's channels, no Python call; needs --grant-key-file; implies --realtime"},
     {"--grant-cookie", "M0_GRANT_COOKIE", T_STR, O(grant_cookie), 0, 0, "NAME", "signed stream grants: the token may also come in cookie NAME"},
     {"--grant-cors-origin", "M0_GRANT_CORS_ORIGINS", T_ORIGIN, O(grant_cors_origins), 0, 0, "ORIGIN", "signed stream grants: an origin (https://host[:port]) that may subscribe with credentials; repeatable; M0_GRANT_CORS_ORIGINS lists several, comma-separated"},
     {"--grant-inbound", "M0_GRANT_INBOUND", T_STR, O(grant_inbound), 0, 0, "PATH", "signed stream grants: POST a granted socket's messages to PATH (default: close 1008)"},
+    {"--grant-expire", "M0_GRANT_EXPIRE", T_CHOICE, O(grant_expire), 0, 0, "close|keep", "signed stream grants: close a held stream at its grant's exp (default close; keep: it stays open)"},
+    {"--grant-refresh", "M0_GRANT_REFRESH", T_SECONDS, O(grant_refresh), 0, 0, "S", "signed stream grants: send m0-refresh S seconds before exp (default 30, at most half the grant's remaining life; 0: none)"},
     {"--log-level", "M0_LOG_LEVEL", T_LOGLEVEL, O(log_level), 0, 0, "L", "debug|info|warning|error|critical (default info)"},
 };
 
@@ -198,6 +201,7 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->log_level = "info";
     cfg->heartbeat = 15;
     cfg->presence_debounce = 5;
+    cfg->grant_refresh = -1;             /* M0_GRANT_REFRESH_DEFAULT unless given */
     cfg->replay = 100;
     cfg->replay_bytes = 1024 * 1024;
     cfg->replay_total = 64 * 1024 * 1024;
@@ -785,7 +789,7 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
     }
     /* GRIP holds and grants are held streams: either flag implies
      * --realtime, as the realtime flags a user would not think to add. */
-    if (cfg->grip_key_file != NULL || cfg->grant_path != NULL)
+    if (cfg->grip_key_file != NULL || cfg->grant_path != NULL || cfg->ws_over_http != NULL)
         cfg->realtime = 1;
     if (cfg->presence_events != NULL && cfg->presence_events[0] != '\0')
         cfg->realtime = 1;           /* join/leave are events on held streams' channels */

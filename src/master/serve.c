@@ -59,6 +59,7 @@
 #include "m0/static_http.h"
 #include "m0/timer.h"
 #include "m0/wshold.h"
+#include "m0/wshold_open.h"
 #include "m0/wsframes.h"
 #include "m0/control.h"
 
@@ -545,6 +546,7 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
     m0_endpoint_add(s, &m0_health_endpoint);
     m0_endpoint_add(s, &m0_grant_endpoint);
     m0_endpoint_add(s, &m0_static_endpoint);
+    m0_endpoint_add(s, &m0_woh_endpoint);          /* before the mounts: their WebSockets over HTTP */
     m0_endpoint_add(s, &m0_h1_app_endpoint);
     m0_endpoint_add(s, &m0_unmounted_endpoint);
     s->life.next_sweep = m0_loop_now(s->loop) + SWEEP_MS;

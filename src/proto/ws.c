@@ -521,22 +521,39 @@ struct m0_ws_snapshot {
     char data[];
 };
 
-/* Handshake fields that must not reappear on a message's request. */
-static int handshake_field(const char *n, size_t len)
+static int named_in(const char *n, size_t len, const char *const *names, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        if (strlen(names[i]) == len && strncasecmp(n, names[i], len) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Handshake fields that must not reappear on a message's request. Over
+ * HTTP (Pushpin's WebSocket-over-HTTP, woh.h) the Sec-WebSocket-* fields
+ * stay (the application chooses a subprotocol from them) but Extensions,
+ * which the server negotiates itself, and the fields the protocol's
+ * requests set (Accept, Content-Type, Connection-Id, Meta-*: a client's own
+ * never reach the application, as Pushpin drops them). */
+static int handshake_field(const char *n, size_t len, int over_http)
 {
     static const char *const drop[] = {"upgrade", "connection", "content-length", "transfer-encoding",
                                        "expect", "keep-alive", "te", "trailer"};
+    static const char *const woh_drop[] = {"sec-websocket-extensions", "accept", "content-type", "connection-id"};
     /* M0-Grant-* are the loop's own (grant_hold.c: a client's M0-* never
      * pass the parser); other M0-* fields are the message request's to set. */
     if (len >= 9 && strncasecmp(n, "m0-grant-", 9) == 0)
         return 0;
-    if ((len >= 14 && strncasecmp(n, "sec-websocket-", 14) == 0) || (len >= 3 && strncasecmp(n, "m0-", 3) == 0))
+    if (len >= 3 && strncasecmp(n, "m0-", 3) == 0)
         return 1;
-    for (size_t i = 0; i < M0_ARRAY_LEN(drop); i++) {
-        if (strlen(drop[i]) == len && strncasecmp(n, drop[i], len) == 0)
+    if (over_http) {
+        if ((len >= 5 && strncasecmp(n, "meta-", 5) == 0) || named_in(n, len, woh_drop, M0_ARRAY_LEN(woh_drop)))
             return 1;
+    } else if (len >= 14 && strncasecmp(n, "sec-websocket-", 14) == 0) {
+        return 1;
     }
-    return 0;
+    return named_in(n, len, drop, M0_ARRAY_LEN(drop));
 }
 
 static char *put(char *d, const char *s, uint32_t n)
@@ -560,12 +577,17 @@ static const char *get(const char *d, const char **s, uint32_t *n)
 
 struct m0_ws_snapshot *m0_ws_snapshot_new(const struct m0_req *r)
 {
+    return m0_ws_snapshot_for(r, 0);
+}
+
+struct m0_ws_snapshot *m0_ws_snapshot_for(const struct m0_req *r, int over_http)
+{
     size_t size = 4 * sizeof(uint32_t) + r->target_len + r->path_len + r->query_len +
                   (r->authority ? r->authority_len : 0);
     uint32_t nh = 0;
     for (unsigned i = 0; i < r->nhdrs; i++) {
         const struct m0_hdr *h = &r->hdrs[i];
-        if (handshake_field(h->name, h->name_len))
+        if (handshake_field(h->name, h->name_len, over_http))
             continue;
         size += 2 * sizeof(uint32_t) + h->name_len + h->value_len;
         nh++;
@@ -580,7 +602,7 @@ struct m0_ws_snapshot *m0_ws_snapshot_new(const struct m0_req *r)
     d = put(d, r->authority, r->authority ? r->authority_len : NONE);
     for (unsigned i = 0; i < r->nhdrs; i++) {
         const struct m0_hdr *h = &r->hdrs[i];
-        if (handshake_field(h->name, h->name_len))
+        if (handshake_field(h->name, h->name_len, over_http))
             continue;
         d = put(d, h->name, h->name_len);
         d = put(d, h->value, h->value_len);
@@ -607,8 +629,35 @@ static void add_header(struct m0_req *r, const char *name, const char *value, si
     h->value_len = (uint32_t)vlen;
 }
 
-void m0_ws_message_request(struct m0_req *r, const struct m0_ws_snapshot *snap, const char *channel,
-                           size_t channel_len, uint32_t slot, int opcode, struct m0_buf *payload)
+void m0_ws_request_add(struct m0_req *r, const char *name, size_t nlen, const char *value, size_t vlen)
+{
+    if (r->nhdrs >= r->hdrs_cap)
+        return;
+    struct m0_hdr *h = &r->hdrs[r->nhdrs++];
+    h->name = m0_arena_strndup(&r->arena, name, nlen);
+    h->name_len = (uint32_t)nlen;
+    h->value = m0_arena_strndup(&r->arena, value, vlen);
+    h->value_len = (uint32_t)vlen;
+}
+
+void m0_ws_request_body(struct m0_req *r, struct m0_buf *body)
+{
+    char num[24];
+    int len = snprintf(num, sizeof num, "%zu", body->len - body->off);
+    if (r->nhdrs < r->hdrs_cap)
+        add_header(r, "Content-Length", num, (size_t)len);
+    r->content_length = (int64_t)(body->len - body->off);
+    /* The payload becomes the body, by moving its buffer. */
+    m0_buf_compact(body);
+    struct m0_buf old = r->body;
+    r->body = *body;
+    m0_buf_reset(&old);
+    *body = old;
+    r->body_len = r->body.len;
+    r->body_fd = -1;
+}
+
+void m0_ws_snapshot_request(struct m0_req *r, const struct m0_ws_snapshot *snap, unsigned extra)
 {
     const char *s, *d = snap->data;
     uint32_t n;
@@ -632,7 +681,7 @@ void m0_ws_message_request(struct m0_req *r, const struct m0_ws_snapshot *snap, 
     r->http_major = 1;
     r->http_minor = 1;
     r->flags = 0;
-    r->hdrs_cap = snap->nhdrs + 5;
+    r->hdrs_cap = snap->nhdrs + extra + 1;      /* + Content-Length (m0_ws_request_body) */
     r->hdrs = m0_arena_alloc(&r->arena, r->hdrs_cap * sizeof *r->hdrs);
     for (uint32_t i = 0; i < snap->nhdrs; i++) {
         struct m0_hdr *h = &r->hdrs[r->nhdrs++];
@@ -643,25 +692,21 @@ void m0_ws_message_request(struct m0_req *r, const struct m0_ws_snapshot *snap, 
         h->value = m0_arena_strndup(&r->arena, s, n);
         h->value_len = n;
     }
+}
+
+void m0_ws_message_request(struct m0_req *r, const struct m0_ws_snapshot *snap, const char *channel,
+                           size_t channel_len, uint32_t slot, int opcode, struct m0_buf *payload)
+{
+    m0_ws_snapshot_request(r, snap, 4);
     /* Names as static strings: the arena need not hold them. */
     char num[24];
-    int len = snprintf(num, sizeof num, "%zu", payload->len - payload->off);
     if (opcode == M0_WS_TEXT)
         add_header(r, "Content-Type", "text/plain; charset=utf-8", 25);
     else
         add_header(r, "Content-Type", "application/octet-stream", 24);
-    add_header(r, "Content-Length", num, (size_t)len);
     add_header(r, "M0-Channel", channel, channel_len);
-    len = snprintf(num, sizeof num, "%u", slot);
+    int len = snprintf(num, sizeof num, "%u", slot);
     add_header(r, "M0-Slot", num, (size_t)len);
     add_header(r, "M0-Opcode", opcode == M0_WS_TEXT ? "text" : "binary", opcode == M0_WS_TEXT ? 4 : 6);
-    r->content_length = (int64_t)(payload->len - payload->off);
-    /* The payload becomes the body, by moving its buffer. */
-    m0_buf_compact(payload);
-    struct m0_buf old = r->body;
-    r->body = *payload;
-    m0_buf_reset(&old);
-    *payload = old;
-    r->body_len = r->body.len;
-    r->body_fd = -1;
+    m0_ws_request_body(r, payload);
 }

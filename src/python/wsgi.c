@@ -163,8 +163,9 @@ static int copy_head(struct m0_job *job, PyObject *status, PyObject *headers)
     m0_head_status(h, (st[0] - '0') * 100 + (st[1] - '0') * 10 + (st[2] - '0'), slen > 4 ? st + 4 : NULL,
                    slen > 4 ? (size_t)slen - 4 : 0);
     Py_XDECREF(own);
-    /* With a GRIP key, Grip-* fields instruct this server (body.h). */
-    h->grip_on = job->target->grip_key != NULL && !state_of(job)->message;
+    /* With a GRIP key, Grip-* fields instruct this server (body.h): on a
+     * response, or on the answer to a GRIP hold's next link (job.h). */
+    h->grip_on = job->target->grip_key != NULL && (!state_of(job)->message || job->grip_own);
     /* Converting a str runs no Python code, so the list cannot change
      * under this loop; after it, the list is never read again. */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(headers); i++) {

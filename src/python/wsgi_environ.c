@@ -123,15 +123,16 @@ static int set_str(PyObject *d, PyObject *key, const char *s, size_t n)
 /* The request's field lines as HTTP_* keys, CONTENT_TYPE and
  * CONTENT_LENGTH (PEP 3333, CGI 1.1 §4.1.18); *have_cl says whether the
  * request had a Content-Length. 0, or -1 with an exception set. */
-static int add_headers(PyObject *env, const struct m0_req *r, const struct m0_target *t, int *have_cl)
+static int add_headers(PyObject *env, const struct m0_req *r, const struct m0_target *t, int own, int *have_cl)
 {
     int grip = t != NULL && t->grip_key != NULL;
     for (unsigned i = 0; i < r->nhdrs; i++) {
         const struct m0_hdr *h = &r->hdrs[i];
         /* GRIP: a client's Grip-* fields never reach the application (a
          * forged Grip-Sig or Grip-Last would steer it), as Pushpin strips
-         * them from a client it does not trust. */
-        if (grip && m0_grip_is_field(h->name, h->name_len))
+         * them from a client it does not trust; a request the server made
+         * itself (own: a next link's Grip-Last, job.h) keeps its own. */
+        if (grip && !own && m0_grip_is_field(h->name, h->name_len))
             continue;
         if (h->name_len == 12 && strncasecmp(h->name, "content-type", 12) == 0) {
             if (set_str(env, s_CONTENT_TYPE, h->value, h->value_len) == -1)
@@ -223,7 +224,7 @@ PyObject *m0_environ_build(struct m0_job *job, PyObject *template, PyObject *inp
         goto fail;
 
     int have_cl = 0;
-    if (add_headers(env, r, job->target, &have_cl) == -1)
+    if (add_headers(env, r, job->target, job->grip_own, &have_cl) == -1)
         goto fail;
     /* A chunked body has no Content-Length on the wire; it is fully received
      * and decoded by now, so tell frameworks (which read CONTENT_LENGTH

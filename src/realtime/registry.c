@@ -670,3 +670,75 @@ size_t m0_registry_top(const struct m0_registry *r, struct m0_channel_stat *out,
     }
     return n;
 }
+
+void m0_registry_set_channels(struct m0_registry *r, uint32_t slot, const char *channel, size_t len,
+                              uint64_t start, m0_deliver_cb cb, void *ctx)
+{
+    if (slot >= r->nslots)
+        return;
+    if (r->of[slot] == NULL) {
+        if (len > 0)
+            m0_registry_subscribe(r, slot, channel, len, start, 1, cb, ctx);
+        return;
+    }
+    /* The channels it had, to tell the kept ones from the new ones. */
+    struct chan *had[LIST_MAX];
+    size_t nhad = 0;
+    had[nhad++] = r->of[slot];
+    for (uint32_t k = r->xfirst != NULL ? r->xfirst[slot] : NONE; k != NONE && nhad < LIST_MAX; k = r->x[k].chain)
+        had[nhad++] = r->x[k].chan;
+    uint64_t keep = r->last[slot];
+    m0_registry_unsubscribe(r, slot);
+    const char *name[LIST_MAX];
+    size_t nlen[LIST_MAX];
+    size_t n = split(channel, len, name, nlen, LIST_MAX);
+    if (n == 0)
+        return;
+    struct chan *cs[LIST_MAX];
+    for (size_t i = 0; i < n; i++)
+        cs[i] = find_or_add(r, name[i], nlen[i]);
+    r->of[slot] = cs[0];
+    link_node(r, cs[0], slot);
+    if (n > 1 && r->xfirst == NULL) {
+        r->xfirst = m0_xmalloc(r->nslots * sizeof *r->xfirst);
+        memset(r->xfirst, 0xff, r->nslots * sizeof *r->xfirst);
+    }
+    if (r->xfirst != NULL)
+        r->xfirst[slot] = NONE;
+    for (size_t i = n - 1; i >= 1; i--) {
+        uint32_t k = xnode_new(r, slot, cs[i]);
+        r->x[k].chain = r->xfirst[slot];
+        r->xfirst[slot] = k;
+        link_node(r, cs[i], r->nslots + k);
+    }
+    r->held++;
+    r->last[slot] = keep;
+    /* Relinked first in each list, the slot is behind the cursor of an
+     * event of a kept channel still being fanned out: what the kept
+     * channels' journals hold after its filter is delivered now, in id
+     * order (the fan-out then finds it has them). A new channel starts
+     * now: its journal is not replayed. */
+    struct jentry *at[LIST_MAX];
+    for (size_t i = 0; i < n; i++) {
+        int kept = 0;
+        for (size_t j = 0; j < nhad && !kept; j++)
+            kept = had[j] == cs[i];
+        at[i] = kept ? cs[i]->jhead : NULL;
+        while (at[i] != NULL && at[i]->id <= keep)
+            at[i] = at[i]->next;
+    }
+    for (;;) {
+        size_t best = n;
+        for (size_t i = 0; i < n; i++)
+            if (at[i] != NULL && (best == n || at[i]->id < at[best]->id))
+                best = i;
+        if (best == n)
+            break;
+        struct jentry *e = at[best];
+        at[best] = e->next;
+        if (e->id <= r->last[slot])
+            continue;
+        cb(ctx, slot, e->id, e->data, e->len);
+        r->last[slot] = e->id;
+    }
+}

@@ -632,6 +632,13 @@ void m0_rt_presence(struct m0_rt *rt, uint32_t slot, const char *sub, size_t sle
         rt->watch->sub(rt->watch_ctx, slot, sub, slen);
 }
 
+void m0_rt_set_channels(struct m0_rt *rt, uint32_t slot, const char *channel, size_t clen, uint64_t start)
+{
+    rt->replaying = 1;
+    m0_registry_set_channels(rt->reg, slot, channel, clen, start, deliver, rt);
+    rt->replaying = 0;
+}
+
 /* ---------------------------------------------------------- a source */
 
 void m0_rt_set_position(struct m0_rt *rt, const uint64_t *position)

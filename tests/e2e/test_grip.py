@@ -681,10 +681,13 @@ def test_asgi_gets_grip_sig_and_holds_a_grip_stream(tmp_path, start_server):
         s.close()
 
 
-def test_an_item_that_does_not_chain_on_prev_id_ends_the_stream(grip):
-    """django-eventstream holds with prev-id = its storage's last id: an item
-    whose prev-id is another means one was missed; the stream ends so the
-    browser reconnects with Last-Event-ID and the storage answers."""
+def test_an_item_that_does_not_chain_is_recovered_through_the_next_link_on_the_open_stream(grip):
+    """django-eventstream holds with prev-id = its storage's last id and a
+    Grip-Link rel=next: an item whose prev-id is another means one was
+    missed, so the server asks the link (Grip-Last: events-test; last-id=)
+    as Pushpin does, and the stream stays open — the item that did not
+    chain never reaches it, the next send_event (which chains on the
+    storage's id the link's answer gave) does, on the same connection."""
     s = Stream(grip["port"], "/events/")
     try:
         head = s.head()
@@ -692,19 +695,18 @@ def test_an_item_that_does_not_chain_on_prev_id_ends_the_stream(grip):
         pub = publisher(grip["cport"])
         pub.publish_http_stream("events-test", "event: message\nid: %I\ndata: skipped\n\n", id="100000",
                                 prev_id="99999", blocking=True)
-        body = s.read_to_eof()
-        assert b"skipped" not in body
+        get(grip["port"], "/send/?text=chained")
+        s.read_until('data: {"text": "chained"}')
+        assert b"skipped" not in s.buf and not s.eof
+        get(grip["port"], "/send/?text=again")
+        s.read_until('data: {"text": "again"}')
     finally:
         s.close()
     assert head.startswith("HTTP/1.1 200")
-    # A chained one is delivered: the next send_event's prev-id is the last id.
-    s = Stream(grip["port"], "/events/")
-    try:
-        s.read_until("event: stream-open")
-        get(grip["port"], "/send/?text=chained")
-        s.read_until('data: {"text": "chained"}')
-    finally:
-        s.close()
+    # The link was asked once, as a GET the application saw as proxied.
+    link = grip["server"].stdout.wait_for(re.compile(r"^GET /events/\?[^ ]*link=next[^ ]* HTTP/1.1 200 "), WAIT)
+    assert link is not None
+    assert len(re.findall(r"(?m)^GET /events/\?[^ ]*link=next", grip["server"].stdout.text())) == 1
 
 
 def test_a_hold_on_several_channels_gets_each_and_chains_each_prev_id(grip):
@@ -736,11 +738,12 @@ def test_a_hold_on_several_channels_gets_each_and_chains_each_prev_id(grip):
         s.read_until("data: kick")
         assert b"data: nope" not in s.buf
         # An item on events-two that does not chain on events-two's id is a
-        # missed one: the stream ends (the browser reconnects).
+        # missed one: recovered through the next link, the stream kept.
         pub.publish_http_stream("events-two", "event: message\ndata: skipped\n\n", id="900", prev_id="899",
                                 blocking=True)
-        body = s.read_to_eof()
-        assert b"skipped" not in body
+        get(grip["port"], "/send/?channel=two&text=after-the-gap")
+        s.read_until('data: {"text": "after-the-gap"}')
+        assert b"skipped" not in s.buf and not s.eof
     finally:
         s.close()
 
