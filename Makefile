@@ -114,6 +114,7 @@ PURE     := src/base/buf.c src/base/log.c src/base/log_text.c src/base/timer.c s
             src/realtime/broker_url.c src/realtime/bus.c src/realtime/order.c src/realtime/registry.c src/realtime/rt.c src/http/health_json.c \
             src/core/fork.c src/realtime/presence.c src/realtime/presence_announce.c \
             src/http/mime.c src/http/static.c src/http/static_rules.c src/master/cli.c src/master/cli_hint.c
+PURE     += src/realtime/broker_seen.c
 LLHTTP   := api.c http.c llhttp.c
 
 OBJS     := $(SRCS:src/%.c=$(BUILD)/%.o)
