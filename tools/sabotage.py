@@ -189,9 +189,8 @@ def seed_build():
             st = os.stat(src)
             os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
     dirs = {os.path.join("build", "unit")}
-    for extra in ([], ["PYTHON=" + ft_python()] if ft_python() else None):
-        if extra is None:
-            continue
+    pythons = [[]] + ([["PYTHON=" + ft_python()]] if ft_python() else [])
+    for extra in pythons:
         r = run(["make", "-s", "--no-print-directory", *extra, "print-build"], ROOT)
         out = r.stdout.strip().splitlines()
         if r.returncode == 0 and out:
