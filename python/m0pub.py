@@ -1301,12 +1301,15 @@ _warned_reads = set()
 def _read_settings(m0):
     """The broker a read asks, as _broker_settings gives it: in a worker
     the server's --broker (m0 its built-in module), else M0_BROKER's;
-    None without one."""
+    None without one, or when it is not Redis (the NATS engine keeps no
+    presence parts or read scripts: channel_info, presence and history
+    answer from this host)."""
     if m0 is None:
-        return _broker_settings()
+        got = _broker_settings()
+        return got if got is None or got["cfg"]["engine"] == "redis" else None
     got = m0._broker_settings()
-    if got is None:
-        return None
+    if got is None or got[0]["engine"] != "redis":
+        return None              # NATS keeps no such table yet: this host answers (docs/realtime.md)
     cfg, prefix, retention, backlog, min_replicas, ca, cert, key = got
     return {"cfg": cfg, "prefix": prefix, "retention": retention, "backlog": backlog,
             "min_replicas": min_replicas, "ssl": _ssl_context(ca, cert, key) if cfg["tls"] else None}
@@ -1689,7 +1692,9 @@ def grant(channels, ttl=GRANT_TTL, sub=None, kid=None, key_file=None, now=None):
     the token stays valid (default 3600); the server checks it when a stream
     is opened -- also when an EventSource reconnects with the same URL, so
     a page that must survive a longer outage needs a longer ttl or a fresh
-    URL. sub: an optional str naming who it is for (logged; handed to an
+    URL; with ``--grant-expire close`` (the default) the stream itself ends
+    at exp, after an ``m0-refresh`` notice (docs/realtime.md "Expiry and
+    refresh"). sub: an optional str naming who it is for (logged; handed to an
     inbound view). kid: the key to sign with; None signs with the LAST key,
     the newest -- in a worker of m0serve, the newest one every worker of the
     server verifies. The keys: in a worker of m0serve (no key_file given),

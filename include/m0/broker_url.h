@@ -75,7 +75,8 @@ int m0_broker_parse_url(const char *url, struct m0_broker_cfg *cfg, char *err, s
 int m0_broker_configure(const struct m0_config *cfg);
 
 /* The engine's flags fit the broker b (NULL: none): --broker-replicas only
- * with nats://, --broker-min-replicas only with Redis, the TLS flags
+ * with nats://, --broker-min-replicas only with Redis, --presence-events
+ * not with NATS (its presence parts live in Redis); the TLS flags
  * (--broker-ca-certs, --broker-certfile, --broker-keyfile) only with a TLS
  * URL, a key only with a certificate. M0_OK, or M0_ERR with "--flag: why"
  * in err. Pure. */

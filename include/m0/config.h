@@ -135,6 +135,9 @@ struct m0_config {
     unsigned ngrant_cors_origins;
     int grant_cors_from_env;    /* the origins came from M0_GRANT_CORS_ORIGINS (argv replaces them) */
     const char *grant_inbound;  /* --grant-inbound PATH: where a granted socket's messages are POSTed */
+    const char *grant_expire;   /* --grant-expire close|keep (NULL: close): a held stream ends at its grant's exp */
+    double grant_refresh;       /* --grant-refresh S: the m0-refresh notice S seconds before exp (< 0: the
+                                   default, M0_GRANT_REFRESH_DEFAULT; 0: no notice) */
     struct m0_grant_keys *grant_keys;   /* loaded by main from grant_key_file; NULL without one */
     unsigned grant_sign;        /* set by the master before each fork: the index of grant_keys the
                                    worker signs with at first (master_keys.c) */

@@ -28,6 +28,9 @@
 #define M0_GRANT_KEY_MAX      512         /* bytes of one secret */
 #define M0_GRANT_FILE_MAX     (64 * 1024) /* bytes of the key file */
 #define M0_GRANT_QUERY_PARAM  "token"     /* RFC 6750 §2.3's place, by this name */
+#define M0_GRANT_LAST_ID_PARAM "last_event_id"  /* PREFIX/sse: where to resume when no Last-Event-ID
+                                                  header came (a page's new EventSource cannot send one) */
+#define M0_GRANT_REFRESH_DEFAULT 30       /* seconds: --grant-refresh when not given */
 
 /* Outcomes beyond enum m0_jwt_status (which m0_grant_verify also returns). */
 enum m0_grant_status {
@@ -163,8 +166,8 @@ const char *m0_grant_origin_error(const char *s, size_t n);
 
 /* The --grant-* flags against each other (the key file's contents are
  * m0_grant_keys_load's business): --grant-path needs --grant-key-file (it
- * implies --realtime: m0_config_parse sets it); --grant-cookie, --grant-cors-origin and --grant-inbound
- * need --grant-path; --grant-cookie must be a token (RFC 6265 §4.1.1
+ * implies --realtime: m0_config_parse sets it); --grant-cookie, --grant-cors-origin, --grant-inbound,
+ * --grant-expire and --grant-refresh need --grant-path; --grant-cookie must be a token (RFC 6265 §4.1.1
  * cookie-name), --grant-inbound an absolute path. M0_OK, or M0_ERR with
  * one line naming the flag in err. */
 int m0_grant_check_flags(const struct m0_config *cfg, char *err, size_t cap);

@@ -86,6 +86,11 @@ struct m0_hold_ops {
     void (*release)(struct m0_server *s, struct m0_conn *c);
     /* A completion of the runner that owns the socket (job.h). */
     void (*complete)(struct m0_server *s, struct m0_conn *c, const struct m0_completion *done);
+    /* A grant's expiry (--grant-expire close; NULL: the implementation
+     * outlives its grant): refresh sends the m0-refresh notice naming exp
+     * (seconds since the epoch); expire ends the stream as the grant lapses. */
+    void (*refresh)(struct m0_server *s, struct m0_conn *c, int64_t exp);
+    void (*expire)(struct m0_server *s, struct m0_conn *c);
 };
 
 /* The base every hold starts with. */
@@ -109,11 +114,18 @@ struct m0_hold {
     int log_status;
     uint64_t sent;              /* bytes written since the head, the view's body included */
     uint64_t heads;             /* of those, heads the hold wrote (a long-poll's answer) */
+    /* A grant's end (job->grant_exp, --grant-expire close), in loop clock
+     * ms: the m0-refresh notice at refresh_at (0: sent, or none), the end
+     * at expire_at (0: never). Kept in the loop's timer wheel as the
+     * connection's next tick (m0_hold_grant_tick): nothing scans for them. */
+    uint64_t refresh_at, expire_at;
+    int64_t exp;                /* the grant's exp, seconds since the epoch (the notice's) */
 };
 
 /* The loop's holds: the sink of its realtime engine. */
 struct m0_holds {
     uint64_t heartbeat_ms;      /* --heartbeat (0: none) */
+    uint64_t refresh_ms;        /* --grant-refresh (0: no m0-refresh notice) */
     size_t outbox_limit;        /* --outbox-limit */
     int corking;                /* inside a fan-out pass: queue, write at its end */
     int direct;                 /* this pass touches a connection once: write each delivery at once */
@@ -159,6 +171,16 @@ void m0_hold_answered(struct m0_conn *c, int code, size_t head_len);
  * client reconnects and resumes with Last-Event-ID); a WebSocket gets a
  * close frame (1001) first. */
 void m0_hold_end_all(struct m0_server *s);
+
+/* A grant's expiry (--grant-expire close; docs/realtime.md "Expiry and refresh"),
+ * called from the tick of an implementation with refresh/expire ops
+ * (SSE, WebSocket): the m0-refresh notice once refresh_at has come, then
+ * the end once expire_at has. Returns 1 when the hold was ended (c may be
+ * closed: touch nothing more), else 0. */
+int m0_hold_grant_tick(struct m0_server *s, struct m0_conn *c);
+/* After an implementation's tick set c->deadline (its heartbeat): bring it
+ * forward to the grant's next moment, if that is sooner. */
+void m0_hold_grant_due(struct m0_server *s, struct m0_conn *c);
 
 /* Send n bytes on a held (or about to be held) connection: written at
  * once when nothing is waiting, else queued on the connection (one more

@@ -175,6 +175,8 @@ struct m0_job {
     uint64_t queued_ms;         /* loop clock at submission */
     uint64_t hold_start;        /* newest event id when the hold was decided */
     uint64_t hold_last_id;      /* the request's Last-Event-ID (0: none) */
+    int64_t grant_exp;          /* a grant hold's exp, seconds since the epoch, with --grant-expire
+                                   close (grant_hold.c; the hold ends then: hold.h); 0: none */
     uint64_t begin_id;          /* newest event id when the request was dispatched (a GRIP hold starts there) */
     /* Each runner's private per-job state, by runner id: a slot's job may
      * serve one target's runner now and another's later (mounts). */

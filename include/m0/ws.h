@@ -39,6 +39,11 @@ enum m0_ws_opcode {
 #define M0_WS_CLOSE_POLICY      1008   /* policy violation (a granted socket only listens) */
 #define M0_WS_CLOSE_TOO_BIG     1009
 #define M0_WS_CLOSE_INTERNAL    1011
+/* A granted socket's grant lapsed (--grant-expire close): a code of the
+ * private-use range (RFC 6455 §7.4.2, 4000-4999, "by prior agreement":
+ * docs/realtime.md is the agreement), 4000 + HTTP's 401, so a page can
+ * tell "fetch a fresh grant" from a policy refusal (1008) or a drain (1001). */
+#define M0_WS_CLOSE_GRANT_EXPIRED 4001
 
 #define M0_WS_CONTROL_MAX 125          /* payload bytes of a control frame (§5.5) */
 #define M0_WS_ACCEPT_LEN 28            /* base64 of a SHA-1 digest */

@@ -447,7 +447,9 @@ int m0_grant_check_flags(const struct m0_config *cfg, char *err, size_t cap)
     } else {
         const char *lone = cfg->grant_cookie != NULL ? "--grant-cookie"
                            : cfg->ngrant_cors_origins > 0 ? "--grant-cors-origin"
-                           : cfg->grant_inbound != NULL ? "--grant-inbound" : NULL;
+                           : cfg->grant_inbound != NULL ? "--grant-inbound"
+                           : cfg->grant_expire != NULL ? "--grant-expire"
+                           : cfg->grant_refresh >= 0 ? "--grant-refresh" : NULL;
         if (lone != NULL) {
             snprintf(err, cap, "m0serve: error: %s: needs --grant-path", lone);
             return M0_ERR;

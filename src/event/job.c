@@ -74,6 +74,7 @@ void m0_job_reset(struct m0_job *job)
     job->wake = NULL;
     job->hold_start = job->hold_last_id = 0;
     job->woh = job->grip_own = 0;
+    job->grant_exp = 0;
     m0_access_kept_free(job->alog);
     job->alog = NULL;
     atomic_store(&job->run_state, M0_JOB_IDLE);

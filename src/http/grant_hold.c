@@ -7,7 +7,10 @@
  * job's head and response filled as m0_job_commit fills them for a view),
  * on the grant's channels — all of them, or the ones the "channel" query
  * parameter picks among them — so Last-Event-ID resume, the journal, the
- * --outbox-limit and the m0-gap notices are the view holds' own.
+ * --outbox-limit and the m0-gap notices are the view holds' own. With
+ * --grant-expire close (the default) the hold carries the grant's exp
+ * (job->grant_exp): an m0-refresh notice --grant-refresh before it, the
+ * stream's end at it (hold.h: m0_hold_grant_tick).
  *
  * Refusals (RFC 6750 §3): 401 with WWW-Authenticate: Bearer
  * error="invalid_token" and a one-line public reason (the same for a bad
@@ -235,24 +238,33 @@ static void inbound_request(struct m0_job *job, const struct m0_grant *g, const 
 }
 
 /* Issue 32: the grant's sub is whom the hold counts for in presence (a
- * longer one than a presence list takes is counted, not listed); an
- * EventSource's first request may name where the stream starts
- * (?lastEventId=N, Pushpin's spelling: a page that rendered the history
- * up to N), which a reconnect's Last-Event-ID then overrides. */
-static void hold_extras(struct m0_head *h, const struct m0_req *r, const struct m0_grant *g)
+ * longer one than a presence list takes is counted, not listed). */
+static void hold_extras(struct m0_head *h, const struct m0_grant *g)
 {
     if (g->jwt.sub != NULL && g->jwt.sub_len > 0 && g->jwt.sub_len <= M0_HEAD_PRESENCE_MAX) {
         memcpy(h->presence, g->jwt.sub, g->jwt.sub_len);
         h->presence[g->jwt.sub_len] = '\0';
         h->presence_len = (uint8_t)g->jwt.sub_len;
     }
+}
+
+/* Where a stream resumes: the Last-Event-ID header's id (read by the
+ * commit: from), else the query's last_event_id (or lastEventId,
+ * Pushpin's and Mercure's spelling) — a page that rendered the history up
+ * to N, or that replaces its EventSource with one on a fresh grant, cannot
+ * send the header (WHATWG SSE §9.2.2: only an EventSource's own
+ * reconnection does), so it puts the last id it saw in the URL. The header
+ * wins: the EventSource's own reconnections of that URL send a newer one. */
+static uint64_t last_id(const struct m0_req *r, uint64_t from)
+{
     const char *v;
     size_t vl;
-    if (r->query != NULL && m0_http_query_param(r->query, r->query_len, "lastEventId", &v, &vl) != 0) {
-        uint64_t id = m0_sse_parse_last_id(v, vl);
-        if (id != UINT64_MAX)
-            h->resume_from = id;
-    }
+    if (m0_req_header(r, "last-event-id") != NULL || r->query == NULL)
+        return from;
+    if (m0_http_query_param(r->query, r->query_len, M0_GRANT_LAST_ID_PARAM, &v, &vl) == 0 &&
+        m0_http_query_param(r->query, r->query_len, "lastEventId", &v, &vl) == 0)
+        return from;
+    return m0_sse_parse_last_id(v, vl);
 }
 
 /* The grant answered: job->head and job->resp a hold on the grant's
@@ -326,8 +338,12 @@ static int grant(struct m0_server *s, struct m0_conn *c)
     m0_head_status(h, 200, NULL, 0);
     cors_lines(h, origin);
     m0_head_set_channels(h, name, len, n);
-    hold_extras(h, r, &g);
+    hold_extras(h, &g);
     m0_debug("grant %s held: kid %s, sub %s, %zu channel(s)", LOG_PATH(r), LOG_KID(&g), LOG_SUB(&g), n);
+    /* --grant-expire close: the hold ends at exp (hold.h: m0_hold_grant_*),
+     * after an m0-refresh notice; keep: the stream outlives its grant. */
+    if (cfg->grant_expire == NULL || strcmp(cfg->grant_expire, "keep") != 0)
+        job->grant_exp = g.jwt.exp > 0 ? g.jwt.exp : 1;
     m0_grant_clear(&g);
     if (w == WS) {
         h->hold = M0_HOLD_WEBSOCKET;
@@ -337,6 +353,7 @@ static int grant(struct m0_server *s, struct m0_conn *c)
     } else {
         h->hold = M0_HOLD_STREAM;
         m0_job_commit(job, -1, 1);        /* the view holds' head; Last-Event-ID read */
+        job->hold_last_id = last_id(r, job->hold_last_id);
     }
     job->hold_start = m0_rt_newest(s->rt);
     return GRANT_HOLD;

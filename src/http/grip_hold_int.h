@@ -104,9 +104,13 @@ static inline int entry(const struct m0_buf *b, size_t *off, struct ent *e)
     e->has_last = (uint8_t)p[0];
     memcpy(&e->filters, p + 1, 4);
     memcpy(&n16, p + 5, 2);
+    if (*off + 9u + n16 > b->len)
+        return 0;                    /* never past the table (it is built whole) */
     e->name = p + 7;
     e->nlen = n16;
     memcpy(&i16, p + 7 + n16, 2);
+    if (*off + 9u + n16 + i16 > b->len)
+        return 0;
     e->id = p + 9 + n16;
     e->idlen = i16;
     *off += 9u + n16 + i16;

@@ -14,15 +14,18 @@
  * worker's memory stays bounded.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "m0/accesslog.h"
 #include "m0/config.h"
 #include "m0/conn.h"
 #include "m0/server.h"
+#include "m0/grant.h"
 #include "m0/hold.h"
 #include "m0/job.h"
 #include "m0/log.h"
@@ -235,6 +238,7 @@ void m0_holds_init(struct m0_server *s)
     memset(hs, 0, sizeof *hs);
     hs->corked = m0_xmalloc(s->slots.n * sizeof *hs->corked);
     hs->heartbeat_ms = (uint64_t)(cfg->heartbeat * 1000);
+    hs->refresh_ms = (uint64_t)((cfg->grant_refresh < 0 ? M0_GRANT_REFRESH_DEFAULT : cfg->grant_refresh) * 1000);
     hs->outbox_limit = (size_t)cfg->outbox_limit;
     s->holds = hs;
     const struct m0_rt_sink sink = {.ctx = s, .deliver = sink_deliver, .cork = sink_cork, .corked = sink_corked,
@@ -250,6 +254,60 @@ void m0_holds_free(struct m0_server *s)
         free(s->holds->corked);
     free(s->holds);
     s->holds = NULL;
+}
+
+/* ------------------------------------------------------ a grant's end */
+
+/* The grant's exp (wall clock seconds) as the loop clock's moments: the
+ * end at exp, the notice --grant-refresh before it — at most half the
+ * grant's remaining life before it, so a short grant still gets its notice
+ * with time to act on it. A grant already past exp (inside jwt.h's skew
+ * leeway) gets its notice and its end at the first tick. */
+static void grant_arm(struct m0_server *s, struct m0_hold *h, int64_t exp)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    if (exp - (int64_t)ts.tv_sec > (int64_t)100 * 366 * 86400)
+        return;                               /* a century away: never, and no overflow */
+    int64_t left = exp * 1000 - ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    if (left < 0)
+        left = 0;
+    uint64_t lead = (uint64_t)left / 2;
+    if (s->holds->refresh_ms < lead)
+        lead = s->holds->refresh_ms;
+    h->exp = exp;
+    h->expire_at = m0_loop_now(s->loop) + (uint64_t)left + 1;     /* never 0 */
+    h->refresh_at = s->holds->refresh_ms != 0 ? h->expire_at - lead : 0;
+}
+
+int m0_hold_grant_tick(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_hold *h = c->hold;
+    if (h == NULL || h->expire_at == 0 || c->state != M0_CONN_HELD || (c->flags & C_DOOMED))
+        return 0;
+    uint64_t now = m0_loop_now(s->loop);
+    if (h->refresh_at != 0 && now >= h->refresh_at) {
+        h->refresh_at = 0;
+        h->ops->refresh(s, c, h->exp);
+        if (c->hold != h || c->state != M0_CONN_HELD || (c->flags & C_DOOMED))
+            return 1;                         /* too slow for the notice: closed after the sweep */
+    }
+    if (now < h->expire_at)
+        return 0;
+    h->expire_at = 0;
+    m0_debug("slot %u: the grant expired (exp %lld): ending the stream", m0_conn_slot(s, c), (long long)h->exp);
+    h->ops->expire(s, c);
+    return 1;
+}
+
+void m0_hold_grant_due(struct m0_server *s, struct m0_conn *c)
+{
+    const struct m0_hold *h = c->hold;
+    if (h == NULL || h->expire_at == 0 || c->state != M0_CONN_HELD)
+        return;
+    uint64_t next = h->refresh_at != 0 ? h->refresh_at : h->expire_at;
+    if (next < c->deadline)
+        m0_conn_tick_at(s, c, next);
 }
 
 /* --------------------------------------------------------------- holds */
@@ -282,6 +340,8 @@ int m0_hold_subscribe(struct m0_server *s, struct m0_conn *c, const struct m0_ho
     h->ops = ops;
     h->target = job->target;
     c->hold = h;
+    if (job->grant_exp != 0 && ops->expire != NULL)
+        grant_arm(s, h, job->grant_exp);
     if (!subscribe)
         return M0_OK;
     /* Whom the hold counts for in occupancy and presence (a grant's sub, a
@@ -337,6 +397,7 @@ void m0_hold_enter(struct m0_server *s, struct m0_conn *c)
     m0_conn_set_state(s, c, M0_CONN_HELD);
     c->proto = h->ops->proto;            /* from now on the hold's protocol answers for it */
     h->last_write = m0_loop_now(s->loop);
+    m0_hold_grant_due(s, c);             /* a grant's notice or end before the first heartbeat */
     struct m0_rt_stats *st = m0_rt_counters(s->rt);
     st->held++;
     if (h->target != NULL)
@@ -477,8 +538,17 @@ static void sse_event(struct m0_server *s, struct m0_conn *c, uint32_t ev)
         held_read(s, c);
 }
 
-/* Periodic: a heartbeat comment on an idle stream. */
-static void sse_tick(struct m0_server *s, struct m0_conn *c)
+/* A grant's m0-refresh notice (docs/realtime.md "Expiry and refresh"): an event with
+ * no id, so the stream's Last-Event-ID stays the last real event's. */
+static void sse_refresh(struct m0_server *s, struct m0_conn *c, int64_t exp)
+{
+    char ev[96];
+    int n = snprintf(ev, sizeof ev, "event: m0-refresh\ndata: {\"exp\": %lld}\n\n", (long long)exp);
+    m0_hold_send(s, c, ev, (size_t)n);
+}
+
+/* A heartbeat comment on an idle stream. */
+static void sse_heartbeat(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_holds *hs = s->holds;
     uint64_t now = m0_loop_now(s->loop);
@@ -499,11 +569,22 @@ static void sse_tick(struct m0_server *s, struct m0_conn *c)
     c->deadline = c->hold->last_write + hs->heartbeat_ms;
 }
 
+/* Periodic (conn.h: tick): a grant's notice and end, heartbeats. */
+static void sse_tick(struct m0_server *s, struct m0_conn *c)
+{
+    if (m0_hold_grant_tick(s, c))
+        return;
+    sse_heartbeat(s, c);
+    m0_hold_grant_due(s, c);
+}
+
 const struct m0_hold_ops m0_sse_hold_ops = {
     .proto = M0_CONN_PROTO_SSE,
     .begin = sse_begin,
     .deliver = sse_deliver,
     .end = sse_end,
+    .refresh = sse_refresh,
+    .expire = sse_end,                   /* as a drain: FIN; the page reconnects with a fresh grant */
 };
 
 const struct m0_conn_ops m0_sse_conn_ops = {

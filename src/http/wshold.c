@@ -536,6 +536,42 @@ static void ws_heartbeat(struct m0_server *s, struct m0_conn *c, uint64_t heartb
     }
 }
 
+/* A grant's m0-refresh notice (docs/realtime.md "Expiry and refresh"): one text frame
+ * a page tells from an event by its type. */
+static void ws_refresh(struct m0_server *s, struct m0_conn *c, int64_t exp)
+{
+    struct m0_wshold *ws = ws_of(c);
+    if (ws->close_sent || ws->peer_gone)
+        return;
+    char text[64], frame[M0_WS_FRAME_HEAD_MAX + sizeof text];
+    int n = snprintf(text, sizeof text, "{\"type\": \"m0-refresh\", \"exp\": %lld}", (long long)exp);
+    struct m0_buf b = {.data = frame, .cap = sizeof frame};
+    m0_ws_frame(&b, M0_WS_TEXT, text, (size_t)n);
+    m0_hold_send(s, c, b.data, b.len);
+}
+
+/* The grant lapsed: our close frame, 4001 (ws.h), then the handshake's end. */
+static void ws_expire(struct m0_server *s, struct m0_conn *c)
+{
+    struct m0_wshold *ws = ws_of(c);
+    if (ws->peer_gone) {
+        m0_wshold_settle(s, c);
+        return;
+    }
+    send_close(s, c, M0_WS_CLOSE_GRANT_EXPIRED, "grant expired");
+    if (c->state == M0_CONN_HELD && c->hold != NULL && !(c->flags & C_DOOMED))
+        m0_wshold_settle(s, c);
+}
+
+/* Periodic (conn.h: tick): a grant's notice and end, pings. */
+static void ws_tick(struct m0_server *s, struct m0_conn *c)
+{
+    if (m0_hold_grant_tick(s, c))
+        return;
+    ws_sweep(s, c);
+    m0_hold_grant_due(s, c);
+}
+
 /* ---------------------------------------------------------- the end */
 
 static void ws_end(struct m0_server *s, struct m0_conn *c)
@@ -695,6 +731,8 @@ const struct m0_hold_ops m0_ws_hold_ops = {
     .end = ws_end,
     .release = ws_release,
     .complete = ws_complete,
+    .refresh = ws_refresh,
+    .expire = ws_expire,
 };
 
 const struct m0_conn_ops m0_ws_conn_ops = {
@@ -702,7 +740,7 @@ const struct m0_conn_ops m0_ws_conn_ops = {
     .wrote = m0_hold_wrote,
     .watch = m0_hold_watch,
     .event = ws_event,
-    .tick = ws_sweep,
+    .tick = ws_tick,
     .closing = m0_hold_release,
     .complete = ws_complete,
     .hold = &m0_ws_hold_ops,

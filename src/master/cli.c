@@ -117,6 +117,8 @@ static const struct opt opts[] = {
     {"--grant-cookie", "M0_GRANT_COOKIE", T_STR, O(grant_cookie), 0, 0, "NAME", "signed stream grants: the token may also come in cookie NAME"},
     {"--grant-cors-origin", "M0_GRANT_CORS_ORIGINS", T_ORIGIN, O(grant_cors_origins), 0, 0, "ORIGIN", "signed stream grants: an origin (https://host[:port]) that may subscribe with credentials; repeatable; M0_GRANT_CORS_ORIGINS lists several, comma-separated"},
     {"--grant-inbound", "M0_GRANT_INBOUND", T_STR, O(grant_inbound), 0, 0, "PATH", "signed stream grants: POST a granted socket's messages to PATH (default: close 1008)"},
+    {"--grant-expire", "M0_GRANT_EXPIRE", T_CHOICE, O(grant_expire), 0, 0, "close|keep", "signed stream grants: close a held stream at its grant's exp (default close; keep: it stays open)"},
+    {"--grant-refresh", "M0_GRANT_REFRESH", T_SECONDS, O(grant_refresh), 0, 0, "S", "signed stream grants: send m0-refresh S seconds before exp (default 30, at most half the grant's remaining life; 0: none)"},
     {"--certfile", "M0_CERTFILE", T_STR, O(certfile), 0, 0, "FILE", "TLS: the server's certificate chain (PEM, the certificate first); the TCP --bind listeners speak TLS (uvicorn's --ssl-certfile, Granian's --ssl-certificate)"},
     {"--keyfile", "M0_KEYFILE", T_STR, O(keyfile), 0, 0, "FILE", "TLS: the certificate's private key (PEM; default: in --certfile; uvicorn's and Granian's --ssl-keyfile)"},
     {"--keyfile-password-file", "M0_KEYFILE_PASSWORD_FILE", T_STR, O(keyfile_password_file), 0, 0, "FILE", "TLS: the --keyfile's password is the first line of FILE"},
@@ -223,6 +225,7 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->log_level = "info";
     cfg->heartbeat = 15;
     cfg->presence_debounce = 5;
+    cfg->grant_refresh = -1;             /* M0_GRANT_REFRESH_DEFAULT unless given */
     cfg->replay = 100;
     cfg->replay_bytes = 1024 * 1024;
     cfg->replay_total = 64 * 1024 * 1024;

@@ -85,34 +85,22 @@ static uint64_t position(const struct broker *b)
     return __atomic_load_n(&b->position, __ATOMIC_SEQ_CST);
 }
 
-/* The reader's check after a reconnect: the counter-raise script's answer
- * (reading the primary), or the counter (reading a replica, where nothing
- * can be written: a counter below the position is only told). */
+/* The reader's check after a reconnect to the primary: the counter-raise
+ * script's answer. (A reader of a replica re-reads instead: see
+ * m0_broker_conn_up.) */
 static void on_raise(struct m0_rconn *c, redisReply *r, void *priv)
 {
     struct broker *b = priv;
     (void)c;
     if (r == NULL || b->stopped)
         return;
-    uint64_t at = position(b), top = 0;
-    enum m0_breply k = m0_breply_classify(r, b->read_replica ? M0_BCMD_COUNTER : M0_BCMD_INTEGER);
+    uint64_t at = position(b);
+    enum m0_breply k = m0_breply_classify(r, M0_BCMD_INTEGER);
     if (k == M0_BREPLY_UNEXPECTED) {
         m0_bconn_out_of_step(&b->rd, "the counter check");
         return;
     }
-    if (k != M0_BREPLY_OK)
-        return;
-    if (b->read_replica) {
-        if (r->type != REDIS_REPLY_STRING || m0_breply_u64(r->str, r->len, &top) != M0_OK || top >= at)
-            return;
-        m0_warn("broker %s: the replica read now has its counter at %llu, below id %llu, which this worker had "
-                "read: the failover lost acknowledged events; live streams are told (m0-gap)", b->cfg->shown,
-                (unsigned long long)top, (unsigned long long)at);
-        b->gaps++;
-        m0_rt_lost(b->rt, at);
-        return;
-    }
-    if (r->integer != 1)
+    if (k != M0_BREPLY_OK || r->integer != 1)
         return;
     m0_warn("broker %s came back with its counter below id %llu, which this worker had read: it lost "
             "acknowledged events; the counter was raised and live streams are told (m0-gap)",
@@ -155,7 +143,15 @@ void m0_broker_conn_up(struct bconn *bc)
         if (!b->positioned) {
             m0_rconn_commandf(bc->rc, on_position, b, "GET %s", b->seq_key);
         } else if (b->read_replica) {
-            m0_rconn_commandf(bc->rc, on_raise, b, "GET %s", b->seq_key);
+            /* A replica's counter below the position proves nothing: the
+             * replica may lag (the events follow in a moment). The last
+             * entries read are read again instead and compared: only an
+             * entry that differs is a loss (take_entry, broker_seen.h). */
+            uint64_t at = position(b), from = m0_seen_begin(&b->seen, at);
+            if (from < at)
+                m0_debug("broker %s: reader at %s:%d: re-reading ids %llu..%llu to check the log still holds them",
+                         b->cfg->shown, bc->at.host, bc->at.port, (unsigned long long)from + 1,
+                         (unsigned long long)at);
             issue_read(b);
         } else {
             char at[32];
@@ -216,6 +212,20 @@ static void on_position(struct m0_rconn *c, redisReply *r, void *priv)
     flush_waiting(b);
 }
 
+/* An entry's fingerprint (broker_seen.h): its fields, names and values. */
+static uint64_t entry_sum(const redisReply *fields)
+{
+    uint64_t h = M0_SEEN_SUM0;
+    for (size_t i = 0; i < fields->elements; i++) {
+        const redisReply *f = fields->element[i];
+        uint64_t len = f->type == REDIS_REPLY_STRING ? (uint64_t)f->len : UINT64_MAX;
+        h = m0_seen_mix(h, &len, sizeof len);
+        if (f->type == REDIS_REPLY_STRING)
+            h = m0_seen_mix(h, f->str, f->len);
+    }
+    return h;
+}
+
 /* One log entry, in order. */
 static void take_entry(struct broker *b, const redisReply *e)
 {
@@ -223,8 +233,23 @@ static void take_entry(struct broker *b, const redisReply *e)
         return;
     uint64_t id = m0_breply_entry_id(e->element[0]);
     uint64_t at = position(b);
-    if (id == 0 || id <= at)
-        return;                 /* malformed, or already seen */
+    if (id == 0)
+        return;                 /* malformed */
+    uint64_t sum = b->read_replica ? entry_sum(e->element[1]) : 0;
+    if (id <= at) {
+        /* Already seen: re-read after a reconnect to a replica, it must be
+         * the same entry, else the log lost what this worker read. */
+        if (b->read_replica && m0_seen_recheck(&b->seen, id, sum) == M0_SEEN_LOST) {
+            m0_warn("broker %s: the log at %s:%d holds another event under id %llu than this worker read: the "
+                    "failover lost acknowledged events (up to id %llu); live streams are told (m0-gap)",
+                    b->cfg->shown, b->rd.at.host, b->rd.at.port, (unsigned long long)id, (unsigned long long)at);
+            b->gaps++;
+            m0_rt_lost(b->rt, at);
+        }
+        return;
+    }
+    if (b->read_replica)
+        m0_seen_done(&b->seen);
     const redisReply *ch = m0_breply_field(e->element[1], "c"), *f = m0_breply_field(e->element[1], "f");
     const redisReply *seeded = m0_breply_field(e->element[1], "s");
     int reseed = seeded != NULL && seeded->len == 1 && seeded->str[0] == '1';
@@ -237,6 +262,8 @@ static void take_entry(struct broker *b, const redisReply *e)
     }
     set_position(b, id);
     b->events++;
+    if (b->read_replica)
+        m0_seen_note(&b->seen, id, sum);
     if (ch == NULL || f == NULL || m0_sse_channel_error(ch->str, ch->len) != NULL ||
         f->len > M0_BROKER_FRAME_MAX)
         return;                 /* not ours, or malformed: skipped, its id still counted */
@@ -297,8 +324,10 @@ static void issue_read(struct broker *b)
     }
     b->stalled = 0;
     b->paced_until = 0;
+    uint64_t after = position(b);
+    m0_seen_rereading(&b->seen, &after);        /* re-reading after a reconnect: from the next to check */
     char from[32];
-    snprintf(from, sizeof from, "%llu-0", (unsigned long long)position(b));
+    snprintf(from, sizeof from, "%llu-0", (unsigned long long)after);
     if (m0_rconn_commandf(b->rd.rc, on_read, b, "XREAD COUNT %d BLOCK %d STREAMS %s %s", READ_COUNT, BLOCK_MS,
                           b->log_key, from) == M0_OK) {
         b->reading = 1;

@@ -10,6 +10,7 @@
 #define M0_BROKER_INT_H
 
 #include "m0/broker_reply.h"
+#include "m0/broker_seen.h"
 #include "m0/broker_url.h"
 #include "m0/buf.h"
 #include "m0/types.h"
@@ -88,6 +89,7 @@ struct broker {
     char seq_key[80], log_key[80];
     struct m0_buf frame;            /* scratch: one event's frame with its id line */
     uint64_t position;              /* newest id read; atomic (runners read it: m0_rt_newest) */
+    struct m0_seen seen;            /* reading a replica: the last entries read, checked when it comes back */
     /* Sentinel (broker_sentinel.c) */
     int read_replica;               /* reader and commands use a replica: only replicated events are read */
     struct m0_hostport primary;     /* as the sentinels said last (port 0: not known yet) */

@@ -292,6 +292,14 @@ int m0_broker_check_flags(const struct m0_broker_cfg *b, const struct m0_config 
         snprintf(err, cap, "--broker-replicas: only with a NATS broker (nats://)");
         return M0_ERR;
     }
+    if (nats && cfg->presence_events != NULL && cfg->presence_events[0] != '\0') {
+        /* Join/leave are published by each host's part of the presence
+         * table, which lives in Redis (presence_broker.c); NATS has none
+         * yet, and a host publishing them on its own would race the
+         * stream's sequence. */
+        snprintf(err, cap, "--presence-events: not with a NATS broker yet (Redis, or no broker)");
+        return M0_ERR;
+    }
     if (cfg->broker_min_replicas >= 0 && nats) {
         snprintf(err, cap, "--broker-min-replicas: only with Redis (a NATS stream acknowledges once its "
                  "replicas' quorum has an event: --broker-replicas)");

@@ -431,7 +431,11 @@ void *m0_presence_agent_start(const struct m0_config *cfg)
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
         pthread_cond_init(&a->cv, &ca);
         pthread_condattr_destroy(&ca);
-        if (m0_broker != NULL) {
+        /* Each host's part lives in Redis (presence_broker.c); the NATS
+         * engine has no such table yet: there, counts and presence are
+         * this host's, join/leave published through the engine as any
+         * event (docs/realtime.md). */
+        if (m0_broker != NULL && strcmp(m0_broker->engine, "redis") == 0) {
             char part[64];
             snprintf(part, sizeof part, "%s.%d", m0_presence_host(a->p), (int)getpid());
             a->redis = m0_presence_redis_new(cfg, part);

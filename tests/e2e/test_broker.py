@@ -597,6 +597,15 @@ def test_item1_a_broker_that_answers_too_much_is_a_protocol_error_not_an_abort(s
             assert request(a.port, "GET", "/").status == 200       # plain requests are served meanwhile
             time.sleep(0.1)
         assert fake.connections >= 6, fake.connections
+        # Both connections refuse it. The reader's extra reply meets its next
+        # command (out of step); the commands connection is idle after its
+        # handshake (and after each probe), so its extra reply comes with no
+        # command waiting: only the reader's guard (broker_reply.h) makes
+        # that a protocol error (without it the connection dropped the reply
+        # unseen and served on: no abort since rconn pairs replies itself,
+        # but a broker talking out of turn went unnoticed).
+        assert a.stderr.wait_for(re.compile(r"commands connection: protocol error: .* with no command waiting"),
+                                 5), a.stderr.text()
         assert request(a.port, "GET", "/").body == str(pid).encode()
         assert a.worker_pids() == {pid}
         text = a.stderr.text()

@@ -492,7 +492,8 @@ def test_unreachable_servers_are_said_so_and_flags_are_checked(start_server, tmp
                        (("--broker", "redis://h", "--broker-replicas", "3"), "--broker-replicas"),
                        (("--broker", "nats://h", "--broker-min-replicas", "1"), "--broker-min-replicas"),
                        (("--broker", "nats://h", "--broker-replicas", "7"), "--broker-replicas"),
-                       (("--broker", "nats://h", "--broker-ca-certs", "/x"), "--broker-ca-certs")]:
+                       (("--broker", "nats://h", "--broker-ca-certs", "/x"), "--broker-ca-certs"),
+                       (("--broker", "nats://h", "--presence-events", "room"), "--presence-events")]:
         rc, err = run("app:app", *args)
         assert rc == 2 and len(err) == 1 and flag in err[0], (args, err)
     rc, err = run("publish", "news", "x", "--broker", "nats://h:1/x")

@@ -355,6 +355,17 @@ class MintLoad:
             return [r for r in self.results if r[0] == phase]
 
 
+def _resigned(url, kid, key):
+    """url with its grant signed again with key, as kid (the claims kept)."""
+    head, tok = url.split("token=")
+    h, payload, _ = tok.split("&")[0].split(".")
+    header = json.loads(base64.urlsafe_b64decode(h + "=="))
+    header["kid"] = kid
+    payload = base64.urlsafe_b64decode(payload + "==").decode()
+    rest = tok[len(tok.split("&")[0]):]
+    return head + "token=" + raw_token(json.dumps(header, separators=(",", ":")), payload, key) + rest
+
+
 def _secret(n):
     return "k%d-secret-%s" % (n, "0123456789abcdefghijklmnopqrstuv")
 
@@ -376,7 +387,10 @@ def test_rotation_under_load_with_a_failing_reload(start_server, tmp_path):
     workers know only k1, and the reload fails: every grant minted goes on
     being accepted (the workers sign with the k1 they verify with, not with
     the file's new last line). A worker that then replaces a serving one
-    gets the serving generation's keys, not the failed reload's. Then
+    gets the serving generation's keys, not the failed reload's: it signs
+    with k1 and refuses a grant signed with k2 (the signer alone would not
+    show it: the successor would sign with k1 anyway, the newest key its
+    sibling verifies). Then
     reloads that succeed, each appending a key: the new workers sign with
     the previous key while an old worker lives (one still serving, or
     draining with a kept connection, refuses the new key) and with the new
@@ -409,6 +423,21 @@ def test_rotation_under_load_with_a_failing_reload(start_server, tmp_path):
         os.kill(victim, signal.SIGKILL)
         server.wait_workers(lambda pids: victim not in pids and len(pids) == 2 and len(set(pids) & old) == 1)
         load.enter("replaced", at_least=40)
+        # ... and verifies with them: a grant signed with the failed reload's
+        # k2 is refused by the successor as by its sibling (each asked on a
+        # connection that /url showed to be that worker's).
+        (successor,) = set(server.worker_pids()) - old
+        forged = _resigned(_mint(server.port)[1], "k2", K2)
+        asked = set()
+        deadline = time.monotonic() + 15
+        while asked != set(server.worker_pids()):
+            with rawhttp.Conn(server.port, timeout=10) as conn:
+                pid = int(conn.request("GET", "/url").header("X-Pid"))
+                conn.send(rawhttp.build_request("GET", forged, host="127.0.0.1:%d" % server.port))
+                _, status, _, _ = conn.read_head()
+                assert status == 401, (pid, pid == successor, status)
+                asked.add(pid)
+            assert time.monotonic() < deadline, asked
         # Reloads that succeed: k2 (already in the file), then k3..k7.
         for n in range(2, last + 1):
             if n > 2:

@@ -11,6 +11,7 @@ tests/cases/requests.tsv (decoded as tests/unit/cases.c decodes them) plus
 chunked bodies, pipelined requests, 100-continue, upgrades and spills.
 """
 
+import json
 import os
 import re
 import struct
@@ -377,13 +378,57 @@ def nats_seeds():
     return seeds
 
 
+def woh_seeds():
+    """fuzz_woh: application/websocket-events bodies as django-grip's
+    WebSocketContext writes them (and as m0serve posts them), control
+    messages, the grip extension's values, Content-Types."""
+    def ev(name, content=None):
+        if content is None:
+            return name.encode() + b"\r\n"
+        return b"%s %x\r\n" % (name.encode(), len(content)) + content + b"\r\n"
+
+    def ctl(obj):
+        return ev("TEXT", b"c:" + json.dumps(obj).encode())
+    return {
+        "open": ev("OPEN"),
+        "open-subscribe": ev("OPEN") + ctl({"type": "subscribe", "channel": "test"}),
+        "echo": ev("TEXT", b"m:hello") + ev("TEXT", b"m:") + ev("BINARY", b"m:\x00\xff"),
+        "posted": ev("TEXT", b"hello") + ev("PING") + ev("PING", b"p") + ev("CLOSE", b"\x03\xe8bye"),
+        "close-zero": ev("CLOSE", b"\x00\x00"),
+        "disconnect": ev("DISCONNECT"),
+        "pong-other": ev("PONG") + ev("X-FUTURE", b"?") + ev("OPEN"),
+        "upper-hex": b"TEXT A\r\n0123456789\r\n",
+        "cut-short": b"TEXT 10\r\nabc\r\n",
+        "no-crlf": b"TEXT 3\r\nabcOPEN\r\n",
+        "nine-digits": b"TEXT 000000003\r\nabc\r\n",
+        "lower-name": b"open\r\n",
+        "chat": ev("OPEN") + ctl({"type": "subscribe", "channel": "room-1"}) +
+                ctl({"type": "unsubscribe", "channel": "room-0"}) + ctl({"type": "detach"}),
+        "keep-alive": ctl({"type": "keep-alive", "content": "ka", "timeout": 1, "mode": "interval"}) +
+                      ctl({"type": "keep-alive", "content-bin": "AAE=", "message-type": "ping"}) +
+                      ctl({"type": "keep-alive"}),
+        "ctl-others": ctl({"type": "set-meta", "name": "a", "value": "b"}) + ctl({"type": "session", "id": "s"}) +
+                      ctl({"type": "send-delayed", "message": {}}) + ctl({"type": "flush-delayed"}),
+        "ctl-bad": ctl({"type": "subscribe"}) + ctl({"type": "nope"}) + ev("TEXT", b"c:[1]") +
+                   ev("TEXT", b"c:{\"type\":\"keep-alive\",\"timeout\":-1}"),
+        "ctl-json": b'{"type": "subscribe", "channel": "news"}',
+        "ext-grip": b"grip",
+        "ext-prefix": b'permessage-deflate, grip; message-prefix="m\\":"; x=1',
+        "ext-empty-prefix": b"grip; message-prefix=",
+        "ext-long": b"grip; message-prefix=" + b"p" * 40,
+        "ext-unterminated": b'grip; message-prefix="abc',
+        "content-type": b"application/websocket-events; charset=utf-8",
+        "content-type-ows": b" Application/WebSocket-Events ",
+    }
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: seeds.py OUTDIR")
     for driver, seeds in (("http", http_seeds()), ("bus", bus_seeds()), ("sse", sse_seeds()),
                           ("registry", registry_seeds()), ("broker", broker_seeds()), ("grip", grip_seeds()),
                           ("epcp", epcp_seeds()), ("jwt", jwt_seeds()),
-                          ("pubreq", pubreq_seeds()), ("nats", nats_seeds())):
+                          ("pubreq", pubreq_seeds()), ("nats", nats_seeds()), ("woh", woh_seeds())):
         d = os.path.join(sys.argv[1], driver)
         os.makedirs(d, exist_ok=True)
         for i, (name, data) in enumerate(sorted(seeds.items())):

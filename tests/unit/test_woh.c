@@ -75,6 +75,7 @@ static void test_malformed_bodies_are_refused(void **state)
         "text 2\r\nhi\r\n",        /* lower case */
         "\r\n",                    /* no name */
         "TEXT 123456789\r\n",      /* more than 8 digits */
+        "TEXT 10000000000000003\r\nabc\r\n", /* 17 digits: 3 once wrapped in 64 bits */
         "TEXT ffffffff\r\nx\r\n",  /* past the end */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
