@@ -110,7 +110,7 @@ SRCS     := $(wildcard src/*/*.c)
 PURE     := src/base/buf.c src/base/log.c src/base/log_text.c src/base/timer.c src/proto/accesslog.c src/proto/base64.c src/proto/body.c src/proto/broker_reply.c src/proto/commit.c \
             src/proto/epcp.c src/proto/grip.c src/proto/grip_item.c src/proto/http.c src/proto/jwt.c src/proto/natsjs.c src/proto/origin.c src/proto/percent.c src/proto/proxy.c src/proto/pubreq.c \
             src/proto/request.c src/proto/response.c src/proto/sse.c src/proto/woh.c src/proto/ws.c src/core/config.c src/core/grant.c src/core/keyfile.c \
-            src/core/metrics_text.c src/core/notify.c src/core/target.c src/event/job.c src/event/lane.c src/event/loop.c \
+            src/core/metrics_text.c src/core/notify.c src/core/target.c src/core/tls_server.c src/event/job.c src/event/lane.c src/event/loop.c \
             src/realtime/broker_url.c src/realtime/bus.c src/realtime/order.c src/realtime/registry.c src/realtime/rt.c src/http/health_json.c \
             src/core/fork.c src/realtime/presence.c src/realtime/presence_announce.c \
             src/http/mime.c src/http/static.c src/http/static_rules.c src/master/cli.c src/master/cli_hint.c
@@ -128,7 +128,7 @@ endif
 
 .SECONDARY:
 .PHONY: FORCE all deps venv bench-venv bench-tools test layers unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
-        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics smoke-grip smoke-grip-browser smoke-woh smoke-grants smoke-grants-browser \
+        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics smoke-grip smoke-grip-browser smoke-woh smoke-grants smoke-grants-browser smoke-tls smoke-tls-browser \
         python-ft python-gil tsan smoke-threads smoke-threads-run sabotage sabotage-list sabotage-fast sabotage-check print-build
 
 all: m0serve
@@ -209,7 +209,7 @@ build/unit/llhttp/%.o: $(LLHTTP_SRC)/%.c
 build/unit/%: tests/unit/%.c $(UNIT_OBJS)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -Itests/unit -o $@ $^ -lcmocka -lhiredis -lcrypto -ljansson
+	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -Itests/unit -o $@ $^ -lcmocka -lhiredis -lssl -lcrypto -ljansson
 
 # The serving core's unit test (conn, h1, hold, wshold over a socketpair):
 # the http layer's files with the Python entry points stubbed.
@@ -220,7 +220,7 @@ SERVE_CORE := src/core/metrics.c src/http/conn.c src/http/conn_slots.c src/http/
 build/unit/test_serve: tests/unit/test_serve.c tests/unit/serve_stubs.c $(UNIT_OBJS) $(SERVE_CORE:src/%.c=build/unit/obj/%.o)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -Itests/unit -o $@ $^ -lcmocka -lhiredis -lcrypto -ljansson
+	$(Q)$(CC) $(STD) $(WARN) -Wno-missing-prototypes -O1 -g $(SAN) $(CPPFLAGS) -Itests/unit -o $@ $^ -lcmocka -lhiredis -lssl -lcrypto -ljansson
 
 -include $(wildcard build/unit/obj/*/*.d)
 
@@ -389,7 +389,7 @@ build/fuzz/drv/%.o: tests/fuzz/%.c
 
 build/fuzz/fuzz_%: build/fuzz/drv/fuzz_%.o build/fuzz/libm0pure.a
 	@echo "  LD      $@"
-	$(Q)$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ -lhiredis -lcrypto -ljansson -lpthread
+	$(Q)$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ -lhiredis -lssl -lcrypto -ljansson -lpthread
 
 -include $(wildcard build/fuzz/obj/*/*.d build/fuzz/drv/*.d)
 
@@ -491,6 +491,17 @@ smoke-django-realtime-ws: m0serve venv
 # Signed stream grants (issue 18); part of `make test` through e2e.
 smoke-grants: m0serve venv
 	$(Q)PY=$(VPY) smoke/grants.sh
+
+smoke-tls: m0serve venv
+	$(Q)PY=$(VPY) smoke/tls.sh
+
+# EventSource and WebSockets over https:// and wss:// in headless Chromium
+# (smoke/tls_browser.py); installs Debian's chromium first, like the other
+# browser smokes.
+smoke-tls-browser: deps
+	$(Q)$(MAKE) --no-print-directory deps DEB_PKGS="chromium"
+	$(Q)$(MAKE) --no-print-directory m0serve venv
+	$(Q)$(VPY) smoke/tls_browser.py
 
 # A cross-origin EventSource with a grant in headless Chromium
 # (smoke/grants_browser.py); not part of `make test`, like the other browser

@@ -45,5 +45,6 @@ int m0_asgi_add_headers(struct m0_job *job, struct _object *headers);
 extern struct PyMethodDef *const m0_asgi_ws_methods;
 
 #include "m0/asgi_ws.h"
+#include "m0/asgi_tls.h"
 
 #endif

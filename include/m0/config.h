@@ -46,10 +46,17 @@ struct m0_mount {
 #define M0_GRANT_MAX_ORIGINS 16
 
 struct m0_grant_keys;
+struct m0_tlsd;
+
+/* --bind may be given this often (M0_BIND lists several, comma-separated). */
+#define M0_MAX_BINDS 8
 
 struct m0_config {
     const char *app;            /* MODULE[:ATTR] of the root mount, or NULL when no app is at "" */
-    const char *bind;           /* "HOST:PORT" or "unix:PATH" (after host/port folding) */
+    const char *bind;           /* the first of binds (after host/port folding): SERVER_NAME/PORT */
+    const char *binds[M0_MAX_BINDS];   /* every --bind: [http://|https://]HOST:PORT or unix:PATH */
+    unsigned nbinds;
+    int binds_from_env;         /* binds came from M0_BIND (argv replaces them) */
     const char *host;           /* --host, default 127.0.0.1 */
     long port;                  /* --port, default 8000 */
     long workers;               /* processes, >= 1 */
@@ -104,7 +111,6 @@ struct m0_config {
     int show_help, show_version;
     int workers_explicit;       /* --workers or M0_WORKERS was given */
     int threads_explicit;       /* --blocking-threads or M0_BLOCKING_THREADS was given */
-    int bind_flags;             /* --bind options on the command line (one is allowed) */
     int bound_port;             /* set by the master after binding (port 0 resolved) */
     /* Production (deploy.md): proxies, worker lifecycle, process identity. */
     const char *forwarded_allow_ips;          /* as given; parsed into forwarded_trust */
@@ -150,15 +156,28 @@ struct m0_config {
      * path with --realtime, "" none. */
     const char *publish_socket; /* --publish-socket PATH */
     int publish_listener;       /* set by the master: the workers' listener index of the publish socket, -1 */
+    /* TLS (issue 31, tls_server.h): the files, read by main before the
+     * first fork and again on SIGHUP (master_tls.c), and the listeners
+     * that speak it. */
+    const char *certfile;       /* --certfile: the certificate chain (PEM); NULL: no TLS */
+    const char *keyfile;        /* --keyfile: its key (PEM; NULL: in certfile) */
+    const char *keyfile_password_file;   /* the key's password: the file's first line */
+    const char *ca_certs;       /* --ca-certs: CAs that sign client certificates (PEM) */
+    long cert_reqs;             /* --cert-reqs: 0 none, 1 optional, 2 required (gunicorn's numbers) */
+    const char *ciphers;        /* --ciphers: TLS 1.2's cipher list (OpenSSL syntax); NULL: the default */
+    double tls_ticket_rotate;   /* --tls-ticket-rotate: seconds a session-ticket key encrypts; 0: no tickets */
+    struct m0_tlsd *tls;        /* made by main from the files; NULL: no TLS */
+    uint32_t tls_listeners;     /* set by the master: bit i, the workers' listener i speaks TLS */
 };
 
-/* cfg->bind split up; the caller owns it (host and path point into its
- * own text, or at a string literal). */
+/* A listening address split up; the caller owns it (host and path point
+ * into its own text, or at a string literal). */
 struct m0_bind_parts {
-    char text[512];             /* a copy of cfg->bind, cut up */
+    char text[512];             /* a copy of the address, cut up */
     const char *host;           /* TCP: the host without brackets; NULL for unix */
     int port;                   /* TCP: 0..65535; 0 for unix */
     const char *path;           /* unix: the socket path; NULL for TCP */
+    int scheme;                 /* -1 none given, 0 "http://", 1 "https://" (TCP only) */
 };
 
 /* Split cfg->bind into a host and port, or a unix path, in *out (which
@@ -166,5 +185,12 @@ struct m0_bind_parts {
  * Returns M0_OK, or M0_ERR with a message in err (cap bytes) naming --bind
  * when the address is malformed or longer than out->text. */
 int m0_config_bind_parts(const struct m0_config *cfg, struct m0_bind_parts *out, char *err, size_t cap);
+/* The same for any address a listener flag takes (flag names it in err):
+ * [http://|https://]HOST:PORT, [HOST]:PORT for IPv6, or unix:PATH (no
+ * scheme: a unix socket speaks what its bare form says, docs/deploy.md). */
+int m0_config_addr_parts(const char *addr, const char *flag, struct m0_bind_parts *out, char *err, size_t cap);
+/* addr without its "http://" or "https://" (*scheme 0 or 1; -1 and addr
+ * itself when it has none). */
+const char *m0_config_addr_scheme(const char *addr, int *scheme);
 
 #endif

@@ -9,7 +9,7 @@
  *
  * conn.c alone reads and writes a client socket, through the slot's
  * transport (struct m0_xprt_ops, haproxy's xprt under its mux): the plain
- * one now, TLS next. A protocol asks conn.c to read (m0_conn_read,
+ * one (conn.c) or TLS (xprt_tls.c). A protocol asks conn.c to read (m0_conn_read,
  * m0_conn_recv), to write (m0_conn_flush, m0_conn_send_now), to shut its
  * side (m0_conn_shutdown); it never names the descriptor.
  *
@@ -41,6 +41,7 @@ struct m0_completion;
 struct m0_hold;
 struct m0_hold_ops;
 struct m0_job;
+struct m0_job_tls;
 struct m0_loop;
 struct m0_server;
 
@@ -91,7 +92,7 @@ struct m0_conn_ops {
     const struct m0_hold_ops *hold;
 };
 
-/* The transport under a connection (plain TCP or unix; TLS next): every
+/* The transport under a connection (plain TCP or unix, or TLS): every
  * byte a connection reads or writes goes through one of these, called by
  * conn.c alone. Non-blocking, loop thread. Errors are -1 with errno:
  * EAGAIN/EWOULDBLOCK when the operation cannot progress now (a TLS
@@ -128,14 +129,27 @@ struct m0_xprt_ops {
      * write that must read first, a read that must write first); NULL:
      * none. */
     uint32_t (*wants)(struct m0_server *s, const struct m0_conn *c);
+    /* A connection accepted on a listener of this transport (c->fd set,
+     * before its first read): make its state. M0_OK, or M0_ERR (logged):
+     * it cannot be served and is closed. NULL: nothing to make. */
+    int (*open)(struct m0_server *s, struct m0_conn *c);
+    /* Before the descriptor closes (m0_conn_close): free the state (TLS:
+     * a close_notify first when the connection is still sound). NULL:
+     * nothing. */
+    void (*close)(struct m0_server *s, struct m0_conn *c);
+    /* What the request in flight may know of the transport (job.h: the
+     * TLS version, cipher, client certificate), into *out. NULL: plain
+     * (out->version 0). */
+    void (*describe)(struct m0_server *s, struct m0_conn *c, struct m0_job_tls *out);
 };
 
 /* writev's flags. */
 #define M0_XPRT_MORE 0x1u
 
 /* The transports a loop knows (s->xprt[], filled by serve.c; c->xprt
- * indexes it), and the plain one (conn.c). */
-enum { M0_XPRT_PLAIN, M0_XPRTS = 2 };
+ * indexes it: a listener's, server.h accept.tls), and the plain one
+ * (conn.c); TLS is xprt_tls.h's. */
+enum { M0_XPRT_PLAIN, M0_XPRT_TLS, M0_XPRTS };
 extern const struct m0_xprt_ops m0_xprt_plain;
 
 enum m0_conn_state {
@@ -181,8 +195,8 @@ struct m0_conn {
     uint32_t slot;           /* its index: chunk << M0_CONN_CHUNK_SHIFT | place in the chunk */
     uint8_t state;           /* enum m0_conn_state: change it with m0_conn_set_state only */
     uint8_t proto;           /* enum m0_conn_proto: s->proto[c->proto] are its operations */
-    uint8_t xprt;            /* its transport: s->xprt[c->xprt] (a TLS one keeps its per-slot
-                                state by slot, not here: an idle held stream pays nothing for it) */
+    uint8_t xprt;            /* its transport: s->xprt[c->xprt] (TLS keeps its per-connection
+                                state by slot, not here: an idle plain connection pays nothing for it) */
     unsigned flags;          /* C_* */
     uint32_t events;         /* epoll interest currently registered */
     uint64_t deadline;       /* loop clock ms; 0 = none (HELD: the next tick, the wheel's key) */
@@ -267,6 +281,10 @@ ssize_t m0_conn_send_now(struct m0_server *s, struct m0_conn *c, const void *p, 
 /* Our side writes no more (the transport's FIN): lingering close, the end
  * of a held stream. */
 void m0_conn_shutdown(struct m0_server *s, struct m0_conn *c);
+/* What the request in flight knows of the connection's transport, into
+ * job->tls (version 0 on a plain one); 1 when it is TLS. Once per request,
+ * when its head is complete. */
+int m0_conn_describe(struct m0_server *s, struct m0_conn *c, struct m0_job *job);
 /* The inline runner (a view on the loop thread) cannot wait for the loop:
  * m0_conn_send_wait writes all n bytes, blocking up to the write timeout
  * per stall (M0_OK, or M0_ERR with C_PEER_GONE set);

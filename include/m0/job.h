@@ -97,6 +97,24 @@ enum m0_cpl_kind {
     M0_CPL_TAKEN,
 };
 
+/* What a request knows of its connection's TLS (issue 31), set per request
+ * by the loop from the connection's transport (conn.h: describe); for the
+ * runners' environ and scope. version 0: a plain connection. */
+struct m0_job_tls {
+    uint16_t version;           /* 0x0303 TLS 1.2, 0x0304 TLS 1.3; 0: plain */
+    uint16_t cipher;            /* the cipher suite's IANA number (RFC 8446 §B.4) */
+    const char *protocol;       /* "TLSv1.3": OpenSSL's static text */
+    const char *cipher_name;    /* "TLS_AES_256_GCM_SHA384": OpenSSL's static text */
+    const char *server_pem;     /* the server's certificate (PEM): the worker's context's, lives as long */
+    /* The verified client certificate: its subject (RFC 4514) of dn_len
+     * bytes, NUL, its PEM, NUL, in peer (the job's own allocation, kept
+     * across requests); dn_len 0: none. A copy, not the connection's: a
+     * runner may read it after the connection closed. */
+    char *peer;
+    size_t peer_cap;
+    uint32_t dn_len;
+};
+
 /* The inline environment: how a runner on the loop thread itself (no pool)
  * flushes and reads, since it cannot wait for the loop. */
 struct m0_job_inline {
@@ -191,7 +209,8 @@ struct m0_job {
     const struct m0_target *route_target;   /* the mount of a static or application route */
     char remote_addr[INET6_ADDRSTRLEN];
     uint16_t remote_port;
-    uint8_t https;              /* a trusted proxy says the client used https */
+    uint8_t https;              /* the client used https: a TLS listener, or a trusted proxy says so */
+    struct m0_job_tls tls;      /* the connection's TLS (version 0: plain) */
     /* An asynchronous runner has had this job: it may look it up by slot
      * at any moment (asgi.c), so it stays with its slot for good instead of
      * going back to the loop's cache (conn.h: m0_conn_job_put). */

@@ -51,6 +51,10 @@ enum m0_mx_counter {
     M0_MX_GAPS,              /* m0-gap events sent (a worker learned it missed events) */
     M0_MX_LATE,              /* bus events dropped as out of order past the window */
     M0_MX_BROKER_RECONNECTS, /* broker connections re-established */
+    M0_MX_TLS_FULL,          /* TLS handshakes completed in full (xprt_tls.c) */
+    M0_MX_TLS_RESUMED,       /* ... and by resuming a session (a ticket) */
+    M0_MX_TLS_FAILED,        /* TLS handshakes that failed (an alert sent, or garbage) */
+    M0_MX_TLS_PLAIN,         /* plain HTTP on a TLS listener: the one-line 400 */
     M0_MX_WORKER_STARTS,     /* master: workers forked */
     M0_MX_EXIT_CLEAN,        /* master: worker exits, by cause (enum order = label order) */
     M0_MX_EXIT_ERROR,

@@ -52,6 +52,7 @@ struct m0_client {
     uint16_t port;                /* 0 when a proxy named the client without a port */
     uint8_t https;                /* the client spoke https (to the proxy) */
     uint8_t forwarded;            /* addr/port/scheme came from proxy headers */
+    uint8_t scheme_given;         /* https came from a trusted proxy's header (not the default) */
 };
 
 /*

@@ -94,6 +94,8 @@ struct m0_accept {
     int reserve_fd;                /* spare descriptor for the EMFILE trick */
     uint32_t shared;               /* bit i: fds[i] is a socket every loop accepts on (a unix
                                       path, systemd's), not one of this loop's own */
+    uint32_t tls;                  /* bit i: listener i speaks TLS (cfg->tls_listeners): its
+                                      connections get the TLS transport (conn.h) */
     uint32_t owned;                /* bit i: an endpoint owns listener i (endpoint.h): its
                                       connections are never handed to another loop */
     const struct m0_limits *limits[M0_MAX_LISTENERS];   /* the parser's limits there; NULL: --limit-* */

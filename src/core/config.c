@@ -5,7 +5,8 @@
  *
  * Per process, read-only after boot: struct m0_config is filled once by
  * m0_config_parse and m0_config_resolve before anything serves;
- * m0_config_bind_parts splits into storage its caller owns.
+ * m0_config_bind_parts and m0_config_addr_parts split into storage its
+ * caller owns.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,15 +27,35 @@ static int port_number(const char *s, long *out)
     return 1;
 }
 
+const char *m0_config_addr_scheme(const char *addr, int *scheme)
+{
+    *scheme = -1;
+    if (strncmp(addr, "http://", 7) == 0) {
+        *scheme = 0;
+        return addr + 7;
+    }
+    if (strncmp(addr, "https://", 8) == 0) {
+        *scheme = 1;
+        return addr + 8;
+    }
+    return addr;
+}
+
 int m0_config_bind_parts(const struct m0_config *cfg, struct m0_bind_parts *out, char *err, size_t cap)
+{
+    return m0_config_addr_parts(cfg->bind, "--bind", out, err, cap);
+}
+
+int m0_config_addr_parts(const char *addr, const char *flag, struct m0_bind_parts *out, char *err, size_t cap)
 {
     char *copy = out->text;
     out->host = NULL;
     out->path = NULL;
     out->port = 0;
-    if ((size_t)snprintf(copy, sizeof out->text, "%s", cfg->bind) >= sizeof out->text)
+    const char *rest = m0_config_addr_scheme(addr, &out->scheme);
+    if ((size_t)snprintf(copy, sizeof out->text, "%s", rest) >= sizeof out->text)
         goto bad;
-    if (strncmp(copy, "unix:", 5) == 0) {
+    if (out->scheme < 0 && strncmp(copy, "unix:", 5) == 0) {
         if (copy[5] == '\0' || strlen(copy + 5) >= 108)
             goto bad;
         out->path = copy + 5;
@@ -59,6 +80,7 @@ int m0_config_bind_parts(const struct m0_config *cfg, struct m0_bind_parts *out,
     out->host = h[0] ? h : "0.0.0.0";
     return M0_OK;
 bad:
-    snprintf(err, cap, "m0serve: error: --bind: invalid address '%.200s' (want HOST:PORT or unix:PATH)", cfg->bind);
+    snprintf(err, cap, "m0serve: error: %s: invalid address '%.200s' (want HOST:PORT, https://HOST:PORT or unix:PATH)",
+             flag, addr);
     return M0_ERR;
 }

@@ -182,6 +182,16 @@ void m0_mx_render(struct m0_buf *b, const struct m0_mx_view *v, int om)
                      "m0serve_connections_refused_total{reason=\"max_connections\"} %llu\n",
                   (unsigned long long)c[M0_MX_REFUSED_FDS], (unsigned long long)c[M0_MX_REFUSED_SLOTS]);
 
+    family(b, om, "m0serve_tls_handshakes", COUNTER,
+           "TLS handshakes on the TLS listeners: completed in full, resumed (a session ticket), or failed.");
+    m0_buf_printf(b, "m0serve_tls_handshakes_total{result=\"full\"} %llu\n"
+                     "m0serve_tls_handshakes_total{result=\"resumed\"} %llu\n"
+                     "m0serve_tls_handshakes_total{result=\"failed\"} %llu\n",
+                  (unsigned long long)c[M0_MX_TLS_FULL], (unsigned long long)c[M0_MX_TLS_RESUMED],
+                  (unsigned long long)c[M0_MX_TLS_FAILED]);
+    scalar(b, om, "m0serve_tls_plain_http_refused", COUNTER,
+           "Plain HTTP sent to a TLS listener (answered with a one-line 400).", c[M0_MX_TLS_PLAIN]);
+
     scalar(b, om, "m0serve_pool_threads", GAUGE, "Handler-pool threads alive.", c[M0_MX_POOL_THREADS]);
     scalar(b, om, "m0serve_pool_threads_busy", GAUGE, "Handler-pool threads running a view.", c[M0_MX_POOL_BUSY]);
     scalar(b, om, "m0serve_pool_threads_max", GAUGE, "The handler pools' ceilings, summed.", c[M0_MX_POOL_MAX]);
@@ -354,9 +364,11 @@ int m0_metrics_check_flags(const struct m0_config *cfg, char *err, size_t cap)
         char host[256];
         int port;
         const char *path;
-        if (m0_mx_addr_split(cfg->metrics_bind, host, sizeof host, &port, &path) != M0_OK) {
-            snprintf(err, cap, "m0serve: error: --metrics-bind: invalid address '%s' (want HOST:PORT or unix:PATH)",
-                     cfg->metrics_bind);
+        int scheme;
+        const char *bare = m0_config_addr_scheme(cfg->metrics_bind, &scheme);
+        if (m0_mx_addr_split(bare, host, sizeof host, &port, &path) != M0_OK || (scheme >= 0 && path != NULL)) {
+            snprintf(err, cap, "m0serve: error: --metrics-bind: invalid address '%s' (want HOST:PORT, https://HOST:PORT "
+                     "or unix:PATH)", cfg->metrics_bind);
             return M0_ERR;
         }
     }

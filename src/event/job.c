@@ -43,6 +43,7 @@ void m0_job_free(struct m0_job *job)
     pthread_cond_destroy(&job->ch.cond);
     for (int i = 0; i < M0_RUNNER_MAX; i++)
         free(job->rstate[i]);
+    free(job->tls.peer);
     free(job);
 }
 
@@ -63,6 +64,8 @@ void m0_job_reset(struct m0_job *job)
     job->ch.close_code = job->ch.peer_code = 0;
     job->ch.peer_reason_len = 0;
     job->target = NULL;
+    job->tls.version = 0;          /* its peer buffer is kept for the next request */
+    job->tls.dn_len = 0;
     job->mx_mount = -1;
     job->route = NULL;
     job->route_flags = job->route_matched = 0;

@@ -13,8 +13,9 @@
  *     and responses go out in request order (RFC 9112 §9.3.2).
  *   - Responses are written directly; EPOLLOUT is armed only for leftovers.
  *   - No other file calls recv, send, sendfile, writev or shutdown on a
- *     client socket (tools/layers.py checks it): a second transport (TLS)
- *     is a second struct m0_xprt_ops, and no protocol file changes.
+ *     client socket (tools/layers.py checks it) but the second transport,
+ *     TLS (xprt_tls.c: a second struct m0_xprt_ops, under the same queue;
+ *     no protocol file knows which transport it speaks over).
  */
 #include <errno.h>
 #include <poll.h>
@@ -129,6 +130,16 @@ void m0_conn_shutdown(struct m0_server *s, struct m0_conn *c)
     xprt_of(s, c)->shutdown(s, c);
 }
 
+int m0_conn_describe(struct m0_server *s, struct m0_conn *c, struct m0_job *job)
+{
+    const struct m0_xprt_ops *x = xprt_of(s, c);
+    job->tls.version = 0;
+    job->tls.dn_len = 0;
+    if (x->describe != NULL)
+        x->describe(s, c, &job->tls);
+    return job->tls.version != 0;
+}
+
 /* Wait (blocking, the inline runner's) until the socket is readable or
  * writable (what), at most ms. Bytes a transport holds count as readable. */
 static int wait_fd(struct m0_server *s, struct m0_conn *c, short what, uint64_t ms)
@@ -187,10 +198,17 @@ void m0_conn_read(struct m0_server *s, struct m0_conn *c)
         }
         if (errno == EINTR)
             continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
             c->flags |= C_PEER_GONE;
-        else if (x->wants != NULL)
-            m0_conn_interest(s, c, c->events | x->wants(s, c));   /* a TLS read that must write first */
+        } else if (x->wants != NULL) {
+            /* A TLS read that must write first asks for EPOLLOUT; once it
+             * no longer does, a connection that is only reading drops it
+             * (level-triggered, it would wake the loop for nothing). */
+            uint32_t w = x->wants(s, c), ev = c->events | w;
+            if ((c->state == M0_CONN_READ_HEAD || c->state == M0_CONN_READ_BODY) && !(w & EPOLLOUT))
+                ev &= ~(uint32_t)EPOLLOUT;
+            m0_conn_interest(s, c, ev);
+        }
         return;
     }
 }

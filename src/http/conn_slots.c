@@ -265,6 +265,8 @@ void m0_conn_close(struct m0_server *s, struct m0_conn *c)
     const struct m0_conn_ops *ops = s->proto[c->proto];
     if (ops->closing != NULL)
         ops->closing(s, c);            /* a hold is released: unsubscribed, freed */
+    if (s->xprt[c->xprt]->close != NULL)
+        s->xprt[c->xprt]->close(s, c);     /* the transport's state (TLS: its close_notify) */
     close(c->fd);      /* also removes it from the epoll set */
     c->fd = -1;
     c->gen++;          /* every queued event for this slot is now stale */
@@ -483,7 +485,8 @@ static int open_slot(struct m0_server *s, struct m0_conn *c, int fd, int lidx, c
     struct m0_job *job = m0_conn_job(s, c);
     c->fd = fd;
     c->proto = M0_CONN_PROTO_H1;
-    c->xprt = M0_XPRT_PLAIN;         /* every listener is plain for now (TLS: its listener's) */
+    /* The listener's transport (server.h accept.tls). */
+    c->xprt = lidx >= 0 && lidx < M0_MAX_LISTENERS && ((s->accept.tls >> lidx) & 1) ? M0_XPRT_TLS : M0_XPRT_PLAIN;
     c->flags = C_HEAD_TIMER;        /* a new connection owes a head at once */
     c->events = EPOLLIN | EPOLLRDHUP;
     c->file_fd = -1;
@@ -509,8 +512,18 @@ static int open_slot(struct m0_server *s, struct m0_conn *c, int fd, int lidx, c
     if (lidx >= 0 && lidx < M0_MAX_LISTENERS && s->accept.limits[lidx] != NULL)
         job->http.lim = s->accept.limits[lidx];    /* a listener's own (the publish socket's small ones) */
     m0_mx_add(m0_metrics_block(), M0_MX_ACCEPTED, 1);
+    const struct m0_xprt_ops *x = s->xprt[c->xprt];
+    if (x->open != NULL && x->open(s, c) != M0_OK) {
+        close(fd);
+        c->fd = -1;
+        c->next_free = s->slots.free_list;
+        s->slots.free_list = c;
+        return M0_ERR;
+    }
     if (m0_loop_add_slot(s->loop, fd, slot, c->gen, c->events) == M0_ERR) {
         m0_log_errno("epoll_ctl(ADD)");
+        if (x->close != NULL)
+            x->close(s, c);
         close(fd);
         c->fd = -1;
         c->next_free = s->slots.free_list;

@@ -284,13 +284,16 @@ static void dispatch(struct m0_server *s, struct m0_conn *c, const struct m0_tar
  * proxy names. Recomputed per request: one upstream connection of a proxy
  * carries requests of many clients. Whether the peer may speak for anyone
  * is m0_proxy_client's decision alone (its contract, unit-tested there). */
-static void set_client(struct m0_server *s, struct m0_job *job)
+static void set_client(struct m0_server *s, struct m0_conn *c, struct m0_job *job)
 {
     struct m0_client cl;
+    int tls = m0_conn_describe(s, c, job);       /* the connection's own TLS, job->tls */
     m0_proxy_client(&s->cfg->forwarded_trust, job->peer_addr, job->peer_port, &job->req, &cl);
     memcpy(job->remote_addr, cl.addr, sizeof job->remote_addr);
     job->remote_port = cl.port;
-    job->https = cl.https;
+    /* A TLS listener's requests are https, unless a trusted proxy in front
+     * says how its client came (X-Forwarded-Proto, Forwarded proto=). */
+    job->https = cl.scheme_given ? cl.https : (uint8_t)(cl.https | tls);
 }
 
 /* The application mounts (endpoint.h): a mount with a runner answers
@@ -325,7 +328,7 @@ static void decide(struct m0_server *s, struct m0_conn *c)
 {
     struct m0_job *job = c->job;
     unsigned flags;
-    set_client(s, job);
+    set_client(s, c, job);
     job->route = m0_endpoint_route(s, c, &flags);
     job->route_flags = (uint8_t)flags;
 }

@@ -24,11 +24,12 @@
 #include "m0/grant.h"
 #include "m0/log.h"
 #include "m0/metrics_text.h"
+#include "m0/tls_server.h"
 
 /* T_CHOICE: a string that must be one of the '|'-separated words of the
  * option's metavar; T_MOUNT: a repeatable PREFIX=VALUE (handled apart). */
 enum opt_type { T_STR, T_STR0, T_LONG, T_SECONDS, T_BYTES, T_BOOL, T_PROTOCOL, T_LOGLEVEL, T_CHOICE, T_MOUNT, T_PROXY,
-                T_UMASK, T_ACCESSFMT, T_PREFIX, T_ORIGIN };
+                T_UMASK, T_ACCESSFMT, T_PREFIX, T_ORIGIN, T_BIND, T_CERTREQS };
 
 struct opt {
     const char *flag;
@@ -45,7 +46,7 @@ struct opt {
 #define STR(x) STR_(x)
 
 static const struct opt opts[] = {
-    {"--bind", "M0_BIND", T_STR, O(bind), 0, 0, "ADDR", "HOST:PORT or unix:PATH to listen on (default 127.0.0.1:8000)"},
+    {"--bind", "M0_BIND", T_BIND, O(bind), 0, 0, "ADDR", "HOST:PORT or unix:PATH to listen on (default 127.0.0.1:8000); repeatable (M0_BIND lists several, comma-separated); with --certfile a HOST:PORT speaks TLS, http://HOST:PORT stays plain beside it, https://HOST:PORT insists on TLS"},
     {"--host", "M0_HOST", T_STR, O(host), 0, 0, "HOST", "interface to bind (default 127.0.0.1)"},
     {"--port", "M0_PORT", T_LONG, O(port), 0, 65535, "PORT", "TCP port to bind (default 8000; 0 picks a free one)"},
     {"--workers", "M0_WORKERS", T_LONG, O(workers), 1, 1024, "N", "worker processes (default 1)"},
@@ -118,6 +119,13 @@ static const struct opt opts[] = {
     {"--grant-inbound", "M0_GRANT_INBOUND", T_STR, O(grant_inbound), 0, 0, "PATH", "signed stream grants: POST a granted socket's messages to PATH (default: close 1008)"},
     {"--grant-expire", "M0_GRANT_EXPIRE", T_CHOICE, O(grant_expire), 0, 0, "close|keep", "signed stream grants: close a held stream at its grant's exp (default close; keep: it stays open)"},
     {"--grant-refresh", "M0_GRANT_REFRESH", T_SECONDS, O(grant_refresh), 0, 0, "S", "signed stream grants: send m0-refresh S seconds before exp (default 30, at most half the grant's remaining life; 0: none)"},
+    {"--certfile", "M0_CERTFILE", T_STR, O(certfile), 0, 0, "FILE", "TLS: the server's certificate chain (PEM, the certificate first); the TCP --bind listeners speak TLS (uvicorn's --ssl-certfile, Granian's --ssl-certificate)"},
+    {"--keyfile", "M0_KEYFILE", T_STR, O(keyfile), 0, 0, "FILE", "TLS: the certificate's private key (PEM; default: in --certfile; uvicorn's and Granian's --ssl-keyfile)"},
+    {"--keyfile-password-file", "M0_KEYFILE_PASSWORD_FILE", T_STR, O(keyfile_password_file), 0, 0, "FILE", "TLS: the --keyfile's password is the first line of FILE"},
+    {"--ca-certs", "M0_CA_CERTS", T_STR, O(ca_certs), 0, 0, "FILE", "TLS: the CAs (PEM) that sign the client certificates --cert-reqs asks for (mutual TLS)"},
+    {"--cert-reqs", "M0_CERT_REQS", T_CERTREQS, O(cert_reqs), 0, 0, "none|optional|required", "TLS: client certificates: not asked (default), verified when sent, or required (gunicorn's 0|1|2 too); needs --ca-certs unless none"},
+    {"--ciphers", "M0_CIPHERS", T_STR, O(ciphers), 0, 0, "LIST", "TLS 1.2's ciphers (OpenSSL syntax; default: ECDHE with AES-GCM or ChaCha20-Poly1305; TLS 1.3's are its own three)"},
+    {"--tls-ticket-rotate", "M0_TLS_TICKET_ROTATE", T_SECONDS, O(tls_ticket_rotate), 0, 0, "S", "TLS: a new session-ticket key every S seconds, made by the master for every worker; a ticket resumes for 2*S (default 3600; 0: no tickets)"},
     {"--log-level", "M0_LOG_LEVEL", T_LOGLEVEL, O(log_level), 0, 0, "L", "debug|info|warning|error|critical (default info)"},
 };
 
@@ -132,8 +140,24 @@ static const struct {
     {'w', "--workers"}, {'b', "--bind"}, {'u', "--user"}, {'g', "--group"}, {'p', "--pid"}, {'m', "--umask"},
 };
 
+/* Other servers' spellings of the same options, accepted as they are:
+ * uvicorn's and Granian's TLS flags (hypercorn and gunicorn share ours). */
+static const struct {
+    const char *alias, *flag;
+} aliases[] = {
+    {"--ssl-certfile", "--certfile"}, {"--ssl-certificate", "--certfile"}, {"--ssl-keyfile", "--keyfile"},
+    {"--ssl-ca-certs", "--ca-certs"}, {"--ssl-ca", "--ca-certs"}, {"--ssl-cert-reqs", "--cert-reqs"},
+    {"--ssl-ciphers", "--ciphers"},
+};
+
 static const struct opt *find_opt(const char *name, size_t n)
 {
+    for (size_t k = 0; k < M0_ARRAY_LEN(aliases); k++) {
+        if (strlen(aliases[k].alias) == n && strncmp(aliases[k].alias, name, n) == 0) {
+            name = aliases[k].flag;
+            n = strlen(name);
+        }
+    }
     for (size_t k = 0; k < M0_ARRAY_LEN(opts); k++) {
         if (strlen(opts[k].flag) == n && strncmp(opts[k].flag, name, n) == 0)
             return &opts[k];
@@ -227,6 +251,7 @@ void m0_config_defaults(struct m0_config *cfg)
     cfg->grip_listener = -1;
     cfg->grip_max_body = 1024 * 1024;   /* Pushpin's publishes are an item of a few hundred KiB */
     cfg->publish_listener = -1;
+    cfg->tls_ticket_rotate = 3600;
 }
 
 void m0_config_resolve(struct m0_config *cfg)
@@ -488,18 +513,54 @@ static int add_origins(struct m0_config *cfg, const char *val, int from_env, con
     }
 }
 
+/* --bind (one address, repeatable: gunicorn listens on every -b) or
+ * M0_BIND (a list); the first one on the command line drops the
+ * environment's. Each is checked here (m0_config_addr_parts). */
+static int add_binds(struct m0_config *cfg, const char *val, int from_env, const char *who, char *err, size_t cap)
+{
+    if (!from_env && cfg->binds_from_env)
+        cfg->nbinds = 0;
+    cfg->binds_from_env = from_env;
+    const char *p = val;
+    for (;;) {
+        const char *end = from_env ? strchr(p, M0_MOUNT_LIST_SEP) : NULL;
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        while (n > 0 && isspace((unsigned char)*p)) {
+            p++;
+            n--;
+        }
+        while (n > 0 && isspace((unsigned char)p[n - 1]))
+            n--;
+        if (n > 0 || !from_env) {
+            const char *copy = mount_strdup(p, n);
+            struct m0_bind_parts b;
+            if (copy == NULL || cfg->nbinds == M0_MAX_BINDS) {
+                snprintf(err, cap, "m0serve: error: %s: more than %d addresses", who, M0_MAX_BINDS);
+                return M0_ERR;
+            }
+            if (m0_config_addr_parts(copy, who, &b, err, cap) != M0_OK)
+                return M0_ERR;
+            for (unsigned i = 0; i < cfg->nbinds; i++) {
+                if (strcmp(cfg->binds[i], copy) == 0) {
+                    snprintf(err, cap, "m0serve: error: %s: '%s' given twice", who, copy);
+                    return M0_ERR;
+                }
+            }
+            cfg->binds[cfg->nbinds++] = copy;
+            cfg->bind = cfg->binds[0];
+        }
+        if (end == NULL)
+            return M0_OK;
+        p = end + 1;
+    }
+}
+
 static int apply(struct m0_config *cfg, const struct opt *o, const char *val, const char *who,
                  char *err, size_t cap)
 {
     if (o->type == T_MOUNT)
         return apply_mounts(cfg, (enum m0_mount_kind)o->off, val, who == o->env, who, err, cap);
     char *dst = (char *)cfg + o->off;
-    if (o->off == O(bind) && who == o->flag && ++cfg->bind_flags > 1) {
-        /* gunicorn listens on every -b; keeping only the last would leave
-         * the others silently unserved. One address per server. */
-        snprintf(err, cap, "m0serve: error: --bind: given more than once (one address per server)");
-        return M0_ERR;
-    }
     switch (o->type) {
     case T_STR:
         if (val[0] == '\0')
@@ -608,6 +669,20 @@ static int apply(struct m0_config *cfg, const struct opt *o, const char *val, co
     }
     case T_ORIGIN:
         return add_origins(cfg, val, who == o->env, who, err, cap);
+    case T_BIND:
+        return add_binds(cfg, val, who == o->env, who, err, cap);
+    case T_CERTREQS:
+        /* Python's ssl.CERT_NONE/OPTIONAL/REQUIRED, by name or number
+         * (gunicorn's and uvicorn's --cert-reqs take the number). */
+        if (strcmp(val, "none") == 0 || strcmp(val, "0") == 0)
+            cfg->cert_reqs = 0;
+        else if (strcmp(val, "optional") == 0 || strcmp(val, "1") == 0)
+            cfg->cert_reqs = 1;
+        else if (strcmp(val, "required") == 0 || strcmp(val, "2") == 0)
+            cfg->cert_reqs = 2;
+        else
+            goto bad;
+        break;
     case T_ACCESSFMT:
         if (m0_access_compile(val, err, cap) != M0_OK)
             return M0_ERR;
@@ -755,8 +830,11 @@ int m0_config_parse(struct m0_config *cfg, int argc, char **argv, char *err, siz
         static char folded[300];
         int ipv6 = strchr(cfg->host, ':') != NULL;
         snprintf(folded, sizeof folded, ipv6 ? "[%s]:%ld" : "%s:%ld", cfg->host, cfg->port);
-        cfg->bind = folded;
+        cfg->bind = cfg->binds[0] = folded;
+        cfg->nbinds = 1;
     }
+    if (m0_tlsd_check_flags(cfg, err, cap) != M0_OK)
+        return M0_ERR;
     if (cfg->broker != NULL) {
         struct m0_broker_cfg b;
         char why[160];

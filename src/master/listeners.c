@@ -27,6 +27,7 @@
 #include "m0/metrics_text.h"
 #include "m0/privs.h"
 #include "m0/pubpath.h"
+#include "m0/tls_server.h"
 
 void m0_listeners_of(const struct m0_listeners *ls, int idx, int i, int *out)
 {
@@ -34,53 +35,43 @@ void m0_listeners_of(const struct m0_listeners *ls, int idx, int i, int *out)
         out[l] = ls->l[l].fds[ls->l[l].per_slot ? idx * ls->loops + i : 0];
 }
 
-int m0_listeners_open(struct m0_listeners *ls, struct m0_config *cfg, int nworkers)
+/* Listener i of ls speaks TLS (tls: 1): the workers' cfg->tls_listeners,
+ * and the scheme of where. */
+static void mark_tls(struct m0_listeners *ls, struct m0_config *cfg, int i, int tls)
+{
+    if (!tls)
+        return;
+    cfg->tls_listeners |= 1u << i;
+    struct m0_listener *l = &ls->l[i];
+    if (strncmp(l->where, "http://", 7) == 0) {
+        char w[sizeof l->where];
+        snprintf(w, sizeof w, "https://%s", l->where + 7);
+        memcpy(l->where, w, sizeof w);
+    } else {
+        size_t n = strlen(l->where);
+        snprintf(l->where + n, sizeof l->where - n, " (TLS)");
+    }
+}
+
+/* One --bind address: a unix socket every worker shares, or one
+ * SO_REUSEPORT socket per worker slot and loop. M0_OK, or the exit status
+ * (logged). */
+static int open_bind(struct m0_listeners *ls, struct m0_config *cfg, const char *addr, int nworkers)
 {
     char err[512];
-    ls->loops = cfg->loops > 0 ? (int)cfg->loops : 1;
     struct m0_bind_parts b;
-    struct m0_inherited inh[M0_MAX_LISTENERS];
-    int ninh = m0_listen_inherited(inh, M0_MAX_LISTENERS, err, sizeof err);
-    if (ninh == -1) {
-        m0_error("%s", err);
-        return M0_EXIT_FAIL;
-    }
-    if (ninh > 0) {
-        static char bind_text[200];
-        bind_text[0] = '\0';
-        for (int i = 0; i < ninh; i++) {
-            struct m0_listener *l = &ls->l[ls->n++];
-            l->per_slot = 0;
-            l->fds = calloc(1, sizeof *l->fds);
-            l->fds[0] = inh[i].fd;
-            const char *nm = inh[i].name[0] ? inh[i].name : NULL;
-            if (inh[i].family == AF_UNIX) {
-                snprintf(l->where, sizeof l->where, "unix:%s (fd %d%s%s, systemd)", inh[i].addr, inh[i].fd,
-                         nm ? " " : "", nm ? nm : "");
-                if (bind_text[0] == '\0')
-                    snprintf(bind_text, sizeof bind_text, "unix:%s", inh[i].addr);
-            } else {
-                int v6 = inh[i].family == AF_INET6;
-                snprintf(l->where, sizeof l->where, v6 ? "http://[%s]:%d (fd %d%s%s, systemd)"
-                                                       : "http://%s:%d (fd %d%s%s, systemd)",
-                         inh[i].addr, inh[i].port, inh[i].fd, nm ? " " : "", nm ? nm : "");
-                if (cfg->bound_port == 0) {
-                    snprintf(bind_text, sizeof bind_text, v6 ? "[%s]:%d" : "%s:%d", inh[i].addr, inh[i].port);
-                    cfg->bound_port = inh[i].port;
-                }
-            }
-        }
-        cfg->bind = bind_text;
-        m0_info("socket activation: serving %d socket(s) passed by systemd (--bind is not used)", ninh);
-        return M0_OK;
-    }
-    if (m0_config_bind_parts(cfg, &b, err, sizeof err) != M0_OK) {
+    if (m0_config_addr_parts(addr, "--bind", &b, err, sizeof err) != M0_OK) {
         fprintf(stderr, "%s\n", err);
+        return M0_EXIT_USAGE;
+    }
+    if (ls->n == M0_MAX_LISTENERS) {
+        m0_error("--bind: more than %d listening sockets", M0_MAX_LISTENERS);
         return M0_EXIT_USAGE;
     }
     const char *host = b.host, *path = b.path;
     int port = b.port;
     struct m0_listener *l = &ls->l[ls->n++];
+    memset(l, 0, sizeof *l);
     if (path != NULL) {
         l->per_slot = 0;
         l->fds = calloc(1, sizeof *l->fds);
@@ -90,6 +81,7 @@ int m0_listeners_open(struct m0_listeners *ls, struct m0_config *cfg, int nworke
             m0_error("%s", err);
             return M0_EXIT_FAIL;
         }
+        mark_tls(ls, cfg, ls->n - 1, m0_tlsd_listener_is_tls(cfg, addr, 1));
         return M0_OK;
     }
     int bound = port;
@@ -124,9 +116,61 @@ int m0_listeners_open(struct m0_listeners *ls, struct m0_config *cfg, int nworke
         }
     }
     snprintf(l->where, sizeof l->where, strchr(host, ':') ? "http://[%s]:%d" : "http://%s:%d", host, bound);
-    cfg->bound_port = bound;
+    if (cfg->bound_port == 0)
+        cfg->bound_port = bound;       /* the first TCP listener's: SERVER_PORT */
     l->port = bound;
     l->backlog = cfg->backlog;
+    mark_tls(ls, cfg, ls->n - 1, m0_tlsd_listener_is_tls(cfg, addr, 1));
+    return M0_OK;
+}
+
+int m0_listeners_open(struct m0_listeners *ls, struct m0_config *cfg, int nworkers)
+{
+    char err[512];
+    ls->loops = cfg->loops > 0 ? (int)cfg->loops : 1;
+    struct m0_inherited inh[M0_MAX_LISTENERS];
+    int ninh = m0_listen_inherited(inh, M0_MAX_LISTENERS, err, sizeof err);
+    if (ninh == -1) {
+        m0_error("%s", err);
+        return M0_EXIT_FAIL;
+    }
+    if (ninh > 0) {
+        static char bind_text[200];
+        bind_text[0] = '\0';
+        for (int i = 0; i < ninh; i++) {
+            struct m0_listener *l = &ls->l[ls->n++];
+            l->per_slot = 0;
+            l->fds = calloc(1, sizeof *l->fds);
+            l->fds[0] = inh[i].fd;
+            const char *nm = inh[i].name[0] ? inh[i].name : NULL;
+            if (inh[i].family == AF_UNIX) {
+                snprintf(l->where, sizeof l->where, "unix:%s (fd %d%s%s, systemd)", inh[i].addr, inh[i].fd,
+                         nm ? " " : "", nm ? nm : "");
+                if (bind_text[0] == '\0')
+                    snprintf(bind_text, sizeof bind_text, "unix:%s", inh[i].addr);
+            } else {
+                int v6 = inh[i].family == AF_INET6;
+                snprintf(l->where, sizeof l->where, v6 ? "http://[%s]:%d (fd %d%s%s, systemd)"
+                                                       : "http://%s:%d (fd %d%s%s, systemd)",
+                         inh[i].addr, inh[i].port, inh[i].fd, nm ? " " : "", nm ? nm : "");
+                if (cfg->bound_port == 0) {
+                    snprintf(bind_text, sizeof bind_text, v6 ? "[%s]:%d" : "%s:%d", inh[i].addr, inh[i].port);
+                    cfg->bound_port = inh[i].port;
+                }
+                /* With --certfile a TCP socket speaks TLS, but one its unit
+                 * names "http" (FileDescriptorName=http). */
+                mark_tls(ls, cfg, ls->n - 1, cfg->certfile != NULL && (nm == NULL || strcmp(nm, "http") != 0));
+            }
+        }
+        cfg->bind = bind_text;
+        m0_info("socket activation: serving %d socket(s) passed by systemd (--bind is not used)", ninh);
+        return M0_OK;
+    }
+    for (unsigned i = 0; i < cfg->nbinds; i++) {
+        int rc = open_bind(ls, cfg, cfg->binds[i], nworkers);
+        if (rc != M0_OK)
+            return rc;
+    }
     return M0_OK;
 }
 
@@ -224,13 +268,14 @@ void m0_listeners_drop_slot(struct m0_listeners *ls, int idx)
  * it in logs): one socket every worker accepts on (no SO_REUSEPORT:
  * whichever worker is free answers, and each answers for all). Sets *idx
  * to its index. M0_OK, or the exit status to return (logged). */
-static int side_listen(struct m0_listeners *ls, const char *spec, const char *flag, const char *what, int *idx)
+static int side_listen(struct m0_listeners *ls, struct m0_config *cfg, const char *spec, const char *flag,
+                       const char *what, int *idx)
 {
     char host[256], err[512];
-    int port, bound = 0;
-    const char *path;
-    if (m0_mx_addr_split(spec, host, sizeof host, &port, &path) != M0_OK) {
-        m0_error("%s: invalid address '%s' (want HOST:PORT or unix:PATH)", flag, spec);
+    int port, bound = 0, scheme;
+    const char *path, *bare = m0_config_addr_scheme(spec, &scheme);
+    if (m0_mx_addr_split(bare, host, sizeof host, &port, &path) != M0_OK || (scheme >= 0 && path != NULL)) {
+        m0_error("%s: invalid address '%s' (want HOST:PORT, https://HOST:PORT or unix:PATH)", flag, spec);
         return M0_EXIT_USAGE;
     }
     if (ls->n == M0_MAX_LISTENERS) {
@@ -257,6 +302,7 @@ static int side_listen(struct m0_listeners *ls, const char *spec, const char *fl
         return M0_EXIT_FAIL;
     }
     *idx = ls->n++;
+    mark_tls(ls, cfg, *idx, m0_tlsd_listener_is_tls(cfg, spec, 0));
     return M0_OK;
 }
 
@@ -272,7 +318,7 @@ int m0_metrics_listen(struct m0_listeners *ls, struct m0_config *cfg)
 {
     if (cfg->metrics_bind == NULL)
         return M0_OK;
-    int rc = side_listen(ls, cfg->metrics_bind, "--metrics-bind", "metrics", &cfg->metrics_listener);
+    int rc = side_listen(ls, cfg, cfg->metrics_bind, "--metrics-bind", "metrics", &cfg->metrics_listener);
     if (rc != M0_OK)
         return rc;
     const char *where = ls->l[cfg->metrics_listener].where;
@@ -285,7 +331,7 @@ int m0_grip_listen(struct m0_listeners *ls, struct m0_config *cfg)
 {
     if (cfg->grip_control == NULL)
         return M0_OK;
-    int rc = side_listen(ls, cfg->grip_control, "--grip-control", "GRIP control", &cfg->grip_listener);
+    int rc = side_listen(ls, cfg, cfg->grip_control, "--grip-control", "GRIP control", &cfg->grip_listener);
     if (rc == M0_OK) {
         const char *where = ls->l[cfg->grip_listener].where;
         m0_info("GRIP control (EPCP POST /publish/) at %.*s", bare_len(where, "GRIP control"), where);

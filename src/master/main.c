@@ -4,6 +4,7 @@
  * cannot be loaded), 2 a bad flag or value, 78 a virtualenv of another
  * Python (version, kind or build) than the one built in, or a --grant-key-file or
  * --grip-key-file refused (unreadable, open to other users, malformed:
+ * or a --certfile/--keyfile OpenSSL cannot use:
  * the flag's syntax is right, the file it names is configuration —
  * keyfile.h, one rule for both).
  */
@@ -24,6 +25,7 @@
 #include "m0/pyrt.h"
 #include <string.h>
 #include "m0/static.h"
+#include "m0/tls_server.h"
 
 /* How the build linked libpython (the Makefile's LINK: static or shared,
  * and why); one line of --version. */
@@ -88,6 +90,20 @@ int main(int argc, char **argv)
         if (cfg.grip_key_len < 32)
             fprintf(stderr, "m0serve: warning: --grip-key-file: the key has %zu bytes; PyJWT warns on HMAC keys "
                     "under 32\n", cfg.grip_key_len);
+    }
+    if (cfg.certfile != NULL) {
+        /* Read here, as the user that started the server (a key only root
+         * reads), before the first fork: every worker inherits the
+         * context (tls_server.h). SIGHUP re-reads it as --user. */
+        int usage;
+        char line[200];
+        cfg.tls = m0_tlsd_load(&cfg, NULL, err, sizeof err, &usage);
+        if (cfg.tls == NULL) {
+            fprintf(stderr, "%s\n", err);
+            return usage ? M0_EXIT_USAGE : M0_EXIT_CONFIG;
+        }
+        m0_tlsd_describe(cfg.tls, line, sizeof line);
+        m0_info("TLS 1.2 and 1.3 with the certificate %s", line);
     }
     /* Its value is a credential in every log line (log_text.h). */
     m0_log_secret_cookie(cfg.grant_cookie);

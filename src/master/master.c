@@ -694,6 +694,7 @@ static void tick(struct m0_master *m, uint64_t now)
     if (now < m->next_tick)
         return;
     m->next_tick = now + m->tick_ms;
+    m0_master_tls_tick(m);                  /* the session-ticket keys' turn */
     const struct m0_config *cfg = m->cfg;
     if (cfg->worker_max_rss > 0 && !m->stopping) {
         for (int i = 0; i < m->cap; i++) {

@@ -71,6 +71,7 @@ struct m0_master {
     int nold_keys;
     unsigned char *prev_grip_key;
     size_t prev_grip_key_len;
+    struct m0_tlsd *prev_tls;   /* the serving generation's TLS context while a reload's boots (master_tls.c) */
     int mx_waiting;          /* a spawn waits for a free metrics block (logged once) */
 };
 
@@ -87,6 +88,7 @@ void m0_master_spawn(struct m0_master *m, int idx);
 void m0_master_reload(struct m0_master *m);
 
 #include "master_keys.h"
+#include "master_tls.h"
 
 #include "resize.h"
 

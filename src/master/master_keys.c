@@ -5,7 +5,8 @@
  * the files as they are now. A file that fails to load (keyfile.h's rule,
  * a malformed line) keeps the key in use, with one warning.
  *
- * The keys belong to a generation: the ones the serving workers started
+ * The TLS certificate and key (master_tls.c) go the same way, through the
+ * same three steps. The keys belong to a generation: the ones the serving workers started
  * with are kept until the new generation serves (commit), and put back when
  * it could not boot (restore) — a worker that later replaces one of the
  * serving workers (a crash, --max-requests) then gets the keys its
@@ -98,6 +99,7 @@ void m0_master_keys_reread(struct m0_master *m)
     struct m0_config *cfg = (struct m0_config *)m->cfg;
     char err[512];
     m0_master_keys_commit(m);           /* a previous reload's keys are the serving ones by now */
+    m0_master_tls_reread(m);            /* and the TLS certificate (master_tls.c) */
     if (cfg->grant_keys != NULL) {
         struct m0_grant_keys *k = m0_grant_keys_load(cfg->grant_key_file, err, sizeof err);
         if (k == NULL) {
@@ -126,6 +128,7 @@ void m0_master_keys_reread(struct m0_master *m)
 
 void m0_master_keys_commit(struct m0_master *m)
 {
+    m0_master_tls_commit(m);
     retire(m, m->prev_grant_keys);      /* the old workers verify with it until they exit */
     m->prev_grant_keys = NULL;
     m0_keyfile_free(m->prev_grip_key, m->prev_grip_key_len);
@@ -136,6 +139,7 @@ void m0_master_keys_commit(struct m0_master *m)
 void m0_master_keys_restore(struct m0_master *m)
 {
     struct m0_config *cfg = (struct m0_config *)m->cfg;
+    m0_master_tls_restore(m);
     if (m->prev_grant_keys != NULL) {
         retire(m, cfg->grant_keys);     /* the dismissed workers hold it until they are reaped */
         cfg->grant_keys = m->prev_grant_keys;

@@ -61,6 +61,7 @@
 #include "m0/wshold.h"
 #include "m0/wshold_open.h"
 #include "m0/wsframes.h"
+#include "m0/xprt_tls.h"
 #include "m0/control.h"
 
 #define SWEEP_MS 200
@@ -523,6 +524,8 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
     s->proto[M0_CONN_PROTO_WS] = &m0_ws_conn_ops;
     s->proto[M0_CONN_PROTO_GRIP] = &m0_grip_conn_ops;
     s->xprt[M0_XPRT_PLAIN] = &m0_xprt_plain;
+    s->xprt[M0_XPRT_TLS] = &m0_xprt_tls;
+    s->accept.tls = cfg->tls != NULL ? cfg->tls_listeners : 0;     /* the listeners that speak TLS */
     m0_holds_init(s);
     m0_ext_register(s, &presence_ext);
     struct m0_presence_loop *pl = m0_ext_of(s, &presence_ext);
@@ -537,6 +540,7 @@ struct m0_server *m0_serve_new(const struct m0_config *cfg, const int *listen_fd
     /* The features' per-loop state (server.h), made on first use. */
     m0_ext_register(s, &m0_ws_scratch_ext);
     m0_ext_register(s, &m0_grip_publisher_ext);
+    m0_ext_register(s, &m0_tls_ext);
     m0_metrics_attach(s);
     /* Who answers a request, in this order (endpoint.h): the listeners
      * answered in C, the paths answered in C, the mounts, the 404. */

@@ -342,6 +342,7 @@ void m0_proxy_client(const struct m0_proxy_trust *t, const char *peer_addr, uint
     out->port = peer_port;
     out->https = 0;
     out->forwarded = 0;
+    out->scheme_given = 0;
     if (!m0_proxy_trusted(t, peer_addr))
         return;
 
@@ -370,6 +371,7 @@ void m0_proxy_client(const struct m0_proxy_trust *t, const char *peer_addr, uint
             if (https >= 0) {
                 out->https = (uint8_t)https;
                 out->forwarded = 1;
+                out->scheme_given = 1;
             }
         }
         return;
@@ -402,12 +404,15 @@ void m0_proxy_client(const struct m0_proxy_trust *t, const char *peer_addr, uint
     walk(t, hops, n, &cur, &idx);
     if (idx >= 0) {
         set_client(out, &cur);
-        if (el[idx].proto >= 0)
+        if (el[idx].proto >= 0) {
             out->https = (uint8_t)el[idx].proto;
+            out->scheme_given = 1;
+        }
     } else if (el[n - 1].proto >= 0) {
         /* No usable for= (obfuscated, "unknown"): the nearest proxy's
          * proto still says how the request reached it. */
         out->https = (uint8_t)el[n - 1].proto;
         out->forwarded = 1;
+        out->scheme_given = 1;
     }
 }

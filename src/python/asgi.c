@@ -295,8 +295,8 @@ static PyObject *py_scope(PyObject *self, PyObject *arg)
         goto fail;
     if (scope_headers(scope, r, job->target) != M0_OK)
         goto fail;
-    if (job->https && PyDict_SetItemString(scope, "scheme", v_https) == -1)
-        goto fail;                          /* a trusted proxy says the client used TLS (proxy.h) */
+    if ((job->https && PyDict_SetItemString(scope, "scheme", v_https) == -1) || m0_asgi_tls_scope(scope, job) == -1)
+        goto fail;                          /* a TLS listener, or a trusted proxy says so (proxy.h) */
     if (job->remote_addr[0] != '\0') {
         v = Py_BuildValue("(si)", job->remote_addr, (int)job->remote_port);
         if (v == NULL || PyDict_SetItem(scope, k_client, v) == -1)

@@ -124,6 +124,9 @@ PyObject *m0_asgi_ws_scope(struct m0_job *job, PyObject *http)
         PyDict_SetItemString(scope, "extensions", v) == -1)
         goto fail;
     Py_DECREF(v);
+    v = NULL;
+    if (m0_asgi_tls_scope(scope, job) == -1)          /* a TLS listener's: extensions["tls"] */
+        goto fail;
     return scope;
 fail:
     Py_XDECREF(v);

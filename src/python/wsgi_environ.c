@@ -187,6 +187,26 @@ static int add_headers(PyObject *env, const struct m0_req *r, const struct m0_ta
     return 0;
 }
 
+/* A TLS listener's request (job.h struct m0_job_tls): mod_ssl's variables,
+ * which Django, Flask and WebOb middlewares read: HTTPS=on, SSL_PROTOCOL,
+ * SSL_CIPHER, and with a verified client certificate SSL_CLIENT_S_DN (RFC
+ * 4514), SSL_CLIENT_CERT (PEM) and SSL_CLIENT_VERIFY=SUCCESS (else NONE). */
+static int tls_environ(PyObject *env, const struct m0_job_tls *t)
+{
+    int peer = t->dn_len > 0;
+    PyObject *v = Py_BuildValue("{s:s,s:s,s:s,s:s}", "HTTPS", "on", "SSL_PROTOCOL", t->protocol, "SSL_CIPHER",
+                                t->cipher_name, "SSL_CLIENT_VERIFY", peer ? "SUCCESS" : "NONE");
+    int rc = v != NULL ? PyDict_Update(env, v) : -1;
+    Py_XDECREF(v);
+    if (rc == 0 && peer) {
+        v = Py_BuildValue("{s:s#,s:s}", "SSL_CLIENT_S_DN", t->peer, (Py_ssize_t)t->dn_len, "SSL_CLIENT_CERT",
+                          t->peer + t->dn_len + 1);
+        rc = v != NULL ? PyDict_Update(env, v) : -1;
+        Py_XDECREF(v);
+    }
+    return rc;
+}
+
 PyObject *m0_environ_build(struct m0_job *job, PyObject *template, PyObject *input)
 {
     const struct m0_req *r = &job->req;
@@ -217,6 +237,8 @@ PyObject *m0_environ_build(struct m0_job *job, PyObject *template, PyObject *inp
     if (set_str(env, s_REMOTE_ADDR, job->remote_addr, strlen(job->remote_addr)) == -1)
         goto fail;
     if (job->https && PyDict_SetItem(env, s_url_scheme, s_https) == -1)
+        goto fail;
+    if (job->tls.version != 0 && tls_environ(env, &job->tls) == -1)
         goto fail;
     char port[8];
     int pn = (int)m0_u64_dec(port, job->remote_port);     /* printf cost more than the rest of this */

@@ -21,12 +21,14 @@ class Event:
 
 
 class SSEStream:
-    def __init__(self, port, path="/events", headers=(), timeout=10.0, rcvbuf=None):
+    def __init__(self, port, path="/events", headers=(), timeout=10.0, rcvbuf=None, wrap=None):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if rcvbuf:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         self.sock.settimeout(timeout)
         self.sock.connect(("127.0.0.1", port))
+        if wrap is not None:
+            self.sock = wrap(self.sock)        # TLS (tlsfix.py): the stream over a TLS listener
         lines = ["GET %s HTTP/1.1" % path, "Host: 127.0.0.1", "Accept: text/event-stream"]
         lines += ["%s: %s" % h for h in headers]
         self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))

@@ -19,7 +19,8 @@ ordinary e2e run), or when M0SERVE is not the binary built for it.
   one id, /health sums the loops and lists each (a publish counted once),
   SIGTERM drains both, a SIGHUP while a view runs on one loop leaves no
   new connection waiting for it (the successor takes every loop's socket),
-  --max-requests counts the process.
+  --max-requests counts the process; over TLS (issue 31) each loop does its
+  own handshakes and holds, and a session resumes on either.
 """
 
 import json
@@ -736,3 +737,67 @@ def test_a_stalled_loop_is_passed_over_by_the_shared_socket(start_server, tmp_pa
     assert time.monotonic() - t0 < 2.0 and seen == [0] * 6, seen
     assert b'"loop": 1' in _read_until(held, b'"loop": 1', 10)
     held.close()
+
+
+def test_tls_on_every_loop(tmp_path_factory):
+    """--threads 2 over TLS (issue 31): each loop does its own handshakes
+    (OpenSSL's error queue is per thread) and answers; SSE holds spread over
+    both loops get one publish; a session made on one loop resumes."""
+    from tlsfix import Certs, TLSServer, client_context, read_response, tls_connect
+    certs = Certs(tmp_path_factory.mktemp("tls"))
+    server = TLSServer(certs, "threads_app:app", "--threads", "2", "--realtime").start()
+    loops, kept, holds, session = set(), [], [], None
+    try:
+        ctx = client_context(certs)
+        for _ in range(64):
+            s = tls_connect(server.port, ctx)
+            kept.append(s)
+            s.sendall(b"GET /gil HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            status, _, body = read_response(s)
+            assert status == 200, body
+            loops.add(json.loads(body)["loop"])
+            session = session or s.session
+            if loops == {0, 1}:
+                break
+        assert loops == {0, 1}, loops
+        held_on = set()
+        for _ in range(64):         # held streams (threads_app's /stream) until both loops hold some
+            s = tls_connect(server.port, ctx)
+            holds.append(s)
+            s.sendall(b"GET /stream?channel=tls HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            got = _tls_read_until(s, b"\n\n", 10)
+            while re.search(rb": loop (\d+)\n\n", got) is None:
+                got = _tls_read_until(s, b"\n\n", 10, more=True)
+            held_on.add(int(re.search(rb": loop (\d+)\n\n", got).group(1)))
+            if held_on == {0, 1} and len(holds) >= 4:
+                break
+        assert held_on == {0, 1}, held_on
+        s = kept[0]
+        s.sendall(b"GET /publish?channel=tls HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        want = b"id: %d\ndata: hello\n\n" % json.loads(read_response(s)[2])["id"]
+        for s in holds:
+            assert want in _tls_read_until(s, want, 10)
+        for _ in range(8):
+            with tls_connect(server.port, ctx, session=session) as s:
+                assert s.session_reused
+    finally:
+        for s in kept + holds:
+            s.close()
+        server.stop()
+
+
+def _tls_read_until(sock, want, timeout, more=False):
+    """What sock has sent so far, read until want is in it (more: in what
+    comes after the last call's)."""
+    deadline = time.monotonic() + timeout
+    got = getattr(sock, "_got", b"")
+    start = len(got) if more else 0
+    while want not in got[start:]:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, got
+        sock.settimeout(remaining)
+        chunk = sock.recv(65536)
+        assert chunk, got
+        got += chunk
+    sock._got = got
+    return got

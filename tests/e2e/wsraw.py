@@ -38,8 +38,10 @@ class Frame:
 
 class RawWS:
     def __init__(self, port, path="/ws/echo", headers=(), timeout=10.0, key=None, version="13",
-                 handshake=True):
+                 handshake=True, wrap=None):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        if wrap is not None:
+            self.sock = wrap(self.sock)        # TLS (tlsfix.py): wss://
         self.timeout = timeout
         self.buf = b""
         self.key = key or base64.b64encode(os.urandom(16)).decode("ascii")
