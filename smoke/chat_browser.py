@@ -51,7 +51,7 @@ def start_server(app="rtsite.wsgi:application", app_dir=SITE, args=("--workers",
     venv = REPO / ".venv"
     if "VIRTUAL_ENV" not in env and venv.is_dir():
         env["VIRTUAL_ENV"] = str(venv)
-    proc = subprocess.Popen([str(REPO / "m0serve"), app, "--app-dir", str(app_dir), "--bind", bind, *args],
+    proc = subprocess.Popen([os.environ.get("M0SERVE") or str(REPO / "m0serve"), app, "--app-dir", str(app_dir), "--bind", bind, *args],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True, env=env)
     deadline = time.monotonic() + 20
