@@ -128,7 +128,7 @@ endif
 
 .SECONDARY:
 .PHONY: FORCE all deps venv bench-venv bench-tools test layers unit e2e e2e-sanitize e2e-debian sanitize demo demo-fastapi bench install clean \
-        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics smoke-grip smoke-grip-browser smoke-woh smoke-grants smoke-grants-browser smoke-tls smoke-tls-browser smoke-room \
+        smoke-core smoke-pool smoke-django-realtime smoke-asgi smoke-broker smoke-streaming fuzz fuzz-smoke fuzz-run fuzz-seeds fuzz-merge smoke-hybrid hybrid-demo smoke-django-realtime-ws smoke-chat-browser smoke-fastapi-browser smoke-deploy smoke-metrics smoke-grip smoke-grip-browser smoke-woh-browser smoke-grants smoke-grants-browser smoke-tls smoke-tls-browser smoke-room-browser \
         python-ft python-gil tsan smoke-threads smoke-threads-run sabotage sabotage-list sabotage-fast sabotage-check print-build
 
 all: m0serve
@@ -461,7 +461,7 @@ smoke-grip-browser: deps
 # django-grip's WebSocket chat and echo views (tests/apps/gripws) in headless
 # Chromium over --ws-over-http, a gripcontrol ws-message reaching the pages
 # (smoke/woh_browser.py); not part of `make test` (it installs chromium).
-smoke-woh: deps
+smoke-woh-browser: deps
 	$(Q)$(MAKE) --no-print-directory deps DEB_PKGS="chromium"
 	$(Q)$(MAKE) --no-print-directory m0serve venv
 	$(Q)mkdir -p build && $(VPY) smoke/woh_browser.py --screenshot build/woh.png
@@ -469,7 +469,7 @@ smoke-woh: deps
 # docs/realtime.md's page examples (history, who's here, grant refresh) as
 # a Django project (tests/apps/roomproj) in headless Chromium
 # (smoke/room_browser.py); not part of `make test` (it installs chromium).
-smoke-room: deps
+smoke-room-browser: deps
 	$(Q)$(MAKE) --no-print-directory deps DEB_PKGS="chromium"
 	$(Q)$(MAKE) --no-print-directory m0serve venv
 	$(Q)$(VPY) smoke/room_browser.py

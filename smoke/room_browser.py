@@ -22,7 +22,7 @@ docs' code, under `m0serve roomproj.wsgi --workers 2 --grant-path /rt
 
 Driven over the DevTools protocol (smoke/chat_browser.py's helpers):
 
-    make smoke-room                  # installs chromium, builds, runs this
+    make smoke-room-browser                  # installs chromium, builds, runs this
     .venv/bin/python smoke/room_browser.py [--chromium PATH]   # M0SERVE=binary to test another build
 
 Exits 0 when every check holds, 1 otherwise (with what each page showed).
@@ -284,7 +284,7 @@ def main():
     ap.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
     a = ap.parse_args()
     if not os.access(a.chromium, os.X_OK):
-        raise SystemExit("no chromium at %s (make smoke-room installs it)" % a.chromium)
+        raise SystemExit("no chromium at %s (make smoke-room-browser installs it)" % a.chromium)
     tmp = Path(tempfile.mkdtemp(prefix="m0room."))
     keys = tmp / "keys"
     keys.write_text("k1 room-smoke-secret-0123456789abcdef\n")

@@ -12,7 +12,7 @@ sent from page 1, and page 1's chat socket closes cleanly (1000).
 
 Driven over the DevTools protocol (smoke/chat_browser.py's helpers):
 
-    make smoke-woh                   # installs chromium, builds, runs this
+    make smoke-woh-browser                   # installs chromium, builds, runs this
     python smoke/woh_browser.py [--screenshot FILE] [--chromium PATH]
 
 Run it with a Python that has the GRIP packages (requirements/test.txt).
@@ -109,7 +109,7 @@ def main():
     ap.add_argument("--screenshot", default="", help="save the second page as PNG")
     a = ap.parse_args()
     if not os.access(a.chromium, os.X_OK):
-        raise SystemExit("no chromium at %s (apt-get install chromium, or make smoke-woh)" % a.chromium)
+        raise SystemExit("no chromium at %s (apt-get install chromium, or make smoke-woh-browser)" % a.chromium)
     tmp = tempfile.mkdtemp(prefix="m0woh.")
     server, port, cport = start_server(tmp)
     profile = tempfile.mkdtemp(prefix="m0woh-profile.")
