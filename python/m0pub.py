@@ -1253,7 +1253,9 @@ INFO_LUA = (
 )
 # ARGV: prefix, own host, channel, limit, then subs to count in any case
 # -> flat {sub, connections, ...}: up to limit subs of the live parts not of
-# own host, and the given subs' connections there
+# own host, and the given subs' connections there; then, while there is
+# room, the subs announced on the channel (pr:j: a join published, no leave
+# yet), listed even with 0 connections (their leave pending its debounce)
 PRESENCE_LUA = (
     "local pfx, own, ch, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])\n" + _NOW_LUA +
     "local seen, order = {}, {}\n"
@@ -1271,13 +1273,23 @@ PRESENCE_LUA = (
     "    end\n"
     "  until cursor == '0' or #order >= want\n"
     "end\n"
+    "local jk, cursor = pfx .. 'pr:j:' .. ch, '0'\n"
+    "while #order < want do\n"
+    "  local r = redis.call('HSCAN', jk, cursor, 'COUNT', math.max(limit, 10))\n"
+    "  cursor = r[1]\n"
+    "  for i = 1, #r[2], 2 do\n"
+    "    local sub = r[2][i]\n"
+    "    if not seen[sub] and #order < want then seen[sub] = true; order[#order + 1] = sub end\n"
+    "  end\n"
+    "  if cursor == '0' then break end\n"
+    "end\n"
     "local out = {}\n"
     "for _, sub in ipairs(order) do\n"
     "  local n = 0\n"
     "  for _, p in ipairs(parts) do\n"
     "    n = n + (tonumber(redis.call('HGET', pfx .. 'pr:s:' .. p .. ':' .. ch, sub)) or 0)\n"
     "  end\n"
-    "  if n > 0 then out[#out + 1] = sub; out[#out + 1] = n end\n"
+    "  if n > 0 or redis.call('HEXISTS', jk, sub) == 1 then out[#out + 1] = sub; out[#out + 1] = n end\n"
     "end\n"
     "return out\n"
 )
@@ -1450,8 +1462,12 @@ def presence(channel, limit=PRESENCE_LIMIT):
     this host, and with a broker over every host. limit (default 1000, at
     most 100,000) bounds the work: the lists are walked only that far, then
     each listed sub's connections are counted. A sub longer than 128 bytes
-    is not listed. Raises BrokerError when the broker cannot be read.
-    Outside m0serve without M0_BROKER: ``{}``, logged once."""
+    is not listed. On a channel ``--presence-events`` covers, a sub that has
+    had its join and not yet its leave is listed even while nothing holds it
+    (its leave pending the debounce: a reload), with 0 connections — the
+    list is the state the join/leave events describe. Raises BrokerError
+    when the broker cannot be read. Outside m0serve without M0_BROKER:
+    ``{}``, logged once."""
     name = _check_channel(channel)
     limit = _limit(limit, PRESENCE_MAX, "limit")
     if limit == 0:

@@ -13,8 +13,10 @@ docs' code, under `m0serve roomproj.wsgi --workers 2 --grant-path /rt
    the list is the same messages, each once, and a live one follows.
 2. Who's here: alice's and bob's pages (two browser contexts, two logins)
    both list both users, also when bob joins while alice's stream request
-   is held back; when bob's page closes, alice's list drops him after the
-   debounce.
+   is held back, and when bob's page reloads while alice's reload is held
+   back (no connection holds her as bob's page renders, and she is back
+   within the debounce: no join); when bob's page closes, alice's list
+   drops him after the debounce.
 3. Expiry and refresh: the live page's grant lives 4 s; the page gets
    m0-refresh, fetches /live/grant and reopens with &last_event_id=; events
    published every 150 ms for 9 s are each shown exactly once, in order,
@@ -199,6 +201,15 @@ async def check_history(b, base, shown):
     shown["history: after a reload, the same messages once each, then live"] = got == want or got
 
 
+async def lists_both(b, alice, bob, both, shown, when):
+    for name, s in [("alice", alice), ("bob", bob)]:
+        try:
+            await b.until(s, "JSON.stringify(%s.sort()) === %s" % (HERE, json.dumps(json.dumps(both, separators=(",", ":")))), 10, name)
+            shown["here: %s's page lists both%s" % (name, when)] = True
+        except TimeoutError:
+            shown["here: %s's page lists both%s" % (name, when)] = await b.js(s, HERE)
+
+
 async def check_here(b, base, shown):
     actx, alice = await b.user_page(base, "alice")
     bctx, bob = await b.user_page(base, "bob")
@@ -214,12 +225,18 @@ async def check_here(b, base, shown):
     await b.until(bob, ES_OPEN, 15, "bob's EventSource did not open")
     await b.release(alice, "alice's stream request")
     await b.until(alice, ES_OPEN, 15, "alice's EventSource did not open")
-    for name, s in [("alice", alice), ("bob", bob)]:
-        try:
-            await b.until(s, "JSON.stringify(%s.sort()) === %s" % (HERE, json.dumps(json.dumps(both, separators=(",", ":")))), 10, name)
-            shown["here: %s's page lists both" % name] = True
-        except TimeoutError:
-            shown["here: %s's page lists both" % name] = await b.js(s, HERE)
+    await lists_both(b, alice, bob, both, shown, "")
+    # Alice reloads while bob's page renders: her old stream is gone and her
+    # new one is held back, so no connection holds her when bob's view asks
+    # presence(); she is back within the debounce (no join is published):
+    # bob's new page must list her from the render.
+    await b.hold_requests(alice, "*/rt/sse*")
+    await b.reload(alice)
+    await b.reload(bob)
+    await b.until(bob, ES_OPEN, 15, "bob's reloaded EventSource did not open")
+    await b.release(alice, "alice's reloaded stream request")
+    await b.until(alice, ES_OPEN, 15, "alice's reloaded EventSource did not open")
+    await lists_both(b, alice, bob, both, shown, " after alice's reload during bob's")
     closed = time.monotonic()
     await b.call("Target.disposeBrowserContext", browserContextId=bctx)
     try:

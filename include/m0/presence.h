@@ -119,7 +119,12 @@ uint64_t m0_presence_sub_count(const struct m0_presence *p, const char *channel,
 /* One listed sub: its name (valid during the callback) and connections. */
 typedef void (*m0_presence_sub_cb)(void *ctx, const char *sub, size_t slen, uint64_t connections);
 /* Up to limit distinct subs held on channel with their connection counts,
- * through cb. Returns how many were listed. Costs O(limit × blocks). */
+ * through cb. Over the whole table (span {0, 0}) the subs announced on the
+ * channel (presence_announce.h: a join published, the leave not yet) are
+ * listed too, with 0 connections when held nowhere right now (a leave
+ * pending its debounce): what the join/leave events say. Returns how many
+ * were listed. Costs O(limit × blocks); takes the announcements' lock (not
+ * from a loop thread). */
 size_t m0_presence_list(const struct m0_presence *p, const char *channel, size_t clen, size_t limit,
                         struct m0_presence_span span, m0_presence_sub_cb cb, void *ctx);
 

@@ -40,4 +40,12 @@ typedef void (*m0_presence_ann_cb)(void *ctx, uint32_t e, const char *channel, s
 void m0_presence_announced_each(struct m0_presence *p, int pending_only, uint64_t now, m0_presence_ann_cb cb,
                                 void *ctx);
 
+/* The subs announced on channel (a join published, no leave yet: those
+ * whose leave is pending included), newest first, through cb until it
+ * returns 0. Takes the announcements' lock: any thread but a loop's (a
+ * view's presence() through m0_presence_list). */
+typedef int (*m0_presence_name_cb)(void *ctx, const char *sub, size_t slen);
+void m0_presence_announced_subs(struct m0_presence *p, const char *channel, size_t clen, m0_presence_name_cb cb,
+                                void *ctx);
+
 #endif

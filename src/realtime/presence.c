@@ -28,6 +28,7 @@
 
 #include "m0/buf.h"
 #include "m0/presence.h"
+#include "m0/presence_announce.h"
 #include "presence_int.h"
 
 #define K_FREE M0_PRESENCE_K_FREE
@@ -625,33 +626,53 @@ uint64_t m0_presence_sub_count(const struct m0_presence *p, const char *channel,
 }
 
 /* The distinct subs a listing gathered: an open-addressing set of
- * offsets into one buffer of names. */
+ * indices into them; their names in one buffer, in the order gathered. */
 struct gathered {
     size_t limit, n, cap;
-    uint32_t *slots;                     /* 1 + offset into names, 0: empty */
+    uint32_t *slots;                     /* 1 + index, 0: empty */
+    uint32_t *off;                       /* by index: its offset into names */
+    unsigned char *announced;            /* by index: announced (listed even with no connection) */
     char *names;                         /* [len byte][name] ... */
     size_t used;
 };
 
-static int gather(struct gathered *g, const char *name, size_t n)
+/* The sub's index in the set (added when new and the set is not full),
+ * or -1 (full). */
+static long gather(struct gathered *g, const char *name, size_t n)
 {
     uint32_t h = fnv(2166136261u, name, n);
     for (size_t i = h & (g->cap - 1);; i = (i + 1) & (g->cap - 1)) {
         uint32_t at = g->slots[i];
         if (at == 0) {
             if (g->n == g->limit)
-                return 0;
+                return -1;
             g->names[g->used] = (char)n;
             memcpy(g->names + g->used + 1, name, n);
-            g->slots[i] = (uint32_t)g->used + 1;
+            g->off[g->n] = (uint32_t)g->used;
+            g->slots[i] = (uint32_t)++g->n;
             g->used += 1 + n;
-            g->n++;
-            return 1;
+            return (long)g->n - 1;
         }
-        const char *q = g->names + at - 1;
+        const char *q = g->names + g->off[at - 1];
         if ((unsigned char)q[0] == n && memcmp(q + 1, name, n) == 0)
-            return 1;
+            return (long)at - 1;
     }
+}
+
+/* Phase one and a half: a sub announced on the channel (its join
+ * published, its leave not yet) is listed even when held nowhere right now
+ * (its leave pending): the list is the state the join/leave events
+ * describe. Walked until the set is full: those already in it do not
+ * count, so the walk is O(limit) too. */
+static int gather_announced(void *ctx, const char *sub, size_t slen)
+{
+    struct gathered *g = ctx;
+    if (slen == 0 || slen > M0_PRESENCE_SUB_MAX)
+        return 1;
+    long k = gather(g, sub, slen);
+    if (k >= 0)
+        g->announced[k] = 1;
+    return g->n < g->limit;
 }
 
 /* A listing: the set gathered so far and the channel it lists. */
@@ -716,13 +737,19 @@ size_t m0_presence_list(const struct m0_presence *p, const char *channel, size_t
     while (w.g.cap < limit * 2)
         w.g.cap <<= 1;
     w.g.slots = calloc(w.g.cap, sizeof *w.g.slots);
+    w.g.off = malloc(limit * sizeof *w.g.off);
+    w.g.announced = calloc(limit, 1);
     w.g.names = malloc(limit * (M0_PRESENCE_SUB_MAX + 1));
-    if (w.g.slots == NULL || w.g.names == NULL) {
+    if (w.g.slots == NULL || w.g.off == NULL || w.g.announced == NULL || w.g.names == NULL) {
         free(w.g.slots);
+        free(w.g.off);
+        free(w.g.announced);
         free(w.g.names);
         return 0;
     }
     each_block(p, span, walk_subs, &w);
+    if (span.n == 0 && w.g.n < limit)   /* the whole host: its announcements too */
+        m0_presence_announced_subs((struct m0_presence *)p, channel, clen, gather_announced, &w.g);
     /* Phase two: each listed sub's connections, summed over the blocks:
      * per block the channel is found once, then each sub under it (a
      * block reset meanwhile: that block's counts are taken again). */
@@ -755,7 +782,7 @@ size_t m0_presence_list(const struct m0_presence *p, const char *channel, size_t
     size_t listed = 0, k = 0;
     for (size_t off = 0; sum != NULL && mine != NULL && off < w.g.used; k++) {
         size_t n = (unsigned char)w.g.names[off];
-        if (sum[k] > 0) {
+        if (sum[k] > 0 || w.g.announced[k]) {
             cb(ctx, w.g.names + off + 1, n, sum[k]);
             listed++;
         }
@@ -764,6 +791,8 @@ size_t m0_presence_list(const struct m0_presence *p, const char *channel, size_t
     free(sum);
     free(mine);
     free(w.g.slots);
+    free(w.g.off);
+    free(w.g.announced);
     free(w.g.names);
     return listed;
 }

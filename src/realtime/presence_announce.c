@@ -77,7 +77,7 @@ uint32_t m0_presence_announce(struct m0_presence *p, const char *channel, size_t
     uint32_t s = m0_presence_find(p, b, M0_PRESENCE_K_SUB, c, sub, slen);
     if (s != NONE)
         return s;
-    s = m0_presence_add(p, b, M0_PRESENCE_K_SUB, c, sub, slen, 0);
+    s = m0_presence_add(p, b, M0_PRESENCE_K_SUB, c, sub, slen, 1);       /* listed: presence() walks them */
     struct entry *ce = entry_at(p, b, c);
     if (s == NONE) {
         if (ce->count == 0)
@@ -98,18 +98,18 @@ void m0_presence_set_due(struct m0_presence *p, uint32_t e, uint64_t due)
         return;
     }
     if (due != 0) {                      /* onto the pending list */
-        x->prev = NONE;
-        x->next = b->pending;
+        x->pend.prev = NONE;
+        x->pend.next = b->pending;
         if (b->pending != NONE)
-            entry_at(p, b, b->pending)->prev = e;
+            entry_at(p, b, b->pending)->pend.prev = e;
         b->pending = e;
     } else {
-        if (x->prev != NONE)
-            entry_at(p, b, x->prev)->next = x->next;
+        if (x->pend.prev != NONE)
+            entry_at(p, b, x->pend.prev)->pend.next = x->pend.next;
         else
-            b->pending = x->next;
-        if (x->next != NONE)
-            entry_at(p, b, x->next)->prev = x->prev;
+            b->pending = x->pend.next;
+        if (x->pend.next != NONE)
+            entry_at(p, b, x->pend.next)->pend.prev = x->pend.prev;
     }
     x->aux = due;
 }
@@ -127,7 +127,7 @@ void m0_presence_unannounce(struct m0_presence *p, uint32_t e)
         return;
     m0_presence_set_due(p, e, 0);
     uint32_t c = x->link;
-    m0_presence_remove(p, b, e, 0);
+    m0_presence_remove(p, b, e, 1);
     struct entry *ce = entry_at(p, b, c);
     m0_presence_set_count(ce, ce->count - 1);
     if (ce->count == 0)
@@ -142,7 +142,7 @@ void m0_presence_announced_each(struct m0_presence *p, int pending_only, uint64_
     size_t n = 0, cap = 64;
     uint32_t *list = m0_xmalloc(cap * sizeof *list);
     if (pending_only) {
-        for (uint32_t at = b->pending; at != NONE; at = entry_at(p, b, at)->next) {
+        for (uint32_t at = b->pending; at != NONE; at = entry_at(p, b, at)->pend.next) {
             if (now != 0 && entry_at(p, b, at)->aux > now)
                 continue;
             if (n == cap)
@@ -168,4 +168,20 @@ void m0_presence_announced_each(struct m0_presence *p, int pending_only, uint64_
         cb(ctx, list[i], entry_name(c), c->nlen, entry_name(x), x->nlen);
     }
     free(list);
+}
+
+void m0_presence_announced_subs(struct m0_presence *p, const char *channel, size_t clen, m0_presence_name_cb cb,
+                                void *ctx)
+{
+    if (p == NULL || clen == 0 || clen > NAME_MAX_)
+        return;
+    struct block *b = ann(p);
+    m0_presence_announce_lock(p);
+    uint32_t c = m0_presence_find(p, b, M0_PRESENCE_K_CHAN, NONE, channel, clen);
+    for (uint32_t at = c != NONE ? entry_at(p, b, c)->link : NONE; at != NONE; at = entry_at(p, b, at)->next) {
+        const struct entry *x = entry_at(p, b, at);
+        if (!cb(ctx, entry_name(x), x->nlen))
+            break;
+    }
+    m0_presence_announce_unlock(p);
 }

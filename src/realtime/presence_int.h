@@ -29,9 +29,14 @@ struct entry {
     uint32_t hash;
     uint32_t hnext;                      /* the hash chain */
     uint32_t link;                       /* a sub: its channel; a channel: its first sub */
-    uint32_t next, prev;                 /* a sub: its siblings (announcements: the pending list);
-                                            a free run: the free list */
-    uint64_t birth;                      /* insertion stamp: lists run from the newest */
+    uint32_t next, prev;                 /* a sub: its siblings under its channel (announcements
+                                            too); a free run: the free list */
+    union {
+        uint64_t birth;                  /* loop blocks: insertion stamp (lists run from the newest) */
+        struct {
+            uint32_t next, prev;         /* announcements' subs: the pending list (while aux != 0) */
+        } pend;                          /* (that block is read under its lock only: no stamps) */
+    };
     uint64_t aux;                        /* announcements: the pending leave's due time (ms); a
                                             channel of a loop block: the newest event id noted */
 };                                       /* then the name (entry_name) */

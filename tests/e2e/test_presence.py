@@ -206,6 +206,40 @@ def test_join_and_leave_once_each_none_for_a_quick_reconnect(start_server):
     watcher.close()
 
 
+def test_presence_lists_a_sub_whose_leave_is_pending(start_server):
+    server = start_server(APP, "--realtime", "--presence-events", "room", "--presence-debounce", "2", workers=2)
+    watcher, _ = open_stream(server.port)
+    announced_while_away(watcher, [server.port], lambda: open_stream(server.port, sub="alice")[0], 2.0)
+
+
+def announced_while_away(watcher, fetch_ports, hold, debounce):
+    """A sub whose only connection closes stays in presence() with 0
+    connections while its leave is pending (the list agrees with the
+    join/leave events: a page that renders meanwhile and then applies the
+    events must not lose it), is counted again when it comes back within the
+    debounce (no event), and is gone once the leave is published."""
+    alice = hold()
+    join = watcher.next_event(WAIT)
+    assert (join.event, json.loads(join.data)) == ("join", {"sub": "alice"})
+    alice.close()
+    for port in fetch_ports:
+        assert settle(lambda: info(port)["connections"], 1) == 1          # the watcher alone
+        assert settle(lambda: presence(port), {"alice": 0}) == {"alice": 0}
+    alice = hold()                                   # back within the debounce: a reload
+    for port in fetch_ports:
+        assert settle(lambda: presence(port), {"alice": 1}) == {"alice": 1}
+    alice.close()
+    went = time.monotonic()
+    for port in fetch_ports:
+        assert settle(lambda: presence(port), {"alice": 0}) == {"alice": 0}
+    leave = watcher.next_event(debounce + WAIT)
+    assert (leave.event, json.loads(leave.data)) == ("leave", {"sub": "alice"})
+    assert time.monotonic() - went > debounce * 0.5                   # the one leave, after the debounce
+    for port in fetch_ports:
+        assert presence(port) == {}                  # the leave is out: no longer listed
+    watcher.close()
+
+
 # ---------------------------------------------------------------- history
 
 def test_history_since_an_id_in_the_journal_and_older(start_server):
@@ -325,6 +359,14 @@ def test_join_and_leave_across_hosts(start_server, redis):
     [leave] = events_of(watcher, 5.0)
     assert (leave.event, json.loads(leave.data)) == ("leave", {"sub": "alice"})
     watcher.close()
+
+
+def test_presence_lists_a_sub_whose_leave_is_pending_across_hosts(start_server, redis):
+    args = ("--presence-events", "room", "--presence-debounce", "2")
+    a = host(start_server, redis.url, *args)
+    b = host(start_server, redis.url, *args)
+    watcher, _ = open_stream(a.port)
+    announced_while_away(watcher, [a.port, b.port], lambda: open_stream(b.port, sub="alice")[0], 2.0)
 
 
 def test_history_across_hosts(start_server, redis):

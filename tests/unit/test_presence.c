@@ -231,6 +231,38 @@ static void test_announcements(void **state)
     m0_presence_destroy(p);
 }
 
+/* A sub announced on the channel and held nowhere (its leave pending) is
+ * listed with 0 connections: the list is what the join/leave events say. */
+static void test_a_list_holds_the_announced(void **state)
+{
+    (void)state;
+    struct m0_presence *p = m0_presence_create(1, 1024);
+    assert_int_equal(m0_presence_claim(p, 0, 100), M0_OK);
+    struct m0_presence_delta d;
+    join(p, 0, 100, "room", "bob", &d);
+    m0_presence_announce_lock(p);
+    uint32_t a = m0_presence_announce(p, "room", 4, "alice", 5);
+    m0_presence_announce(p, "room", 4, "bob", 3);
+    m0_presence_announce(p, "chat", 4, "carol", 5);
+    m0_presence_set_due(p, a, 1000);
+    m0_presence_announce_unlock(p);
+    struct listed l = {{0}, 0};
+    assert_int_equal(m0_presence_list(p, "room", 4, 100, ALL, on_sub, &l), 2);
+    assert_true(listed_has(&l, "alice=0,") && listed_has(&l, "bob=1,"));
+    struct listed one = {{0}, 0};
+    assert_int_equal(m0_presence_list(p, "room", 4, 1, ALL, on_sub, &one), 1);     /* the held one first */
+    assert_string_equal(one.text, "bob=1,");
+    struct listed mine = {{0}, 0};           /* a span: its blocks' holds only */
+    assert_int_equal(m0_presence_list(p, "room", 4, 100, (struct m0_presence_span){0, 1}, on_sub, &mine), 1);
+    m0_presence_announce_lock(p);
+    m0_presence_unannounce(p, a);            /* the leave is published */
+    m0_presence_announce_unlock(p);
+    struct listed after = {{0}, 0};
+    assert_int_equal(m0_presence_list(p, "room", 4, 100, ALL, on_sub, &after), 1);
+    assert_string_equal(after.text, "bob=1,");
+    m0_presence_destroy(p);
+}
+
 static void test_events_match(void **state)
 {
     (void)state;
@@ -382,6 +414,7 @@ int main(void)
         cmocka_unit_test(test_a_block_handed_over_or_reaped_stops_counting),
         cmocka_unit_test(test_a_full_block_and_a_long_sub),
         cmocka_unit_test(test_announcements),
+        cmocka_unit_test(test_a_list_holds_the_announced),
         cmocka_unit_test(test_events_match),
         cmocka_unit_test(test_readers_never_see_a_torn_count),
         cmocka_unit_test(test_a_reader_waits_for_a_writer_stopped_mid_entry),
