@@ -42,6 +42,7 @@
 #include "m0/h1.h"
 #include "m0/handoff.h"
 #include "m0/grip_control.h"
+#include "m0/pubep.h"
 #include "m0/pubsock.h"
 #include "m0/grip_hold.h"
 #include "m0/hold.h"
