@@ -325,6 +325,29 @@ static void deliver_gap(uint32_t slot, uint64_t last_id, uint64_t floor, m0_deli
     cb(ctx, slot, 0, gap, (size_t)n);
 }
 
+/* Deliver to slot the journal entries from the cursors at[0..n) on (each
+ * a channel's, or NULL), merged in id order (ids are unique across
+ * channels), each once: what the slot's filter (r->last) passed is
+ * skipped, and the filter follows what is delivered. */
+static void replay_merged(struct m0_registry *r, uint32_t slot, struct jentry **at, size_t n, m0_deliver_cb cb,
+                          void *ctx)
+{
+    for (;;) {
+        size_t best = n;
+        for (size_t i = 0; i < n; i++)
+            if (at[i] != NULL && (best == n || at[i]->id < at[best]->id))
+                best = i;
+        if (best == n)
+            break;
+        struct jentry *e = at[best];
+        at[best] = e->next;
+        if (e->id <= r->last[slot])
+            continue;
+        cb(ctx, slot, e->id, e->data, e->len);
+        r->last[slot] = e->id;
+    }
+}
+
 /* Link node into c's subscribers, first. */
 static void link_node(struct m0_registry *r, struct chan *c, uint32_t node)
 {
@@ -410,20 +433,7 @@ void m0_registry_subscribe(struct m0_registry *r, uint32_t slot, const char *cha
         while (at[i] != NULL && at[i]->id <= last_id)
             at[i] = at[i]->next;
     }
-    for (;;) {
-        size_t best = n;
-        for (size_t i = 0; i < n; i++)
-            if (at[i] != NULL && (best == n || at[i]->id < at[best]->id))
-                best = i;
-        if (best == n)
-            break;
-        struct jentry *e = at[best];
-        at[best] = e->next;
-        if (e->id <= r->last[slot])
-            continue;
-        cb(ctx, slot, e->id, e->data, e->len);
-        r->last[slot] = e->id;
-    }
+    replay_merged(r, slot, at, n, cb, ctx);
 }
 
 size_t m0_registry_history(const struct m0_registry *r, const char *channel, size_t len, uint64_t since, int tail,
@@ -727,18 +737,5 @@ void m0_registry_set_channels(struct m0_registry *r, uint32_t slot, const char *
         while (at[i] != NULL && at[i]->id <= keep)
             at[i] = at[i]->next;
     }
-    for (;;) {
-        size_t best = n;
-        for (size_t i = 0; i < n; i++)
-            if (at[i] != NULL && (best == n || at[i]->id < at[best]->id))
-                best = i;
-        if (best == n)
-            break;
-        struct jentry *e = at[best];
-        at[best] = e->next;
-        if (e->id <= r->last[slot])
-            continue;
-        cb(ctx, slot, e->id, e->data, e->len);
-        r->last[slot] = e->id;
-    }
+    replay_merged(r, slot, at, n, cb, ctx);
 }
