@@ -360,9 +360,7 @@ static void link_node(struct m0_registry *r, struct chan *c, uint32_t node)
     c->nsubs++;
 }
 
-/* Split a channel list (names separated by '\n') into at most max names:
- * returns how many (repeats dropped, the first kept). */
-static size_t split(const char *list, size_t len, const char **name, size_t *nlen, size_t max)
+size_t m0_registry_split(const char *list, size_t len, const char **name, size_t *nlen, size_t max)
 {
     size_t n = 0;
     const char *p = list, *end = list + len;
@@ -383,7 +381,7 @@ static size_t split(const char *list, size_t len, const char **name, size_t *nle
     return n;
 }
 
-#define LIST_MAX 32
+#define LIST_MAX M0_REGISTRY_LIST_MAX
 
 void m0_registry_subscribe(struct m0_registry *r, uint32_t slot, const char *channel, size_t len,
                            uint64_t last_id, int quiet, m0_deliver_cb cb, void *ctx)
@@ -392,7 +390,7 @@ void m0_registry_subscribe(struct m0_registry *r, uint32_t slot, const char *cha
         return;
     const char *name[LIST_MAX];
     size_t nlen[LIST_MAX];
-    size_t n = split(channel, len, name, nlen, LIST_MAX);
+    size_t n = m0_registry_split(channel, len, name, nlen, LIST_MAX);
     if (n == 0)
         return;
     struct chan *cs[LIST_MAX];
@@ -480,7 +478,7 @@ int m0_registry_resumable(const struct m0_registry *r, const char *channel, size
 {
     const char *name[LIST_MAX];
     size_t nlen[LIST_MAX];
-    size_t n = split(channel, len, name, nlen, LIST_MAX);
+    size_t n = m0_registry_split(channel, len, name, nlen, LIST_MAX);
     uint64_t proven = r->floor;
     for (size_t i = 0; i < n; i++) {
         const struct chan *c = find(r, name[i], nlen[i]);
@@ -701,7 +699,7 @@ void m0_registry_set_channels(struct m0_registry *r, uint32_t slot, const char *
     m0_registry_unsubscribe(r, slot);
     const char *name[LIST_MAX];
     size_t nlen[LIST_MAX];
-    size_t n = split(channel, len, name, nlen, LIST_MAX);
+    size_t n = m0_registry_split(channel, len, name, nlen, LIST_MAX);
     if (n == 0)
         return;
     struct chan *cs[LIST_MAX];
