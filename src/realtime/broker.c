@@ -179,7 +179,7 @@ static void on_position(struct m0_rconn *c, redisReply *r, void *priv)
     switch (m0_breply_classify(r, M0_BCMD_COUNTER)) {
     case M0_BREPLY_OK:
         if (r->type == REDIS_REPLY_STRING)
-            m0_breply_u64(r->str, r->len, &p);
+            m0_u64_parse(r->str, r->len, &p);
         break;
     case M0_BREPLY_ERROR:
         m0_bconn_refusal(why, sizeof why, "GET", r);
@@ -363,7 +363,7 @@ static void finish_resume(struct broker *b, struct resume *res, const redisReply
         return;
     }
     uint64_t top = 0;
-    m0_breply_u64(r->element[0]->str, r->element[0]->len, &top);
+    m0_u64_parse(r->element[0]->str, r->element[0]->len, &top);
     int found = r->element[1]->integer == 1;
     const redisReply *entries = r->element[2];
     if (res->last > top) {
@@ -508,7 +508,7 @@ static void on_probe(struct m0_rconn *c, redisReply *r, void *priv)
     if (k == M0_BREPLY_UNEXPECTED && r->type != REDIS_REPLY_STRING)
         m0_bconn_out_of_step(&b->cmd, "GET");
     else if (k == M0_BREPLY_OK && r->type == REDIS_REPLY_STRING)
-        m0_breply_u64(r->str, r->len, &b->newest);
+        m0_u64_parse(r->str, r->len, &b->newest);
 }
 
 static void broker_hook(struct m0_loop *l, void *ctx)
