@@ -383,36 +383,46 @@ size_t m0_registry_split(const char *list, size_t len, const char **name, size_t
 
 #define LIST_MAX M0_REGISTRY_LIST_MAX
 
+/* Subscribe slot (not subscribed) to every channel of the list channel
+ * (len bytes; m0_registry_split), first in each channel's subscribers,
+ * its filter left to the caller: the channels in cs, their count returned
+ * (0: an empty list, nothing linked). */
+static size_t link_list(struct m0_registry *r, uint32_t slot, const char *channel, size_t len, struct chan **cs)
+{
+    const char *name[LIST_MAX];
+    size_t nlen[LIST_MAX];
+    size_t n = m0_registry_split(channel, len, name, nlen, LIST_MAX);
+    if (n == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        cs[i] = find_or_add(r, name[i], nlen[i]);
+    r->of[slot] = cs[0];
+    link_node(r, cs[0], slot);
+    if (n > 1 && r->xfirst == NULL) {
+        r->xfirst = m0_xmalloc(r->nslots * sizeof *r->xfirst);
+        memset(r->xfirst, 0xff, r->nslots * sizeof *r->xfirst);
+    }
+    if (r->xfirst != NULL)
+        r->xfirst[slot] = NONE;
+    for (size_t i = n - 1; i >= 1; i--) {
+        uint32_t k = xnode_new(r, slot, cs[i]);
+        r->x[k].chain = r->xfirst[slot];
+        r->xfirst[slot] = k;
+        link_node(r, cs[i], r->nslots + k);
+    }
+    r->held++;
+    return n;
+}
+
 void m0_registry_subscribe(struct m0_registry *r, uint32_t slot, const char *channel, size_t len,
                            uint64_t last_id, int quiet, m0_deliver_cb cb, void *ctx)
 {
     if (slot >= r->nslots || r->of[slot] != NULL)
         return;
-    const char *name[LIST_MAX];
-    size_t nlen[LIST_MAX];
-    size_t n = m0_registry_split(channel, len, name, nlen, LIST_MAX);
+    struct chan *cs[LIST_MAX];
+    size_t n = link_list(r, slot, channel, len, cs);
     if (n == 0)
         return;
-    struct chan *cs[LIST_MAX];
-    for (size_t i = 0; i < n; i++)
-        cs[i] = find_or_add(r, name[i], nlen[i]);
-    r->of[slot] = cs[0];
-    link_node(r, cs[0], slot);
-    if (n > 1) {
-        if (r->xfirst == NULL) {
-            r->xfirst = m0_xmalloc(r->nslots * sizeof *r->xfirst);
-            memset(r->xfirst, 0xff, r->nslots * sizeof *r->xfirst);
-        }
-        for (size_t i = n - 1; i >= 1; i--) {
-            uint32_t k = xnode_new(r, slot, cs[i]);
-            r->x[k].chain = r->xfirst[slot];
-            r->xfirst[slot] = k;
-            link_node(r, cs[i], r->nslots + k);
-        }
-    } else if (r->xfirst != NULL) {
-        r->xfirst[slot] = NONE;
-    }
-    r->held++;
     r->last[slot] = last_id;
     if (last_id == 0 && !quiet)
         return;
@@ -697,29 +707,10 @@ void m0_registry_set_channels(struct m0_registry *r, uint32_t slot, const char *
         had[nhad++] = r->x[k].chan;
     uint64_t keep = r->last[slot];
     m0_registry_unsubscribe(r, slot);
-    const char *name[LIST_MAX];
-    size_t nlen[LIST_MAX];
-    size_t n = m0_registry_split(channel, len, name, nlen, LIST_MAX);
+    struct chan *cs[LIST_MAX];
+    size_t n = link_list(r, slot, channel, len, cs);
     if (n == 0)
         return;
-    struct chan *cs[LIST_MAX];
-    for (size_t i = 0; i < n; i++)
-        cs[i] = find_or_add(r, name[i], nlen[i]);
-    r->of[slot] = cs[0];
-    link_node(r, cs[0], slot);
-    if (n > 1 && r->xfirst == NULL) {
-        r->xfirst = m0_xmalloc(r->nslots * sizeof *r->xfirst);
-        memset(r->xfirst, 0xff, r->nslots * sizeof *r->xfirst);
-    }
-    if (r->xfirst != NULL)
-        r->xfirst[slot] = NONE;
-    for (size_t i = n - 1; i >= 1; i--) {
-        uint32_t k = xnode_new(r, slot, cs[i]);
-        r->x[k].chain = r->xfirst[slot];
-        r->xfirst[slot] = k;
-        link_node(r, cs[i], r->nslots + k);
-    }
-    r->held++;
     r->last[slot] = keep;
     /* Relinked first in each list, the slot is behind the cursor of an
      * event of a kept channel still being fanned out: what the kept
