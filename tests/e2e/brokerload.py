@@ -189,13 +189,32 @@ def count_acked(pubs):
     return sum(len(p.acked) for p in pubs)
 
 
+def more_acked(pubs, n, timeout, what):
+    """Wait until each publisher of pubs has n more events acknowledged
+    than now."""
+    before = [len(p.acked) for p in pubs]
+    wait_for(lambda: all(len(p.acked) >= k + n for p, k in zip(pubs, before)), timeout, what)
+
+
+def stop_publishers(pubs, proc):
+    """Stop the view publishers pubs (each finishes the event in hand) and
+    the process publisher proc."""
+    for p in pubs:
+        p.stopping.set()
+    for p in pubs:
+        p.join(90)
+    proc.stop()
+
+
 def assert_acked_once_in_order(everyone, streams, timeout=EVENT_TIMEOUT):
-    """The verdict, once the publishers everyone are stopped: no id
+    """The verdict, once the publishers everyone are stopped: none failed, no id
     acknowledged twice; every acknowledged event reaches every stream
     (Collectors, stopped here), once, in id order, with its data and no
     m0-gap; and each event whose publish was retried after an unknown
     outcome is delivered (once: above). Returns (the acknowledged ids,
     sorted; the keys retried after an unknown outcome)."""
+    for p in everyone:
+        assert getattr(p, "error", None) is None, p.error
     acked = {}
     for p in everyone:
         acked.update(p.acked)

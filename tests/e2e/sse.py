@@ -3,7 +3,9 @@
 ``SSEStream(port, path, headers)`` sends the GET, reads the response head,
 then parses the event stream as EventSource does (WHATWG HTML §9.2.6):
 comment lines, ``id``/``event``/``data`` fields, blank-line dispatch. Every
-read is bounded by a timeout.
+read is bounded by a timeout. Below it, what the tests of the realtime apps
+share: a stream held on each worker (``hold_each_worker``) and a publish
+through the app's view (``publish_by_view``).
 """
 
 import re

@@ -32,7 +32,7 @@ import time
 import pytest
 
 from brokerload import (Collector, HealthWatch, ProcessPublisher, ViewPublisher, assert_acked_once_in_order,
-                        count_acked, health, wait_health)
+                        count_acked, health, more_acked, stop_publishers, wait_health)
 from rawhttp import request
 from redisproc import Redis, SentinelSet, TLSRedis, make_certs, wait_for
 from serverproc import BINARY, REPO
@@ -89,17 +89,9 @@ def test_failover_keeps_every_acknowledged_event_once_in_order(start_server, sen
         switched_at = time.monotonic()
         if fault == "pause":
             s.resume(old)            # it comes back as a primary nobody follows, and is made a replica
-        before = [len(p.acked) for p in pubs]
-        wait_for(lambda: all(len(p.acked) >= n + 20 for p, n in zip(pubs, before)), 30,
-                 "publishes after the failover")
+        more_acked(pubs, 20, 30, "publishes after the failover")
     finally:
-        for p in pubs:
-            p.stopping.set()
-        for p in pubs:
-            p.join(90)
-        proc.stop()
-    for p in pubs:
-        assert p.error is None, p.error
+        stop_publishers(pubs, proc)
     everyone = pubs + [proc]
     ids, unknown = assert_acked_once_in_order(everyone, streams)
     # /health: degraded during the failover, clear after it (on every worker).

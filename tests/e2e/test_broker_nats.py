@@ -29,7 +29,7 @@ import time
 import pytest
 
 from brokerload import (Collector, HealthWatch, ProcessPublisher, ViewPublisher, assert_acked_once_in_order,
-                        count_acked, health, wait_health)
+                        count_acked, health, more_acked, stop_publishers, wait_health)
 from natsproc import NatsCluster, api, wait_for
 from rawhttp import request
 from serverproc import BINARY, REPO
@@ -235,27 +235,15 @@ def test_a_node_killed_and_another_restarted_every_acknowledged_event_once_in_or
         wait_for(lambda: count_acked(pubs) >= 30, 30, "publishes before the fault")
         marks["kill"] = time.monotonic()
         c.kill(killed)                             # the stream's leader: an election follows
-        before = [len(p.acked) for p in pubs]
-        wait_for(lambda: all(len(p.acked) >= n + 20 for p, n in zip(pubs, before)), 40,
-                 "publishes after the kill")
+        more_acked(pubs, 20, 40, "publishes after the kill")
         marks["restart"] = time.monotonic()
         c.restart(restarted)                       # one node left meanwhile: no quorum until it is back
-        before = [len(p.acked) for p in pubs]
-        wait_for(lambda: all(len(p.acked) >= n + 20 for p, n in zip(pubs, before)), 40,
-                 "publishes after the restart")
+        more_acked(pubs, 20, 40, "publishes after the restart")
         marks["back"] = time.monotonic()
         c.start_node(killed)
-        before = [len(p.acked) for p in pubs]
-        wait_for(lambda: all(len(p.acked) >= n + 10 for p, n in zip(pubs, before)), 40,
-                 "publishes with every node back")
+        more_acked(pubs, 10, 40, "publishes with every node back")
     finally:
-        for p in pubs:
-            p.stopping.set()
-        for p in pubs:
-            p.join(90)
-        proc.stop()
-    for p in pubs:
-        assert p.error is None, p.error
+        stop_publishers(pubs, proc)
     everyone = pubs + [proc]
     ids, unknown = assert_acked_once_in_order(everyone, streams)
     for x in (a, b):
