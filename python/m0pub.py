@@ -456,6 +456,24 @@ def _dial(settings):
     return conn
 
 
+def _kept_conn(attr, cfg, make):
+    """This thread's connection to the broker cfg, kept at _local.<attr>
+    ("conn": Redis, "nats"), and whether it is new: the kept one, or one
+    make() dials (and keeps) when there is none -- or the kept one was
+    inherited through fork, is to another broker, or was closed. make's
+    BrokerError passes through."""
+    conn = getattr(_local, attr, None)
+    if conn is not None and (conn.pid != os.getpid() or conn.cfg != cfg or conn.stale()):
+        if conn.pid == os.getpid():
+            conn.close()
+        conn = None
+    if conn is not None:
+        return conn, False
+    conn = make()
+    setattr(_local, attr, conn)
+    return conn, True
+
+
 def _redis_publish(settings, name, event, data, key=None):
     """Run the publish script (and WAIT for the replicas asked for); the id.
     Raises BrokerError (not published) or PublishOutcomeUnknown (sent, not
@@ -473,15 +491,8 @@ def _redis_publish(settings, name, event, data, key=None):
     sent = False                         # a command left: the broker may have run it
     why = "unreachable"
     for attempt in range(2):
-        conn = getattr(_local, "conn", None)
-        if conn is not None and (conn.pid != os.getpid() or conn.cfg != cfg or conn.stale()):
-            if conn.pid == os.getpid():
-                conn.close()
-            conn = None                  # inherited through fork, another broker, or closed
-        fresh = conn is None
         try:
-            if fresh:
-                conn = _local.conn = _dial(settings)
+            conn, fresh = _kept_conn("conn", cfg, lambda: _dial(settings))
         except BrokerError as e:
             if not sent:
                 raise
@@ -866,15 +877,8 @@ def _nats_publish(settings, name, event, data, key=None):
     made = False
     why = "unreachable"
     for attempt in range(3):
-        conn = getattr(_local, "nats", None)
-        if conn is not None and (conn.pid != os.getpid() or conn.cfg != cfg or conn.stale()):
-            if conn.pid == os.getpid():
-                conn.close()
-            conn = None                  # inherited through fork, another broker, or closed
-        fresh = conn is None
         try:
-            if fresh:
-                conn = _local.nats = _Nats(settings)
+            conn, _ = _kept_conn("nats", cfg, lambda: _Nats(settings))
         except BrokerError as e:
             if not sent:
                 raise
@@ -1335,14 +1339,7 @@ def _script(settings, lua, *args):
     sha = hashlib.sha1(lua.encode()).hexdigest().encode()
     argv = [a if isinstance(a, bytes) else str(a).encode() for a in args]
     for attempt in range(2):
-        conn = getattr(_local, "conn", None)
-        if conn is not None and (conn.pid != os.getpid() or conn.cfg != cfg or conn.stale()):
-            if conn.pid == os.getpid():
-                conn.close()
-            conn = None
-        fresh = conn is None
-        if fresh:
-            conn = _local.conn = _dial(settings)
+        conn, fresh = _kept_conn("conn", cfg, lambda: _dial(settings))
         try:
             try:
                 return conn.command(b"EVALSHA", sha, b"0", *argv)

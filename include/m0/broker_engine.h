@@ -35,6 +35,7 @@
 #include "m0/types.h"
 #include "m0/broker_url.h"
 
+struct m0_buf;
 struct m0_config;
 struct m0_loop;
 struct m0_rt;
@@ -61,6 +62,21 @@ struct m0_broker_engine {
     void *(*make)(struct m0_rt *rt, struct m0_loop *l, const struct m0_config *cfg);
     const struct m0_rt_source_ops *source;
 };
+
+/* A worker's reader, whatever its engine, as /health's "broker" object
+ * shows it (docs/broker.md). */
+struct m0_broker_reading {
+    uint64_t at;                   /* the newest id this worker read */
+    uint64_t newest;               /* the newest id issued, as last probed */
+    uint64_t events, gaps, reconnects, resumes, resume_gaps;
+    size_t inflight, waiting;      /* resumes sent and not answered; waiting to be sent */
+    int waiting_max;               /* beyond it a resume is a 503 */
+};
+
+/* Append r's members of the "broker" object to out: ", "last_id": N, …,
+ * "resumes_waiting_max": N" ("lag": how many ids at is behind newest;
+ * "newest_id" never below at). */
+void m0_broker_health_reading(struct m0_buf *out, const struct m0_broker_reading *r);
 
 /* The engine named name, or NULL. */
 const struct m0_broker_engine *m0_broker_engine_named(const char *name);

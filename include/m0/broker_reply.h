@@ -73,10 +73,6 @@ enum m0_bcmd {
  * (m0_breply_entry_ok) as they are used. */
 enum m0_breply m0_breply_classify(const redisReply *r, enum m0_bcmd cmd);
 
-/* Decimal digits p[0..n) (1..20 of them, no sign) → *out. Returns M0_OK or
- * M0_ERR (empty, not a digit, or above UINT64_MAX). */
-int m0_breply_u64(const char *p, size_t n, uint64_t *out);
-
 /* A stream entry as Redis sends it: [id string, [field, value, ...]]. */
 int m0_breply_entry_ok(const redisReply *e);
 

@@ -39,6 +39,10 @@ void m0_buf_printf(struct m0_buf *b, const char *fmt, ...) __attribute__((format
 void m0_buf_put_u64(struct m0_buf *b, uint64_t v);
 /* v in decimal into out (at least 21 bytes), NUL-terminated; its length. */
 size_t m0_u64_dec(char *out, uint64_t v);
+/* Its inverse: decimal digits p[0..n) (1..20 of them, nothing else: no
+ * sign, no space) → *out. M0_OK, or M0_ERR (empty, not a digit, or above
+ * UINT64_MAX). */
+int m0_u64_parse(const char *p, size_t n, uint64_t *out);
 
 /* Append s[0..n) as a JSON string (RFC 8259 §7): quotes around, '"' and '\\'
  * escaped, control bytes as \u00XX, other bytes as they are (the caller's

@@ -86,4 +86,9 @@ void m0_conn_job_put(struct m0_server *s, struct m0_conn *c);
 /* Free the cache (serve.c, at the end; the pool stopped). */
 void m0_conn_job_cache_free(struct m0_server *s);
 
+/* The loop ends, every connection gone (closed and released, or freed
+ * through m0_conn_each): free the slot chunks, the wheel and the slots'
+ * job table (serve.c, and the unit tests' rigs). */
+void m0_conn_slots_free(struct m0_server *s);
+
 #endif

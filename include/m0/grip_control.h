@@ -13,7 +13,6 @@
 #define M0_GRIP_CONTROL_H
 
 struct m0_endpoint;
-struct m0_ext;
 
 /*
  * The control port's endpoint (endpoint.h): it owns --grip-control's
@@ -41,11 +40,5 @@ struct m0_ext;
  * connection no longer waiting for it is left as it is.
  */
 extern const struct m0_endpoint m0_grip_control_endpoint;
-
-/* The loop's broker publisher (broker_grip.h), shared with the publish
- * socket (pubsock.c): an extension (server.h) made at the first publish
- * through the broker; when the loop ends its current batch finishes and
- * its thread is joined. */
-extern const struct m0_ext m0_grip_publisher_ext;
 
 #endif

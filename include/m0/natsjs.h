@@ -54,10 +54,6 @@ void m0_nats_subject(struct m0_buf *out, const char *sprefix, const char *channe
  * (m0_sse_channel_error); else M0_ERR (not ours, or malformed). */
 int m0_nats_channel(const char *subject, size_t slen, const char *sprefix, char *out, size_t cap, size_t *len);
 
-/* A decimal number of 1..20 digits that fits in 64 bits, nothing else:
- * M0_OK with *out, else M0_ERR. */
-int m0_nats_u64(const char *p, size_t n, uint64_t *out);
-
 /* A $JS.API.STREAM.MSG.GET answer (json, n bytes), as decoded. */
 struct m0_nats_got {
     uint64_t seq;               /* the message's stream sequence (>= 1) */

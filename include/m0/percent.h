@@ -11,7 +11,8 @@
 #include <stddef.h>
 
 /* The value 0..15 of the hex digit c (RFC 5234 HEXDIG, either case), or -1
- * for any other byte. */
+ * for any other byte. Also the hex of a WebSocket-over-HTTP event's size
+ * (woh.c) and of a GRIP keep-alive's \xHH escape (grip.c). */
 int m0_hex_digit(unsigned char c);
 
 /* s[i] is a '%' of the n bytes at s: the byte "%" HEXDIG HEXDIG stands

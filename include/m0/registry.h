@@ -30,6 +30,15 @@ struct m0_registry *m0_registry_new(uint32_t nslots, unsigned replay_events, siz
                                     uint64_t floor);
 void m0_registry_free(struct m0_registry *r);
 
+/* The most names a channel list holds (more are ignored). */
+#define M0_REGISTRY_LIST_MAX 32
+
+/* Split a channel list (names separated by '\n', len bytes) into at most
+ * max names, pointers into list with their lengths: repeats and empty
+ * names dropped, the first kept. Returns how many. The rule every reader
+ * of a list keeps (the registry's subscribe, the presence counts). */
+size_t m0_registry_split(const char *list, size_t len, const char **name, size_t *nlen, size_t max);
+
 /*
  * Subscribe slot (not already subscribed) to channel with filter last_id.
  * channel may be a list: up to 32 names separated by '\n' (repeats and

@@ -27,6 +27,15 @@ const struct m0_hdr *m0_req_header_count(const struct m0_req *r, const char *nam
  * copied (0 at end of body) or M0_ERR with errno set. */
 ssize_t m0_req_body_read(const struct m0_req *r, uint64_t off, void *dst, size_t n);
 
+/* The whole body in one NUL-terminated allocation (the caller frees it),
+ * its length in *n; NULL (and *n 0) when it cannot be read whole. For the
+ * endpoints answered in C that read a small body the loop has already
+ * received (the publish socket, the GRIP control port). */
+char *m0_req_body_whole(const struct m0_req *r, size_t *n);
+
+/* Is r's path (the target before '?', undecoded) exactly path? */
+int m0_req_path_is(const struct m0_req *r, const char *path);
+
 /* "METHOD TARGET" of r for a log line (log_text.h's m0_log_request: the
  * target's token and access_token REDACTED, control bytes escaped),
  * NUL-terminated in dst (cap bytes); returns dst. */

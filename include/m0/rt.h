@@ -252,6 +252,11 @@ int m0_rt_busy(const struct m0_rt *rt);
 int m0_rt_awaiting(struct m0_rt *rt, uint32_t slot, uint32_t gen);
 /* Replayed bytes (an event or a gap notice) for a waiting slot. */
 void m0_rt_replay(struct m0_rt *rt, uint32_t slot, const char *p, size_t n);
+/* Replay an m0-gap notice to a waiting slot: what the client resuming from
+ * last missed is no longer kept, the replay starts at from; unknown: last
+ * is an id never issued ("last_event_id": null, the client resyncs). The
+ * engines' resumes (broker.c, broker_nats.c) answer with it. */
+void m0_rt_replay_gap(struct m0_rt *rt, uint32_t slot, uint64_t last, uint64_t from, int unknown);
 /* The replay is out: subscribe the slot (if it still waits) with filter
  * last (journal events after it follow, then live ones). */
 void m0_rt_join(struct m0_rt *rt, uint32_t slot, uint32_t gen, const char *channel, size_t clen, uint64_t last);

@@ -100,6 +100,23 @@ size_t m0_u64_dec(char *out, uint64_t v)
     return n;
 }
 
+int m0_u64_parse(const char *p, size_t n, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (n == 0 || n > 20)
+        return M0_ERR;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return M0_ERR;
+        unsigned d = (unsigned)(p[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return M0_ERR;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return M0_OK;
+}
+
 void m0_buf_put_u64(struct m0_buf *b, uint64_t v)
 {
     char d[21];

@@ -475,6 +475,19 @@ void m0_conn_job_cache_free(struct m0_server *s)
     s->slots.njob_cache = 0;
 }
 
+void m0_conn_slots_free(struct m0_server *s)
+{
+    for (uint32_t k = 0; k < s->slots.nchunks; k++)
+        free(s->slots.chunks[k]);
+    free(s->slots.chunks);
+    free(s->slots.wheel);
+    free(s->slots.jobs);
+    s->slots.chunks = NULL;
+    s->slots.wheel = NULL;
+    s->slots.jobs = NULL;
+    s->slots.nchunks = 0;
+}
+
 /* A free slot takes the accepted descriptor fd from listener lidx: its job
  * (m0_conn_job), the peer, the slot's registration. M0_OK, or M0_ERR
  * (fd closed, the slot free again). */

@@ -24,7 +24,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "m0/body.h"
 #include "m0/broker_grip.h"
 #include "m0/broker_pub.h"
 #include "m0/bus.h"
@@ -38,33 +37,7 @@
 #include "m0/http.h"
 #include "m0/job.h"
 #include "m0/log.h"
-#include "m0/loop.h"
-
-/* A small text answer with one extra field (name NULL: none). */
-static void reply(struct m0_server *s, struct m0_conn *c, int status, const char *ctype, const char *body,
-                  const char *name, const char *value)
-{
-    struct m0_job *job = c->job;
-    const char *why;
-    size_t len = strlen(body);
-    m0_head_reset(&job->head);
-    m0_head_status(&job->head, status, NULL, 0);
-    m0_head_add(&job->head, "Content-Type", 12, ctype, strlen(ctype), &why);
-    m0_head_add(&job->head, "Cache-Control", 13, "no-store", 8, &why);
-    if (name != NULL)
-        m0_head_add(&job->head, name, strlen(name), value, strlen(value), &why);
-    struct m0_body_req br = m0_job_framing(job);
-    m0_body_reset(&job->body);
-    m0_body_commit(&job->body, &c->out, &job->head, &br, (int64_t)len, 0);
-    m0_body_emit(&job->body, &c->out, body, len);
-    m0_conn_answer(s, c, status, len);
-}
-
-static int path_is(const struct m0_req *r, const char *p)
-{
-    size_t n = strlen(p);
-    return r->path_len == n && memcmp(r->path, p, n) == 0;
-}
+#include "m0/pubep.h"
 
 #define PENDING 1   /* publish_all: handed to the broker publisher, answered at its completion */
 
@@ -77,7 +50,7 @@ static int hand_over(struct m0_server *s, struct m0_conn *c, const struct m0_epc
     unsigned n = 0;
     for (unsigned i = 0; i < pub->nitems; i++)
         n += frames[i].len != 0;
-    struct m0_broker_grip *gp = m0_ext_of(s, &m0_grip_publisher_ext);
+    struct m0_broker_grip *gp = m0_pubep_publisher(s);
     if (gp == NULL)
         return 503;
     struct m0_broker_batch *b = m0_broker_batch_new(m0_conn_slot(s, c), c->gen, n);
@@ -86,10 +59,7 @@ static int hand_over(struct m0_server *s, struct m0_conn *c, const struct m0_epc
         if (frames[i].len != 0)
             m0_broker_batch_add(b, it->channel.p, it->channel.len, frames[i].data, frames[i].len);
     }
-    c->job->queued_ms = m0_loop_now(s->loop);      /* --request-timeout's view-still-running note counts from here */
-    c->flags |= C_RUNNER;
-    m0_conn_set_state(s, c, M0_CONN_RUN);
-    m0_broker_grip_submit(gp, b);
+    m0_pubep_hand_over(s, c, gp, b);
     return PENDING;
 }
 
@@ -137,23 +107,16 @@ static void published(struct m0_server *s, struct m0_conn *c)
     const struct m0_hdr *acc = m0_req_header(&c->job->req, "accept");
     int json = acc != NULL && memmem(acc->value, acc->value_len, "application/json", 16) != NULL;
     if (json)
-        reply(s, c, 200, "application/json", "{\"message\": \"Published\"}\n", NULL, NULL);
+        m0_pubep_reply(s, c, 200, "application/json", "{\"message\": \"Published\"}\n", NULL, NULL);
     else
-        reply(s, c, 200, "text/plain", "Published\n", NULL, NULL);
+        m0_pubep_reply(s, c, 200, "text/plain", "Published\n", NULL, NULL);
 }
 
 static int complete(struct m0_server *s, struct m0_conn *c)
 {
-    struct m0_broker_batch *b = m0_broker_grip_take(m0_ext_peek(s, &m0_grip_publisher_ext), m0_conn_slot(s, c));
-    if (c->state != M0_CONN_RUN || c->job->route != &m0_grip_control_endpoint) {
-        m0_broker_batch_free(b);
+    struct m0_broker_batch *b = m0_pubep_outcome(s, c, &m0_grip_control_endpoint, "text/plain");
+    if (b == NULL)
         return M0_EP_ANSWERED;
-    }
-    if (b == NULL || b->gen != c->gen) {
-        m0_broker_batch_free(b);
-        reply(s, c, 500, "text/plain", "The publish's outcome was not recorded.\n", NULL, NULL);
-        return M0_EP_ANSWERED;
-    }
     if (b->rc == M0_OK) {
         m0_broker_batch_free(b);
         published(s, c);
@@ -172,54 +135,16 @@ static int complete(struct m0_server *s, struct m0_conn *c)
     m0_warn("GRIP control: publish through the broker failed after %u of %u items: %s", b->published, b->nitems,
             b->err);
     m0_broker_batch_free(b);
-    reply(s, c, 503, "text/plain", msg, NULL, NULL);
+    m0_pubep_reply(s, c, 503, "text/plain", msg, NULL, NULL);
     return M0_EP_ANSWERED;
-}
-
-/* The loop's broker publisher (server.h: an extension), made at the first
- * publish through the broker, its thread joined when the loop ends. */
-static void *publisher_init(struct m0_server *s)
-{
-    return m0_broker_grip_new(s->loop, s->slots.n);
-}
-
-static void publisher_fini(struct m0_server *s, void *state)
-{
-    (void)s;
-    m0_broker_grip_free(state);
-}
-
-const struct m0_ext m0_grip_publisher_ext = {.name = "broker-publisher", .init = publisher_init,
-                                             .fini = publisher_fini};
-
-/* The request body, whole (the loop read it before routing). NULL (and
- * *n 0) when it cannot be read. */
-static char *body_of(const struct m0_req *r, size_t *n)
-{
-    char *b = m0_xmalloc(r->body_len + 1);
-    size_t got = 0;
-    while (got < r->body_len) {
-        ssize_t k = m0_req_body_read(r, got, b + got, r->body_len - got);
-        if (k <= 0)
-            break;
-        got += (size_t)k;
-    }
-    if (got != r->body_len) {
-        free(b);
-        *n = 0;
-        return NULL;
-    }
-    b[got] = '\0';
-    *n = got;
-    return b;
 }
 
 static int verdict(struct m0_server *s, struct m0_conn *c)
 {
     const struct m0_req *r = &c->job->req;
-    if (path_is(r, "/"))
+    if (m0_req_path_is(r, "/"))
         return 200;
-    if (!path_is(r, "/publish") && !path_is(r, "/publish/"))
+    if (!m0_req_path_is(r, "/publish") && !m0_req_path_is(r, "/publish/"))
         return 404;
     if (strcmp(r->method, "POST") != 0)
         return 405;
@@ -243,25 +168,25 @@ static void answer(struct m0_server *s, struct m0_conn *c, int verdict)
     case 0:
         break;                   /* an authenticated publish: its body is read */
     case 200:
-        reply(s, c, 200, tp, "m0serve GRIP control\n", NULL, NULL);
+        m0_pubep_reply(s, c, 200, tp, "m0serve GRIP control\n", NULL, NULL);
         return;
     case 401:
-        reply(s, c, 401, tp, "Unauthorized\n", "WWW-Authenticate", "Bearer");
+        m0_pubep_reply(s, c, 401, tp, "Unauthorized\n", "WWW-Authenticate", "Bearer");
         return;
     case 405:
-        reply(s, c, 405, tp, "Method Not Allowed\n", "Allow", "POST");
+        m0_pubep_reply(s, c, 405, tp, "Method Not Allowed\n", "Allow", "POST");
         return;
     case 413:
-        reply(s, c, 413, tp, "Request body too large.\n", NULL, NULL);
+        m0_pubep_reply(s, c, 413, tp, "Request body too large.\n", NULL, NULL);
         return;
     default:
-        reply(s, c, 404, tp, "Not Found\n", NULL, NULL);
+        m0_pubep_reply(s, c, 404, tp, "Not Found\n", NULL, NULL);
         return;
     }
     size_t n;
-    char *body = body_of(r, &n);
+    char *body = m0_req_body_whole(r, &n);
     if (body == NULL) {
-        reply(s, c, 500, tp, "Could not read the request body.\n", NULL, NULL);
+        m0_pubep_reply(s, c, 500, tp, "Could not read the request body.\n", NULL, NULL);
         return;
     }
     struct m0_epcp_publish pub;
@@ -271,7 +196,7 @@ static void answer(struct m0_server *s, struct m0_conn *c, int verdict)
         char msg[M0_EPCP_ERR_MAX + 2];
         snprintf(msg, sizeof msg, "%s\n", pub.err[0] ? pub.err : "Invalid request.");
         m0_epcp_free(&pub);
-        reply(s, c, status, tp, msg, NULL, NULL);
+        m0_pubep_reply(s, c, status, tp, msg, NULL, NULL);
         return;
     }
     status = publish_all(s, c, &pub);
@@ -279,10 +204,10 @@ static void answer(struct m0_server *s, struct m0_conn *c, int verdict)
     if (status == PENDING)
         return;              /* m0_grip_control_complete answers */
     if (status == 413)
-        reply(s, c, 413, tp, "Item too large.\n", NULL, NULL);
+        m0_pubep_reply(s, c, 413, tp, "Item too large.\n", NULL, NULL);
     else if (status == 503)
-        reply(s, c, 503, tp, m0_broker != NULL ? "The broker publisher could not be started.\n"
-                                               : "No bus to publish on.\n", NULL, NULL);
+        m0_pubep_reply(s, c, 503, tp, m0_broker != NULL ? "The broker publisher could not be started.\n"
+                                                        : "No bus to publish on.\n", NULL, NULL);
     else
         published(s, c);
 }

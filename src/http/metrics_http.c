@@ -46,12 +46,6 @@ static const char *endpoint_path(const struct m0_config *cfg)
     return cfg->metrics_path != NULL && cfg->metrics_path[0] != '\0' ? cfg->metrics_path : "/metrics";
 }
 
-static int path_is(const struct m0_req *r, const char *p)
-{
-    size_t n = strlen(p);
-    return r->path_len == n && memcmp(r->path, p, n) == 0;
-}
-
 /* ------------------------------------------------------------ /proc */
 
 static double boot_time(void)
@@ -214,7 +208,8 @@ static int answer(struct m0_server *s, struct m0_conn *c, int head_only)
     (void)head_only;                 /* it reads no body either way */
     /* A peer outside the trust list learns nothing: the path is a 404 as
      * if nothing were there (the application never sees it either). */
-    int ours = on_own(s, job) ? path_is(r, endpoint_path(s->cfg)) : m0_proxy_trusted(&s->cfg->forwarded_trust, job->peer_addr);
+    int ours = on_own(s, job) ? m0_req_path_is(r, endpoint_path(s->cfg))
+                              : m0_proxy_trusted(&s->cfg->forwarded_trust, job->peer_addr);
     if (!ours || m0_metrics_block() == NULL) {
         respond(s, c, 404, NULL, NULL);
         return M0_EP_ANSWERED;
@@ -275,7 +270,7 @@ static unsigned claims(struct m0_server *s, struct m0_conn *c)
     const char *mp = s->cfg->metrics_path;
     if (mp == NULL || mp[0] == '\0' || m0_metrics_block() == NULL)
         return 0;
-    return path_is(&job->req, mp) ? M0_EP_CLAIMED : 0;
+    return m0_req_path_is(&job->req, mp) ? M0_EP_CLAIMED : 0;
 }
 
 const struct m0_endpoint m0_metrics_endpoint = {

@@ -14,20 +14,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "m0/body.h"
 #include "m0/broker_grip.h"
 #include "m0/broker_pub.h"
 #include "m0/broker_url.h"
 #include "m0/bus.h"
 #include "m0/config.h"
 #include "m0/conn.h"
-#include "m0/grip_control.h"
 #include "m0/server.h"
 #include "m0/endpoint.h"
 #include "m0/job.h"
 #include "m0/log.h"
-#include "m0/loop.h"
 #include "m0/metrics.h"
+#include "m0/pubep.h"
 #include "m0/pubreq.h"
 #include "m0/pubsock.h"
 #include "m0/sse.h"
@@ -35,29 +33,12 @@
 /* The id line m0pub counts a frame with ("id: " and 2**63, the longest). */
 #define ID_LINE_MAX (sizeof "id: 9223372036854775808\n" - 1)
 
-/* A small answer with one extra field (name NULL: none). */
-static void reply(struct m0_server *s, struct m0_conn *c, int status, const char *ctype, const char *body,
-                  const char *name, const char *value)
-{
-    struct m0_job *job = c->job;
-    const char *why;
-    size_t len = strlen(body);
-    m0_head_reset(&job->head);
-    m0_head_status(&job->head, status, NULL, 0);
-    m0_head_add(&job->head, "Content-Type", 12, ctype, strlen(ctype), &why);
-    m0_head_add(&job->head, "Cache-Control", 13, "no-store", 8, &why);
-    if (name != NULL)
-        m0_head_add(&job->head, name, strlen(name), value, strlen(value), &why);
-    struct m0_body_req br = m0_job_framing(job);
-    m0_body_reset(&job->body);
-    m0_body_commit(&job->body, &c->out, &job->head, &br, (int64_t)len, 0);
-    m0_body_emit(&job->body, &c->out, body, len);
-    m0_conn_answer(s, c, status, len);
-}
+/* Every answer but the 200's is text. */
+#define TEXT "text/plain; charset=utf-8"
 
 static void text(struct m0_server *s, struct m0_conn *c, int status, const char *body)
 {
-    reply(s, c, status, "text/plain; charset=utf-8", body, NULL, NULL);
+    m0_pubep_reply(s, c, status, TEXT, body, NULL, NULL);
 }
 
 static void published(struct m0_server *s, struct m0_conn *c, uint64_t id)
@@ -65,34 +46,7 @@ static void published(struct m0_server *s, struct m0_conn *c, uint64_t id)
     char body[48];
     snprintf(body, sizeof body, "{\"id\": %llu}\n", (unsigned long long)id);
     m0_mx_add(m0_metrics_block(), M0_MX_PUBLISHES, 1);
-    reply(s, c, 200, "application/json", body, NULL, NULL);
-}
-
-static int path_is(const struct m0_req *r, const char *p)
-{
-    size_t n = strlen(p);
-    return r->path_len == n && memcmp(r->path, p, n) == 0;
-}
-
-/* The request body, whole (the loop read it before routing: at most
- * M0_PUBREQ_BODY_MAX, m0_pubreq_limits). NULL when it cannot be read. */
-static char *body_of(const struct m0_req *r, size_t *n)
-{
-    char *b = m0_xmalloc(r->body_len + 1);
-    size_t got = 0;
-    while (got < r->body_len) {
-        ssize_t k = m0_req_body_read(r, got, b + got, r->body_len - got);
-        if (k <= 0)
-            break;
-        got += (size_t)k;
-    }
-    if (got != r->body_len) {
-        free(b);
-        return NULL;
-    }
-    b[got] = '\0';
-    *n = got;
-    return b;
+    m0_pubep_reply(s, c, 200, "application/json", body, NULL, NULL);
 }
 
 /* With --broker: the event to the loop's publisher thread (made at the
@@ -100,15 +54,11 @@ static char *body_of(const struct m0_req *r, size_t *n)
  * runner's. M0_OK, or M0_ERR when no thread can be had. */
 static int hand_over(struct m0_server *s, struct m0_conn *c, const struct m0_pubreq *p)
 {
-    struct m0_broker_grip *pub = m0_ext_of(s, &m0_grip_publisher_ext);
+    struct m0_broker_grip *pub = m0_pubep_publisher(s);
     if (pub == NULL)
         return M0_ERR;
-    struct m0_broker_batch *b = m0_broker_batch_event(m0_conn_slot(s, c), c->gen, p->channel, p->channel_len,
-                                                      p->data, p->data_len, p->event, p->key, p->key_len);
-    c->job->queued_ms = m0_loop_now(s->loop);
-    c->flags |= C_RUNNER;
-    m0_conn_set_state(s, c, M0_CONN_RUN);
-    m0_broker_grip_submit(pub, b);
+    m0_pubep_hand_over(s, c, pub, m0_broker_batch_event(m0_conn_slot(s, c), c->gen, p->channel, p->channel_len,
+                                                        p->data, p->data_len, p->event, p->key, p->key_len));
     return M0_OK;
 }
 
@@ -151,17 +101,17 @@ static void publish(struct m0_server *s, struct m0_conn *c, const struct m0_pubr
 static void answer(struct m0_server *s, struct m0_conn *c)
 {
     const struct m0_req *r = &c->job->req;
-    if (path_is(r, "/")) {
+    if (m0_req_path_is(r, "/")) {
         text(s, c, 200, "m0serve publish socket: POST /publish {\"channel\": C, \"data\": D, \"event\": E, "
                         "\"key\": K}\n");
         return;
     }
-    if (!path_is(r, "/publish") && !path_is(r, "/publish/")) {
+    if (!m0_req_path_is(r, "/publish") && !m0_req_path_is(r, "/publish/")) {
         text(s, c, 404, "Not Found (POST /publish)\n");
         return;
     }
     if (strcmp(r->method, "POST") != 0) {
-        reply(s, c, 405, "text/plain; charset=utf-8", "Method Not Allowed (POST /publish)\n", "Allow", "POST");
+        m0_pubep_reply(s, c, 405, TEXT, "Method Not Allowed (POST /publish)\n", "Allow", "POST");
         return;
     }
     if (atomic_load(&s->life.draining)) {
@@ -173,7 +123,7 @@ static void answer(struct m0_server *s, struct m0_conn *c)
         return;
     }
     size_t n = 0;
-    char *body = body_of(r, &n);
+    char *body = m0_req_body_whole(r, &n);
     if (body == NULL) {
         text(s, c, 500, "Could not read the request body.\n");
         return;
@@ -193,16 +143,9 @@ static void answer(struct m0_server *s, struct m0_conn *c)
 
 static int complete(struct m0_server *s, struct m0_conn *c)
 {
-    struct m0_broker_batch *b = m0_broker_grip_take(m0_ext_peek(s, &m0_grip_publisher_ext), m0_conn_slot(s, c));
-    if (c->state != M0_CONN_RUN || c->job->route != &m0_pubsock_endpoint) {
-        m0_broker_batch_free(b);
+    struct m0_broker_batch *b = m0_pubep_outcome(s, c, &m0_pubsock_endpoint, TEXT);
+    if (b == NULL)
         return M0_EP_ANSWERED;
-    }
-    if (b == NULL || b->gen != c->gen) {
-        m0_broker_batch_free(b);
-        text(s, c, 500, "The publish's outcome was not recorded.\n");
-        return M0_EP_ANSWERED;
-    }
     if (b->rc == M0_OK) {
         uint64_t id = b->id;
         m0_broker_batch_free(b);

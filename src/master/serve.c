@@ -42,6 +42,7 @@
 #include "m0/h1.h"
 #include "m0/handoff.h"
 #include "m0/grip_control.h"
+#include "m0/pubep.h"
 #include "m0/pubsock.h"
 #include "m0/grip_hold.h"
 #include "m0/hold.h"
@@ -649,11 +650,7 @@ void m0_serve_free(struct m0_server *s)
     m0_conn_each(s, free_conn, NULL);
     m0_conn_job_cache_free(s);
     m0_holds_free(s);
-    for (uint32_t k = 0; k < s->slots.nchunks; k++)
-        free(s->slots.chunks[k]);
-    free(s->slots.chunks);
-    free(s->slots.wheel);
-    free(s->slots.jobs);
+    m0_conn_slots_free(s);
     m0_loop_free(s->loop);
     if (s->accept.reserve_fd != -1)
         close(s->accept.reserve_fd);

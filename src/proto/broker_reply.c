@@ -17,6 +17,7 @@
 #include <hiredis/hiredis.h>
 
 #include "m0/broker_reply.h"
+#include "m0/buf.h"
 
 /* The largest array accepted: the replay script returns at most retention
  * + 1 entries (retention is at most 10,000,000); hiredis allocates an
@@ -113,23 +114,6 @@ void m0_reply_guard_install(struct m0_reply_guard *g, redisReader *r, m0_reply_p
 
 /* ---------------------------------------------------------------- shapes */
 
-int m0_breply_u64(const char *p, size_t n, uint64_t *out)
-{
-    uint64_t v = 0;
-    if (n == 0 || n > 20)
-        return M0_ERR;
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9')
-            return M0_ERR;
-        unsigned d = (unsigned)(p[i] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return M0_ERR;
-        v = v * 10 + d;
-    }
-    *out = v;
-    return M0_OK;
-}
-
 int m0_breply_entry_ok(const redisReply *e)
 {
     return e != NULL && e->type == REDIS_REPLY_ARRAY && e->elements == 2 &&
@@ -142,7 +126,7 @@ uint64_t m0_breply_entry_id(const redisReply *r)
         return 0;
     const char *dash = memchr(r->str, '-', r->len);
     uint64_t v;
-    return m0_breply_u64(r->str, dash ? (size_t)(dash - r->str) : r->len, &v) == M0_OK ? v : 0;
+    return m0_u64_parse(r->str, dash ? (size_t)(dash - r->str) : r->len, &v) == M0_OK ? v : 0;
 }
 
 const redisReply *m0_breply_field(const redisReply *fields, const char *name)
@@ -180,7 +164,7 @@ enum m0_breply m0_breply_classify(const redisReply *r, enum m0_bcmd cmd)
         ok = is_status(r, "PONG");
         break;
     case M0_BCMD_COUNTER:
-        ok = r->type == REDIS_REPLY_NIL || (r->type == REDIS_REPLY_STRING && m0_breply_u64(r->str, r->len, &v) == M0_OK);
+        ok = r->type == REDIS_REPLY_NIL || (r->type == REDIS_REPLY_STRING && m0_u64_parse(r->str, r->len, &v) == M0_OK);
         break;
     case M0_BCMD_INTEGER:
         ok = r->type == REDIS_REPLY_INTEGER;
@@ -195,7 +179,7 @@ enum m0_breply m0_breply_classify(const redisReply *r, enum m0_bcmd cmd)
         break;
     case M0_BCMD_RESUME:
         ok = r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->type == REDIS_REPLY_STRING &&
-             m0_breply_u64(r->element[0]->str, r->element[0]->len, &v) == M0_OK &&
+             m0_u64_parse(r->element[0]->str, r->element[0]->len, &v) == M0_OK &&
              r->element[1]->type == REDIS_REPLY_INTEGER && r->element[2]->type == REDIS_REPLY_ARRAY;
         break;
     case M0_BCMD_ROLE: {
@@ -259,7 +243,7 @@ static int port_of(const redisReply *r, uint64_t *port)
         *port = r->integer > 0 ? (uint64_t)r->integer : 0;
         return M0_OK;
     }
-    return is_str(r) ? m0_breply_u64(r->str, r->len, port) : M0_ERR;
+    return is_str(r) ? m0_u64_parse(r->str, r->len, port) : M0_ERR;
 }
 
 int m0_breply_role(const redisReply *r, struct m0_role *out)
@@ -402,7 +386,7 @@ enum m0_sentinel_event m0_sentinel_event(const char *channel, size_t clen, const
         size_t hl, pl;
         const char *h = word(payload, plen, 3, &hl), *p = word(payload, plen, 4, &pl);
         uint64_t port;
-        if (!word_is(payload, plen, 0, master) || h == NULL || p == NULL || m0_breply_u64(p, pl, &port) != M0_OK ||
+        if (!word_is(payload, plen, 0, master) || h == NULL || p == NULL || m0_u64_parse(p, pl, &port) != M0_OK ||
             take_addr(h, hl, port, to) != M0_OK)
             return M0_SEV_NONE;
         return M0_SEV_SWITCH;
@@ -412,7 +396,7 @@ enum m0_sentinel_event m0_sentinel_event(const char *channel, size_t clen, const
     const char *h = word(payload, plen, 2, &hl), *p = word(payload, plen, 3, &pl);
     uint64_t port;
     if (!word_is(payload, plen, 0, "master") || !word_is(payload, plen, 1, master) || h == NULL || p == NULL ||
-        m0_breply_u64(p, pl, &port) != M0_OK || take_addr(h, hl, port, to) != M0_OK)
+        m0_u64_parse(p, pl, &port) != M0_OK || take_addr(h, hl, port, to) != M0_OK)
         return M0_SEV_NONE;
     if (chan_is(channel, clen, "+sdown") || chan_is(channel, clen, "+odown"))
         return M0_SEV_DOWN;

@@ -9,6 +9,7 @@
 #include "m0/base64.h"
 #include "m0/grip.h"
 #include "m0/http.h"
+#include "m0/percent.h"
 #include "m0/sse.h"
 
 #define PARAMS_MAX 16                  /* parameters on one list element */
@@ -363,17 +364,6 @@ static const char *expose_element(struct m0_grip *g, const struct element *el)
     return NULL;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /*
  * Keep-alive data in the cstring format: the C escapes \\ \r \n and \xHH
  * (Pushpin's set). An unknown escape or a lone trailing backslash is an
@@ -396,7 +386,7 @@ static ssize_t cstring_decode(const char *s, size_t n, char *out)
         case 'x': {
             if (i + 2 >= n)
                 return -1;
-            int hi = hexval(s[i + 1]), lo = hexval(s[i + 2]);
+            int hi = m0_hex_digit((unsigned char)s[i + 1]), lo = m0_hex_digit((unsigned char)s[i + 2]);
             if (hi < 0 || lo < 0)
                 return -1;
             out[k++] = (char)(hi << 4 | lo);

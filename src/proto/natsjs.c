@@ -100,23 +100,6 @@ int m0_nats_channel(const char *subject, size_t slen, const char *sprefix, char 
     return m0_sse_channel_error(out, *len) == NULL ? M0_OK : M0_ERR;
 }
 
-int m0_nats_u64(const char *p, size_t n, uint64_t *out)
-{
-    uint64_t v = 0;
-    if (n == 0 || n > 20)
-        return M0_ERR;
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9')
-            return M0_ERR;
-        unsigned d = (unsigned)(p[i] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return M0_ERR;
-        v = v * 10 + d;
-    }
-    *out = v;
-    return M0_OK;
-}
-
 static int bad(struct m0_nats_got *got, const char *why)
 {
     snprintf(got->why, sizeof got->why, "%s", why);

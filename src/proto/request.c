@@ -105,6 +105,32 @@ ssize_t m0_req_body_read(const struct m0_req *r, uint64_t off, void *dst, size_t
     return (ssize_t)done;
 }
 
+char *m0_req_body_whole(const struct m0_req *r, size_t *n)
+{
+    char *b = m0_xmalloc(r->body_len + 1);
+    size_t got = 0;
+    while (got < r->body_len) {
+        ssize_t k = m0_req_body_read(r, got, b + got, r->body_len - got);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    if (got != r->body_len) {
+        free(b);
+        *n = 0;
+        return NULL;
+    }
+    b[got] = '\0';
+    *n = got;
+    return b;
+}
+
+int m0_req_path_is(const struct m0_req *r, const char *path)
+{
+    size_t n = strlen(path);
+    return r->path_len == n && memcmp(r->path, path, n) == 0;
+}
+
 int m0_http_list_next(const char **p, const char *end, const char **item, size_t *len)
 {
     const char *s = *p;

@@ -13,6 +13,7 @@
 
 #include "m0/base64.h"
 #include "m0/http.h"
+#include "m0/percent.h"
 #include "m0/woh.h"
 
 static const char *const names[] = {
@@ -47,17 +48,6 @@ static enum m0_woh_type type_of(const char *p, size_t n)
     return M0_WOH_OTHER;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 int m0_woh_next(const char *body, size_t n, size_t *off, struct m0_woh_event *ev)
 {
     size_t at = *off;
@@ -89,7 +79,7 @@ int m0_woh_next(const char *body, size_t n, size_t *off, struct m0_woh_event *ev
         return M0_ERR;
     size_t clen = 0;
     for (size_t i = 0; i < digits; i++) {
-        int v = hexval(sp[1 + i]);
+        int v = m0_hex_digit((unsigned char)sp[1 + i]);
         if (v < 0)
             return M0_ERR;
         clen = clen * 16 + (size_t)v;

@@ -179,7 +179,7 @@ static void on_position(struct m0_rconn *c, redisReply *r, void *priv)
     switch (m0_breply_classify(r, M0_BCMD_COUNTER)) {
     case M0_BREPLY_OK:
         if (r->type == REDIS_REPLY_STRING)
-            m0_breply_u64(r->str, r->len, &p);
+            m0_u64_parse(r->str, r->len, &p);
         break;
     case M0_BREPLY_ERROR:
         m0_bconn_refusal(why, sizeof why, "GET", r);
@@ -339,13 +339,8 @@ static void issue_read(struct broker *b)
 
 static void deliver_gap(struct broker *b, const struct resume *res, uint64_t last, uint64_t from, int unknown)
 {
-    char gap[160];
-    int n = unknown ? snprintf(gap, sizeof gap, "event: m0-gap\ndata: {\"last_event_id\": null}\n\n")
-                    : snprintf(gap, sizeof gap,
-                               "event: m0-gap\ndata: {\"last_event_id\": %llu, \"replay_from\": %llu}\n\n",
-                               (unsigned long long)last, (unsigned long long)from);
     b->resume_gaps++;
-    m0_rt_replay(b->rt, res->slot, gap, (size_t)n);
+    m0_rt_replay_gap(b->rt, res->slot, last, from, unknown);
 }
 
 /*
@@ -368,7 +363,7 @@ static void finish_resume(struct broker *b, struct resume *res, const redisReply
         return;
     }
     uint64_t top = 0;
-    m0_breply_u64(r->element[0]->str, r->element[0]->len, &top);
+    m0_u64_parse(r->element[0]->str, r->element[0]->len, &top);
     int found = r->element[1]->integer == 1;
     const redisReply *entries = r->element[2];
     if (res->last > top) {
@@ -513,7 +508,7 @@ static void on_probe(struct m0_rconn *c, redisReply *r, void *priv)
     if (k == M0_BREPLY_UNEXPECTED && r->type != REDIS_REPLY_STRING)
         m0_bconn_out_of_step(&b->cmd, "GET");
     else if (k == M0_BREPLY_OK && r->type == REDIS_REPLY_STRING)
-        m0_breply_u64(r->str, r->len, &b->newest);
+        m0_u64_parse(r->str, r->len, &b->newest);
 }
 
 static void broker_hook(struct m0_loop *l, void *ctx)
@@ -686,17 +681,13 @@ static int broker_health(const void *ctx, struct m0_buf *out)
         m0_buf_printf(out, ", \"sentinel\": \"%s\", \"primary_down\": %s, \"switches\": %llu",
                       m0_bconn_state_name(b->snt.state), b->primary_down ? "true" : "false",
                       (unsigned long long)b->switches);
-    m0_buf_printf(out,
-                  ", \"connected\": %s, \"reader\": \"%s\", \"commands\": \"%s\", "
-                  "\"last_id\": %llu, \"newest_id\": %llu, \"lag\": %llu, \"events\": %llu, \"gaps\": %llu, "
-                  "\"reconnects\": %llu, \"resumes\": %llu, \"resume_gaps\": %llu, \"resumes_in_flight\": %zu, "
-                  "\"resumes_waiting\": %zu, \"resumes_waiting_max\": %d, \"waiting_bytes\": %zu, \"last_error\": ",
-                  connected ? "true" : "false",
-                  m0_bconn_state_name(b->rd.state), m0_bconn_state_name(b->cmd.state), (unsigned long long)at,
-                  (unsigned long long)(b->newest > at ? b->newest : at),
-                  (unsigned long long)(b->newest > at ? b->newest - at : 0), (unsigned long long)b->events,
-                  (unsigned long long)b->gaps, (unsigned long long)b->reconnects, (unsigned long long)b->resumes,
-                  (unsigned long long)b->resume_gaps, b->inflight, b->nwait, MAX_WAITING, b->wait_bytes);
+    m0_buf_printf(out, ", \"connected\": %s, \"reader\": \"%s\", \"commands\": \"%s\"", connected ? "true" : "false",
+                  m0_bconn_state_name(b->rd.state), m0_bconn_state_name(b->cmd.state));
+    m0_broker_health_reading(out, &(struct m0_broker_reading){
+        .at = at, .newest = b->newest, .events = b->events, .gaps = b->gaps, .reconnects = b->reconnects,
+        .resumes = b->resumes, .resume_gaps = b->resume_gaps, .inflight = b->inflight, .waiting = b->nwait,
+        .waiting_max = MAX_WAITING});
+    m0_buf_printf(out, ", \"waiting_bytes\": %zu, \"last_error\": ", b->wait_bytes);
     m0_buf_json_str(out, b->last_error, strlen(b->last_error));
     m0_buf_puts(out, "}");
     return connected;

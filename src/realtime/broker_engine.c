@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "m0/broker.h"
+#include "m0/buf.h"
 #include "m0/broker_engine.h"
 #include "m0/rt.h"
 #include "broker_int.h"
@@ -36,6 +37,19 @@ static const struct m0_broker_engine nats_engine = {
 
 /* Every engine there is (a new engine adds its table here). */
 static const struct m0_broker_engine *const engines[] = {&redis_engine, &nats_engine};
+
+void m0_broker_health_reading(struct m0_buf *out, const struct m0_broker_reading *r)
+{
+    uint64_t newest = r->newest > r->at ? r->newest : r->at;
+    m0_buf_printf(out,
+                  ", \"last_id\": %llu, \"newest_id\": %llu, \"lag\": %llu, \"events\": %llu, \"gaps\": %llu, "
+                  "\"reconnects\": %llu, \"resumes\": %llu, \"resume_gaps\": %llu, \"resumes_in_flight\": %zu, "
+                  "\"resumes_waiting\": %zu, \"resumes_waiting_max\": %d",
+                  (unsigned long long)r->at, (unsigned long long)newest, (unsigned long long)(newest - r->at),
+                  (unsigned long long)r->events, (unsigned long long)r->gaps, (unsigned long long)r->reconnects,
+                  (unsigned long long)r->resumes, (unsigned long long)r->resume_gaps, r->inflight, r->waiting,
+                  r->waiting_max);
+}
 
 const struct m0_broker_engine *m0_broker_engine_named(const char *name)
 {

@@ -30,6 +30,7 @@
 
 #include <sys/epoll.h>
 
+#include "m0/broker_engine.h"
 #include "m0/broker_grip.h"
 #include "m0/config.h"
 #include "m0/fork.h"
@@ -153,13 +154,8 @@ static void take_event(struct nsrc *b, const struct m0_nats_item *it)
 
 static void deliver_gap(struct nsrc *b, const struct m0_nats_resume *res, uint64_t last, uint64_t from, int unknown)
 {
-    char gap[160];
-    int n = unknown ? snprintf(gap, sizeof gap, "event: m0-gap\ndata: {\"last_event_id\": null}\n\n")
-                    : snprintf(gap, sizeof gap,
-                               "event: m0-gap\ndata: {\"last_event_id\": %llu, \"replay_from\": %llu}\n\n",
-                               (unsigned long long)last, (unsigned long long)from);
     b->resume_gaps++;
-    m0_rt_replay(b->rt, res->slot, gap, (size_t)n);
+    m0_rt_replay_gap(b->rt, res->slot, last, from, unknown);
 }
 
 /* The link's answer to a resume from res->last: replayed as the Redis
@@ -484,17 +480,14 @@ static int nats_health(const void *ctx, struct m0_buf *out)
     m0_buf_json_str(out, primary, strlen(primary));
     m0_buf_puts(out, ", \"server\": ");
     m0_buf_json_str(out, b->up ? b->server : "", b->up ? strlen(b->server) : 0);
-    m0_buf_printf(out,
-                  ", \"replicas\": %d, \"replicas_current\": %d, \"connected\": %s, \"reader\": \"%s\", "
-                  "\"last_id\": %llu, \"newest_id\": %llu, \"lag\": %llu, \"events\": %llu, \"gaps\": %llu, "
-                  "\"reconnects\": %llu, \"resumes\": %llu, \"resume_gaps\": %llu, \"resumes_in_flight\": %zu, "
-                  "\"resumes_waiting\": %zu, \"resumes_waiting_max\": %d, \"last_error\": ",
+    m0_buf_printf(out, ", \"replicas\": %d, \"replicas_current\": %d, \"connected\": %s, \"reader\": \"%s\"",
                   b->st.replicas, b->probe_ok ? b->st.current : 0, connected ? "true" : "false",
-                  b->reading && b->up ? "up" : b->up ? "connecting" : "down", (unsigned long long)at,
-                  (unsigned long long)(b->newest > at ? b->newest : at),
-                  (unsigned long long)(b->newest > at ? b->newest - at : 0), (unsigned long long)b->events,
-                  (unsigned long long)b->gaps, (unsigned long long)b->reconnects, (unsigned long long)b->resumes,
-                  (unsigned long long)b->resume_gaps, b->inflight, b->nwait, MAX_WAITING);
+                  b->reading && b->up ? "up" : b->up ? "connecting" : "down");
+    m0_broker_health_reading(out, &(struct m0_broker_reading){
+        .at = at, .newest = b->newest, .events = b->events, .gaps = b->gaps, .reconnects = b->reconnects,
+        .resumes = b->resumes, .resume_gaps = b->resume_gaps, .inflight = b->inflight, .waiting = b->nwait,
+        .waiting_max = MAX_WAITING});
+    m0_buf_puts(out, ", \"last_error\": ");
     m0_buf_json_str(out, b->last_error, strlen(b->last_error));
     m0_buf_puts(out, "}");
     return connected;

@@ -584,7 +584,7 @@ int m0_broker_redis_counter(uint64_t *out, char *err, size_t cap)
     } else if (r->type == REDIS_REPLY_NIL) {
         rc = M0_OK;
     } else if (r->type == REDIS_REPLY_STRING) {
-        if (m0_breply_u64(r->str, r->len, out) == M0_OK)
+        if (m0_u64_parse(r->str, r->len, out) == M0_OK)
             rc = M0_OK;
         else
             snprintf(err, cap, "broker %s: the counter key holds something else", b->shown);

@@ -14,10 +14,11 @@
 #include "m0/presence_announce.h"
 #include "m0/presence_agent.h"
 #include "m0/presence_loop.h"
+#include "m0/registry.h"
 #include "m0/rt.h"
 #include "presence_int.h"
 
-#define LIST_MAX 32
+#define LIST_MAX M0_REGISTRY_LIST_MAX
 
 /* A slot's counts: its first channel's entries inline, the rest of a
  * list in more ([n, chan, sub, chan, sub, ...]). */
@@ -128,29 +129,6 @@ static void check_full(struct m0_presence_loop *pl)
     }
 }
 
-/* Split a '\n' list into at most LIST_MAX names (repeats and empty names
- * dropped), as the registry does. */
-static size_t split(const char *list, size_t len, const char **name, size_t *nlen)
-{
-    size_t n = 0;
-    const char *p = list, *end = list + len;
-    while (p <= end && n < LIST_MAX) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t l = (size_t)((nl != NULL ? nl : end) - p);
-        int dup = l == 0;
-        for (size_t i = 0; i < n && !dup; i++)
-            dup = nlen[i] == l && memcmp(name[i], p, l) == 0;
-        if (!dup) {
-            name[n] = p;
-            nlen[n++] = l;
-        }
-        if (nl == NULL)
-            break;
-        p = nl + 1;
-    }
-    return n;
-}
-
 void m0_presence_loop_event(struct m0_presence_loop *pl, const char *channel, size_t clen, uint64_t id)
 {
     if (pl->p != NULL && pl->blk != NONE)
@@ -165,7 +143,7 @@ void m0_presence_loop_join(struct m0_presence_loop *pl, uint32_t slot, const cha
     struct pslot *ps = &pl->slots[slot];
     const char *name[LIST_MAX];
     size_t nlen[LIST_MAX];
-    size_t n = split(channel, clen, name, nlen);
+    size_t n = m0_registry_split(channel, clen, name, nlen, LIST_MAX);
     if (n == 0)
         return;
     ps->joined = 1;

@@ -325,6 +325,29 @@ static void deliver_gap(uint32_t slot, uint64_t last_id, uint64_t floor, m0_deli
     cb(ctx, slot, 0, gap, (size_t)n);
 }
 
+/* Deliver to slot the journal entries from the cursors at[0..n) on (each
+ * a channel's, or NULL), merged in id order (ids are unique across
+ * channels), each once: what the slot's filter (r->last) passed is
+ * skipped, and the filter follows what is delivered. */
+static void replay_merged(struct m0_registry *r, uint32_t slot, struct jentry **at, size_t n, m0_deliver_cb cb,
+                          void *ctx)
+{
+    for (;;) {
+        size_t best = n;
+        for (size_t i = 0; i < n; i++)
+            if (at[i] != NULL && (best == n || at[i]->id < at[best]->id))
+                best = i;
+        if (best == n)
+            break;
+        struct jentry *e = at[best];
+        at[best] = e->next;
+        if (e->id <= r->last[slot])
+            continue;
+        cb(ctx, slot, e->id, e->data, e->len);
+        r->last[slot] = e->id;
+    }
+}
+
 /* Link node into c's subscribers, first. */
 static void link_node(struct m0_registry *r, struct chan *c, uint32_t node)
 {
@@ -337,9 +360,7 @@ static void link_node(struct m0_registry *r, struct chan *c, uint32_t node)
     c->nsubs++;
 }
 
-/* Split a channel list (names separated by '\n') into at most max names:
- * returns how many (repeats dropped, the first kept). */
-static size_t split(const char *list, size_t len, const char **name, size_t *nlen, size_t max)
+size_t m0_registry_split(const char *list, size_t len, const char **name, size_t *nlen, size_t max)
 {
     size_t n = 0;
     const char *p = list, *end = list + len;
@@ -360,38 +381,48 @@ static size_t split(const char *list, size_t len, const char **name, size_t *nle
     return n;
 }
 
-#define LIST_MAX 32
+#define LIST_MAX M0_REGISTRY_LIST_MAX
+
+/* Subscribe slot (not subscribed) to every channel of the list channel
+ * (len bytes; m0_registry_split), first in each channel's subscribers,
+ * its filter left to the caller: the channels in cs, their count returned
+ * (0: an empty list, nothing linked). */
+static size_t link_list(struct m0_registry *r, uint32_t slot, const char *channel, size_t len, struct chan **cs)
+{
+    const char *name[LIST_MAX];
+    size_t nlen[LIST_MAX];
+    size_t n = m0_registry_split(channel, len, name, nlen, LIST_MAX);
+    if (n == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        cs[i] = find_or_add(r, name[i], nlen[i]);
+    r->of[slot] = cs[0];
+    link_node(r, cs[0], slot);
+    if (n > 1 && r->xfirst == NULL) {
+        r->xfirst = m0_xmalloc(r->nslots * sizeof *r->xfirst);
+        memset(r->xfirst, 0xff, r->nslots * sizeof *r->xfirst);
+    }
+    if (r->xfirst != NULL)
+        r->xfirst[slot] = NONE;
+    for (size_t i = n - 1; i >= 1; i--) {
+        uint32_t k = xnode_new(r, slot, cs[i]);
+        r->x[k].chain = r->xfirst[slot];
+        r->xfirst[slot] = k;
+        link_node(r, cs[i], r->nslots + k);
+    }
+    r->held++;
+    return n;
+}
 
 void m0_registry_subscribe(struct m0_registry *r, uint32_t slot, const char *channel, size_t len,
                            uint64_t last_id, int quiet, m0_deliver_cb cb, void *ctx)
 {
     if (slot >= r->nslots || r->of[slot] != NULL)
         return;
-    const char *name[LIST_MAX];
-    size_t nlen[LIST_MAX];
-    size_t n = split(channel, len, name, nlen, LIST_MAX);
+    struct chan *cs[LIST_MAX];
+    size_t n = link_list(r, slot, channel, len, cs);
     if (n == 0)
         return;
-    struct chan *cs[LIST_MAX];
-    for (size_t i = 0; i < n; i++)
-        cs[i] = find_or_add(r, name[i], nlen[i]);
-    r->of[slot] = cs[0];
-    link_node(r, cs[0], slot);
-    if (n > 1) {
-        if (r->xfirst == NULL) {
-            r->xfirst = m0_xmalloc(r->nslots * sizeof *r->xfirst);
-            memset(r->xfirst, 0xff, r->nslots * sizeof *r->xfirst);
-        }
-        for (size_t i = n - 1; i >= 1; i--) {
-            uint32_t k = xnode_new(r, slot, cs[i]);
-            r->x[k].chain = r->xfirst[slot];
-            r->xfirst[slot] = k;
-            link_node(r, cs[i], r->nslots + k);
-        }
-    } else if (r->xfirst != NULL) {
-        r->xfirst[slot] = NONE;
-    }
-    r->held++;
     r->last[slot] = last_id;
     if (last_id == 0 && !quiet)
         return;
@@ -410,20 +441,7 @@ void m0_registry_subscribe(struct m0_registry *r, uint32_t slot, const char *cha
         while (at[i] != NULL && at[i]->id <= last_id)
             at[i] = at[i]->next;
     }
-    for (;;) {
-        size_t best = n;
-        for (size_t i = 0; i < n; i++)
-            if (at[i] != NULL && (best == n || at[i]->id < at[best]->id))
-                best = i;
-        if (best == n)
-            break;
-        struct jentry *e = at[best];
-        at[best] = e->next;
-        if (e->id <= r->last[slot])
-            continue;
-        cb(ctx, slot, e->id, e->data, e->len);
-        r->last[slot] = e->id;
-    }
+    replay_merged(r, slot, at, n, cb, ctx);
 }
 
 size_t m0_registry_history(const struct m0_registry *r, const char *channel, size_t len, uint64_t since, int tail,
@@ -470,7 +488,7 @@ int m0_registry_resumable(const struct m0_registry *r, const char *channel, size
 {
     const char *name[LIST_MAX];
     size_t nlen[LIST_MAX];
-    size_t n = split(channel, len, name, nlen, LIST_MAX);
+    size_t n = m0_registry_split(channel, len, name, nlen, LIST_MAX);
     uint64_t proven = r->floor;
     for (size_t i = 0; i < n; i++) {
         const struct chan *c = find(r, name[i], nlen[i]);
@@ -689,29 +707,10 @@ void m0_registry_set_channels(struct m0_registry *r, uint32_t slot, const char *
         had[nhad++] = r->x[k].chan;
     uint64_t keep = r->last[slot];
     m0_registry_unsubscribe(r, slot);
-    const char *name[LIST_MAX];
-    size_t nlen[LIST_MAX];
-    size_t n = split(channel, len, name, nlen, LIST_MAX);
+    struct chan *cs[LIST_MAX];
+    size_t n = link_list(r, slot, channel, len, cs);
     if (n == 0)
         return;
-    struct chan *cs[LIST_MAX];
-    for (size_t i = 0; i < n; i++)
-        cs[i] = find_or_add(r, name[i], nlen[i]);
-    r->of[slot] = cs[0];
-    link_node(r, cs[0], slot);
-    if (n > 1 && r->xfirst == NULL) {
-        r->xfirst = m0_xmalloc(r->nslots * sizeof *r->xfirst);
-        memset(r->xfirst, 0xff, r->nslots * sizeof *r->xfirst);
-    }
-    if (r->xfirst != NULL)
-        r->xfirst[slot] = NONE;
-    for (size_t i = n - 1; i >= 1; i--) {
-        uint32_t k = xnode_new(r, slot, cs[i]);
-        r->x[k].chain = r->xfirst[slot];
-        r->xfirst[slot] = k;
-        link_node(r, cs[i], r->nslots + k);
-    }
-    r->held++;
     r->last[slot] = keep;
     /* Relinked first in each list, the slot is behind the cursor of an
      * event of a kept channel still being fanned out: what the kept
@@ -727,18 +726,5 @@ void m0_registry_set_channels(struct m0_registry *r, uint32_t slot, const char *
         while (at[i] != NULL && at[i]->id <= keep)
             at[i] = at[i]->next;
     }
-    for (;;) {
-        size_t best = n;
-        for (size_t i = 0; i < n; i++)
-            if (at[i] != NULL && (best == n || at[i]->id < at[best]->id))
-                best = i;
-        if (best == n)
-            break;
-        struct jentry *e = at[best];
-        at[best] = e->next;
-        if (e->id <= r->last[slot])
-            continue;
-        cb(ctx, slot, e->id, e->data, e->len);
-        r->last[slot] = e->id;
-    }
+    replay_merged(r, slot, at, n, cb, ctx);
 }

@@ -683,6 +683,16 @@ void m0_rt_replay(struct m0_rt *rt, uint32_t slot, const char *p, size_t n)
     rt->replaying = 0;
 }
 
+void m0_rt_replay_gap(struct m0_rt *rt, uint32_t slot, uint64_t last, uint64_t from, int unknown)
+{
+    char gap[160];
+    int n = unknown ? snprintf(gap, sizeof gap, "event: m0-gap\ndata: {\"last_event_id\": null}\n\n")
+                    : snprintf(gap, sizeof gap,
+                               "event: m0-gap\ndata: {\"last_event_id\": %llu, \"replay_from\": %llu}\n\n",
+                               (unsigned long long)last, (unsigned long long)from);
+    m0_rt_replay(rt, slot, gap, (size_t)n);
+}
+
 void m0_rt_join(struct m0_rt *rt, uint32_t slot, uint32_t gen, const char *channel, size_t clen, uint64_t last)
 {
     if (rt->sink.awaiting(rt->sink.ctx, slot, gen)) {

@@ -17,28 +17,11 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 import urllib.request
 
-from serverproc import free_port
+from serverproc import free_port, kill_and_reap, wait_for
 
 NATS_SERVER = shutil.which("nats-server") or "/usr/bin/nats-server"
-
-
-def wait_for(predicate, timeout, what, interval=0.05):
-    """Poll predicate() until it is true (its value is returned) or timeout
-    seconds pass (AssertionError naming what)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            v = predicate()
-            if v:
-                return v
-        except (OSError, EOFError, ValueError, KeyError):
-            pass
-        if time.monotonic() > deadline:
-            raise AssertionError("%s: not within %.0f s" % (what, timeout))
-        time.sleep(interval)
 
 
 def api(port, subject, body=b"", timeout=3.0):
@@ -132,10 +115,7 @@ class NatsCluster:
 
     def kill(self, i):
         """kill -9 of node i (its store stays)."""
-        p = self.procs.get(i)
-        if p is not None and p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait(10)
+        kill_and_reap(self.procs.get(i))
 
     def restart(self, i, timeout=30.0):
         """Node i stopped (SIGTERM: a clean restart, or -9 with hard) and
@@ -203,10 +183,4 @@ class NatsCluster:
 
     def stop(self):
         for p in self.procs.values():
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGCONT)
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                p.wait(10)
+            kill_and_reap(p)

@@ -12,7 +12,7 @@ import socket
 import subprocess
 import time
 
-from serverproc import free_port
+from serverproc import free_port, kill_and_reap, wait_for
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 
@@ -80,9 +80,7 @@ class Redis:
 
     def kill(self):
         """SIGKILL (no shutdown save: what survives is the fsynced AOF)."""
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
+        kill_and_reap(self.proc)
 
     def stop(self):
         self.kill()
@@ -126,22 +124,6 @@ def ask(port, *args, timeout=2.0, tls=False):
             s = ctx.wrap_socket(raw)
         s.sendall(resp_command(*args))
         return _resp_reply(s.makefile("rb"))
-
-
-def wait_for(predicate, timeout, what, interval=0.05):
-    """Poll predicate() until it is true (its value is returned) or timeout
-    seconds pass (AssertionError naming what)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            v = predicate()
-            if v:
-                return v
-        except (OSError, EOFError, ValueError):
-            pass
-        if time.monotonic() > deadline:
-            raise AssertionError("%s: not within %.0f s" % (what, timeout))
-        time.sleep(interval)
 
 
 class SentinelSet:
@@ -247,10 +229,7 @@ class SentinelSet:
         return p is not None and p.poll() is None
 
     def kill(self, port):
-        p = self.procs.get(port)
-        if p is not None and p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait(10)
+        kill_and_reap(self.procs.get(port))
 
     def pause(self, port):
         os.killpg(self.procs[port].pid, signal.SIGSTOP)
@@ -269,14 +248,8 @@ class SentinelSet:
         self._start_node(port, replicaof=of)
 
     def stop(self):
-        for port, p in self.procs.items():
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGCONT)
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                p.wait(10)
+        for p in self.procs.values():
+            kill_and_reap(p)
 
 
 # ----------------------------------------------------------------------- TLS

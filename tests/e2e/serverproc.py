@@ -141,6 +141,38 @@ def kill_group(proc):
         pass
 
 
+def kill_and_reap(proc, timeout=10):
+    """SIGKILL the process group of proc if it still runs (continued first:
+    a node a test paused with SIGSTOP) and reap it. For the brokers the
+    tests start (redisproc.py, natsproc.py)."""
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGCONT)
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout)
+
+
+def wait_for(predicate, timeout, what, interval=0.05):
+    """Poll predicate() until it is true (its value is returned) or timeout
+    seconds pass (AssertionError naming what). An OSError, EOFError,
+    ValueError or KeyError from it counts as not yet (a server still coming
+    up, an answer not complete)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            v = predicate()
+            if v:
+                return v
+        except (OSError, EOFError, ValueError, KeyError):
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError("%s: not within %.0f s" % (what, timeout))
+        time.sleep(interval)
+
+
 def run_to_exit(args, timeout=START_TIMEOUT, env=None):
     """Run the binary until it exits on its own: (exit status, stderr text).
     Raises ServerError if it is still running after timeout seconds."""

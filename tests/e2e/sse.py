@@ -3,11 +3,16 @@
 ``SSEStream(port, path, headers)`` sends the GET, reads the response head,
 then parses the event stream as EventSource does (WHATWG HTML §9.2.6):
 comment lines, ``id``/``event``/``data`` fields, blank-line dispatch. Every
-read is bounded by a timeout.
+read is bounded by a timeout. Below it, what the tests of the realtime apps
+share: a stream held on each worker (``hold_each_worker``) and a publish
+through the app's view (``publish_by_view``).
 """
 
+import re
 import socket
 import time
+
+from rawhttp import request
 
 
 class Event:
@@ -115,3 +120,54 @@ class SSEStream:
 
     def __exit__(self, *exc):
         self.close()
+
+
+# ------------------------------------------------- the realtime test apps
+# broker_app, realtime_app and the presence app greet a held stream with a
+# comment naming the worker that holds it, and publish from a view.
+
+WORKER_RE = re.compile(r"connected worker=(\d+)")
+
+
+def open_worker_stream(port, channel="news", headers=(), timeout=10.0):
+    """A stream held on /events?channel=CHANNEL, read past its greeting:
+    (stream, the pid of the worker that holds it)."""
+    s = SSEStream(port, "/events?channel=%s" % channel, headers=headers, timeout=timeout)
+    assert s.status == 200
+    return s, int(WORKER_RE.search(s.next().comment).group(1))
+
+
+def streams_by_worker(port, channel="news", workers=2, headers=(), timeout=10.0):
+    """One stream on channel held on each of the workers of the server at
+    port (reuseport spreads connections; the spare ones are closed):
+    {worker pid: stream}."""
+    found, spare = {}, []
+    for _ in range(80):
+        s, pid = open_worker_stream(port, channel, headers, timeout)
+        if pid in found:
+            spare.append(s)
+        else:
+            found[pid] = s
+        if len(found) == workers:
+            break
+    for s in spare:
+        s.close()
+    assert len(found) == workers, "could not hold a stream on every worker"
+    return found
+
+
+def hold_each_worker(port, channel="news", workers=2, headers=(), timeout=10.0):
+    """The same streams, as a list."""
+    return list(streams_by_worker(port, channel, workers, headers, timeout).values())
+
+
+def publish_by_view(port, channel="news", n=1, data=None, event=None):
+    """The app's GET /publish view publishes n events on channel: their ids."""
+    q = "/publish?channel=%s&n=%d" % (channel, n)
+    if data is not None:
+        q += "&data=%s" % data
+    if event is not None:
+        q += "&event=%s" % event
+    r = request(port, "GET", q)
+    assert r.status == 200, r.body
+    return [int(x) for x in r.body.decode().split(",")]

@@ -9,6 +9,7 @@ at start; a worker killed with -9 rejoins.
 """
 
 import ast
+import functools
 import json
 import os
 import re
@@ -25,53 +26,20 @@ import pytest
 from rawhttp import request
 from redisproc import Redis
 from serverproc import BINARY, REPO
-from sse import SSEStream
+from sse import SSEStream, open_worker_stream, streams_by_worker
+from sse import publish_by_view as publish
 
-WORKER_RE = re.compile(r"connected worker=(\d+)")
 PYDIR = REPO / "python"
 EVENT_TIMEOUT = 15.0          # generous: a reconnect backs off up to 5 s
+
+open_stream = functools.partial(open_worker_stream, timeout=EVENT_TIMEOUT)       # (stream, worker pid)
+hold_each_worker = functools.partial(streams_by_worker, timeout=EVENT_TIMEOUT)   # {worker pid: stream}
 
 
 def host(start_server, url, *args, workers=2):
     """One m0serve "host" on the broker at url."""
     return start_server("broker_app:application", "--realtime", "--broker", url, "--heartbeat", "0.5",
                         *args, workers=workers)
-
-
-def open_stream(port, channel="news", headers=()):
-    s = SSEStream(port, "/events?channel=%s" % channel, headers=headers, timeout=EVENT_TIMEOUT)
-    assert s.status == 200
-    hello = s.next()
-    return s, int(WORKER_RE.search(hello.comment).group(1))
-
-
-def hold_each_worker(port, workers=2, channel="news"):
-    """One stream held on each worker of the server at port (reuseport
-    spreads connections): {worker pid: stream}."""
-    found, spare = {}, []
-    for _ in range(80):
-        s, pid = open_stream(port, channel)
-        if pid in found:
-            spare.append(s)
-        else:
-            found[pid] = s
-        if len(found) == workers:
-            break
-    for s in spare:
-        s.close()
-    assert len(found) == workers, "could not hold a stream on every worker"
-    return found
-
-
-def publish(port, n=1, channel="news", data=None, event=None):
-    q = "/publish?n=%d&channel=%s" % (n, channel)
-    if data is not None:
-        q += "&data=%s" % data
-    if event is not None:
-        q += "&event=%s" % event
-    r = request(port, "GET", q)
-    assert r.status == 200, r.body
-    return [int(x) for x in r.body.decode().split(",")]
 
 
 def python_publish(url, channel, data, event=None, timeout=20, key=None):

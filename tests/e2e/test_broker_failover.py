@@ -27,203 +27,24 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 import pytest
 
+from brokerload import (Collector, HealthWatch, ProcessPublisher, ViewPublisher, assert_acked_once_in_order,
+                        count_acked, health, more_acked, stop_publishers, wait_health)
 from rawhttp import request
 from redisproc import Redis, SentinelSet, TLSRedis, make_certs, wait_for
 from serverproc import BINARY, REPO
-from sse import SSEStream
+from sse import SSEStream, hold_each_worker
 
 PYDIR = REPO / "python"
 EVENT_TIMEOUT = 20.0
-WORKER_RE = re.compile(r"connected worker=(\d+)")
 
 
 def host(start_server, url, *args, workers=2):
     return start_server("broker_app:application", "--realtime", "--broker", url, "--heartbeat", "0.5",
                         *args, workers=workers, env={"M0_LOG_LEVEL": os.environ.get("M0_TEST_LOG_LEVEL", "info")})
-
-
-def health(port):
-    r = request(port, "GET", "/health")
-    assert r.status == 200
-    return json.loads(r.body)
-
-
-def wait_health(port, predicate, timeout=EVENT_TIMEOUT, workers=2):
-    """/health until predicate holds on every worker (each pid seen so)."""
-    good, h = set(), None
-
-    def every():
-        nonlocal h
-        h = health(port)
-        if predicate(h):
-            good.add(h["pid"])
-        return len(good) >= workers
-    wait_for(every, timeout, "health condition on %d workers (last: %r)" % (workers, h))
-    return h
-
-
-def hold_each_worker(port, channel, workers=2):
-    """One stream on channel held on each worker of the host at port."""
-    found, spare = {}, []
-    for _ in range(80):
-        s = SSEStream(port, "/events?channel=%s" % channel, timeout=EVENT_TIMEOUT)
-        assert s.status == 200
-        pid = int(WORKER_RE.search(s.next().comment).group(1))
-        if pid in found:
-            spare.append(s)
-        else:
-            found[pid] = s
-        if len(found) == workers:
-            break
-    for s in spare:
-        s.close()
-    assert len(found) == workers, "could not hold a stream on every worker"
-    return list(found.values())
-
-
-class Collector(threading.Thread):
-    """Reads one stream's events (heartbeats skipped) with their arrival
-    times until stopped."""
-
-    def __init__(self, stream):
-        super().__init__(daemon=True)
-        self.stream = stream
-        self.events = []                 # (monotonic time, Event)
-        self.stopping = threading.Event()
-        self.error = None
-
-    def run(self):
-        while not self.stopping.is_set():
-            try:
-                ev = self.stream.next_event(0.5)
-            except (TimeoutError, OSError):
-                continue
-            except EOFError as e:
-                self.error = e
-                return
-            self.events.append((time.monotonic(), ev))
-
-    def ids(self):
-        return {ev.id for _, ev in self.events}
-
-    def stop(self):
-        self.stopping.set()
-        self.join(5)
-        self.stream.close()
-
-
-class ViewPublisher(threading.Thread):
-    """Publishes through a host's view (m0pub.publish in a worker), one key
-    per event, each retried with its key until acknowledged."""
-
-    def __init__(self, port, tag, channel):
-        super().__init__(daemon=True)
-        self.port, self.tag, self.channel = port, tag, channel
-        self.acked = {}                  # key -> id
-        self.unknown = set()             # keys that raised PublishOutcomeUnknown
-        self.refused = 0
-        self.stopping = threading.Event()
-        self.error = None
-
-    def run(self):
-        i = 0
-        try:
-            while not self.stopping.is_set():
-                key = "%s-%d" % (self.tag, i)
-                deadline = time.monotonic() + 60
-                while True:
-                    r = request(self.port, "GET", "/publish?channel=%s&data=%s&key=%s" % (self.channel, key, key),
-                                timeout=30)
-                    if r.status == 200:
-                        self.acked[key] = int(r.body)
-                        break
-                    body = r.body.decode("utf-8", "replace")
-                    if body.startswith("PublishOutcomeUnknown:"):
-                        self.unknown.add(key)
-                    elif body.startswith("BrokerError:"):
-                        self.refused += 1
-                    else:
-                        raise AssertionError("publish %s: %s %s" % (key, r.status, body))
-                    if time.monotonic() > deadline:
-                        raise AssertionError("publish %s never acknowledged: %s" % (key, body))
-                    time.sleep(0.02)     # a retry's pace, not a wait for an event
-                i += 1
-                time.sleep(0.003)
-        except Exception as e:           # reported by the test
-            self.error = e
-
-
-PUBLISHER = r"""
-import os, sys, time
-import m0pub
-tag, channel, stop = sys.argv[1:4]
-i = 0
-while not os.path.exists(stop):
-    key = "%s-%d" % (tag, i)
-    while True:
-        try:
-            print("ok", key, m0pub.publish(channel, key, key=key), flush=True)
-            break
-        except m0pub.PublishOutcomeUnknown:
-            print("unknown", key, flush=True)
-        except m0pub.BrokerError:
-            print("refused", key, flush=True)
-        time.sleep(0.02)
-    i += 1
-    time.sleep(0.003)
-"""
-
-
-class ProcessPublisher:
-    """The same loop in a plain Python process (m0pub with M0_BROKER)."""
-
-    def __init__(self, url, tag, channel, tmp):
-        self.stopfile = os.path.join(tmp, "stop-%s" % tag)
-        env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(PYDIR), "M0_BROKER": url}
-        self.proc = subprocess.Popen([sys.executable, "-c", PUBLISHER, tag, channel, self.stopfile], env=env,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.acked, self.unknown, self.refused = {}, set(), 0
-
-    def stop(self):
-        open(self.stopfile, "w").close()
-        out, err = self.proc.communicate(timeout=60)
-        assert self.proc.returncode == 0, err
-        for line in out.splitlines():
-            kind, key, *rest = line.split()
-            if kind == "ok":
-                self.acked[key] = int(rest[0])
-            elif kind == "unknown":
-                self.unknown.add(key)
-            else:
-                self.refused += 1
-
-
-class HealthWatch(threading.Thread):
-    """Polls a host's /health: the statuses seen, with their times."""
-
-    def __init__(self, port):
-        super().__init__(daemon=True)
-        self.port = port
-        self.seen = []
-        self.stopping = threading.Event()
-
-    def run(self):
-        while not self.stopping.is_set():
-            try:
-                h = health(self.port)
-                self.seen.append((time.monotonic(), h["status"], h["broker"]["primary"]))
-            except (OSError, AssertionError, ValueError):
-                pass
-            self.stopping.wait(0.05)
-
-    def stop(self):
-        self.stopping.set()
-        self.join(5)
 
 
 @pytest.fixture(scope="module")
@@ -233,10 +54,6 @@ def sentinels():
     yield s
     s.stop()
     shutil.rmtree(tmp, ignore_errors=True)
-
-
-def count_acked(pubs):
-    return sum(len(p.acked) for p in pubs)
 
 
 @pytest.mark.parametrize("fault", ["kill", "pause"])
@@ -252,7 +69,8 @@ def test_failover_keeps_every_acknowledged_event_once_in_order(start_server, sen
         assert h["broker"]["primary"] == "127.0.0.1:%d" % old and h["broker"]["min_replicas"] == 1
         assert h["broker"]["reading_from"] != h["broker"]["primary"]      # a replica: only what a failover keeps
     channel = "fo-" + fault
-    streams = [Collector(st) for st in hold_each_worker(a.port, channel) + hold_each_worker(b.port, channel)]
+    streams = [Collector(st) for st in hold_each_worker(a.port, channel, timeout=EVENT_TIMEOUT) +
+                                       hold_each_worker(b.port, channel, timeout=EVENT_TIMEOUT)]
     watches = [HealthWatch(a.port), HealthWatch(b.port)]
     # Keys of this run only: the broker remembers a key for five minutes.
     run = "%s%d" % (fault, time.time_ns() % 10 ** 9)
@@ -271,51 +89,11 @@ def test_failover_keeps_every_acknowledged_event_once_in_order(start_server, sen
         switched_at = time.monotonic()
         if fault == "pause":
             s.resume(old)            # it comes back as a primary nobody follows, and is made a replica
-        before = [len(p.acked) for p in pubs]
-        wait_for(lambda: all(len(p.acked) >= n + 20 for p, n in zip(pubs, before)), 30,
-                 "publishes after the failover")
+        more_acked(pubs, 20, 30, "publishes after the failover")
     finally:
-        for p in pubs:
-            p.stopping.set()
-        for p in pubs:
-            p.join(90)
-        proc.stop()
-    for p in pubs:
-        assert p.error is None, p.error
+        stop_publishers(pubs, proc)
     everyone = pubs + [proc]
-    acked = {}
-    for p in everyone:
-        acked.update(p.acked)
-    ids = sorted(acked.values())
-    assert len(set(ids)) == len(ids), "an id acknowledged twice"
-    by_id = {i: k for k, i in acked.items()}
-    # Every stream: every acknowledged event, once, in id order; nothing else but retried keys' events once.
-    try:
-        wait_for(lambda: all(set(ids) <= c.ids() for c in streams), EVENT_TIMEOUT,
-                 "every acknowledged event delivered")
-    except AssertionError:
-        for c in streams:
-            missing = sorted(set(ids) - c.ids())
-            print("stream: %d events, missing %d: %s" % (len(c.events), len(missing),
-                                                        [(i, by_id[i]) for i in missing[:10]]))
-        raise
-    for c in streams:
-        c.stop()
-        assert c.error is None, c.error
-        got = [ev for _, ev in c.events]
-        assert [ev for ev in got if ev.event == "m0-gap"] == [], "a gap was reported"
-        seen_ids = [ev.id for ev in got]
-        assert seen_ids == sorted(seen_ids) and len(set(seen_ids)) == len(seen_ids), "ids out of order or repeated"
-        datas = [ev.data for ev in got]
-        assert len(set(datas)) == len(datas), "an event delivered twice: %r" % (
-            [d for d in set(datas) if datas.count(d) > 1][:5],)
-        for ev in got:
-            if ev.id in by_id:
-                assert ev.data == by_id[ev.id]
-    unknown = set().union(*(p.unknown for p in everyone))
-    for c in streams:
-        delivered = {ev.data for _, ev in c.events}
-        assert unknown <= delivered        # each retried with its key, acknowledged, delivered once (above)
+    ids, unknown = assert_acked_once_in_order(everyone, streams)
     # /health: degraded during the failover, clear after it (on every worker).
     for x in (a, b):
         wait_health(x.port, lambda h: h["status"] == "ok" and h["broker"]["primary"] == "127.0.0.1:%d" % new)

@@ -28,15 +28,15 @@ import time
 
 import pytest
 
+from brokerload import (Collector, HealthWatch, ProcessPublisher, ViewPublisher, assert_acked_once_in_order,
+                        count_acked, health, more_acked, stop_publishers, wait_health)
 from natsproc import NatsCluster, api, wait_for
 from rawhttp import request
 from serverproc import BINARY, REPO
-from sse import SSEStream
-from test_broker_failover import Collector, HealthWatch, ViewPublisher, count_acked
+from sse import SSEStream, hold_each_worker
 
 PYDIR = REPO / "python"
 EVENT_TIMEOUT = 20.0
-WORKER_RE = re.compile(r"connected worker=(\d+)")
 
 sys.path.insert(0, str(PYDIR))
 import m0pub  # noqa: E402
@@ -59,46 +59,6 @@ def host(start_server, url, *args, prefix=None, workers=2, env=None):
     e.update(env or {})
     return start_server("broker_app:application", "--realtime", "--broker", url, "--heartbeat", "0.5", *extra,
                         *args, workers=workers, env=e)
-
-
-def health(port):
-    r = request(port, "GET", "/health")
-    assert r.status == 200
-    return json.loads(r.body)
-
-
-def wait_health(port, predicate, timeout=EVENT_TIMEOUT, workers=2):
-    """/health until predicate holds on every worker (each pid seen so)."""
-    good, last = set(), [None]
-
-    def every():
-        h = last[0] = health(port)
-        if predicate(h):
-            good.add(h["pid"])
-        return len(good) >= workers
-    try:
-        wait_for(every, timeout, "health condition on %d workers" % workers)
-    except AssertionError as e:
-        raise AssertionError("%s (last: %r)" % (e, last[0])) from None
-    return last[0]
-
-
-def hold_each_worker(port, channel, workers=2, headers=()):
-    found, spare = {}, []
-    for _ in range(80):
-        s = SSEStream(port, "/events?channel=%s" % channel, headers=headers, timeout=EVENT_TIMEOUT)
-        assert s.status == 200
-        pid = int(WORKER_RE.search(s.next().comment).group(1))
-        if pid in found:
-            spare.append(s)
-        else:
-            found[pid] = s
-        if len(found) == workers:
-            break
-    for s in spare:
-        s.close()
-    assert len(found) == workers, "could not hold a stream on every worker"
-    return list(found.values())
 
 
 def open_stream(port, channel, last=None):
@@ -166,7 +126,7 @@ def test_one_publish_reaches_both_hosts_with_one_id_from_every_publisher(start_s
     channel = "user:42/a.b*>%x y"
     from urllib.parse import quote
     q = quote(channel, safe="")
-    streams = hold_each_worker(a.port, q) + hold_each_worker(b.port, q)
+    streams = hold_each_worker(a.port, q, timeout=EVENT_TIMEOUT) + hold_each_worker(b.port, q, timeout=EVENT_TIMEOUT)
     [first] = view_publish(a.port, q, "from-A")
     expect_everywhere(streams, first, "from-A")
     env = publisher_env(cluster.url, prefix)
@@ -247,51 +207,6 @@ def test_resume_beyond_retention_is_a_gap(start_server, cluster):
 
 # ------------------------------------------------------ losing a machine
 
-class NatsProcessPublisher:
-    """m0pub in a plain Python process, in a loop: one key per event, each
-    retried with its key until acknowledged (test_broker_failover's loop)."""
-
-    CODE = r"""
-import os, sys, time
-import m0pub
-tag, channel, stop = sys.argv[1:4]
-i = 0
-while not os.path.exists(stop):
-    key = "%s-%d" % (tag, i)
-    while True:
-        try:
-            print("ok", key, m0pub.publish(channel, key, key=key), flush=True)
-            break
-        except m0pub.PublishOutcomeUnknown as e:
-            print("unknown", key, flush=True)
-        except m0pub.BrokerError:
-            print("refused", key, flush=True)
-        time.sleep(0.02)
-    i += 1
-    time.sleep(0.003)
-"""
-
-    def __init__(self, url, tag, channel, tmp, **env):
-        self.stopfile = os.path.join(tmp, "stop-%s" % tag)
-        self.proc = subprocess.Popen([sys.executable, "-c", self.CODE, tag, channel, self.stopfile],
-                                     env=publisher_env(url, **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
-        self.acked, self.unknown, self.refused = {}, set(), 0
-
-    def stop(self):
-        open(self.stopfile, "w").close()
-        out, err = self.proc.communicate(timeout=90)
-        assert self.proc.returncode == 0, err
-        for line in out.splitlines():
-            kind, key, *rest = line.split()
-            if kind == "ok":
-                self.acked[key] = int(rest[0])
-            elif kind == "unknown":
-                self.unknown.add(key)
-            else:
-                self.refused += 1
-
-
 def test_a_node_killed_and_another_restarted_every_acknowledged_event_once_in_order(start_server, cluster,
                                                                                      tmp_path):
     c = cluster
@@ -305,13 +220,14 @@ def test_a_node_killed_and_another_restarted_every_acknowledged_event_once_in_or
     for x in (a, b):
         wait_health(x.port, lambda h: h["status"] == "ok" and h["broker"]["connected"])
     channel = "fo"
-    streams = [Collector(st) for st in hold_each_worker(a.port, channel) + hold_each_worker(b.port, channel)]
+    streams = [Collector(st) for st in hold_each_worker(a.port, channel, timeout=EVENT_TIMEOUT) +
+                                       hold_each_worker(b.port, channel, timeout=EVENT_TIMEOUT)]
     watches = [HealthWatch(a.port), HealthWatch(b.port)]
     run = "r%d" % (time.time_ns() % 10 ** 9)       # keys of this run only (the window is five minutes)
     pubs = [ViewPublisher(a.port, run + "-A", channel), ViewPublisher(b.port, run + "-B", channel)]
     for t in streams + watches + pubs:
         t.start()
-    proc = NatsProcessPublisher(c.url, run + "-P", channel, str(tmp_path), M0_BROKER_RETENTION="50000")
+    proc = ProcessPublisher(c.url, run + "-P", channel, str(tmp_path), timeout=90, M0_BROKER_RETENTION="50000")
     killed = c.leader(stream)
     restarted = (killed + 1) % 3
     marks = {}
@@ -319,57 +235,17 @@ def test_a_node_killed_and_another_restarted_every_acknowledged_event_once_in_or
         wait_for(lambda: count_acked(pubs) >= 30, 30, "publishes before the fault")
         marks["kill"] = time.monotonic()
         c.kill(killed)                             # the stream's leader: an election follows
-        before = [len(p.acked) for p in pubs]
-        wait_for(lambda: all(len(p.acked) >= n + 20 for p, n in zip(pubs, before)), 40,
-                 "publishes after the kill")
+        more_acked(pubs, 20, 40, "publishes after the kill")
         marks["restart"] = time.monotonic()
         c.restart(restarted)                       # one node left meanwhile: no quorum until it is back
-        before = [len(p.acked) for p in pubs]
-        wait_for(lambda: all(len(p.acked) >= n + 20 for p, n in zip(pubs, before)), 40,
-                 "publishes after the restart")
+        more_acked(pubs, 20, 40, "publishes after the restart")
         marks["back"] = time.monotonic()
         c.start_node(killed)
-        before = [len(p.acked) for p in pubs]
-        wait_for(lambda: all(len(p.acked) >= n + 10 for p, n in zip(pubs, before)), 40,
-                 "publishes with every node back")
+        more_acked(pubs, 10, 40, "publishes with every node back")
     finally:
-        for p in pubs:
-            p.stopping.set()
-        for p in pubs:
-            p.join(90)
-        proc.stop()
-    for p in pubs:
-        assert p.error is None, p.error
+        stop_publishers(pubs, proc)
     everyone = pubs + [proc]
-    acked = {}
-    for p in everyone:
-        acked.update(p.acked)
-    ids = sorted(acked.values())
-    assert len(set(ids)) == len(ids), "an id acknowledged twice"
-    by_id = {i: k for k, i in acked.items()}
-    try:
-        wait_for(lambda: all(set(ids) <= x.ids() for x in streams), EVENT_TIMEOUT, "every acknowledged event delivered")
-    except AssertionError:
-        for x in streams:
-            missing = sorted(set(ids) - x.ids())
-            print("stream: %d events, missing %d: %s" % (len(x.events), len(missing),
-                                                        [(i, by_id[i]) for i in missing[:10]]))
-        raise
-    for x in streams:
-        x.stop()
-        assert x.error is None, x.error
-        got = [ev for _, ev in x.events]
-        assert [ev for ev in got if ev.event == "m0-gap"] == [], "a gap was reported"
-        seen = [ev.id for ev in got]
-        assert seen == sorted(seen) and len(set(seen)) == len(seen), "ids out of order or repeated"
-        datas = [ev.data for ev in got]
-        assert len(set(datas)) == len(datas), "an event delivered twice"
-        for ev in got:
-            if ev.id in by_id:
-                assert ev.data == by_id[ev.id]
-    unknown = set().union(*(p.unknown for p in everyone))
-    for x in streams:
-        assert unknown <= {ev.data for _, ev in x.events}     # retried with its key: delivered once (above)
+    ids, unknown = assert_acked_once_in_order(everyone, streams)
     for x in (a, b):
         wait_health(x.port, lambda h: h["status"] == "ok" and h["broker"]["connected"])
     for w in watches:

@@ -22,6 +22,7 @@ import pytest
 from rawhttp import Conn, request
 from serverproc import REPO, kill_group
 from sse import SSEStream
+from sse import publish_by_view as publish
 
 APP = "presence_app:application"
 PYDIR = REPO / "python"
@@ -41,17 +42,6 @@ def info(port, channel="room"):
 
 def presence(port, channel="room", limit=1000):
     return get_json(port, "/presence?channel=%s&limit=%d" % (channel, limit))
-
-
-def publish(port, channel="room", n=1, data=None, event=None):
-    q = "/publish?channel=%s&n=%d" % (channel, n)
-    if data is not None:
-        q += "&data=%s" % data
-    if event is not None:
-        q += "&event=%s" % event
-    r = request(port, "GET", q)
-    assert r.status == 200, r.body
-    return [int(x) for x in r.body.decode().split(",")]
 
 
 def open_stream(port, channel="room", sub=None, since=None, headers=()):
@@ -134,7 +124,7 @@ def test_occupancy_and_presence_on_two_workers(start_server, tmp_path):
     assert settle(lambda: presence(server.port), {"alice": 1, "bob": 1}) == {"alice": 1, "bob": 1}
     assert settle(lambda: info(server.port, "lobby")["connections"], 0) == 0
 
-    [last] = publish(server.port)
+    [last] = publish(server.port, "room")
     assert settle(lambda: info(server.port), {"connections": 3, "last_id": last}) == {"connections": 3,
                                                                                       "last_id": last}
     # A worker killed with -9: its part drops out (the master empties its

@@ -27,10 +27,9 @@ import pytest
 
 from rawhttp import Conn, build_request, chunked, request
 from serverproc import BINARY, REPO, kill_group, run_to_exit
-from sse import SSEStream
+from sse import hold_each_worker
 
 PYDIR = REPO / "python"
-WORKER_RE = re.compile(r"connected worker=(\d+)")
 EVENT_TIMEOUT = 10.0
 
 
@@ -58,25 +57,6 @@ def serve(start_server, rundir, *args, workers=2, env=None):
     e = {"XDG_RUNTIME_DIR": rundir}
     e.update(env or {})
     return start_server("broker_app:application", "--realtime", "--heartbeat", "0.5", *args, workers=workers, env=e)
-
-
-def hold_each_worker(port, workers=2, channel="news"):
-    """One stream held on each worker (reuseport spreads connections)."""
-    found, spare = {}, []
-    for _ in range(80):
-        s = SSEStream(port, "/events?channel=%s" % channel, timeout=EVENT_TIMEOUT)
-        assert s.status == 200
-        pid = int(WORKER_RE.search(s.next().comment).group(1))
-        if pid in found:
-            spare.append(s)
-        else:
-            found[pid] = s
-        if len(found) == workers:
-            break
-    for s in spare:
-        s.close()
-    assert len(found) == workers, "could not hold a stream on every worker"
-    return list(found.values())
 
 
 def view_publish(port, data):

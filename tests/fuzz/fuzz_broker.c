@@ -19,7 +19,7 @@
  *    else than that or an oversized array;
  *  - every decoder copes with every reply: m0_breply_classify for each
  *    command, and for the shapes it accepts the entry walk (entry_ok,
- *    entry_id, field) the worker does; m0_breply_u64 agrees with a 128-bit
+ *    entry_id, field) the worker does; m0_u64_parse agrees with a 128-bit
  *    reference; m0_breply_auth_failed on every error text;
  *  - the Sentinel and ROLE readers (a sentinel is a broker too): ROLE,
  *    get-master-addr-by-name and SENTINEL replicas give only addresses of
@@ -37,6 +37,7 @@
 #include <hiredis/hiredis.h>
 
 #include "m0/broker_reply.h"
+#include "m0/buf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -86,7 +87,7 @@ static int ref_u64(const char *p, size_t n, uint64_t *out)
 static void check_u64(const char *p, size_t n)
 {
     uint64_t a = 0, b = 0;
-    int ra = m0_breply_u64(p, n, &a), rb = ref_u64(p, n, &b);
+    int ra = m0_u64_parse(p, n, &a), rb = ref_u64(p, n, &b);
     CHECK(ra == rb);
     CHECK(ra != M0_OK || a == b);
 }
@@ -191,7 +192,7 @@ static void decode(const redisReply *r)
         uint64_t v = 0;
         switch (cmds[i]) {
         case M0_BCMD_COUNTER:
-            CHECK(r->type == REDIS_REPLY_NIL || m0_breply_u64(r->str, r->len, &v) == M0_OK);
+            CHECK(r->type == REDIS_REPLY_NIL || m0_u64_parse(r->str, r->len, &v) == M0_OK);
             break;
         case M0_BCMD_XREAD:
             if (r->type == REDIS_REPLY_ARRAY)
@@ -199,7 +200,7 @@ static void decode(const redisReply *r)
                     sink += walk_entries(r->element[j]->element[1]);
             break;
         case M0_BCMD_RESUME:
-            CHECK(m0_breply_u64(r->element[0]->str, r->element[0]->len, &v) == M0_OK);
+            CHECK(m0_u64_parse(r->element[0]->str, r->element[0]->len, &v) == M0_OK);
             sink += v + (uint64_t)r->element[1]->integer + walk_entries(r->element[2]);
             break;
         default:

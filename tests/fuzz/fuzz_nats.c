@@ -20,7 +20,7 @@
  *    event cannot come in under two subjects;
  *  - untoken is the inverse of token: whatever it takes, token gives back
  *    byte for byte, and the token of any bytes untokens to them;
- *  - m0_nats_u64 agrees with a 128-bit reference.
+ *  - m0_u64_parse agrees with a 128-bit reference.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -87,7 +87,7 @@ static void tokens(const char *s, size_t n)
 static void number(const char *s, size_t n)
 {
     uint64_t v = 0;
-    int rc = m0_nats_u64(s, n, &v);
+    int rc = m0_u64_parse(s, n, &v);
     int ok = n >= 1 && n <= 20;
     unsigned __int128 ref = 0;
     for (size_t i = 0; ok && i < n; i++) {

@@ -233,11 +233,11 @@ static void test_reply_shapes(void **state)
     freeReplyObject(e);
 
     uint64_t v;
-    assert_int_equal(m0_breply_u64("18446744073709551615", 20, &v), M0_OK);
+    assert_int_equal(m0_u64_parse("18446744073709551615", 20, &v), M0_OK);
     assert_true(v == UINT64_MAX);
-    assert_int_equal(m0_breply_u64("18446744073709551616", 20, &v), M0_ERR);
-    assert_int_equal(m0_breply_u64("", 0, &v), M0_ERR);
-    assert_int_equal(m0_breply_u64("1a", 2, &v), M0_ERR);
+    assert_int_equal(m0_u64_parse("18446744073709551616", 20, &v), M0_ERR);
+    assert_int_equal(m0_u64_parse("", 0, &v), M0_ERR);
+    assert_int_equal(m0_u64_parse("1a", 2, &v), M0_ERR);
 
     const char *wrong = "WRONGPASS invalid username-password pair or user is disabled.";
     assert_true(m0_breply_auth_failed(wrong, strlen(wrong)));

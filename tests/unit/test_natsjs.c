@@ -117,13 +117,13 @@ static void test_numbers(void **state)
 {
     (void)state;
     uint64_t v;
-    assert_int_equal(m0_nats_u64("18446744073709551615", 20, &v), M0_OK);
+    assert_int_equal(m0_u64_parse("18446744073709551615", 20, &v), M0_OK);
     assert_true(v == UINT64_MAX);
-    assert_int_equal(m0_nats_u64("18446744073709551616", 20, &v), M0_ERR);
-    assert_int_equal(m0_nats_u64("", 0, &v), M0_ERR);
-    assert_int_equal(m0_nats_u64("-1", 2, &v), M0_ERR);
-    assert_int_equal(m0_nats_u64("1 ", 2, &v), M0_ERR);
-    assert_int_equal(m0_nats_u64("007", 3, &v), M0_OK);
+    assert_int_equal(m0_u64_parse("18446744073709551616", 20, &v), M0_ERR);
+    assert_int_equal(m0_u64_parse("", 0, &v), M0_ERR);
+    assert_int_equal(m0_u64_parse("-1", 2, &v), M0_ERR);
+    assert_int_equal(m0_u64_parse("1 ", 2, &v), M0_ERR);
+    assert_int_equal(m0_u64_parse("007", 3, &v), M0_OK);
     assert_int_equal(v, 7);
 }
 

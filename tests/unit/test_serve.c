@@ -244,11 +244,7 @@ static int teardown(void **state)
     m0_ext_fini_all(s);
     m0_conn_job_cache_free(s);
     m0_holds_free(s);
-    for (uint32_t k = 0; k < s->slots.nchunks; k++)
-        free(s->slots.chunks[k]);
-    free(s->slots.chunks);
-    free(s->slots.wheel);
-    free(s->slots.jobs);
+    m0_conn_slots_free(s);
     m0_loop_free(s->loop);
     if (r->peer != -1)
         close(r->peer);
