@@ -116,7 +116,8 @@ const char *m0_cli_nearest(const char *given, size_t len, const char *const *kno
     return nearest(given, len, known, n, &edits);
 }
 
-#define TLS "not supported yet: terminate TLS in nginx in front of m0serve (docs/deploy.md)"
+#define TLS "m0serve's TLS flags are --certfile, --keyfile, --keyfile-password-file, --ca-certs, --cert-reqs, " \
+            "--ciphers (TLS 1.2 and 1.3 only; docs/deploy.md)"
 #define APP_DIR "did you mean '--app-dir'? (it puts DIR first on sys.path; m0serve does not change directory)"
 #define LOGS "m0serve logs one format to stderr and the access log to stdout (--log-level, --access-log-format)"
 #define STATSD "m0serve exports Prometheus metrics instead, summed over the workers: --metrics-bind HOST:PORT"
@@ -138,8 +139,9 @@ const char *m0_cli_nearest(const char *given, size_t len, const char *const *kno
 /* Flags of gunicorn (g), uvicorn (u) and Granian (G) that m0serve spells
  * differently or lacks. Ones m0serve spells the same (--workers, --bind,
  * --backlog, --loop, --lifespan, --blocking-threads, ...) are known flags
- * and never get here. A flag ending in '*' is a prefix: "--ssl-*" is every
- * one of uvicorn's and Granian's TLS flags. */
+ * and never get here, nor do the TLS aliases (--ssl-certfile, ...: cli.c).
+ * A flag ending in '*' is a prefix: "--ssl-*" is every other one of
+ * uvicorn's and Granian's TLS flags. */
 static const struct {
     const char *flag;
     const char *hint;
@@ -210,8 +212,11 @@ static const struct {
     {"--no-proxy-headers", "to believe no proxy's headers: --forwarded-allow-ips ''"},    /* u */
     {"--proxy-protocol", PROXY_PROTO}, {"--proxy-allow-from", PROXY_PROTO},                /* g */
     {"--header", "m0serve adds no configured response header: set it in the application or in nginx (add_header)"},
-    {"--ssl-*", TLS},                                                                      /* u G */
-    {"--certfile", TLS}, {"--keyfile", TLS}, {"--ca-certs", TLS}, {"--cert-reqs", TLS}, {"--ciphers", TLS}, /* g */
+    {"--ssl-keyfile-password", "did you mean '--keyfile-password-file'? (the password is read from a file, "
+                               "never the command line)"},                               /* u G */
+    {"--ssl-version", "m0serve speaks TLS 1.2 and 1.3 only, whatever the client offers"}, /* u g */
+    {"--ssl-*", TLS},               /* u G: the ones not spelled as aliases (cli.c) */
+    {"--do-handshake-on-connect", "m0serve's handshake runs on the event loop, bounded by --header-timeout"}, /* g */
     /* Logs and metrics. */
     {"--access-logfile", "did you mean '--access-log'? (it logs to stdout)"},             /* g */
     {"--access-logformat", "did you mean '--access-log-format'?"},                        /* g */

@@ -95,9 +95,9 @@ def test_other_servers_flags_get_what_m0serve_does_instead():
         "--uds": "did you mean '--bind unix:PATH'?",
         "--fd": "LISTEN_FDS",
         "--statsd-host": "--metrics-bind",
-        "--ssl-keyfile": "not supported yet: terminate TLS in nginx",
-        "--ssl-certfile": "not supported yet: terminate TLS in nginx",
-        "--certfile": "not supported yet: terminate TLS in nginx",
+        "--ssl-keyfile-password": "did you mean '--keyfile-password-file'?",
+        "--ssl-version": "TLS 1.2 and 1.3 only",
+        "--ssl-cert-chain": "--certfile, --keyfile",
         "--limit-max-requests": "did you mean '--max-requests'?",
         "--access-log-fmt": "did you mean '--access-log-format'?",
     }
