@@ -41,6 +41,7 @@ Test names:
 import argparse
 import filecmp
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -333,6 +334,35 @@ def applies(m, root):
     return None
 
 
+def missing_tests(m, root):
+    """The tests a mutation names that the tree does not have: a unit
+    program without its tests/unit/NAME.c, a pytest id whose file or
+    function (class::function) is not there. Read-only, by text: a test
+    renamed by a refactor fails the check rather than the run's baseline."""
+    out = []
+    for t in m["tests"]:
+        if t.startswith("unit:"):
+            if not os.path.isfile(os.path.join(root, "tests", "unit", t[5:] + ".c")):
+                out.append(t)
+            continue
+        ident = t[8:] if t.startswith("threads:") else t
+        path, _, rest = ident.partition("::")
+        full = os.path.join(root, path)
+        if not os.path.isfile(full):
+            out.append(t)
+            continue
+        if not rest:
+            continue
+        with open(full, encoding="utf-8") as fh:
+            text = fh.read()
+        for part in rest.split("[")[0].split("::"):
+            word = ("class " if part[:1].isupper() else "def ") + part
+            if not re.search(r"^\s*(async\s+)?%s\b" % re.escape(word), text, re.M):
+                out.append(t)
+                break
+    return out
+
+
 def check(muts):
     """make sabotage-check: every mutation still applies (a refactor that
     moved a guard's code must update the table), in seconds, so make test
@@ -340,6 +370,9 @@ def check(muts):
     stale = 0
     for m in muts:
         why = applies(m, ROOT)
+        gone = missing_tests(m, ROOT)
+        if gone and not why:
+            why = "no such test: " + " ".join(gone)
         if why:
             stale += 1
             print("  %-9s %s: %s" % ("STALE", m["name"], why), flush=True)
