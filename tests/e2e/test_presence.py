@@ -178,6 +178,11 @@ def test_join_and_leave_once_each_none_for_a_quick_reconnect(start_server):
     a2 = open_on(server.port, w2, sub="alice")       # a second tab, on the other worker
     a1.close()                                       # one of two goes: still here
     a2.close()
+    # A reload takes a moment: the page comes back 0.3 s later, well within
+    # the debounce (1 s) but after the agent has made the leave due (it
+    # wakes on the close). Back at once, the close and the reconnect could
+    # land in one batch, and the cancel of a due leave would go untested.
+    time.sleep(0.3)
     a3 = open_on(server.port, w2, sub="alice")       # a reconnect well within the debounce
     assert events_of(watcher, 2.0) == []             # neither leave nor join
     other = open_on(server.port, w2, channel="lobby", sub="zed")      # not a --presence-events channel
