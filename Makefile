@@ -630,7 +630,7 @@ bench: deps
 # One make target per benchmark script (bench/README.md): make bench-realtime
 # runs bench/realtime.sh with its defaults (BENCH_ARGS="--duration 5" to pass
 # options). Each prints its table; none is part of make test.
-BENCH_SCRIPTS := asgi broker grants grip mixed presence realtime static stream threads ws
+BENCH_SCRIPTS := asgi broker grants grip mixed presence realtime static stream threads tls ws
 BENCH_ARGS ?=
 .PHONY: $(BENCH_SCRIPTS:%=bench-%)
 $(BENCH_SCRIPTS:%=bench-%): bench-%: deps

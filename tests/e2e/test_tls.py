@@ -10,6 +10,7 @@ import json
 import os
 import random
 import re
+import select
 import shutil
 import signal
 import socket
@@ -468,6 +469,183 @@ def test_arbitrary_bytes_never_hurt_the_worker(tls_server, certs):
                 if e.errno != errno.ENOTCONN:
                     raise
     assert worker_pid(server) == pid
+
+
+def client_hello():
+    """A real ClientHello (TLS 1.2 and 1.3 offered), as Python's ssl sends it."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    inb, outb = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = ctx.wrap_bio(inb, outb, server_hostname="localhost")
+    with pytest.raises(ssl.SSLWantReadError):
+        obj.do_handshake()
+    return outb.read()
+
+
+def closed_within(s, seconds):
+    """s is closed by the server within seconds (what it sent before is read
+    and dropped): the time it took."""
+    begun = time.monotonic()
+    s.settimeout(seconds)
+    try:
+        while s.recv(65536):
+            pass
+    except (ConnectionResetError, BrokenPipeError):
+        pass
+    return time.monotonic() - begun
+
+
+def test_a_handshake_stalled_midway_or_trickled_is_closed_after_the_header_timeout(tls_server, certs):
+    """The stall after a whole ClientHello (the server's flight sent, its
+    Finished awaited), and a hello sent a byte at a time: the header timeout
+    counts from the accept, the bytes that trickle in do not renew it."""
+    server = tls_server("--header-timeout", "1", "--timeout-keep-alive", "60")
+    pid = worker_pid(server)
+    hello = client_hello()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall(hello)
+        assert s.recv(5)[:1] == b"\x16"                 # the ServerHello came: the handshake is under way
+        assert closed_within(s, 10) < 5
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        begun = time.monotonic()
+        closed = False
+        for i in range(len(hello)):
+            try:
+                s.sendall(hello[i:i + 1])
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            # One byte per 50 ms, waiting on the socket itself: a FIN ends it early.
+            r, _, _ = select.select([s], [], [], 0.05)
+            if r:
+                closed = s.recv(100) == b""
+                break
+            assert time.monotonic() - begun < 5, "a trickled hello kept the connection past the header timeout"
+        assert closed and time.monotonic() - begun < 5
+    assert worker_pid(server) == pid
+
+
+@pytest.mark.parametrize("version", [ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3])
+def test_a_client_certificate_from_another_ca_is_refused_on_both_versions(tls_server, certs, version):
+    """TLS 1.2 refuses in the handshake; on 1.3 the client's handshake ends
+    before its certificate is checked, the refusal comes as an alert on its
+    first read. Neither gets an answer; the worker serves on."""
+    server = tls_server(*mtls_args(certs, "required"))
+    pid = worker_pid_with(server, certs)
+    for cert, key in ((certs.stranger, certs.stranger_key), (None, None)):
+        ctx = client_context(certs, cert=cert, key=key)
+        ctx.minimum_version = ctx.maximum_version = version
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            get(server.port, ctx, "/pid")
+    ctx = client_context(certs, cert=certs.client, key=certs.client_key)
+    ctx.minimum_version = ctx.maximum_version = version
+    assert get(server.port, ctx, "/pid")[2] == str(pid).encode()
+
+
+class SClient:
+    """openssl s_client as a child, its output read as it comes (bounded)."""
+
+    def __init__(self, port, *args):
+        self.proc = subprocess.Popen(["openssl", "s_client", "-connect", "127.0.0.1:%d" % port, "-servername",
+                                      "localhost", "-crlf", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT)
+        self.out = b""
+
+    def write(self, data):
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def wait_for(self, needle, timeout=15):
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while needle not in self.out:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return False
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return needle in self.out
+            self.out += chunk
+        return True
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+        self.proc.stdin.close()
+        self.proc.stdout.close()
+
+
+def test_renegotiation_mid_connection_is_refused_and_other_connections_go_on(tls_server, certs):
+    """A TLS 1.2 client that asks for a renegotiation after a request: the
+    server's no_renegotiation alert (SSL_OP_NO_RENEGOTIATION), the client
+    gives up, its connection closes; a connection kept open beside it, on
+    the same worker, is answered before and after. TLS 1.3 has no
+    renegotiation; its KeyUpdate is legitimate and the connection goes on."""
+    server = tls_server()
+    ctx = client_context(certs)
+    kept = tls_connect(server.port, ctx)
+    kept.sendall(b"GET /pid HTTP/1.1\r\nHost: x\r\n\r\n")
+    pid = read_response(kept)[2]
+    c = SClient(server.port, "-tls1_2", "-CAfile", str(certs.ca))
+    try:
+        assert c.wait_for(b"---\n") and c.wait_for(b"Verify return code: 0")
+        c.write(b"GET /pid HTTP/1.1\nHost: x\n\n")
+        assert c.wait_for(pid), c.out
+        c.write(b"R\n")
+        assert c.wait_for(b"no renegotiation"), c.out
+        assert c.proc.wait(timeout=15) is not None
+    finally:
+        c.close()
+    kept.sendall(b"GET /pid HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert read_response(kept)[2] == pid
+    kept.close()
+    c = SClient(server.port, "-tls1_3", "-CAfile", str(certs.ca))
+    try:
+        assert c.wait_for(b"Verify return code: 0")
+        for line in (b"k\n", b"K\n"):          # a KeyUpdate, and one asking the server for its own
+            c.write(line)
+            assert c.wait_for(b"KEYUPDATE"), c.out
+            c.out = b""
+            c.write(b"GET /pid HTTP/1.1\nHost: x\n\n")
+            assert c.wait_for(pid), c.out
+    finally:
+        c.close()
+    assert worker_pid(server) == int(pid)
+
+
+def test_a_reload_with_a_bad_pair_keeps_the_certificate_in_use(tls_server, certs, tmp_path):
+    """SIGHUP with a certificate renewed and its key not yet (they do not
+    match), with the key file gone, and with an encrypted key and no
+    password: each one line, the pair in use stays, a kept connection is
+    answered, new handshakes work."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    shutil.copy(certs.cert, cert)
+    shutil.copy(certs.key, key)
+    server = tls_server(tls_args=("--certfile", str(cert), "--keyfile", str(key)))
+    ctx = client_context(certs)
+
+    def reload_expecting(why):
+        kept = tls_connect(server.port, ctx)            # kept across the reload: its next request answered
+        kept.sendall(b"GET /pid HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_response(kept)[0] == 200
+        at = len(server.stderr.lines)
+        server.signal(signal.SIGHUP)
+        assert server.stderr.wait_for(re.compile(r"new workers booted"), 20, start=at), server.stderr.text()
+        warned = [line for line in server.stderr.lines[at:] if "certificate in use is kept" in line]
+        assert len(warned) == 1 and why in warned[0], server.stderr.text()
+        assert "organizationName" not in peer_subject(server.port, ctx)
+        kept.sendall(b"GET /pid HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_response(kept)[0] == 200
+        kept.close()
+
+    shutil.copy(certs.cert2, cert)                      # renewed; key.pem still the old one
+    reload_expecting("does not match")
+    shutil.copy(certs.cert, cert)
+    key.unlink()
+    reload_expecting("%s: No such file or directory" % key)
+    shutil.copy(certs.key_encrypted, key)
+    reload_expecting("--keyfile-password-file")
+    assert alive(server)
 
 
 # ------------------------------------------------------------ the flags

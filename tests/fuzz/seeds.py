@@ -422,13 +422,78 @@ def woh_seeds():
     }
 
 
+def client_hello(minimum=None, maximum=None, ciphers=None):
+    """A ClientHello as Python's ssl (OpenSSL) sends it, or None when this
+    OpenSSL will not offer what was asked."""
+    import ssl
+    import warnings
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    ctx.set_alpn_protocols(["http/1.1"])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            if ciphers:
+                ctx.set_ciphers(ciphers)
+            if minimum:
+                ctx.minimum_version = minimum
+            if maximum:
+                ctx.maximum_version = maximum
+        inb, outb = ssl.MemoryBIO(), ssl.MemoryBIO()
+        obj = ctx.wrap_bio(inb, outb, server_hostname="localhost")
+        obj.do_handshake()
+    except ssl.SSLWantReadError:
+        return outb.read()
+    except ssl.SSLError:
+        return None
+    return None
+
+
+def tls_seeds():
+    """fuzz_tls: byte 0 the mode (bit 0 a real handshake first, 1 TLS 1.2,
+    2 plaintext after it, 3 resume, 4 renegotiate; 5-7 the pieces' seed),
+    then the bytes: ClientHellos whole and cut short, older versions
+    offered, plain HTTP, an SSLv2-format hello, forged and truncated
+    records after a handshake, requests as plaintext."""
+    import ssl
+    out = {}
+    v = ssl.TLSVersion
+    hellos = {"hello13": client_hello(), "hello12": client_hello(maximum=v.TLSv1_2),
+              "hello10": client_hello(minimum=v.TLSv1, maximum=v.TLSv1_1, ciphers="DEFAULT:@SECLEVEL=0")}
+    for name, h in hellos.items():
+        if h is None:
+            continue
+        out[name] = b"\x00" + h
+        out[name + "-pieces"] = b"\xe0" + h
+        for cut in (1, 5, 9, len(h) // 2, len(h) - 1):
+            out["%s-cut%d" % (name, cut)] = b"\x00" + h[:cut]
+        out[name + "-twice"] = b"\x00" + h + h
+    out["plain-http"] = b"\x00GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+    out["sslv2-hello"] = b"\x00\x80\x2e\x01\x00\x02\x00\x15\x00\x00\x00\x10" + bytes(range(21)) + bytes(16)
+    out["alert"] = b"\x00\x15\x03\x03\x00\x02\x02\x28"
+    request = b"GET /pid HTTP/1.1\r\nHost: localhost\r\n\r\n"
+    for mode, name in ((0x05, "13"), (0x07, "12")):
+        out["plaintext" + name] = bytes([mode]) + request * 2
+        out["plaintext%s-resumed" % name] = bytes([mode | 8]) + request
+    forged = b"\x17\x03\x03\x00\x20" + bytes(32)
+    for mode, name in ((0x01, "13"), (0x03, "12")):
+        out["forged" + name] = bytes([mode]) + forged
+        out["truncated" + name] = bytes([mode]) + b"\x17\x03\x03\x01\x00" + bytes(40)
+        out["oversized" + name] = bytes([mode]) + b"\x17\x03\x03\x48\x01" + bytes(64)
+        out["ccs" + name] = bytes([mode]) + b"\x14\x03\x03\x00\x01\x01"
+        out["close-notify" + name] = bytes([mode]) + b"\x15\x03\x03\x00\x02\x01\x00"
+    out["renegotiate12"] = b"\x13" + forged
+    return out
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: seeds.py OUTDIR")
     for driver, seeds in (("http", http_seeds()), ("bus", bus_seeds()), ("sse", sse_seeds()),
                           ("registry", registry_seeds()), ("broker", broker_seeds()), ("grip", grip_seeds()),
                           ("epcp", epcp_seeds()), ("jwt", jwt_seeds()),
-                          ("pubreq", pubreq_seeds()), ("nats", nats_seeds()), ("woh", woh_seeds())):
+                          ("pubreq", pubreq_seeds()), ("nats", nats_seeds()), ("woh", woh_seeds()),
+                          ("tls", tls_seeds())):
         d = os.path.join(sys.argv[1], driver)
         os.makedirs(d, exist_ok=True)
         for i, (name, data) in enumerate(sorted(seeds.items())):
