@@ -51,6 +51,7 @@ check_setup taskset setsid timeout curl openssl ps "$WRK" "$PYTHON"
 BENCH_VENV_ABS=$(cd -- "$BENCH_VENV" 2>/dev/null && pwd) || die "no $BENCH_VENV (make bench-venv)"
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/m0tls.XXXXXX")
+chmod 755 "$TMP"        # nginx's worker runs as nobody: it must reach the static file
 common_traps
 CERT=$TMP/cert.pem KEY=$TMP/key.pem
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$KEY" -out "$CERT" -days 2 \
@@ -68,7 +69,12 @@ wrk_rps() {
     [[ -n $hdr ]] && args=(-H "$hdr")
     timeout -k 5 $((WARMUP + 30)) taskset -c "$CLIENT_CPU" "$WRK" -t1 -c"$CONNECTIONS" -d"${WARMUP}s" "${args[@]}" "$url" >/dev/null 2>&1 || true
     timeout -k 5 $((DURATION + 30)) taskset -c "$CLIENT_CPU" "$WRK" -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "${args[@]}" "$url" >"$out" 2>&1
-    parse_wrk "$out" 2 | cut -f1
+    # A figure counts only when every answer was a 2xx/3xx and no socket
+    # failed: a server answering 403 fast is no benchmark.
+    local line rps errs
+    line=$(parse_wrk "$out" 2) || { echo "-"; return; }
+    rps=$(cut -f1 <<<"$line"); errs=$(cut -f5 <<<"$line")
+    if [[ -n $errs && $errs != 0 ]]; then echo "$rps ($errs errors)"; else echo "$rps"; fi
 }
 
 # s_time_cps PORT MODE(-new|-reuse) -> connections per second
