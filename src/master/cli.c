@@ -475,6 +475,26 @@ static int apply_mounts(struct m0_config *cfg, enum m0_mount_kind kind, const ch
     }
 }
 
+/* The next item of a repeatable flag's value: the whole value given on
+ * the command line, or one M0_MOUNT_LIST_SEP-separated item of the
+ * environment's list; without surrounding spaces, n bytes (not
+ * terminated). *next moves past it, NULL after the last. */
+static const char *list_item(const char **next, int from_env, size_t *n)
+{
+    const char *p = *next;
+    const char *end = from_env ? strchr(p, M0_MOUNT_LIST_SEP) : NULL;
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    while (len > 0 && isspace((unsigned char)*p)) {
+        p++;
+        len--;
+    }
+    while (len > 0 && isspace((unsigned char)p[len - 1]))
+        len--;
+    *n = len;
+    *next = end ? end + 1 : NULL;
+    return p;
+}
+
 /* --grant-cors-origin (one origin) or M0_GRANT_CORS_ORIGINS (a list); the
  * first one on the command line drops the environment's. */
 static int add_origins(struct m0_config *cfg, const char *val, int from_env, const char *who, char *err, size_t cap)
@@ -484,16 +504,10 @@ static int add_origins(struct m0_config *cfg, const char *val, int from_env, con
         cfg->grant_cors_from_env = 0;
     }
     cfg->grant_cors_from_env = from_env;
-    const char *p = val;
-    for (;;) {
-        const char *end = from_env ? strchr(p, M0_MOUNT_LIST_SEP) : NULL;
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        while (n > 0 && isspace((unsigned char)*p)) {
-            p++;
-            n--;
-        }
-        while (n > 0 && isspace((unsigned char)p[n - 1]))
-            n--;
+    const char *next = val;
+    while (next != NULL) {
+        size_t n;
+        const char *p = list_item(&next, from_env, &n);
         if (n > 0 || !from_env) {
             const char *why = m0_grant_origin_error(p, n);
             if (why == NULL && cfg->ngrant_cors_origins == M0_GRANT_MAX_ORIGINS)
@@ -507,10 +521,8 @@ static int add_origins(struct m0_config *cfg, const char *val, int from_env, con
             }
             cfg->grant_cors_origins[cfg->ngrant_cors_origins++] = copy;
         }
-        if (end == NULL)
-            return M0_OK;
-        p = end + 1;
     }
+    return M0_OK;
 }
 
 /* --bind (one address, repeatable: gunicorn listens on every -b) or
@@ -521,16 +533,10 @@ static int add_binds(struct m0_config *cfg, const char *val, int from_env, const
     if (!from_env && cfg->binds_from_env)
         cfg->nbinds = 0;
     cfg->binds_from_env = from_env;
-    const char *p = val;
-    for (;;) {
-        const char *end = from_env ? strchr(p, M0_MOUNT_LIST_SEP) : NULL;
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        while (n > 0 && isspace((unsigned char)*p)) {
-            p++;
-            n--;
-        }
-        while (n > 0 && isspace((unsigned char)p[n - 1]))
-            n--;
+    const char *next = val;
+    while (next != NULL) {
+        size_t n;
+        const char *p = list_item(&next, from_env, &n);
         if (n > 0 || !from_env) {
             const char *copy = mount_strdup(p, n);
             struct m0_bind_parts b;
@@ -549,10 +555,8 @@ static int add_binds(struct m0_config *cfg, const char *val, int from_env, const
             cfg->binds[cfg->nbinds++] = copy;
             cfg->bind = cfg->binds[0];
         }
-        if (end == NULL)
-            return M0_OK;
-        p = end + 1;
     }
+    return M0_OK;
 }
 
 static int apply(struct m0_config *cfg, const struct opt *o, const char *val, const char *who,
