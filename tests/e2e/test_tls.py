@@ -241,8 +241,10 @@ def test_websocket_hold_and_asgi_websocket_over_wss(tls_server, certs):
 def test_websockets_library_over_wss(tls_server, certs):
     from websockets.sync.client import connect
     server = tls_server(*ASGI)
-    with connect("wss://localhost:%d/a/ws" % server.port, ssl=client_context(certs, alpn=None),
-                 open_timeout=10) as ws:
+    # 127.0.0.1 with the certificate's name for SNI and verification: a
+    # fresh machine may have no /etc/hosts entry for localhost.
+    with connect("wss://127.0.0.1:%d/a/ws" % server.port, ssl=client_context(certs, alpn=None),
+                 server_hostname="localhost", open_timeout=10) as ws:
         assert json.loads(ws.recv(timeout=10))["scheme"] == "wss"
         ws.send("echo me")
         assert ws.recv(timeout=10) == "echo me"
