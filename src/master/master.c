@@ -74,11 +74,11 @@
 #include "m0/metrics.h"
 #include "m0/master.h"
 #include "master_int.h"
+#include "master_identity.h"
 #include "m0/notify.h"
 #include "m0/nofile.h"
 #include "m0/pidfile.h"
 #include "m0/presence.h"
-#include "m0/privs.h"
 #include "m0/timer.h"
 #include "m0/control.h"
 #include "m0/worker.h"
@@ -634,41 +634,6 @@ static void on_signal(struct m0_master *m)
     }
 }
 
-/* After binding, before the first fork: the pid file, then --user/--group.
- * The unix sockets we bound and the pid file are given to that user/group
- * first: the descriptors need nothing, but a proxy running in the group
- * connects by path, and the master unlinks both at exit. */
-static int settle_identity(struct m0_master *m, const struct m0_config *cfg)
-{
-    char err[512];
-    struct m0_ident id;
-    if (m0_privs_resolve(cfg->user, cfg->group, &id, err, sizeof err) != M0_OK) {
-        fprintf(stderr, "%s\n", err);
-        return M0_EXIT_USAGE;
-    }
-    if (cfg->pid_file != NULL && m0_pidfile_write(cfg->pid_file, err, sizeof err) != M0_OK) {
-        m0_error("%s", err);
-        return M0_EXIT_FAIL;
-    }
-    for (int l = 0; l < m->ls.n; l++) {
-        if (m->ls.l[l].unix_path != NULL && m0_privs_chown(m->ls.l[l].unix_path, &id, err, sizeof err) != M0_OK) {
-            m0_error("%s", err);
-            return M0_EXIT_FAIL;
-        }
-    }
-    if (cfg->pid_file != NULL && m0_privs_chown(cfg->pid_file, &id, err, sizeof err) != M0_OK) {
-        m0_error("%s", err);
-        return M0_EXIT_FAIL;
-    }
-    if (m0_privs_drop(&id, err, sizeof err) != M0_OK) {
-        m0_error("%s", err);
-        return M0_EXIT_FAIL;
-    }
-    if (id.set_uid || id.set_gid)
-        m0_info("running as uid %u, gid %u", (unsigned)getuid(), (unsigned)getgid());
-    return M0_OK;
-}
-
 /* Resident set size of pid in MiB, or 0 if unknown. */
 static uint64_t rss_mib(pid_t pid)
 {
@@ -763,7 +728,7 @@ int m0_master_run(struct m0_config *cfg)
     if (rc != M0_OK)
         return rc;
     m0_metrics_create(cfg);      /* before the first fork; without it: no metrics, logged */
-    if ((rc = settle_identity(m, cfg)) != M0_OK)
+    if ((rc = m0_master_settle_identity(m, cfg)) != M0_OK)
         return rc;
     m->want_ready = 1;
     m->tick_ms = TICK_MS;
