@@ -166,6 +166,41 @@ async def drive(browser_ws, port, screenshot):
         return proto, shown
 
 
+def run_smoke(name, description, target, start, drive, timeout=90):
+    """A browser smoke's main: --chromium and --screenshot from the command
+    line; start(tmp) makes the server in a scratch directory and returns
+    (process, *args); drive(browser_ws, *args, screenshot) returns
+    {check: True, or what the page showed instead}. Prints one line
+    (NAME: check=True, ... -> ok or FAILED, then what each failed check
+    showed), stops the server and the browser, removes the scratch
+    directories, and exits 0 when every check is True, else 1; exits with a
+    message naming make TARGET when there is no chromium."""
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
+    ap.add_argument("--screenshot", default="", help="save the second page as PNG")
+    a = ap.parse_args()
+    if not os.access(a.chromium, os.X_OK):
+        raise SystemExit("no chromium at %s (apt-get install chromium, or make %s)" % (a.chromium, target))
+    tmp = tempfile.mkdtemp(prefix="m0%s." % name)
+    server, *args = start(tmp)
+    profile = tempfile.mkdtemp(prefix="m0%s-profile." % name)
+    browser = None
+    try:
+        browser, browser_ws = start_browser(a.chromium, profile)
+        shown = asyncio.run(asyncio.wait_for(drive(browser_ws, *args, a.screenshot), timeout))
+    finally:
+        stop(browser, server)
+        shutil.rmtree(profile, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+    ok = all(v is True for v in shown.values())
+    print("%s_browser: %s -> %s" % (name, ", ".join("%s=%s" % (k, v is True) for k, v in shown.items()),
+                                    "ok" if ok else "FAILED"))
+    for k, v in shown.items():
+        if v is not True:
+            print("  %s showed: %r" % (k, v))
+    sys.exit(0 if ok else 1)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")

@@ -20,13 +20,10 @@ Exits 0 when every page showed what it should, 1 otherwise. Every wait is
 bounded; the server and the browser are stopped on the way out.
 """
 
-import argparse
 import asyncio
 import json
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import websockets
@@ -35,7 +32,7 @@ from pubcontrol import Item
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))
-from chat_browser import CDP, start_browser, start_server as start_m0serve, stop  # noqa: E402
+from chat_browser import CDP, run_smoke, start_server as start_m0serve  # noqa: E402
 from serverproc import free_port  # noqa: E402  (the one copy, shared with the tests and bench)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -104,31 +101,7 @@ async def drive(browser_ws, port, cport, screenshot):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
-    ap.add_argument("--screenshot", default="", help="save the second page as PNG")
-    a = ap.parse_args()
-    if not os.access(a.chromium, os.X_OK):
-        raise SystemExit("no chromium at %s (apt-get install chromium, or make smoke-woh-browser)" % a.chromium)
-    tmp = tempfile.mkdtemp(prefix="m0woh.")
-    server, port, cport = start_server(tmp)
-    profile = tempfile.mkdtemp(prefix="m0woh-profile.")
-    browser = None
-    try:
-        browser, browser_ws = start_browser(a.chromium, profile)
-        shown = asyncio.run(asyncio.wait_for(drive(browser_ws, port, cport, a.screenshot), 90))
-    finally:
-        stop(browser, server)
-        shutil.rmtree(profile, ignore_errors=True)
-        shutil.rmtree(tmp, ignore_errors=True)
-    ok = all(v is True for v in shown.values())
-    print("woh_browser: %s -> %s" % (", ".join("%s=%s" % (k, v is True) for k, v in shown.items()),
-                                     "ok" if ok else "FAILED"))
-    for k, v in shown.items():
-        if v is not True:
-            print("  %s showed: %r" % (k, v))
-    sys.exit(0 if ok else 1)
-
+    run_smoke("woh", __doc__, "smoke-woh-browser", start_server, drive)
 
 if __name__ == "__main__":
     main()
